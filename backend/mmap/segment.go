@@ -1,0 +1,210 @@
+package mmap
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"sync/atomic"
+	"syscall"
+
+	mmapgo "github.com/edsrzf/mmap-go"
+	"golang.org/x/sys/unix"
+
+	"github.com/rocketstore/rocketstore/backend"
+)
+
+// segment is a file mapped shared read-write for its whole, fixed size.
+//
+// Invariant: len(data) == size, or data is nil when size == 0 (an empty file
+// cannot be mapped). data and f never change after construction, so the hot
+// path reads them without locking; closed is atomic only so that a call made
+// after Close reliably sees it.
+type segment struct {
+	name   string
+	path   string
+	size   int64
+	f      *os.File
+	data   mmapgo.MMap
+	closed atomic.Bool
+}
+
+var (
+	_ backend.Segment = (*segment)(nil)
+	_ Adviser         = (*segment)(nil)
+)
+
+// Adviser is implemented by the segments of this package. Callers holding a
+// backend.Segment reach it with a type assertion.
+type Adviser interface {
+	// Advise passes a madvise(2) hint for the whole segment, such as
+	// unix.MADV_WILLNEED before reading a segment through or
+	// unix.MADV_SEQUENTIAL for one about to be scanned.
+	Advise(advice int) error
+}
+
+// pageSize is the granularity of msync and of the mapping.
+var pageSize = int64(os.Getpagesize())
+
+// createSegment creates, preallocates and maps the file at path. On failure
+// it removes the file again, so that a retry does not fail with ErrExist.
+func createSegment(name, path string, size int64) (*segment, error) {
+	if size < 0 || size > math.MaxInt {
+		return nil, fmt.Errorf("mmap: create %s: size %d: %w", path, size, backend.ErrRange)
+	}
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, filePerm)
+	if err != nil {
+		return nil, wrap("create", path, err)
+	}
+	var seg *segment
+	err = preallocate(f, size)
+	if err == nil {
+		seg, err = mapFile(name, path, f, size)
+	}
+	if err != nil {
+		_ = f.Close()
+		_ = os.Remove(path)
+		return nil, wrap("create", path, err)
+	}
+	return seg, nil
+}
+
+// openSegment maps the existing regular file at path.
+func openSegment(name, path string) (*segment, error) {
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if errors.Is(err, syscall.EISDIR) {
+		return nil, notRegular("open", path)
+	}
+	if err != nil {
+		return nil, wrap("open", path, err)
+	}
+	fi, err := f.Stat()
+	if err == nil && !fi.Mode().IsRegular() {
+		_ = f.Close()
+		return nil, notRegular("open", path)
+	}
+	var seg *segment
+	if err == nil {
+		seg, err = mapFile(name, path, f, fi.Size())
+	}
+	if err != nil {
+		_ = f.Close()
+		return nil, wrap("open", path, err)
+	}
+	return seg, nil
+}
+
+// mapFile maps the first size bytes of f, which must be exactly size bytes
+// long. A size-0 file is left unmapped because mmap(2) rejects length 0.
+func mapFile(name, path string, f *os.File, size int64) (*segment, error) {
+	if size > math.MaxInt {
+		return nil, fmt.Errorf("size %d: %w", size, backend.ErrRange)
+	}
+	seg := &segment{name: name, path: path, size: size, f: f}
+	if size == 0 {
+		return seg, nil
+	}
+	data, err := mmapgo.MapRegion(f, int(size), mmapgo.RDWR, 0, 0)
+	if err != nil {
+		return nil, fmt.Errorf("map %d bytes: %w", size, err)
+	}
+	seg.data = data
+	return seg, nil
+}
+
+// Name returns the name the segment was created or opened with.
+func (s *segment) Name() string { return s.name }
+
+// Size returns the fixed size of the segment.
+func (s *segment) Size() int64 { return s.size }
+
+// inRange reports whether [off, off+n) lies inside the segment, without
+// overflowing for any off and n.
+func (s *segment) inRange(off, n int64) bool {
+	return off >= 0 && n >= 0 && off <= s.size-n
+}
+
+// View returns the mapped bytes [off, off+n). Its capacity ends with the
+// range, so that an append by the caller cannot write into the mapping.
+func (s *segment) View(off, n int64) []byte {
+	if s.closed.Load() || !s.inRange(off, n) {
+		return nil
+	}
+	if s.data == nil {
+		return []byte{} // size 0: in range, but there is no mapping to slice
+	}
+	return s.data[off : off+n : off+n]
+}
+
+// WriteAt copies p into the mapping at off. The bounds check is what keeps a
+// bad offset from becoming a SIGBUS or a write into unrelated memory.
+func (s *segment) WriteAt(p []byte, off int64) (int, error) {
+	if s.closed.Load() {
+		return 0, s.errClosed("write")
+	}
+	if !s.inRange(off, int64(len(p))) {
+		return 0, fmt.Errorf("mmap: write %s at %d, %d bytes (size %d): %w",
+			s.path, off, len(p), s.size, backend.ErrRange)
+	}
+	return copy(s.data[off:], p), nil
+}
+
+// Sync msyncs the whole pages covering [off, off+n) with MS_SYNC, which
+// returns only once they are on stable storage.
+func (s *segment) Sync(off, n int64) error {
+	if s.closed.Load() {
+		return s.errClosed("sync")
+	}
+	if n == 0 {
+		return nil // msync of zero length would fail; there is nothing to do
+	}
+	if !s.inRange(off, n) {
+		return fmt.Errorf("mmap: sync %s at %d, %d bytes (size %d): %w",
+			s.path, off, n, s.size, backend.ErrRange)
+	}
+	// msync needs a page-aligned start; the mapping starts on a page, so
+	// rounding off down aligns the address. The kernel rounds the length
+	// up to whole pages itself, so the end stops at the segment size and
+	// never slices past the mapping.
+	start := off &^ (pageSize - 1)
+	if err := unix.Msync(s.data[start:off+n], unix.MS_SYNC); err != nil {
+		return fmt.Errorf("mmap: sync %s at %d, %d bytes: %w", s.path, off, n, err)
+	}
+	return nil
+}
+
+// Advise passes a madvise(2) hint for the whole segment.
+func (s *segment) Advise(advice int) error {
+	if s.closed.Load() {
+		return s.errClosed("advise")
+	}
+	if s.data == nil {
+		return nil
+	}
+	if err := unix.Madvise(s.data, advice); err != nil {
+		return fmt.Errorf("mmap: advise %s (%d): %w", s.path, advice, err)
+	}
+	return nil
+}
+
+// Close unmaps the segment and closes its file. It does not sync: unmapping
+// keeps dirty pages in the page cache, and durability is Sync's job. Calls
+// after the first return nil.
+func (s *segment) Close() error {
+	if s.closed.Swap(true) {
+		return nil
+	}
+	var unmapErr error
+	if s.data != nil {
+		data := s.data // Unmap nils its receiver; s.data stays immutable
+		unmapErr = data.Unmap()
+	}
+	if err := errors.Join(unmapErr, s.f.Close()); err != nil {
+		return fmt.Errorf("mmap: close %s: %w", s.path, err)
+	}
+	return nil
+}
+
+func (s *segment) errClosed(op string) error {
+	return fmt.Errorf("mmap: %s %s: %w", op, s.path, backend.ErrClosed)
+}

@@ -1,0 +1,110 @@
+package dispatch
+
+import (
+	"strconv"
+	"time"
+
+	"github.com/rocketstore/rocketstore/engine/record"
+)
+
+// ScheduleTopic is the topic of delayed messages, whose ConsumeQueue
+// tagsCode is the deliver time instead of a tag hash.
+const ScheduleTopic = "SCHEDULE_TOPIC_XXXX"
+
+// Request is one record to dispatch (RocketMQ's DispatchRequest). Its byte
+// slices alias the CommitLog and are valid only during Dispatch; copy what
+// must outlive the call.
+type Request struct {
+	Topic                     []byte
+	QueueID                   int32
+	CommitLogOffset           int64
+	MsgSize                   int32
+	TagsCode                  int64
+	StoreTimestamp            int64
+	ConsumeQueueOffset        int64
+	SysFlag                   int32
+	PreparedTransactionOffset int64
+	// Keys is the KEYS property (space-separated), UniqKey UNIQ_KEY.
+	Keys    []byte
+	UniqKey []byte
+	// Properties is the encoded property string (record.ForEachProperty
+	// walks it).
+	Properties []byte
+}
+
+// Dispatchable reports whether the record belongs in a ConsumeQueue:
+// prepared and rolled-back transaction records do not.
+func (r *Request) Dispatchable() bool {
+	switch record.TransactionType(r.SysFlag) {
+	case record.TransactionPrepared, record.TransactionRollback:
+		return false
+	}
+	return true
+}
+
+// Parser turns CommitLog bytes into Requests.
+type Parser struct {
+	// DelayLevels are the delay durations of levels 1..n, for the deliver
+	// time of schedule-topic messages.
+	DelayLevels []time.Duration
+}
+
+// Parse checks the record at the start of buf, expected at CommitLog
+// offset pos, and returns it as a Request. For a BLANK record it returns
+// blank = true and the size it fills. Errors come from record.Check.
+func (p *Parser) Parse(buf []byte, pos int64, checkCRC bool) (req Request, size int32, blank bool, err error) {
+	info, err := record.Check(buf, pos, checkCRC)
+	if err != nil {
+		return req, info.Size, false, err
+	}
+	if info.Blank {
+		return req, info.Size, true, nil
+	}
+	req = Request{
+		Topic:                     info.Topic,
+		QueueID:                   info.QueueID,
+		CommitLogOffset:           info.PhysicalOffset,
+		MsgSize:                   info.Size,
+		StoreTimestamp:            info.StoreTimestamp,
+		ConsumeQueueOffset:        info.QueueOffset,
+		SysFlag:                   info.SysFlag,
+		PreparedTransactionOffset: info.PreparedTransactionOffset,
+		Properties:                info.Properties,
+	}
+	var tags, delay []byte
+	record.ForEachProperty(info.Properties, func(k, v []byte) bool {
+		switch string(k) {
+		case record.PropertyTags:
+			tags = v
+		case record.PropertyKeys:
+			req.Keys = v
+		case record.PropertyUniqClientMsgID:
+			req.UniqKey = v
+		case record.PropertyDelayTimeLevel:
+			delay = v
+		}
+		return true
+	})
+	req.TagsCode = int64(record.JavaStringHashCode(string(tags)))
+	if len(tags) == 0 {
+		req.TagsCode = 0
+	}
+	if delay != nil && string(info.Topic) == ScheduleTopic {
+		req.TagsCode = p.deliverTime(delay, info.StoreTimestamp)
+	}
+	return req, info.Size, false, nil
+}
+
+// deliverTime is RocketMQ's computeDeliverTimestamp: the store time plus
+// the level's delay; an unknown level gives store time + 1 s.
+func (p *Parser) deliverTime(level []byte, storeTs int64) int64 {
+	lv, err := strconv.Atoi(string(level))
+	if err != nil || lv <= 0 {
+		return storeTs + 1000
+	}
+	lv = min(lv, len(p.DelayLevels))
+	if lv == 0 {
+		return storeTs + 1000
+	}
+	return storeTs + p.DelayLevels[lv-1].Milliseconds()
+}

@@ -1,0 +1,127 @@
+package engine
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/rocketstore/rocketstore/backend"
+)
+
+// Checkpoint layout: a 4096-byte file holding three big-endian int64
+// millisecond timestamps.
+//
+//	0 physicMsgTimestamp | 8 logicsMsgTimestamp | 16 indexMsgTimestamp
+//
+// The 24 bytes live in one 512-byte sector, so a power cut leaves either the
+// old or the new values, never a mix.
+const (
+	checkpointSize      = 4096
+	checkpointUsedBytes = 24
+)
+
+// StoreCheckpoint records how far the CommitLog, the ConsumeQueues and the
+// index are known to be durable, by store timestamp. Abnormal recovery
+// replays the CommitLog from the first file older than the minimum.
+type StoreCheckpoint struct {
+	mu                 sync.Mutex
+	seg                backend.Segment
+	physicMsgTimestamp int64
+	logicsMsgTimestamp int64
+	indexMsgTimestamp  int64
+	buf                [checkpointUsedBytes]byte
+}
+
+// openCheckpoint opens or creates the checkpoint file. valid is false when
+// the file was missing or held values that cannot be timestamps; the
+// timestamps are then 0, which makes recovery start from the first file.
+func openCheckpoint(fs backend.FS, name string, now int64) (cp *StoreCheckpoint, valid bool, err error) {
+	seg, err := fs.Open(name)
+	if errors.Is(err, backend.ErrNotExist) {
+		if seg, err = fs.Create(name, checkpointSize); err != nil {
+			return nil, false, fmt.Errorf("create checkpoint %s: %w", name, err)
+		}
+		return &StoreCheckpoint{seg: seg}, false, nil
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("open checkpoint %s: %w", name, err)
+	}
+	if seg.Size() < checkpointUsedBytes {
+		seg.Close()
+		return nil, false, fmt.Errorf("%w: checkpoint %s is %d bytes, want %d", ErrCorruptStore, name, seg.Size(), checkpointSize)
+	}
+	b := seg.View(0, checkpointUsedBytes)
+	cp = &StoreCheckpoint{seg: seg,
+		physicMsgTimestamp: int64(binary.BigEndian.Uint64(b)),
+		logicsMsgTimestamp: int64(binary.BigEndian.Uint64(b[8:])),
+		indexMsgTimestamp:  int64(binary.BigEndian.Uint64(b[16:])),
+	}
+	// A timestamp in the future (a day of clock skew allowed) or below 0
+	// is garbage: trust nothing in the file.
+	for _, ts := range []int64{cp.physicMsgTimestamp, cp.logicsMsgTimestamp, cp.indexMsgTimestamp} {
+		if ts < 0 || ts > now+24*3600*1000 {
+			cp.physicMsgTimestamp, cp.logicsMsgTimestamp, cp.indexMsgTimestamp = 0, 0, 0
+			return cp, false, nil
+		}
+	}
+	return cp, true, nil
+}
+
+// Timestamps returns physicMsgTimestamp, logicsMsgTimestamp and
+// indexMsgTimestamp.
+func (c *StoreCheckpoint) Timestamps() (physic, logics, index int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.physicMsgTimestamp, c.logicsMsgTimestamp, c.indexMsgTimestamp
+}
+
+// MinTimestamp is RocketMQ's getMinTimestamp: min(physic, logics) - 3 s,
+// the margin covering messages that share a millisecond.
+func (c *StoreCheckpoint) MinTimestamp() int64 {
+	p, l, _ := c.Timestamps()
+	return max(0, min(p, l)-3000)
+}
+
+func (c *StoreCheckpoint) setPhysic(ts int64) {
+	c.mu.Lock()
+	c.physicMsgTimestamp = ts
+	c.mu.Unlock()
+}
+
+func (c *StoreCheckpoint) setLogics(ts int64) {
+	c.mu.Lock()
+	c.logicsMsgTimestamp = ts
+	c.mu.Unlock()
+}
+
+func (c *StoreCheckpoint) logics() int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.logicsMsgTimestamp
+}
+
+// SetIndex records the index timestamp (set by the index service).
+func (c *StoreCheckpoint) SetIndex(ts int64) {
+	c.mu.Lock()
+	c.indexMsgTimestamp = ts
+	c.mu.Unlock()
+}
+
+// flush writes the three timestamps and syncs them.
+func (c *StoreCheckpoint) flush() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	b := binary.BigEndian.AppendUint64(c.buf[:0], uint64(c.physicMsgTimestamp))
+	b = binary.BigEndian.AppendUint64(b, uint64(c.logicsMsgTimestamp))
+	b = binary.BigEndian.AppendUint64(b, uint64(c.indexMsgTimestamp))
+	if _, err := c.seg.WriteAt(b, 0); err != nil {
+		return fmt.Errorf("write checkpoint: %w", err)
+	}
+	if err := c.seg.Sync(0, checkpointUsedBytes); err != nil {
+		return fmt.Errorf("%w: sync checkpoint: %v", ErrFlushFailed, err)
+	}
+	return nil
+}
+
+func (c *StoreCheckpoint) close() error { return c.seg.Close() }

@@ -1,0 +1,330 @@
+package engine
+
+import (
+	"fmt"
+	"net/netip"
+	"strconv"
+	"sync"
+
+	"github.com/rocketstore/rocketstore/backend"
+	"github.com/rocketstore/rocketstore/engine/record"
+)
+
+// ScheduleTopic is the topic that holds delayed messages until they are due
+// (RocketMQ's SCHEDULE_TOPIC_XXXX); queue = delay level - 1.
+const ScheduleTopic = "SCHEDULE_TOPIC_XXXX"
+
+// PutResult describes a stored message (or batch).
+type PutResult struct {
+	// WroteOffset is the CommitLog offset of the (first) record.
+	WroteOffset int64
+	// WroteBytes is the size of the record(s).
+	WroteBytes int32
+	// QueueOffset is the ConsumeQueue index of the (first) message.
+	QueueOffset int64
+	// MsgNum is the number of messages stored.
+	MsgNum int32
+	// StoreTimestamp is the time assigned under the put lock.
+	StoreTimestamp int64
+	// StoreHost is the host written into the record.
+	StoreHost netip.AddrPort
+	// Topic and QueueID are where the message was stored: for a delayed
+	// message, the schedule topic and its queue.
+	Topic   string
+	QueueID int32
+}
+
+// MsgID returns the offset message id of the (first) record.
+func (r PutResult) MsgID() string { return record.OffsetMsgID(r.StoreHost, r.WroteOffset) }
+
+// topicQueueKey identifies a ConsumeQueue; lookups with it do not allocate.
+type topicQueueKey struct {
+	topic   string
+	queueID int32
+}
+
+// CommitLog is the append-only log of every message, in RocketMQ's format.
+//
+// One mutex (RocketMQ's putMessageLock) orders appends and assigns queue
+// offsets; the wrote position is published after the bytes are in place,
+// and readers only read below it.
+type CommitLog struct {
+	q         *MappedFileQueue
+	cfg       *Config
+	storeHost netip.AddrPort
+
+	mu              sync.Mutex
+	enc             record.Encoder
+	topicQueueTable map[topicQueueKey]int64
+	lastStoreTs     int64
+	blank           [record.BlankLength]byte
+}
+
+func newCommitLog(fs backend.FS, dir string, cfg *Config) *CommitLog {
+	return &CommitLog{
+		q:               newMappedFileQueue(fs, dir, cfg.CommitLogFileSize),
+		cfg:             cfg,
+		storeHost:       cfg.StoreHost,
+		topicQueueTable: make(map[topicQueueKey]int64),
+	}
+}
+
+// MinOffset returns the offset of the oldest byte held.
+func (c *CommitLog) MinOffset() int64 { return c.q.MinOffset() }
+
+// MaxOffset returns the offset after the last published record.
+func (c *CommitLog) MaxOffset() int64 { return c.q.MaxOffset() }
+
+// FileSize returns the size of each CommitLog file.
+func (c *CommitLog) FileSize() int64 { return c.q.fileSize }
+
+// rollNextFile returns the start of the file after the one holding offset.
+func (c *CommitLog) rollNextFile(offset int64) int64 {
+	return offset + c.q.fileSize - offset%c.q.fileSize
+}
+
+// put appends one message. It returns the offset just past it, which a
+// SyncFlush caller waits to see flushed.
+func (c *CommitLog) put(m *record.Message) (PutResult, error) {
+	m, err := redirectDelayed(m, len(c.cfg.DelayLevels))
+	if err != nil {
+		return PutResult{}, err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	p, err := c.enc.Prepare(m, c.storeHost, c.cfg.MaxMessageSize)
+	if err != nil {
+		return PutResult{}, err
+	}
+	if err := c.checkFits(p.Size); err != nil {
+		return PutResult{}, err
+	}
+	mf, pos, err := c.fileWithRoom(p.Size)
+	if err != nil {
+		return PutResult{}, err
+	}
+	ts := c.storeTime()
+	key := topicQueueKey{m.Topic, m.QueueID}
+	qoff, advance := c.queueOffset(key, m.SysFlag)
+	res := PutResult{WroteOffset: mf.fileFromOffset + pos, WroteBytes: int32(p.Size), QueueOffset: qoff,
+		MsgNum: 1, StoreTimestamp: ts, StoreHost: c.storeHost, Topic: m.Topic, QueueID: m.QueueID}
+	head, body, tail := c.enc.Encode(p, record.Stamp{QueueOffset: qoff, PhysicalOffset: res.WroteOffset,
+		StoreTimestamp: ts, StoreHost: c.storeHost})
+	end, err := mf.appendAt(pos, head, body, tail)
+	if err != nil {
+		return PutResult{}, err
+	}
+	mf.publish(end)
+	mf.storeTimestamp.Store(ts)
+	if advance {
+		c.topicQueueTable[key] = qoff + 1
+	}
+	return res, nil
+}
+
+// putBatch appends messages for one topic and queue as consecutive records
+// in one file, with consecutive queue offsets.
+func (c *CommitLog) putBatch(msgs []*record.Message) (PutResult, error) {
+	if err := checkBatch(msgs); err != nil {
+		return PutResult{}, err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	total := 0
+	for _, m := range msgs {
+		p, err := c.enc.Prepare(m, c.storeHost, c.cfg.MaxMessageSize)
+		if err != nil {
+			return PutResult{}, err
+		}
+		total += p.Size
+	}
+	if err := c.checkFits(total); err != nil {
+		return PutResult{}, err
+	}
+	mf, pos, err := c.fileWithRoom(total)
+	if err != nil {
+		return PutResult{}, err
+	}
+	ts := c.storeTime()
+	key := topicQueueKey{msgs[0].Topic, msgs[0].QueueID}
+	qoff := c.topicQueueTable[key]
+	res := PutResult{WroteOffset: mf.fileFromOffset + pos, WroteBytes: int32(total), QueueOffset: qoff,
+		MsgNum: int32(len(msgs)), StoreTimestamp: ts, StoreHost: c.storeHost, Topic: key.topic, QueueID: key.queueID}
+	for i, m := range msgs {
+		p, _ := c.enc.Prepare(m, c.storeHost, c.cfg.MaxMessageSize)
+		head, body, tail := c.enc.Encode(p, record.Stamp{QueueOffset: qoff + int64(i),
+			PhysicalOffset: mf.fileFromOffset + pos, StoreTimestamp: ts, StoreHost: c.storeHost})
+		if pos, err = mf.appendAt(pos, head, body, tail); err != nil {
+			return PutResult{}, err
+		}
+	}
+	// The whole batch becomes visible at once.
+	mf.publish(pos)
+	mf.storeTimestamp.Store(ts)
+	c.topicQueueTable[key] = qoff + int64(len(msgs))
+	return res, nil
+}
+
+func checkBatch(msgs []*record.Message) error {
+	if len(msgs) == 0 {
+		return fmt.Errorf("%w: no messages", ErrBatch)
+	}
+	for i, m := range msgs {
+		if m.Topic != msgs[0].Topic || m.QueueID != msgs[0].QueueID {
+			return fmt.Errorf("%w: message %d is for %s/%d, the batch for %s/%d",
+				ErrBatch, i, m.Topic, m.QueueID, msgs[0].Topic, msgs[0].QueueID)
+		}
+		if m.Properties[record.PropertyDelayTimeLevel] != "" {
+			return fmt.Errorf("%w: message %d has a delay level; batches cannot be delayed", ErrBatch, i)
+		}
+		if t := record.TransactionType(m.SysFlag); t == record.TransactionPrepared || t == record.TransactionRollback {
+			return fmt.Errorf("%w: message %d is a prepared or rollback transaction message", ErrBatch, i)
+		}
+	}
+	return nil
+}
+
+// checkFits rejects records that could never fit in one file, which would
+// otherwise roll files forever.
+func (c *CommitLog) checkFits(size int) error {
+	if int64(size)+record.BlankLength > c.q.fileSize {
+		return fmt.Errorf("%w: %d bytes cannot fit in a CommitLog file of %d bytes", ErrMessageTooLarge, size, c.q.fileSize)
+	}
+	return nil
+}
+
+// fileWithRoom returns the file and position for size bytes, ending the
+// current file with a BLANK record when they do not fit in it. A file always
+// keeps BlankLength bytes for that record (RocketMQ's END_OF_FILE rule).
+func (c *CommitLog) fileWithRoom(size int) (*MappedFile, int64, error) {
+	mf, err := c.q.getLastMappedFile(0, true)
+	if err != nil {
+		return nil, 0, err
+	}
+	pos := mf.wrote.Load()
+	maxBlank := mf.fileSize - pos
+	if int64(size)+record.BlankLength <= maxBlank {
+		return mf, pos, nil
+	}
+	if _, err := mf.appendAt(pos, record.PutBlank(c.blank[:], int32(maxBlank))); err != nil {
+		return nil, 0, err
+	}
+	mf.publish(mf.fileSize)
+	if mf, err = c.q.getLastMappedFile(0, true); err != nil {
+		return nil, 0, err
+	}
+	return mf, 0, nil
+}
+
+// storeTime returns a store timestamp that never goes backwards along the
+// log; abnormal recovery relies on that order.
+func (c *CommitLog) storeTime() int64 {
+	ts := c.cfg.Now()
+	if ts < c.lastStoreTs {
+		ts = c.lastStoreTs
+	}
+	c.lastStoreTs = ts
+	return ts
+}
+
+// queueOffset returns the queue offset for a message and whether the table
+// advances: prepared and rollback transaction records store 0 and take no
+// place in the ConsumeQueue.
+func (c *CommitLog) queueOffset(key topicQueueKey, sysFlag int32) (int64, bool) {
+	switch record.TransactionType(sysFlag) {
+	case record.TransactionPrepared, record.TransactionRollback:
+		return 0, false
+	}
+	return c.topicQueueTable[key], true
+}
+
+// setTopicQueueTable replaces the queue-offset table after recovery.
+func (c *CommitLog) setTopicQueueTable(t map[topicQueueKey]int64) {
+	c.mu.Lock()
+	c.topicQueueTable = t
+	c.mu.Unlock()
+}
+
+// removeQueue forgets a queue's offset (its ConsumeQueue was deleted).
+func (c *CommitLog) removeQueue(topic string, queueID int32) {
+	c.mu.Lock()
+	delete(c.topicQueueTable, topicQueueKey{topic, queueID})
+	c.mu.Unlock()
+}
+
+// redirectDelayed moves a message with a DELAY level to the schedule topic,
+// keeping its destination in REAL_TOPIC / REAL_QID (RocketMQ's
+// CommitLog.putMessage). It returns a copy; m is not modified.
+func redirectDelayed(m *record.Message, maxLevel int) (*record.Message, error) {
+	lv := m.Properties[record.PropertyDelayTimeLevel]
+	if lv == "" {
+		return m, nil
+	}
+	if t := record.TransactionType(m.SysFlag); t != record.TransactionNotType && t != record.TransactionCommit {
+		return m, nil
+	}
+	level, err := strconv.Atoi(lv)
+	if err != nil {
+		return nil, fmt.Errorf("%w: DELAY %q is not a number", ErrMessageIllegal, lv)
+	}
+	if level <= 0 {
+		return m, nil
+	}
+	level = min(level, maxLevel)
+	cp := *m
+	cp.Properties = make(map[string]string, len(m.Properties)+3)
+	for k, v := range m.Properties {
+		cp.Properties[k] = v
+	}
+	cp.Properties[record.PropertyDelayTimeLevel] = strconv.Itoa(level)
+	cp.Properties[record.PropertyRealTopic] = m.Topic
+	cp.Properties[record.PropertyRealQueueID] = strconv.Itoa(int(m.QueueID))
+	cp.Topic = ScheduleTopic
+	cp.QueueID = int32(level - 1)
+	return &cp, nil
+}
+
+// view returns size bytes at CommitLog offset off, holding a reference on
+// the file; the caller releases mf.
+func (c *CommitLog) view(off int64, size int) ([]byte, *MappedFile) {
+	mf := c.q.findMappedFileByOffset(off, off == 0)
+	if mf == nil {
+		return nil, nil
+	}
+	b, ok := mf.view(off-mf.fileFromOffset, int64(size))
+	if !ok {
+		return nil, nil
+	}
+	return b, mf
+}
+
+// data returns the published bytes from off to the end of its file, for
+// the reput service. The caller releases mf.
+func (c *CommitLog) data(off int64) ([]byte, *MappedFile) {
+	mf := c.q.findMappedFileByOffset(off, off == 0)
+	if mf == nil {
+		return nil, nil
+	}
+	pos := off - mf.fileFromOffset
+	b, ok := mf.view(pos, mf.wrote.Load()-pos)
+	if !ok {
+		return nil, nil
+	}
+	return b, mf
+}
+
+// recordAt returns the whole record starting at off, or nil.
+func (c *CommitLog) recordAt(off int64) ([]byte, *MappedFile) {
+	h, mf := c.view(off, 4)
+	if h == nil {
+		return nil, nil
+	}
+	size := int(int32(be32(h)))
+	mf.release()
+	if size < record.FixedOverhead {
+		return nil, nil
+	}
+	return c.view(off, size)
+}
+
+func be32(b []byte) uint32 { return uint32(b[0])<<24 | uint32(b[1])<<16 | uint32(b[2])<<8 | uint32(b[3]) }

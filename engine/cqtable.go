@@ -1,0 +1,139 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+	"path"
+	"strconv"
+	"sync"
+	"sync/atomic"
+
+	"github.com/rocketstore/rocketstore/backend"
+	"github.com/rocketstore/rocketstore/dispatch"
+)
+
+// consumeQueueTable maps topic → queue id → ConsumeQueue. Readers load an
+// immutable snapshot; the dispatcher and recovery add queues under mu
+// (copy on write: queues are created rarely and read on every get).
+type consumeQueueTable struct {
+	mu sync.Mutex
+	m  atomic.Pointer[map[string]map[int32]*ConsumeQueue]
+}
+
+func (t *consumeQueueTable) snapshot() map[string]map[int32]*ConsumeQueue {
+	if p := t.m.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+// find returns the queue or nil. The lookup does not allocate.
+func (t *consumeQueueTable) find(topic string, queueID int32) *ConsumeQueue {
+	return t.snapshot()[topic][queueID]
+}
+
+// findOrCreate returns the queue for a dispatched record, creating it.
+func (t *consumeQueueTable) findOrCreate(s *Store, topic []byte, queueID int32) (*ConsumeQueue, error) {
+	if cq := t.snapshot()[string(topic)][queueID]; cq != nil {
+		return cq, nil
+	}
+	name := string(topic)
+	if err := checkTopicName(name); err != nil {
+		return nil, err
+	}
+	cq := newConsumeQueue(s.fs, consumeQueueDir, name, queueID, s.cfg.ConsumeQueueUnits)
+	t.add(cq)
+	return cq, nil
+}
+
+// checkTopicName refuses topics that cannot be a directory name.
+func checkTopicName(topic string) error {
+	if topic == "" || topic == "." || topic == ".." || path.Base(topic) != topic {
+		return fmt.Errorf("%w: topic %q cannot name a consume queue directory", ErrMessageIllegal, topic)
+	}
+	return nil
+}
+
+func (t *consumeQueueTable) add(cq *ConsumeQueue) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	old := t.snapshot()
+	next := make(map[string]map[int32]*ConsumeQueue, len(old)+1)
+	for k, v := range old {
+		next[k] = v
+	}
+	qs := make(map[int32]*ConsumeQueue, len(old[cq.topic])+1)
+	for k, v := range old[cq.topic] {
+		qs[k] = v
+	}
+	qs[cq.queueID] = cq
+	next[cq.topic] = qs
+	t.m.Store(&next)
+}
+
+// all calls fn for every queue.
+func (t *consumeQueueTable) all(fn func(*ConsumeQueue) error) error {
+	var errs []error
+	for _, qs := range t.snapshot() {
+		for _, cq := range qs {
+			if err := fn(cq); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (t *consumeQueueTable) shutdownAll() {
+	t.all(func(cq *ConsumeQueue) error { cq.q.shutdown(); return nil })
+}
+
+// loadConsumeQueues opens consumequeue/{topic}/{queueId}/ directories.
+func (s *Store) loadConsumeQueues() error {
+	topics, err := s.fs.ListDirs(consumeQueueDir)
+	if errors.Is(err, backend.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("list %s: %w", consumeQueueDir, err)
+	}
+	for _, topic := range topics {
+		ids, err := s.fs.ListDirs(path.Join(consumeQueueDir, topic))
+		if err != nil {
+			return fmt.Errorf("list %s: %w", path.Join(consumeQueueDir, topic), err)
+		}
+		for _, id := range ids {
+			qid, err := strconv.ParseInt(id, 10, 32)
+			if err != nil || qid < 0 {
+				return fmt.Errorf("%w: consume queue directory %s/%s/%s is not a queue id", ErrCorruptStore, consumeQueueDir, topic, id)
+			}
+			cq := newConsumeQueue(s.fs, consumeQueueDir, topic, int32(qid), s.cfg.ConsumeQueueUnits)
+			if err := cq.q.load(); err != nil {
+				return err
+			}
+			s.queues.add(cq)
+		}
+	}
+	return nil
+}
+
+// commitLogReader adapts the CommitLog to dispatch.Log.
+type commitLogReader struct{ c *CommitLog }
+
+func (r commitLogReader) Data(off int64) ([]byte, dispatch.Releaser) {
+	b, mf := r.c.data(off)
+	if len(b) == 0 {
+		if mf != nil {
+			mf.release()
+		}
+		return nil, nil
+	}
+	return b, mf
+}
+
+func (r commitLogReader) MinOffset() int64             { return r.c.MinOffset() }
+func (r commitLogReader) MaxOffset() int64             { return r.c.MaxOffset() }
+func (r commitLogReader) RollNextFile(off int64) int64 { return r.c.rollNextFile(off) }
+
+// Release implements dispatch.Releaser.
+func (mf *MappedFile) Release() { mf.release() }

@@ -1,0 +1,45 @@
+package engine
+
+import (
+	"errors"
+
+	"github.com/rocketstore/rocketstore/engine/record"
+)
+
+// Sentinel errors. Errors returned by the engine wrap one of these (or a
+// backend error) with the place they happened; test them with errors.Is.
+var (
+	// ErrClosed reports a call on a closed store.
+	ErrClosed = errors.New("engine: store closed")
+	// ErrReadOnly reports a put on a store that was opened read-only or
+	// that turned read-only after a failed sync.
+	ErrReadOnly = errors.New("engine: store is read-only")
+	// ErrFlushTimeout reports a SyncFlush put that was stored but not
+	// synced within SyncFlushTimeout (RocketMQ's FLUSH_DISK_TIMEOUT).
+	ErrFlushTimeout = errors.New("engine: flush disk timeout")
+	// ErrFlushFailed reports a sync that failed. Data written since the
+	// last successful sync may be lost, so the store stops accepting puts.
+	ErrFlushFailed = errors.New("engine: flush failed, store is now read-only")
+	// ErrConfig reports an unusable configuration.
+	ErrConfig = errors.New("engine: bad config")
+	// ErrCorruptStore reports store files that cannot be opened as they
+	// are (wrong sizes, unparsable names, inconsistent files).
+	ErrCorruptStore = errors.New("engine: corrupt store")
+	// ErrNotFound reports a lookup of a message that is not stored.
+	ErrNotFound = errors.New("engine: message not found")
+	// ErrBatch reports an invalid batch (empty, mixed topics or queues,
+	// or a delay level on a batch).
+	ErrBatch = errors.New("engine: invalid batch")
+
+	// ErrMessageIllegal and the errors wrapping it are returned for
+	// messages that cannot be stored (RocketMQ's MESSAGE_ILLEGAL).
+	ErrMessageIllegal = record.ErrMessageIllegal
+	// ErrTopicTooLong reports a topic over 127 bytes.
+	ErrTopicTooLong = record.ErrTopicTooLong
+	// ErrMessageTooLarge reports a body over MaxMessageSize, or a record
+	// that cannot fit in one CommitLog file.
+	ErrMessageTooLarge = record.ErrMessageTooLarge
+	// ErrPropertiesTooLarge reports encoded properties over 32767 bytes
+	// (RocketMQ's PROPERTIES_SIZE_EXCEEDED).
+	ErrPropertiesTooLarge = record.ErrPropertiesTooLarge
+)

@@ -1,0 +1,231 @@
+package engine
+
+import (
+	"fmt"
+	"path"
+	"strconv"
+	"sync/atomic"
+
+	"github.com/rocketstore/rocketstore/backend"
+)
+
+// osPageSize is the flush granularity RocketMQ counts least-pages in.
+const osPageSize = 4096
+
+// fileNameDigits is the width of a segment name: the zero-padded offset of
+// the file's first byte in its queue (RocketMQ's UtilAll.offset2FileName).
+const fileNameDigits = 20
+
+func offsetToFileName(off int64) string {
+	s := strconv.FormatInt(off, 10)
+	const zeros = "00000000000000000000"
+	return zeros[:fileNameDigits-len(s)] + s
+}
+
+func fileNameToOffset(name string) (int64, error) {
+	if len(name) != fileNameDigits {
+		return 0, fmt.Errorf("%w: file name %q is not %d digits", ErrCorruptStore, name, fileNameDigits)
+	}
+	off, err := strconv.ParseInt(name, 10, 64)
+	if err != nil || off < 0 {
+		return 0, fmt.Errorf("%w: file name %q is not an offset", ErrCorruptStore, name)
+	}
+	return off, nil
+}
+
+// MappedFile is one segment of a MappedFileQueue: a fixed-size file whose
+// first byte sits at fileFromOffset in the queue's offset space.
+//
+// Invariant: flushed <= committed <= wrote <= fileSize. Bytes below wrote
+// are immutable until the file is truncated by recovery, so readers may use
+// views below a wrote value they loaded without any lock. There is no
+// transient store pool, so committed always equals wrote; it is kept for
+// RocketMQ's vocabulary and reported by the queue.
+type MappedFile struct {
+	seg            backend.Segment
+	name           string // full path within the FS
+	fileFromOffset int64
+	fileSize       int64
+
+	wrote     atomic.Int64
+	committed atomic.Int64
+	flushed   atomic.Int64
+	// storeTimestamp is the store time of the last message appended; it is
+	// set after wrote, so a flusher that reads it first and wrote second
+	// always flushes that message (the checkpoint relies on it).
+	storeTimestamp atomic.Int64
+
+	// refs counts the owner (1 while available) plus each reader holding a
+	// view; the segment is closed when it drops to zero, so that a segment
+	// is never unmapped under a reader (RocketMQ's ReferenceResource).
+	refs      atomic.Int64
+	available atomic.Bool
+	closeErr  error
+}
+
+func newMappedFile(seg backend.Segment, name string, from int64) *MappedFile {
+	mf := &MappedFile{seg: seg, name: name, fileFromOffset: from, fileSize: seg.Size()}
+	mf.refs.Store(1)
+	mf.available.Store(true)
+	return mf
+}
+
+// FileFromOffset returns the queue offset of the file's first byte.
+func (mf *MappedFile) FileFromOffset() int64 { return mf.fileFromOffset }
+
+// FileSize returns the fixed size of the file.
+func (mf *MappedFile) FileSize() int64 { return mf.fileSize }
+
+// Name returns the file's path within the FS.
+func (mf *MappedFile) Name() string { return mf.name }
+
+// WrotePosition returns the number of bytes appended (file-relative).
+func (mf *MappedFile) WrotePosition() int64 { return mf.wrote.Load() }
+
+// FlushedPosition returns the number of bytes synced (file-relative).
+func (mf *MappedFile) FlushedPosition() int64 { return mf.flushed.Load() }
+
+// IsFull reports whether nothing more can be appended.
+func (mf *MappedFile) IsFull() bool { return mf.wrote.Load() == mf.fileSize }
+
+func (mf *MappedFile) setPositions(p int64) {
+	mf.wrote.Store(p)
+	mf.committed.Store(p)
+	mf.flushed.Store(p)
+}
+
+// hold takes a reader reference; it fails once the file is being destroyed.
+func (mf *MappedFile) hold() bool {
+	for {
+		n := mf.refs.Load()
+		if n <= 0 || !mf.available.Load() {
+			return false
+		}
+		if mf.refs.CompareAndSwap(n, n+1) {
+			return true
+		}
+	}
+}
+
+// release drops a reference and closes the segment after the last one.
+func (mf *MappedFile) release() {
+	if mf.refs.Add(-1) == 0 {
+		mf.closeErr = mf.seg.Close()
+	}
+}
+
+// shutdown drops the owner's reference: the segment closes once the last
+// reader has released it.
+func (mf *MappedFile) shutdown() {
+	if mf.available.CompareAndSwap(true, false) {
+		mf.release()
+	}
+}
+
+// appendAt writes the pieces of one record at the current wrote position.
+// The caller holds the queue's append lock and publishes the new position
+// with publish once every record of the put is in place.
+func (mf *MappedFile) appendAt(pos int64, pieces ...[]byte) (int64, error) {
+	for _, p := range pieces {
+		if len(p) == 0 {
+			continue
+		}
+		if _, err := mf.seg.WriteAt(p, pos); err != nil {
+			return pos, fmt.Errorf("write %s at %d: %w", mf.name, pos, err)
+		}
+		pos += int64(len(p))
+	}
+	return pos, nil
+}
+
+// publish makes bytes below pos visible to readers.
+func (mf *MappedFile) publish(pos int64) {
+	mf.wrote.Store(pos)
+	mf.committed.Store(pos)
+}
+
+// isAbleToFlush applies RocketMQ's least-pages rule.
+func (mf *MappedFile) isAbleToFlush(leastPages int) bool {
+	flush, write := mf.flushed.Load(), mf.wrote.Load()
+	if mf.IsFull() && write > flush {
+		return true
+	}
+	if leastPages > 0 {
+		return write/osPageSize-flush/osPageSize >= int64(leastPages)
+	}
+	return write > flush
+}
+
+// flush syncs [flushed, wrote) when the least-pages rule allows and returns
+// the flushed position. Unlike RocketMQ (#2706), a failed sync does not
+// advance the flushed position: the error is returned and the caller turns
+// the store read-only.
+func (mf *MappedFile) flush(leastPages int) (int64, error) {
+	if !mf.isAbleToFlush(leastPages) || !mf.hold() {
+		return mf.flushed.Load(), nil
+	}
+	defer mf.release()
+	from, to := mf.flushed.Load(), mf.wrote.Load()
+	if err := mf.seg.Sync(from, to-from); err != nil {
+		return from, fmt.Errorf("%w: sync %s [%d,%d): %v", ErrFlushFailed, mf.name, from, to, err)
+	}
+	mf.flushed.Store(to)
+	return to, nil
+}
+
+// view returns the n bytes at file position pos with a reference held; the
+// caller must call release. It fails when the range is not below wrote or
+// the file is being destroyed.
+func (mf *MappedFile) view(pos, n int64) ([]byte, bool) {
+	if pos < 0 || n < 0 || pos+n > mf.wrote.Load() || !mf.hold() {
+		return nil, false
+	}
+	return mf.seg.View(pos, n), true
+}
+
+// zeroTail overwrites with zeros every page at or after file position pos
+// that holds a non-zero byte, then syncs them. Recovery calls it so that
+// stale bytes past the recovered end can never come back as a record after
+// a second crash.
+func (mf *MappedFile) zeroTail(pos int64) (int, error) {
+	var zero [osPageSize]byte
+	dirtyFrom, dirtyTo := int64(-1), int64(-1)
+	for p := pos; p < mf.fileSize; {
+		end := min((p/osPageSize+1)*osPageSize, mf.fileSize)
+		if !allZero(mf.seg.View(p, end-p)) {
+			if _, err := mf.seg.WriteAt(zero[:end-p], p); err != nil {
+				return 0, fmt.Errorf("zero %s at %d: %w", mf.name, p, err)
+			}
+			if dirtyFrom < 0 {
+				dirtyFrom = p
+			}
+			dirtyTo = end
+		}
+		p = end
+	}
+	if dirtyFrom < 0 {
+		return 0, nil
+	}
+	if err := mf.seg.Sync(dirtyFrom, dirtyTo-dirtyFrom); err != nil {
+		return 0, fmt.Errorf("%w: sync zeroed tail of %s: %v", ErrFlushFailed, mf.name, err)
+	}
+	return int(dirtyTo - dirtyFrom), nil
+}
+
+func allZero(b []byte) bool {
+	for len(b) >= 8 {
+		if b[0]|b[1]|b[2]|b[3]|b[4]|b[5]|b[6]|b[7] != 0 {
+			return false
+		}
+		b = b[8:]
+	}
+	for _, c := range b {
+		if c != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// baseName returns the last element of a slash path.
+func baseName(p string) string { return path.Base(p) }

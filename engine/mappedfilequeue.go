@@ -1,0 +1,362 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+	"path"
+	"sync"
+	"sync/atomic"
+
+	"github.com/rocketstore/rocketstore/backend"
+)
+
+// MappedFileQueue is a directory of equal-size MappedFiles that together
+// hold one offset space (the CommitLog, or one ConsumeQueue).
+//
+// The file list is copy-on-write: readers load a snapshot without locking;
+// changes (create, truncate, delete) take mu and publish a new slice.
+type MappedFileQueue struct {
+	fs       backend.FS
+	dir      string
+	fileSize int64
+
+	mu    sync.Mutex // serialises changes to files
+	// flushMu serialises flushes, so that flushed positions never move
+	// backwards when two goroutines flush at once.
+	flushMu sync.Mutex
+	files atomic.Pointer[[]*MappedFile]
+
+	flushedWhere   atomic.Int64
+	storeTimestamp atomic.Int64
+}
+
+func newMappedFileQueue(fs backend.FS, dir string, fileSize int64) *MappedFileQueue {
+	q := &MappedFileQueue{fs: fs, dir: dir, fileSize: fileSize}
+	q.files.Store(&[]*MappedFile{})
+	return q
+}
+
+// snapshot returns the current file list; do not modify it.
+func (q *MappedFileQueue) snapshot() []*MappedFile { return *q.files.Load() }
+
+// FileSize returns the size of each file.
+func (q *MappedFileQueue) FileSize() int64 { return q.fileSize }
+
+// load opens the existing files of the directory, sorted by name. Every file
+// must have the queue's size and a 20-digit name; the files must be
+// contiguous. Positions are set to the file size; recovery fixes them.
+func (q *MappedFileQueue) load() error {
+	names, err := q.fs.List(q.dir)
+	if errors.Is(err, backend.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("list %s: %w", q.dir, err)
+	}
+	var files []*MappedFile
+	closeAll := func() {
+		for _, mf := range files {
+			mf.shutdown()
+		}
+	}
+	for _, n := range names {
+		from, err := fileNameToOffset(n)
+		if err != nil {
+			closeAll()
+			return fmt.Errorf("%s: %w", q.dir, err)
+		}
+		if err := q.checkNext(files, n, from); err != nil {
+			closeAll()
+			return err
+		}
+		p := path.Join(q.dir, n)
+		seg, err := q.fs.Open(p)
+		if err != nil {
+			closeAll()
+			return fmt.Errorf("open %s: %w", p, err)
+		}
+		mf := newMappedFile(seg, p, from)
+		mf.setPositions(q.fileSize)
+		files = append(files, mf)
+	}
+	q.files.Store(&files)
+	return nil
+}
+
+// checkNext validates the file that follows files.
+func (q *MappedFileQueue) checkNext(files []*MappedFile, name string, from int64) error {
+	p := path.Join(q.dir, name)
+	size, err := q.fs.Stat(p)
+	if err != nil {
+		return fmt.Errorf("stat %s: %w", p, err)
+	}
+	if size != q.fileSize {
+		return fmt.Errorf("%w: %s is %d bytes, want %d", ErrCorruptStore, p, size, q.fileSize)
+	}
+	if from%q.fileSize != 0 {
+		return fmt.Errorf("%w: %s starts at %d, not a multiple of the file size %d", ErrCorruptStore, p, from, q.fileSize)
+	}
+	if n := len(files); n > 0 && files[n-1].fileFromOffset+q.fileSize != from {
+		return fmt.Errorf("%w: %s does not follow %s (a file is missing)", ErrCorruptStore, p, files[n-1].name)
+	}
+	return nil
+}
+
+// firstFile and lastFile return nil for an empty queue.
+func (q *MappedFileQueue) firstFile() *MappedFile {
+	if fs := q.snapshot(); len(fs) > 0 {
+		return fs[0]
+	}
+	return nil
+}
+
+func (q *MappedFileQueue) lastFile() *MappedFile {
+	if fs := q.snapshot(); len(fs) > 0 {
+		return fs[len(fs)-1]
+	}
+	return nil
+}
+
+// getLastMappedFile returns the file to append to, creating one at
+// startOffset (rounded down to a file boundary) if the queue is empty, or
+// after the last file if it is full. needCreate false never creates.
+func (q *MappedFileQueue) getLastMappedFile(startOffset int64, needCreate bool) (*MappedFile, error) {
+	last := q.lastFile()
+	if last != nil && !last.IsFull() {
+		return last, nil
+	}
+	if !needCreate {
+		return last, nil
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	files := q.snapshot()
+	var from int64
+	switch n := len(files); {
+	case n == 0:
+		from = startOffset - startOffset%q.fileSize
+	case !files[n-1].IsFull():
+		return files[n-1], nil
+	default:
+		from = files[n-1].fileFromOffset + q.fileSize
+	}
+	mf, err := q.create(from)
+	if err != nil {
+		return nil, err
+	}
+	next := append(append(make([]*MappedFile, 0, len(files)+1), files...), mf)
+	q.files.Store(&next)
+	return mf, nil
+}
+
+// create makes a new file and syncs the directory, so that the file (and
+// later the data synced into it) survives a power cut.
+func (q *MappedFileQueue) create(from int64) (*MappedFile, error) {
+	if err := q.fs.MkdirAll(q.dir); err != nil {
+		return nil, fmt.Errorf("mkdir %s: %w", q.dir, err)
+	}
+	p := path.Join(q.dir, offsetToFileName(from))
+	seg, err := q.fs.Create(p, q.fileSize)
+	if errors.Is(err, backend.ErrExist) {
+		// A file left behind by a truncation whose remove was lost:
+		// it holds nothing we want.
+		if err = q.fs.Remove(p); err == nil {
+			seg, err = q.fs.Create(p, q.fileSize)
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("create %s: %w", p, err)
+	}
+	if err := q.fs.SyncDir(q.dir); err != nil {
+		seg.Close()
+		return nil, fmt.Errorf("%w: sync dir %s: %v", ErrFlushFailed, q.dir, err)
+	}
+	return newMappedFile(seg, p, from), nil
+}
+
+// findMappedFileByOffset returns the file holding offset, or the first file
+// when returnFirstOnNotFound is set and offset is outside the queue.
+func (q *MappedFileQueue) findMappedFileByOffset(offset int64, returnFirstOnNotFound bool) *MappedFile {
+	files := q.snapshot()
+	if len(files) == 0 {
+		return nil
+	}
+	first := files[0]
+	if offset >= first.fileFromOffset && offset < files[len(files)-1].fileFromOffset+q.fileSize {
+		i := (offset - first.fileFromOffset) / q.fileSize
+		if mf := files[i]; offset >= mf.fileFromOffset && offset < mf.fileFromOffset+q.fileSize {
+			return mf
+		}
+	}
+	if returnFirstOnNotFound {
+		return first
+	}
+	return nil
+}
+
+// MinOffset returns the offset of the first byte still held (0 if empty).
+func (q *MappedFileQueue) MinOffset() int64 {
+	if mf := q.firstFile(); mf != nil {
+		return mf.fileFromOffset
+	}
+	return 0
+}
+
+// MaxOffset returns the offset after the last published byte.
+func (q *MappedFileQueue) MaxOffset() int64 {
+	if mf := q.lastFile(); mf != nil {
+		return mf.fileFromOffset + mf.wrote.Load()
+	}
+	return 0
+}
+
+// FlushedWhere returns the offset up to which data is synced.
+func (q *MappedFileQueue) FlushedWhere() int64 { return q.flushedWhere.Load() }
+
+// flush syncs the file holding flushedWhere under the least-pages rule and
+// reports whether flushedWhere stayed where it was. Like RocketMQ it
+// flushes one file per call; callers loop to cross a file boundary.
+func (q *MappedFileQueue) flush(leastPages int) (unchanged bool, err error) {
+	q.flushMu.Lock()
+	defer q.flushMu.Unlock()
+	where := q.flushedWhere.Load()
+	mf := q.findMappedFileByOffset(where, where == 0)
+	if mf == nil {
+		return true, nil
+	}
+	ts := mf.storeTimestamp.Load()
+	pos, err := mf.flush(leastPages)
+	next := mf.fileFromOffset + pos
+	if next > where {
+		q.flushedWhere.Store(next)
+	}
+	if err == nil && leastPages == 0 && ts > 0 {
+		q.storeTimestamp.Store(ts)
+	}
+	return next == where, err
+}
+
+// flushAll flushes until everything published is synced. Each round syncs
+// one file; flushedWhere moves into the next file when one is done.
+func (q *MappedFileQueue) flushAll() error {
+	for {
+		unchanged, err := q.flush(0)
+		if err != nil || unchanged {
+			return err
+		}
+	}
+}
+
+// truncateDirtyFiles sets positions to offset in the file holding it, zeroes
+// and syncs the stale tail of that file, and deletes every later file.
+func (q *MappedFileQueue) truncateDirtyFiles(offset int64) error {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	var keep []*MappedFile
+	removed := false
+	for _, mf := range q.snapshot() {
+		tail := mf.fileFromOffset + q.fileSize
+		switch {
+		case tail <= offset:
+			keep = append(keep, mf)
+		case offset >= mf.fileFromOffset:
+			pos := offset % q.fileSize
+			if _, err := mf.zeroTail(pos); err != nil {
+				return err
+			}
+			mf.setPositions(pos)
+			keep = append(keep, mf)
+		default:
+			mf.shutdown()
+			if err := q.fs.Remove(mf.name); err != nil && !errors.Is(err, backend.ErrNotExist) {
+				return fmt.Errorf("remove %s: %w", mf.name, err)
+			}
+			removed = true
+		}
+	}
+	q.files.Store(&keep)
+	if offset < q.flushedWhere.Load() || len(keep) == 0 {
+		q.flushedWhere.Store(offset)
+	}
+	if removed {
+		if err := q.fs.SyncDir(q.dir); err != nil {
+			return fmt.Errorf("%w: sync dir %s: %v", ErrFlushFailed, q.dir, err)
+		}
+	}
+	return nil
+}
+
+// deleteLastFile closes and removes the last file.
+func (q *MappedFileQueue) deleteLastFile() error {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	files := q.snapshot()
+	if len(files) == 0 {
+		return nil
+	}
+	mf := files[len(files)-1]
+	rest := append([]*MappedFile(nil), files[:len(files)-1]...)
+	q.files.Store(&rest)
+	mf.shutdown()
+	if err := q.fs.Remove(mf.name); err != nil && !errors.Is(err, backend.ErrNotExist) {
+		return fmt.Errorf("remove %s: %w", mf.name, err)
+	}
+	if q.flushedWhere.Load() > mf.fileFromOffset {
+		q.flushedWhere.Store(mf.fileFromOffset)
+	}
+	if err := q.fs.SyncDir(q.dir); err != nil {
+		return fmt.Errorf("%w: sync dir %s: %v", ErrFlushFailed, q.dir, err)
+	}
+	return nil
+}
+
+// setFlushedWhere records the recovered end as synced.
+func (q *MappedFileQueue) setFlushedWhere(off int64) { q.flushedWhere.Store(off) }
+
+// deleteFirstFiles removes files from the head of the queue while keep
+// returns false for them, and reports how many went. The last file is never
+// deleted. Readers holding a view keep the segment open until they release.
+func (q *MappedFileQueue) deleteFirstFiles(keep func(*MappedFile) bool) (int, error) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	files := q.snapshot()
+	n := 0
+	for n < len(files)-1 && !keep(files[n]) {
+		n++
+	}
+	if n == 0 {
+		return 0, nil
+	}
+	for _, mf := range files[:n] {
+		mf.shutdown()
+		if err := q.fs.Remove(mf.name); err != nil && !errors.Is(err, backend.ErrNotExist) {
+			return 0, fmt.Errorf("remove %s: %w", mf.name, err)
+		}
+	}
+	rest := append([]*MappedFile(nil), files[n:]...)
+	q.files.Store(&rest)
+	if err := q.fs.SyncDir(q.dir); err != nil {
+		return n, fmt.Errorf("%w: sync dir %s: %v", ErrFlushFailed, q.dir, err)
+	}
+	return n, nil
+}
+
+// shutdown closes every file (after its readers release) without syncing.
+func (q *MappedFileQueue) shutdown() {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for _, mf := range q.snapshot() {
+		mf.shutdown()
+	}
+	q.files.Store(&[]*MappedFile{})
+}
+
+// destroy closes and removes every file and the directory.
+func (q *MappedFileQueue) destroy() error {
+	q.shutdown()
+	q.flushedWhere.Store(0)
+	if err := q.fs.RemoveAll(q.dir); err != nil {
+		return fmt.Errorf("remove %s: %w", q.dir, err)
+	}
+	return nil
+}

@@ -1,0 +1,189 @@
+package record
+
+import (
+	"fmt"
+	"net/netip"
+)
+
+// ErrNoRecord reports zeroed bytes where a record would start: the normal end
+// of the data in a preallocated file, not damage.
+var ErrNoRecord = fmt.Errorf("%w: no record (zero bytes)", ErrCorrupt)
+
+// Info is a checked record, decoded without copying: the byte slices alias
+// the buffer given to Check.
+type Info struct {
+	// Size is TOTALSIZE; for a BLANK record, the length it fills.
+	Size int32
+	// Blank is set for the end-of-file filler; no other field is.
+	Blank bool
+
+	BodyCRC                   int32
+	QueueID                   int32
+	Flag                      int32
+	QueueOffset               int64
+	PhysicalOffset            int64
+	SysFlag                   int32
+	BornTimestamp             int64
+	BornHost                  []byte // address + 4-byte port
+	StoreTimestamp            int64
+	StoreHost                 []byte
+	ReconsumeTimes            int32
+	PreparedTransactionOffset int64
+	Body                      []byte
+	Topic                     []byte
+	Properties                []byte
+}
+
+// Check decodes and validates the record at the start of buf, which is
+// expected at CommitLog offset pos (pass pos < 0 to skip the PHYSICALOFFSET
+// check). When checkCRC is set the body CRC is verified. It never panics and
+// never reads outside buf; errors wrap ErrCorrupt, ErrTruncated,
+// ErrUnsupportedVersion or ErrNoRecord and say what was wrong.
+func Check(buf []byte, pos int64, checkCRC bool) (Info, error) {
+	var r Info
+	if len(buf) < BlankLength {
+		return r, fmt.Errorf("%w: %d bytes left, need %d for a header", ErrTruncated, len(buf), BlankLength)
+	}
+	r.Size = int32(be.Uint32(buf[offTotalSize:]))
+	switch magic := be.Uint32(buf[offMagic:]); magic {
+	case magicMessageBits:
+	case magicBlankBits:
+		if r.Size < BlankLength || int(r.Size) > len(buf) {
+			return r, fmt.Errorf("%w: blank record of %d bytes with %d left", ErrCorrupt, r.Size, len(buf))
+		}
+		r.Blank = true
+		return r, nil
+	case magicMessageV2Bits:
+		return r, ErrUnsupportedVersion
+	default:
+		if magic == 0 && r.Size == 0 {
+			return r, ErrNoRecord
+		}
+		return r, fmt.Errorf("%w: bad magic code %08X", ErrCorrupt, magic)
+	}
+	if r.Size < FixedOverhead {
+		return r, fmt.Errorf("%w: total size %d below the minimum %d", ErrCorrupt, r.Size, FixedOverhead)
+	}
+	if int(r.Size) > len(buf) {
+		return r, fmt.Errorf("%w: total size %d with %d bytes left", ErrTruncated, r.Size, len(buf))
+	}
+	rec := buf[:r.Size]
+	if err := r.decodeFields(rec); err != nil {
+		return r, err
+	}
+	if pos >= 0 && r.PhysicalOffset != pos {
+		return r, fmt.Errorf("%w: PHYSICALOFFSET %d at position %d (stale bytes)", ErrCorrupt, r.PhysicalOffset, pos)
+	}
+	if checkCRC {
+		if crc := BodyCRC(r.Body); crc != r.BodyCRC {
+			return r, fmt.Errorf("%w: body crc %08x, want %08x", ErrCorrupt, crc, r.BodyCRC)
+		}
+	}
+	return r, nil
+}
+
+// decodeFields reads the fields of rec, which holds exactly TOTALSIZE bytes.
+func (r *Info) decodeFields(rec []byte) error {
+	r.BodyCRC = int32(be.Uint32(rec[offBodyCRC:]))
+	r.QueueID = int32(be.Uint32(rec[offQueueID:]))
+	r.Flag = int32(be.Uint32(rec[offFlag:]))
+	r.QueueOffset = int64(be.Uint64(rec[offQueueOffset:]))
+	r.PhysicalOffset = int64(be.Uint64(rec[offPhysicalOffset:]))
+	r.SysFlag = int32(be.Uint32(rec[offSysFlag:]))
+	r.BornTimestamp = int64(be.Uint64(rec[offBornTimestamp:]))
+	l := layoutFor(r.SysFlag)
+	// With IPv6 hosts the fixed part is longer than FixedOverhead.
+	if l.bodyLen+4+1+2 > len(rec) {
+		return fmt.Errorf("%w: total size %d too small for sysflag %#x", ErrCorrupt, len(rec), r.SysFlag)
+	}
+	r.BornHost = rec[offBornHost:l.storeTimestamp]
+	r.StoreTimestamp = int64(be.Uint64(rec[l.storeTimestamp:]))
+	r.StoreHost = rec[l.storeHost:l.reconsumeTimes]
+	r.ReconsumeTimes = int32(be.Uint32(rec[l.reconsumeTimes:]))
+	r.PreparedTransactionOffset = int64(be.Uint64(rec[l.preparedTxOffset:]))
+	p := l.bodyLen
+	bodyLen := int(int32(be.Uint32(rec[p:])))
+	p += 4
+	if bodyLen < 0 || bodyLen > len(rec)-p-3 {
+		return fmt.Errorf("%w: body length %d does not fit in a record of %d bytes", ErrCorrupt, bodyLen, len(rec))
+	}
+	r.Body = rec[p : p+bodyLen]
+	p += bodyLen
+	topicLen := int(int8(rec[p]))
+	p++
+	if topicLen < 0 || topicLen > len(rec)-p-2 {
+		return fmt.Errorf("%w: topic length %d does not fit", ErrCorrupt, topicLen)
+	}
+	r.Topic = rec[p : p+topicLen]
+	p += topicLen
+	propsLen := int(int16(be.Uint16(rec[p:])))
+	p += 2
+	if propsLen < 0 || propsLen > len(rec)-p {
+		return fmt.Errorf("%w: properties length %d does not fit", ErrCorrupt, propsLen)
+	}
+	r.Properties = rec[p : p+propsLen]
+	if want := Length(r.SysFlag, bodyLen, topicLen, propsLen); want != len(rec) {
+		return fmt.Errorf("%w: total size %d, fields add up to %d", ErrCorrupt, len(rec), want)
+	}
+	return nil
+}
+
+// MessageExt is a decoded record that owns its memory.
+type MessageExt struct {
+	Message
+	// StoreSize is TOTALSIZE.
+	StoreSize       int32
+	BodyCRC         int32
+	QueueOffset     int64
+	CommitLogOffset int64
+	StoreTimestamp  int64
+	StoreHost       netip.AddrPort
+}
+
+// MsgID returns the offset message id (store host + commitlog offset).
+func (m *MessageExt) MsgID() string { return OffsetMsgID(m.StoreHost, m.CommitLogOffset) }
+
+// Decode checks the record at the start of buf (see Check) and copies it
+// into a MessageExt.
+func Decode(buf []byte, pos int64, checkCRC bool) (*MessageExt, error) {
+	r, err := Check(buf, pos, checkCRC)
+	if err != nil {
+		return nil, err
+	}
+	if r.Blank {
+		return nil, fmt.Errorf("%w: blank record where a message was expected", ErrCorrupt)
+	}
+	return r.Ext(), nil
+}
+
+// Ext copies a checked record into a MessageExt.
+func (r *Info) Ext() *MessageExt {
+	m := &MessageExt{
+		Message: Message{
+			Topic:                     string(r.Topic),
+			QueueID:                   r.QueueID,
+			Flag:                      r.Flag,
+			Body:                      append([]byte(nil), r.Body...),
+			Properties:                ParseProperties(r.Properties),
+			SysFlag:                   r.SysFlag,
+			BornTimestamp:             r.BornTimestamp,
+			BornHost:                  parseHost(r.BornHost),
+			ReconsumeTimes:            r.ReconsumeTimes,
+			PreparedTransactionOffset: r.PreparedTransactionOffset,
+		},
+		StoreSize:       r.Size,
+		BodyCRC:         r.BodyCRC,
+		QueueOffset:     r.QueueOffset,
+		CommitLogOffset: r.PhysicalOffset,
+		StoreTimestamp:  r.StoreTimestamp,
+		StoreHost:       parseHost(r.StoreHost),
+	}
+	return m
+}
+
+func parseHost(b []byte) netip.AddrPort {
+	n := len(b) - 4
+	port := uint16(be.Uint32(b[n:]))
+	a, _ := netip.AddrFromSlice(b[:n])
+	return netip.AddrPortFrom(a, port)
+}

@@ -1,0 +1,209 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/rocketstore/rocketstore/engine/record"
+)
+
+// RecoveryReport says what Open found and did.
+type RecoveryReport struct {
+	// Abnormal is set when the abort marker was present: the store was not
+	// closed cleanly (crash, kill, power cut).
+	Abnormal bool
+	// CheckpointValid is false when the checkpoint was missing or garbage;
+	// recovery then replays the CommitLog from its first file.
+	CheckpointValid bool
+	// ScanFrom is the CommitLog offset recovery started checking records at.
+	ScanFrom int64
+	// CommitLogEnd is the recovered end of the CommitLog.
+	CommitLogEnd int64
+	// StopReason says why the scan stopped at CommitLogEnd: nil for the
+	// clean end of the data (zero bytes), else the first bad record.
+	StopReason error
+	// DroppedBytes counts the non-zero bytes past CommitLogEnd that were
+	// zeroed (a torn or corrupt tail).
+	DroppedBytes int
+	// Redispatched counts records replayed into the ConsumeQueues.
+	Redispatched int
+	// ConsumeQueuesRebuilt is set when the ConsumeQueues were inconsistent
+	// with the CommitLog and were rebuilt from it entirely.
+	ConsumeQueuesRebuilt bool
+}
+
+// recover brings the CommitLog and ConsumeQueues to a consistent state:
+// RocketMQ's load + recover + recoverTopicQueueTable, plus the
+// PHYSICALOFFSET check and tail zeroing of our choices table.
+func (s *Store) recover(lastExitOK, cpValid bool) error {
+	r := &s.recovery
+	r.Abnormal, r.CheckpointValid = !lastExitOK, cpValid
+	if err := s.queues.all(func(cq *ConsumeQueue) error { return cq.recover() }); err != nil {
+		return err
+	}
+	files := s.commitLog.q.snapshot()
+	if len(files) == 0 {
+		// Without a CommitLog the queues point at nothing.
+		return s.rebuildConsumeQueues()
+	}
+	start := max(0, len(files)-3)
+	if !lastExitOK {
+		start = s.abnormalStartFile(files)
+	}
+	r.ScanFrom = files[start].fileFromOffset
+	end, stop := s.scanCommitLog(files[start:])
+	if errors.Is(stop, record.ErrUnsupportedVersion) {
+		return fmt.Errorf("%w: commitlog offset %d: %w", ErrCorruptStore, end, stop)
+	}
+	if !errors.Is(stop, record.ErrNoRecord) {
+		r.StopReason = stop
+	}
+	r.CommitLogEnd = end
+	if err := s.truncateCommitLog(end); err != nil {
+		return err
+	}
+	// Units for records past the end are gone; after a crash, units for
+	// records from the scan start may be torn, so they are rebuilt.
+	cut := end
+	if !lastExitOK {
+		cut = r.ScanFrom
+	}
+	if err := s.queues.all(func(cq *ConsumeQueue) error { return cq.truncateDirtyLogicFiles(cut) }); err != nil {
+		return err
+	}
+	return s.redispatch()
+}
+
+// abnormalStartFile returns the index of the last file whose first record
+// is older than the checkpoint's minimum timestamp: everything before it is
+// known to be durable in the CommitLog and the ConsumeQueues.
+func (s *Store) abnormalStartFile(files []*MappedFile) int {
+	minTs := s.checkpoint.MinTimestamp()
+	for i := len(files) - 1; i >= 0; i-- {
+		mf := files[i]
+		info, err := record.Check(mf.seg.View(0, mf.fileSize), mf.fileFromOffset, false)
+		if err == nil && !info.Blank && info.StoreTimestamp != 0 && info.StoreTimestamp <= minTs {
+			return i
+		}
+	}
+	return 0
+}
+
+// scanCommitLog checks records (with CRC unless disabled) from the start of
+// files[0] and returns the offset after the last good one and why it
+// stopped there.
+func (s *Store) scanCommitLog(files []*MappedFile) (int64, error) {
+	checkCRC := !s.cfg.SkipCRCOnRecover
+	for i, mf := range files {
+		b := mf.seg.View(0, mf.fileSize)
+		for pos := int64(0); ; {
+			info, err := record.Check(b[pos:], mf.fileFromOffset+pos, checkCRC)
+			if err != nil {
+				return mf.fileFromOffset + pos, fmt.Errorf("%s at %d: %w", mf.name, pos, err)
+			}
+			if !info.Blank {
+				pos += int64(info.Size)
+				continue
+			}
+			if pos+int64(info.Size) != mf.fileSize {
+				return mf.fileFromOffset + pos, fmt.Errorf("%w: %s at %d: blank record of %d bytes does not end the file",
+					record.ErrCorrupt, mf.name, pos, info.Size)
+			}
+			if i == len(files)-1 {
+				return mf.fileFromOffset + mf.fileSize, nil
+			}
+			break
+		}
+	}
+	return files[len(files)-1].fileFromOffset + files[len(files)-1].fileSize, nil
+}
+
+// truncateCommitLog cuts the CommitLog at end, logging what was dropped.
+func (s *Store) truncateCommitLog(end int64) error {
+	q := s.commitLog.q
+	if mf := q.findMappedFileByOffset(end, false); mf != nil {
+		s.recovery.DroppedBytes = countNonZero(mf.seg.View(end-mf.fileFromOffset, mf.fileSize-(end-mf.fileFromOffset)))
+	}
+	for _, mf := range q.snapshot() {
+		if mf.fileFromOffset > end {
+			s.recovery.DroppedBytes += countNonZero(mf.seg.View(0, mf.fileSize))
+		}
+	}
+	if s.recovery.StopReason != nil || s.recovery.DroppedBytes > 0 {
+		s.cfg.Logger.Warn("commitlog truncated at the first bad record",
+			"offset", end, "reason", s.recovery.StopReason, "droppedNonZeroBytes", s.recovery.DroppedBytes)
+	}
+	q.setFlushedWhere(end)
+	return q.truncateDirtyFiles(end)
+}
+
+func countNonZero(b []byte) int {
+	n := 0
+	for _, c := range b {
+		if c != 0 {
+			n++
+		}
+	}
+	return n
+}
+
+// redispatch replays the CommitLog into the ConsumeQueues from the largest
+// CommitLog end any queue holds (RocketMQ 4.5+'s reput start), rebuilding
+// every queue if one turns out inconsistent. It then rebuilds the
+// queue-offset table and the queues' minimum offsets.
+func (s *Store) redispatch() error {
+	from := s.recovery.ScanFrom
+	if !s.recovery.Abnormal {
+		from = s.commitLog.MinOffset()
+		s.queues.all(func(cq *ConsumeQueue) error {
+			from = max(from, cq.MaxPhysicOffset())
+			return nil
+		})
+		from = min(from, s.recovery.CommitLogEnd)
+	}
+	s.reput.SetReputFrom(from)
+	n, err := s.reput.DoReput()
+	s.recovery.Redispatched += n
+	if err != nil {
+		// A queue that does not line up with the CommitLog (a gap, or a
+		// reput start inside a record) is rebuilt rather than trusted.
+		s.cfg.Logger.Warn("consume queues inconsistent with the commitlog; rebuilding them", "err", err)
+		return s.rebuildConsumeQueues()
+	}
+	s.recoverTopicQueueTable()
+	return nil
+}
+
+// rebuildConsumeQueues deletes every ConsumeQueue and replays the whole
+// CommitLog into new ones.
+func (s *Store) rebuildConsumeQueues() error {
+	s.recovery.ConsumeQueuesRebuilt = true
+	if err := s.queues.all(func(cq *ConsumeQueue) error { return cq.q.destroy() }); err != nil {
+		return err
+	}
+	s.queues.m.Store(nil)
+	if err := s.fs.RemoveAll(consumeQueueDir); err != nil {
+		return fmt.Errorf("remove %s: %w", consumeQueueDir, err)
+	}
+	s.reput.SetReputFrom(s.commitLog.MinOffset())
+	n, err := s.reput.DoReput()
+	s.recovery.Redispatched += n
+	if err != nil {
+		return err
+	}
+	s.recoverTopicQueueTable()
+	return nil
+}
+
+// recoverTopicQueueTable sets each queue's next offset from its
+// ConsumeQueue and each queue's minimum from the CommitLog's minimum.
+func (s *Store) recoverTopicQueueTable() {
+	t := make(map[topicQueueKey]int64)
+	minPhy := s.commitLog.MinOffset()
+	s.queues.all(func(cq *ConsumeQueue) error {
+		t[topicQueueKey{cq.topic, cq.queueID}] = cq.MaxOffsetInQueue()
+		cq.correctMinOffset(minPhy)
+		return nil
+	})
+	s.commitLog.setTopicQueueTable(t)
+}

@@ -1,0 +1,351 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path"
+	"sync"
+	"sync/atomic"
+
+	"github.com/rocketstore/rocketstore/backend"
+	"github.com/rocketstore/rocketstore/dispatch"
+	"github.com/rocketstore/rocketstore/engine/record"
+)
+
+// Names inside the store root (RocketMQ's layout).
+const (
+	commitLogDir    = "commitlog"
+	consumeQueueDir = "consumequeue"
+	checkpointFile  = "checkpoint"
+	abortFile       = "abort"
+	lockFile        = "lock"
+)
+
+// Message is what a producer stores; see record.Message.
+type Message = record.Message
+
+// MessageExt is a decoded stored message; see record.MessageExt.
+type MessageExt = record.MessageExt
+
+// Store is a RocketMQ 4.x message store: a CommitLog, its ConsumeQueues, a
+// checkpoint, and the services that flush and dispatch them. All methods are
+// safe for concurrent use.
+type Store struct {
+	cfg Config
+	fs  backend.FS
+
+	lock       backend.Unlocker
+	commitLog  *CommitLog
+	checkpoint *StoreCheckpoint
+	queues     consumeQueueTable
+	reput      *dispatch.Service
+	flusher    *commitLogFlusher
+	cqFlusher  *ticker
+
+	// lifecycle is held shared by each append and exclusively by Close,
+	// so Close never races an append.
+	lifecycle sync.RWMutex
+	closed    atomic.Bool
+	// failed is set when a sync or a dispatch fails; puts are refused.
+	failed atomic.Pointer[error]
+
+	recovery RecoveryReport
+}
+
+// Open opens (or creates) the store in the root of fs, recovering it from
+// the last shutdown or crash. Dispatchers given here run, after the
+// ConsumeQueue builder, for every record replayed by recovery and every
+// new record.
+func Open(fs backend.FS, cfg Config, dispatchers ...dispatch.Dispatcher) (*Store, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg = cfg.withDefaults()
+	s := &Store{fs: fs, cfg: cfg}
+	lk, err := fs.Lock(lockFile)
+	if err != nil {
+		return nil, fmt.Errorf("engine: lock store: %w", err)
+	}
+	s.lock = lk
+	if err := s.open(dispatchers); err != nil {
+		s.abandon()
+		return nil, err
+	}
+	return s, nil
+}
+
+func (s *Store) open(dispatchers []dispatch.Dispatcher) error {
+	if err := s.detectFileSizes(); err != nil {
+		return err
+	}
+	_, err := s.fs.Stat(abortFile)
+	lastExitOK := errors.Is(err, backend.ErrNotExist)
+	// The abort marker must be durable before recovery or the first put
+	// changes a byte, or a crash could be mistaken for a clean shutdown.
+	if err := s.markRunning(); err != nil {
+		return err
+	}
+	s.commitLog = newCommitLog(s.fs, commitLogDir, &s.cfg)
+	if err := s.commitLog.q.load(); err != nil {
+		return err
+	}
+	if err := s.loadConsumeQueues(); err != nil {
+		return err
+	}
+	cp, cpValid, err := openCheckpoint(s.fs, checkpointFile, s.cfg.Now())
+	if err != nil {
+		return err
+	}
+	s.checkpoint = cp
+	parser := &dispatch.Parser{DelayLevels: s.cfg.DelayLevels}
+	all := append([]dispatch.Dispatcher{dispatch.DispatcherFunc(s.buildConsumeQueue)}, dispatchers...)
+	s.reput = dispatch.NewService(commitLogReader{s.commitLog}, parser, 0, all...)
+	if err := s.recover(lastExitOK, cpValid); err != nil {
+		return err
+	}
+	s.start()
+	return nil
+}
+
+// abandon releases what a failed Open acquired, writing nothing.
+func (s *Store) abandon() {
+	if s.commitLog != nil {
+		s.commitLog.q.shutdown()
+	}
+	s.queues.shutdownAll()
+	if s.checkpoint != nil {
+		s.checkpoint.close()
+	}
+	s.lock.Unlock()
+}
+
+// detectFileSizes takes the CommitLog file size from existing files.
+func (s *Store) detectFileSizes() error {
+	names, err := s.fs.List(commitLogDir)
+	if err != nil || len(names) == 0 {
+		return nil
+	}
+	size, err := s.fs.Stat(path.Join(commitLogDir, names[0]))
+	if err != nil {
+		return fmt.Errorf("stat %s: %w", names[0], err)
+	}
+	if size != s.cfg.CommitLogFileSize {
+		if explicit := s.cfg.CommitLogFileSize != DefaultCommitLogFileSize; explicit {
+			return fmt.Errorf("%w: commitlog files are %d bytes, config says %d", ErrCorruptStore, size, s.cfg.CommitLogFileSize)
+		}
+		s.cfg.CommitLogFileSize = size
+	}
+	return nil
+}
+
+func (s *Store) markRunning() error {
+	seg, err := s.fs.Create(abortFile, 0)
+	if errors.Is(err, backend.ErrExist) {
+		err = nil
+	} else if err == nil {
+		err = seg.Close()
+	}
+	if err == nil {
+		err = s.fs.SyncDir(".")
+	}
+	if err != nil {
+		return fmt.Errorf("create abort marker: %w", err)
+	}
+	return nil
+}
+
+func (s *Store) start() {
+	if s.cfg.Manual {
+		return
+	}
+	s.reput.Start()
+	s.flusher = startCommitLogFlusher(s)
+	s.cqFlusher = startTicker(s.cfg.FlushIntervalConsumeQueue, s.consumeQueueFlushTick)
+}
+
+// Config returns the configuration in effect (defaults filled in, file
+// sizes as found on disk).
+func (s *Store) Config() Config { return s.cfg }
+
+// Recovery returns what recovery found and did when the store was opened.
+func (s *Store) Recovery() RecoveryReport { return s.recovery }
+
+// CommitLog returns the store's CommitLog.
+func (s *Store) CommitLog() *CommitLog { return s.commitLog }
+
+// Checkpoint returns the store's checkpoint.
+func (s *Store) Checkpoint() *StoreCheckpoint { return s.checkpoint }
+
+// writable returns nil if puts are allowed.
+func (s *Store) writable() error {
+	if s.closed.Load() {
+		return ErrClosed
+	}
+	if e := s.failed.Load(); e != nil {
+		return fmt.Errorf("%w: %w", ErrReadOnly, *e)
+	}
+	return nil
+}
+
+// fail turns the store read-only after a failed sync or dispatch.
+func (s *Store) fail(err error) {
+	if s.failed.CompareAndSwap(nil, &err) {
+		s.cfg.Logger.Error("store turned read-only", "err", err)
+	}
+}
+
+// Put stores one message. With SyncFlush (and the WAIT property not
+// "false") it returns only after the message is synced, or ErrFlushTimeout
+// when the sync takes longer than SyncFlushTimeout (the message is stored
+// all the same, as in RocketMQ).
+func (s *Store) Put(ctx context.Context, m *Message) (PutResult, error) {
+	s.lifecycle.RLock()
+	if err := s.writable(); err != nil {
+		s.lifecycle.RUnlock()
+		return PutResult{}, err
+	}
+	res, err := s.commitLog.put(m)
+	s.lifecycle.RUnlock()
+	if err != nil {
+		return res, s.putError(err)
+	}
+	return res, s.afterPut(ctx, res, m.Properties[record.PropertyWaitStoreMsgOK] != "false")
+}
+
+// PutBatch stores messages for one topic and queue as consecutive records
+// with consecutive queue offsets, all in one CommitLog file.
+func (s *Store) PutBatch(ctx context.Context, msgs []*Message) (PutResult, error) {
+	s.lifecycle.RLock()
+	if err := s.writable(); err != nil {
+		s.lifecycle.RUnlock()
+		return PutResult{}, err
+	}
+	res, err := s.commitLog.putBatch(msgs)
+	s.lifecycle.RUnlock()
+	if err != nil {
+		return res, s.putError(err)
+	}
+	return res, s.afterPut(ctx, res, true)
+}
+
+// putError turns a storage failure into read-only mode; message errors
+// (illegal, too large) leave the store as it is.
+func (s *Store) putError(err error) error {
+	if errors.Is(err, ErrMessageIllegal) || errors.Is(err, ErrPropertiesTooLarge) || errors.Is(err, ErrBatch) {
+		return err
+	}
+	s.fail(err)
+	return err
+}
+
+func (s *Store) afterPut(ctx context.Context, res PutResult, wait bool) error {
+	if s.cfg.Manual {
+		if s.cfg.FlushDiskType == SyncFlush && wait {
+			return s.FlushCommitLog(0)
+		}
+		return nil
+	}
+	s.reput.Wake()
+	if s.cfg.FlushDiskType == SyncFlush && wait {
+		return s.flusher.waitFlushed(ctx, res.WroteOffset+int64(res.WroteBytes))
+	}
+	return nil
+}
+
+// WaitDispatched blocks until every record below CommitLog offset off is in
+// its ConsumeQueue (a put's WroteOffset+WroteBytes), so that it can be read
+// with GetMessage.
+func (s *Store) WaitDispatched(ctx context.Context, off int64) error {
+	if s.cfg.Manual {
+		if _, err := s.Dispatch(); err != nil {
+			return err
+		}
+	}
+	return s.reput.WaitFor(ctx, off)
+}
+
+// Dispatch runs one reput pass in the caller's goroutine (for Manual
+// stores and tools) and returns how many records it dispatched.
+func (s *Store) Dispatch() (int, error) {
+	if s.closed.Load() {
+		return 0, ErrClosed
+	}
+	n, err := s.reput.DoReput()
+	if err != nil {
+		s.fail(err)
+	}
+	return n, err
+}
+
+// DispatchBehindBytes returns how many CommitLog bytes are not yet in the
+// ConsumeQueues.
+func (s *Store) DispatchBehindBytes() int64 { return s.reput.BehindBytes() }
+
+// ReputFromOffset returns the CommitLog offset the dispatcher reads next.
+func (s *Store) ReputFromOffset() int64 { return s.reput.ReputFromOffset() }
+
+// buildConsumeQueue is the ConsumeQueue dispatcher (RocketMQ's
+// CommitLogDispatcherBuildConsumeQueue).
+func (s *Store) buildConsumeQueue(req *dispatch.Request) error {
+	if !req.Dispatchable() {
+		return nil
+	}
+	cq, err := s.queues.findOrCreate(s, req.Topic, req.QueueID)
+	if err != nil {
+		return err
+	}
+	if _, err := cq.putMessagePositionInfo(req.CommitLogOffset, req.MsgSize, req.TagsCode, req.ConsumeQueueOffset); err != nil {
+		return err
+	}
+	s.checkpoint.setLogics(req.StoreTimestamp)
+	return nil
+}
+
+// Close drains dispatch, flushes everything, writes the checkpoint, removes
+// the abort marker and releases the files. It is idempotent; after it every
+// call returns ErrClosed.
+func (s *Store) Close() error {
+	if !s.closed.CompareAndSwap(false, true) {
+		return nil
+	}
+	s.lifecycle.Lock()
+	defer s.lifecycle.Unlock()
+	var errs []error
+	if s.flusher != nil {
+		errs = append(errs, s.flusher.close())
+	}
+	if s.cqFlusher != nil {
+		s.cqFlusher.close()
+	}
+	if err := s.reput.Close(); err != nil {
+		errs = append(errs, err)
+	}
+	clean := s.failed.Load() == nil && s.reput.BehindBytes() == 0
+	if clean {
+		if err := s.flushAll(); err != nil {
+			errs = append(errs, err)
+			clean = false
+		}
+	}
+	if clean {
+		// Only a store whose files are complete may claim a clean exit.
+		if err := s.fs.Remove(abortFile); err != nil && !errors.Is(err, backend.ErrNotExist) {
+			errs = append(errs, err)
+		} else if err := s.fs.SyncDir("."); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	s.commitLog.q.shutdown()
+	s.queues.shutdownAll()
+	errs = append(errs, s.checkpoint.close(), s.lock.Unlock())
+	return errors.Join(errs...)
+}
+
+// flushAll syncs the CommitLog, every ConsumeQueue and the checkpoint.
+func (s *Store) flushAll() error {
+	if err := s.FlushCommitLog(0); err != nil {
+		return err
+	}
+	return s.FlushConsumeQueues(0)
+}
