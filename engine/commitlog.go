@@ -327,4 +327,6 @@ func (c *CommitLog) recordAt(off int64) ([]byte, *MappedFile) {
 	return c.view(off, size)
 }
 
-func be32(b []byte) uint32 { return uint32(b[0])<<24 | uint32(b[1])<<16 | uint32(b[2])<<8 | uint32(b[3]) }
+func be32(b []byte) uint32 {
+	return uint32(b[0])<<24 | uint32(b[1])<<16 | uint32(b[2])<<8 | uint32(b[3])
+}

@@ -20,11 +20,11 @@ type MappedFileQueue struct {
 	dir      string
 	fileSize int64
 
-	mu    sync.Mutex // serialises changes to files
+	mu sync.Mutex // serialises changes to files
 	// flushMu serialises flushes, so that flushed positions never move
 	// backwards when two goroutines flush at once.
 	flushMu sync.Mutex
-	files atomic.Pointer[[]*MappedFile]
+	files   atomic.Pointer[[]*MappedFile]
 
 	flushedWhere   atomic.Int64
 	storeTimestamp atomic.Int64
