@@ -1,0 +1,201 @@
+package engine
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/rocketstore/rocketstore/engine/record"
+)
+
+// RetentionPolicy says when CommitLog files expire (RocketMQ's
+// CleanCommitLogService). The zero value of each field means RocketMQ's
+// default, given in its comment.
+type RetentionPolicy struct {
+	// FileReservedTime is how long a file is kept after its last message
+	// was stored (72 h).
+	FileReservedTime time.Duration
+	// DeleteWhen lists the hours of the day ("04", or "01;02") in which
+	// expired files are deleted ("04").
+	DeleteWhen string
+	// DiskMaxUsedSpaceRatio is the disk usage, in percent, above which
+	// expired files are deleted at any hour (75, clamped to 10..95).
+	DiskMaxUsedSpaceRatio int
+	// DiskCleanForciblyRatio is the usage above which files are deleted
+	// even before they expire (85).
+	DiskCleanForciblyRatio int
+	// MaxFilesPerRound bounds the CommitLog files deleted by one round
+	// (10, RocketMQ's DELETE_FILES_BATCH_MAX).
+	MaxFilesPerRound int
+	// CleanResourceInterval is the period of the clean service (10 s).
+	CleanResourceInterval time.Duration
+	// DiskUsage returns the used share (0..1) of the disk holding the
+	// store; nil means usage is unknown and never triggers a clean.
+	DiskUsage func() (float64, error)
+}
+
+func (p RetentionPolicy) withDefaults() RetentionPolicy {
+	if p.FileReservedTime == 0 {
+		p.FileReservedTime = 72 * time.Hour
+	}
+	if p.DeleteWhen == "" {
+		p.DeleteWhen = "04"
+	}
+	if p.DiskMaxUsedSpaceRatio == 0 {
+		p.DiskMaxUsedSpaceRatio = 75
+	}
+	p.DiskMaxUsedSpaceRatio = min(max(p.DiskMaxUsedSpaceRatio, 10), 95)
+	if p.DiskCleanForciblyRatio == 0 {
+		p.DiskCleanForciblyRatio = 85
+	}
+	if p.MaxFilesPerRound == 0 {
+		p.MaxFilesPerRound = 10
+	}
+	if p.CleanResourceInterval == 0 {
+		p.CleanResourceInterval = 10 * time.Second
+	}
+	return p
+}
+
+// RetentionReport says what a clean round did.
+type RetentionReport struct {
+	// CommitLogFiles and ConsumeQueueFiles count the files deleted.
+	CommitLogFiles    int
+	ConsumeQueueFiles int
+	// MinOffset is the CommitLog's minimum offset afterwards.
+	MinOffset int64
+}
+
+// isDeleteHour reports whether now's hour is one of DeleteWhen's.
+func (p RetentionPolicy) isDeleteHour(now time.Time) bool {
+	for _, h := range strings.Split(p.DeleteWhen, ";") {
+		if n, err := strconv.Atoi(strings.TrimSpace(h)); err == nil && n == now.Hour() {
+			return true
+		}
+	}
+	return false
+}
+
+// shouldClean applies RocketMQ's triggers: the delete hour, or a disk above
+// DiskMaxUsedSpaceRatio; above DiskCleanForciblyRatio files go even before
+// they expire.
+func (p RetentionPolicy) shouldClean(now time.Time) (clean, immediately bool) {
+	if p.DiskUsage != nil {
+		if used, err := p.DiskUsage(); err == nil {
+			pct := int(used * 100)
+			if pct >= p.DiskCleanForciblyRatio {
+				return true, true
+			}
+			if pct >= p.DiskMaxUsedSpaceRatio {
+				return true, false
+			}
+		}
+	}
+	return p.isDeleteHour(now), false
+}
+
+// DeleteExpiredFiles runs one clean round at time now: it deletes expired
+// CommitLog files from the head (never the last file; at most
+// MaxFilesPerRound; stopping at the first file that is kept), then every
+// ConsumeQueue file whose units all point below the new CommitLog minimum,
+// and moves each queue's minimum offset (so consumers behind it get
+// OFFSET_TOO_SMALL). With force set, files go whatever their age.
+//
+// A file is expired when the first message of the next file was stored
+// FileReservedTime before now: every message of the file is older than
+// that. Readers holding views of a deleted file keep them valid until they
+// release them.
+func (s *Store) DeleteExpiredFiles(now time.Time, p RetentionPolicy, force bool) (RetentionReport, error) {
+	if s.closed.Load() {
+		return RetentionReport{}, ErrClosed
+	}
+	p = p.withDefaults()
+	deadline := now.Add(-p.FileReservedTime).UnixMilli()
+	files := s.commitLog.q.snapshot()
+	deleted := 0
+	var rep RetentionReport
+	n, err := s.commitLog.q.deleteFirstFiles(func(mf *MappedFile) bool {
+		if deleted >= p.MaxFilesPerRound {
+			return true
+		}
+		if !force {
+			next := s.nextFile(files, mf)
+			if next == nil || firstStoreTimestamp(next) > deadline {
+				return true
+			}
+		}
+		deleted++
+		return false
+	})
+	rep.CommitLogFiles = n
+	if err != nil {
+		return rep, err
+	}
+	rep.MinOffset = s.commitLog.MinOffset()
+	rep.ConsumeQueueFiles, err = s.deleteConsumeQueueFilesBelow(rep.MinOffset)
+	if n > 0 {
+		s.cfg.Logger.Info("deleted expired files", "commitlogFiles", n, "consumeQueueFiles", rep.ConsumeQueueFiles,
+			"minOffset", rep.MinOffset)
+	}
+	return rep, err
+}
+
+func (s *Store) nextFile(files []*MappedFile, mf *MappedFile) *MappedFile {
+	for i, f := range files {
+		if f == mf && i+1 < len(files) {
+			return files[i+1]
+		}
+	}
+	return nil
+}
+
+// firstStoreTimestamp returns the store time of a file's first record, or
+// MaxInt64 when it has none (such a file is never judged expired).
+func firstStoreTimestamp(mf *MappedFile) int64 {
+	info, err := record.Check(mf.seg.View(0, mf.wrote.Load()), mf.fileFromOffset, false)
+	if err != nil || info.Blank {
+		return 1<<63 - 1
+	}
+	return info.StoreTimestamp
+}
+
+// deleteConsumeQueueFilesBelow deletes, in every queue, the files (never
+// the last) whose last unit points below phyMin, then corrects the queues'
+// minimum offsets (RocketMQ's deleteExpiredFileByOffset + correctMinOffset).
+func (s *Store) deleteConsumeQueueFilesBelow(phyMin int64) (int, error) {
+	total := 0
+	err := s.queues.all(func(cq *ConsumeQueue) error {
+		n, err := cq.q.deleteFirstFiles(func(mf *MappedFile) bool {
+			b := mf.seg.View(0, mf.wrote.Load())
+			if len(b) < CQUnitSize {
+				return true
+			}
+			last := DecodeUnit(b[len(b)-CQUnitSize:])
+			return last == blankUnit || last.CommitLogOffset >= phyMin
+		})
+		total += n
+		if err != nil {
+			return fmt.Errorf("consume queue %s/%d: %w", cq.topic, cq.queueID, err)
+		}
+		cq.correctMinOffset(phyMin)
+		return nil
+	})
+	return total, err
+}
+
+// cleanService runs DeleteExpiredFiles every CleanResourceInterval when the
+// policy's triggers say so.
+func (s *Store) startCleanService(p RetentionPolicy) *ticker {
+	p = p.withDefaults()
+	return startTicker(p.CleanResourceInterval, func(*time.Time) {
+		now := time.Now()
+		clean, immediately := p.shouldClean(now)
+		if !clean {
+			return
+		}
+		if _, err := s.DeleteExpiredFiles(now, p, immediately); err != nil {
+			s.cfg.Logger.Error("delete expired files", "err", err)
+		}
+	})
+}

@@ -1,0 +1,114 @@
+package engine_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/rocketstore/rocketstore/backend/memfs"
+	"github.com/rocketstore/rocketstore/engine"
+)
+
+// retentionStore writes n messages of about 200 bytes to t/0, one every
+// minute of store time starting at base, in 4 KiB CommitLog files.
+func retentionStore(t *testing.T, base time.Time, n int) (*engine.Store, *int64) {
+	t.Helper()
+	clock := base.UnixMilli()
+	s, err := engine.Open(memfs.New(nil), engine.Config{CommitLogFileSize: 4096, ConsumeQueueUnits: 8, Manual: true,
+		Now: func() int64 { return clock }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	for i := 0; i < n; i++ {
+		body := bytes.Repeat([]byte{byte('a' + i%26)}, 100)
+		if _, err := s.Put(context.Background(), &engine.Message{Topic: "t", Body: body,
+			Properties: map[string]string{"KEYS": fmt.Sprint(i)}}); err != nil {
+			t.Fatal(err)
+		}
+		clock += time.Minute.Milliseconds()
+	}
+	if _, err := s.Dispatch(); err != nil {
+		t.Fatal(err)
+	}
+	return s, &clock
+}
+
+func TestDeleteExpiredFilesKeepsUnexpired(t *testing.T) {
+	base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	s, _ := retentionStore(t, base, 100)
+	// Nothing is 72 h old yet.
+	rep, err := s.DeleteExpiredFiles(base.Add(3*time.Hour), engine.RetentionPolicy{}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.CommitLogFiles != 0 || s.CommitLog().MinOffset() != 0 {
+		t.Fatalf("deleted %d files, min %d; want none", rep.CommitLogFiles, s.CommitLog().MinOffset())
+	}
+}
+
+func TestDeleteExpiredFilesMovesMinOffset(t *testing.T) {
+	base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	s, _ := retentionStore(t, base, 100)
+	// Hold a view into the first file across its deletion.
+	held, err := s.GetMessage("g", "t", 0, 0, 1, nil)
+	if err != nil || held.Status != engine.Found {
+		t.Fatalf("get: %v %v", held.Status, err)
+	}
+	defer held.Release()
+	want := append([]byte(nil), held.Messages[0].Record...)
+
+	// Messages 0..49 were stored in the first 50 minutes: files holding
+	// only those expire an hour (reserved time) after message 50.
+	now := base.Add(50*time.Minute + time.Hour)
+	rep, err := s.DeleteExpiredFiles(now, engine.RetentionPolicy{FileReservedTime: time.Hour}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.CommitLogFiles == 0 || rep.MinOffset == 0 {
+		t.Fatalf("nothing deleted: %+v", rep)
+	}
+	if !bytes.Equal(held.Messages[0].Record, want) {
+		t.Fatal("a view held across deletion changed")
+	}
+	minQ := s.MinOffsetInQueue("t", 0)
+	if minQ == 0 || minQ > 50 {
+		t.Fatalf("queue min offset %d, want in (0, 50]", minQ)
+	}
+	r, _ := s.GetMessage("g", "t", 0, 0, 32, nil)
+	defer r.Release()
+	if r.Status != engine.OffsetTooSmall || r.NextBeginOffset != minQ {
+		t.Fatalf("get from 0 = %v next %d, want OFFSET_TOO_SMALL next %d", r.Status, r.NextBeginOffset, minQ)
+	}
+	// The oldest message kept is stored in a file that is not expired.
+	m, err := s.LookMessageByOffset(rep.MinOffset)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.StoreTimestamp < now.Add(-time.Hour).UnixMilli()-int64(time.Hour/time.Millisecond) {
+		t.Fatalf("kept message stored at %d is older than needed", m.StoreTimestamp)
+	}
+	r2, _ := s.GetMessage("g", "t", 0, minQ, 1, nil)
+	defer r2.Release()
+	if r2.Status != engine.Found || r2.Messages[0].CommitLogOffset < rep.MinOffset {
+		t.Fatalf("first kept message: %v at %d, min %d", r2.Status, r2.Messages, rep.MinOffset)
+	}
+}
+
+func TestDeleteExpiredFilesForceNeverDeletesLastFile(t *testing.T) {
+	base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	s, _ := retentionStore(t, base, 100)
+	for i := 0; i < 10; i++ {
+		if _, err := s.DeleteExpiredFiles(base, engine.RetentionPolicy{MaxFilesPerRound: 100}, true); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got, maxOff := s.CommitLog().MinOffset(), s.CommitLog().MaxOffset(); got > maxOff || maxOff-got > 4096 {
+		t.Fatalf("min %d max %d: want only the last file left", got, maxOff)
+	}
+	if _, err := s.Put(context.Background(), &engine.Message{Topic: "t", Body: []byte("after")}); err != nil {
+		t.Fatal(err)
+	}
+}
