@@ -44,6 +44,8 @@ var (
 	ErrClosed = errors.New("backend: closed")
 	// ErrLocked reports that another process holds a lock file.
 	ErrLocked = errors.New("backend: locked by another process")
+	// ErrReadOnly reports a change attempted on a read-only FS.
+	ErrReadOnly = errors.New("backend: read-only file system")
 )
 
 // FS is a file system of fixed-size segments.
@@ -76,7 +78,9 @@ type FS interface {
 	// Lock takes an exclusive, advisory, process-wide lock on the named
 	// file (creating it), so that two processes never open one store for
 	// writing. It fails with an error wrapping ErrLocked when another
-	// holder exists. Closing the returned Closer releases it.
+	// holder exists. Unlock on the returned Unlocker releases it. A
+	// read-only FS takes a shared lock instead, which keeps writers out
+	// while it reads.
 	Lock(name string) (Unlocker, error)
 }
 
@@ -101,6 +105,7 @@ type Segment interface {
 	// Sync makes the bytes in [off, off+n) durable (at page granularity:
 	// whole pages touching the range may be written). n == 0 is a no-op.
 	Sync(off, n int64) error
-	// Close releases the segment. Views become invalid.
+	// Close releases the segment. Views become invalid. It does not make
+	// data durable (Sync does); closing again returns nil.
 	Close() error
 }

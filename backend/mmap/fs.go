@@ -12,7 +12,8 @@ import (
 // FS is a backend.FS over a directory of the operating system's file system.
 // Names are slash-separated and relative to the root; they may not leave it.
 type FS struct {
-	root string
+	root     string
+	readOnly bool
 }
 
 var _ backend.FS = (*FS)(nil)
@@ -32,6 +33,34 @@ func New(root string) (*FS, error) {
 		return nil, wrap("new", abs, err)
 	}
 	return &FS{root: abs}, nil
+}
+
+// NewReadOnly returns an FS over an existing directory that never changes
+// it: files are opened and mapped read-only, every change fails with
+// backend.ErrReadOnly, and Lock takes a shared lock (so a writer holding
+// the store's lock keeps readers out, and the other way round). Inspection
+// tools wrap it in backend/snapshot to recover a store in memory.
+func NewReadOnly(root string) (*FS, error) {
+	abs, err := filepath.Abs(root)
+	if err != nil {
+		return nil, wrap("new", root, err)
+	}
+	fi, err := os.Stat(abs)
+	if err != nil {
+		return nil, wrap("new", abs, err)
+	}
+	if !fi.IsDir() {
+		return nil, fmt.Errorf("mmap: new %s: not a directory: %w", abs, backend.ErrNotExist)
+	}
+	return &FS{root: abs, readOnly: true}, nil
+}
+
+// checkWritable refuses changes to a read-only FS.
+func (fsys *FS) checkWritable(op, name string) error {
+	if fsys.readOnly {
+		return fmt.Errorf("mmap: %s %s: %w", op, name, backend.ErrReadOnly)
+	}
+	return nil
 }
 
 // Root returns the absolute path of the directory the FS is rooted at.
@@ -55,6 +84,9 @@ func (fsys *FS) path(op, name string) (string, error) {
 // and maps it. It fails with an error wrapping backend.ErrExist if the file
 // exists.
 func (fsys *FS) Create(name string, size int64) (backend.Segment, error) {
+	if err := fsys.checkWritable("create", name); err != nil {
+		return nil, err
+	}
 	p, err := fsys.path("create", name)
 	if err != nil {
 		return nil, err
@@ -68,7 +100,7 @@ func (fsys *FS) Open(name string) (backend.Segment, error) {
 	if err != nil {
 		return nil, err
 	}
-	return openSegment(name, p)
+	return openSegment(name, p, fsys.readOnly)
 }
 
 // Stat returns the size of a regular file. A missing file or a directory
@@ -90,6 +122,9 @@ func (fsys *FS) Stat(name string) (int64, error) {
 
 // Remove deletes a file.
 func (fsys *FS) Remove(name string) error {
+	if err := fsys.checkWritable("remove", name); err != nil {
+		return err
+	}
 	p, err := fsys.path("remove", name)
 	if err != nil {
 		return err
@@ -99,6 +134,9 @@ func (fsys *FS) Remove(name string) error {
 
 // Rename atomically replaces newname with oldname.
 func (fsys *FS) Rename(oldname, newname string) error {
+	if err := fsys.checkWritable("rename", oldname); err != nil {
+		return err
+	}
 	oldp, err := fsys.path("rename", oldname)
 	if err != nil {
 		return err
@@ -143,6 +181,9 @@ func (fsys *FS) readDir(op, dir string, keep func(fs.FileMode) bool) ([]string, 
 
 // MkdirAll creates dir and any missing parents.
 func (fsys *FS) MkdirAll(dir string) error {
+	if err := fsys.checkWritable("mkdirall", dir); err != nil {
+		return err
+	}
 	p, err := fsys.path("mkdirall", dir)
 	if err != nil {
 		return err
@@ -154,6 +195,9 @@ func (fsys *FS) MkdirAll(dir string) error {
 // error. It refuses to remove the root itself, which would leave the FS
 // without a directory to work in.
 func (fsys *FS) RemoveAll(dir string) error {
+	if err := fsys.checkWritable("removeall", dir); err != nil {
+		return err
+	}
 	p, err := fsys.path("removeall", dir)
 	if err != nil {
 		return err

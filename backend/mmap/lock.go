@@ -28,11 +28,19 @@ func (fsys *FS) Lock(name string) (backend.Unlocker, error) {
 	if err != nil {
 		return nil, err
 	}
-	f, err := os.OpenFile(p, os.O_RDWR|os.O_CREATE, filePerm)
+	flag, how := os.O_RDWR|os.O_CREATE, unix.LOCK_EX
+	if fsys.readOnly {
+		flag, how = os.O_RDONLY, unix.LOCK_SH
+	}
+	f, err := os.OpenFile(p, flag, filePerm)
+	if fsys.readOnly && errors.Is(err, os.ErrNotExist) {
+		// No lock file: no writer has ever opened this store.
+		return &lockFile{path: p}, nil
+	}
 	if err != nil {
 		return nil, wrap("lock", p, err)
 	}
-	if err := flock(f, unix.LOCK_EX|unix.LOCK_NB); err != nil {
+	if err := flock(f, how|unix.LOCK_NB); err != nil {
 		_ = f.Close()
 		if errors.Is(err, unix.EWOULDBLOCK) {
 			err = backend.ErrLocked
@@ -45,7 +53,7 @@ func (fsys *FS) Lock(name string) (backend.Unlocker, error) {
 // Unlock releases the lock and closes the file. Calls after the first return
 // nil.
 func (l *lockFile) Unlock() error {
-	if l.released.Swap(true) {
+	if l.released.Swap(true) || l.f == nil {
 		return nil
 	}
 	// Closing alone would release the lock too; unlocking first reports a

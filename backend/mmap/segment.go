@@ -27,6 +27,9 @@ type segment struct {
 	f      *os.File
 	data   mmapgo.MMap
 	closed atomic.Bool
+	// readOnly segments are mapped PROT_READ: a write would fault, so
+	// WriteAt refuses it first.
+	readOnly bool
 }
 
 var (
@@ -59,7 +62,7 @@ func createSegment(name, path string, size int64) (*segment, error) {
 	var seg *segment
 	err = preallocate(f, size)
 	if err == nil {
-		seg, err = mapFile(name, path, f, size)
+		seg, err = mapFile(name, path, f, size, false)
 	}
 	if err != nil {
 		_ = f.Close()
@@ -70,8 +73,12 @@ func createSegment(name, path string, size int64) (*segment, error) {
 }
 
 // openSegment maps the existing regular file at path.
-func openSegment(name, path string) (*segment, error) {
-	f, err := os.OpenFile(path, os.O_RDWR, 0)
+func openSegment(name, path string, readOnly bool) (*segment, error) {
+	flag := os.O_RDWR
+	if readOnly {
+		flag = os.O_RDONLY
+	}
+	f, err := os.OpenFile(path, flag, 0)
 	if errors.Is(err, syscall.EISDIR) {
 		return nil, notRegular("open", path)
 	}
@@ -85,7 +92,7 @@ func openSegment(name, path string) (*segment, error) {
 	}
 	var seg *segment
 	if err == nil {
-		seg, err = mapFile(name, path, f, fi.Size())
+		seg, err = mapFile(name, path, f, fi.Size(), readOnly)
 	}
 	if err != nil {
 		_ = f.Close()
@@ -96,15 +103,19 @@ func openSegment(name, path string) (*segment, error) {
 
 // mapFile maps the first size bytes of f, which must be exactly size bytes
 // long. A size-0 file is left unmapped because mmap(2) rejects length 0.
-func mapFile(name, path string, f *os.File, size int64) (*segment, error) {
+func mapFile(name, path string, f *os.File, size int64, readOnly bool) (*segment, error) {
 	if size > math.MaxInt {
 		return nil, fmt.Errorf("size %d: %w", size, backend.ErrRange)
 	}
-	seg := &segment{name: name, path: path, size: size, f: f}
+	seg := &segment{name: name, path: path, size: size, f: f, readOnly: readOnly}
 	if size == 0 {
 		return seg, nil
 	}
-	data, err := mmapgo.MapRegion(f, int(size), mmapgo.RDWR, 0, 0)
+	prot := mmapgo.RDWR
+	if readOnly {
+		prot = mmapgo.RDONLY
+	}
+	data, err := mmapgo.MapRegion(f, int(size), prot, 0, 0)
 	if err != nil {
 		return nil, fmt.Errorf("map %d bytes: %w", size, err)
 	}
@@ -142,6 +153,9 @@ func (s *segment) WriteAt(p []byte, off int64) (int, error) {
 	if s.closed.Load() {
 		return 0, s.errClosed("write")
 	}
+	if s.readOnly {
+		return 0, fmt.Errorf("mmap: write %s: %w", s.path, backend.ErrReadOnly)
+	}
 	if !s.inRange(off, int64(len(p))) {
 		return 0, fmt.Errorf("mmap: write %s at %d, %d bytes (size %d): %w",
 			s.path, off, len(p), s.size, backend.ErrRange)
@@ -154,6 +168,9 @@ func (s *segment) WriteAt(p []byte, off int64) (int, error) {
 func (s *segment) Sync(off, n int64) error {
 	if s.closed.Load() {
 		return s.errClosed("sync")
+	}
+	if s.readOnly {
+		return nil // nothing of ours is dirty
 	}
 	if n == 0 {
 		return nil // msync of zero length would fail; there is nothing to do

@@ -47,7 +47,7 @@ func TestPreallocateFallsBackToTruncate(t *testing.T) {
 	if err := preallocateWith(f, size, unsupported); err != nil {
 		t.Fatalf("preallocateWith: %v", err)
 	}
-	seg, err := mapFile("seg", path, f, size)
+	seg, err := mapFile("seg", path, f, size, false)
 	if err != nil {
 		t.Fatal(err)
 	}
