@@ -1,8 +1,8 @@
 package snapshot_test
 
 import (
-	"errors"
 	"crypto/sha256"
+	"errors"
 	"os"
 	"path/filepath"
 	"testing"
