@@ -1,0 +1,35 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+
+	"github.com/rocketstore/rocketstore/backend"
+	"github.com/rocketstore/rocketstore/backend/mmap"
+	"github.com/rocketstore/rocketstore/backend/snapshot"
+	"github.com/rocketstore/rocketstore/engine"
+)
+
+// openReadOnly opens the store in dir for inspection: the files are mapped
+// read-only and whatever recovery must change (a torn tail, missing
+// ConsumeQueues) is changed in memory only. It refuses, with a clear error,
+// a store that a running process holds.
+func openReadOnly(dir string, log io.Writer) (*engine.Store, error) {
+	base, err := mmap.NewReadOnly(dir)
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", dir, err)
+	}
+	s, err := engine.Open(snapshot.New(base), engine.Config{
+		Manual: true,
+		Logger: slog.New(slog.NewTextHandler(log, &slog.HandlerOptions{Level: slog.LevelWarn})),
+	})
+	if errors.Is(err, backend.ErrLocked) {
+		return nil, fmt.Errorf("store %s is in use by another process (its lock file is held); stop it first: %w", dir, err)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", dir, err)
+	}
+	return s, nil
+}
