@@ -1,0 +1,212 @@
+package broker
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/rocketstore/rocketstore/backend"
+	"github.com/rocketstore/rocketstore/broker/config"
+	"github.com/rocketstore/rocketstore/broker/longpoll"
+	"github.com/rocketstore/rocketstore/broker/offset"
+	"github.com/rocketstore/rocketstore/broker/schedule"
+	"github.com/rocketstore/rocketstore/dispatch"
+	"github.com/rocketstore/rocketstore/engine"
+	"github.com/rocketstore/rocketstore/index"
+)
+
+// Broker is the consumption layer over one store.
+type Broker struct {
+	cfg    Config
+	fs     backend.FS
+	store  *engine.Store
+	logger *slog.Logger
+
+	topics    *config.TopicManager
+	groups    *config.GroupManager
+	offsets   *offset.Manager
+	consumers *consumerManager
+	hold      *longpoll.Hold
+	schedule  *schedule.Service
+	index     *index.Service // nil when the index is disabled
+
+	closed  atomic.Bool
+	stop    chan struct{}
+	done    chan struct{}
+	closeMu sync.Mutex
+
+	// beforeSuspend, when set (tests only, via export_test.go), runs
+	// between a pull finding nothing and the request being held: the
+	// window of RocketMQ's lost wake-up race.
+	beforeSuspend func()
+}
+
+// Open loads the broker's configuration files from fs, opens the store on
+// fs with the index, long-poll and delayed-delivery dispatchers, clamps the
+// offsets to the recovered queues and starts the background services.
+func Open(fs backend.FS, cfg Config) (*Broker, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg = cfg.withDefaults()
+	b := &Broker{cfg: cfg, fs: fs, logger: cfg.Store.Logger, consumers: newConsumerManager(),
+		hold: longpoll.New(!cfg.ShortPolling)}
+	if err := b.loadConfig(); err != nil {
+		return nil, err
+	}
+	if err := b.openStore(); err != nil {
+		return nil, err
+	}
+	if err := b.startServices(); err != nil {
+		return nil, errors.Join(err, b.closeStore())
+	}
+	return b, nil
+}
+
+func (b *Broker) loadConfig() error {
+	var err error
+	b.topics, err = config.LoadTopics(b.fs, config.TopicOptions{AutoCreateTopicEnable: !b.cfg.DisableAutoCreateTopic,
+		DefaultTopicQueueNums: b.cfg.DefaultTopicQueueNums, ScheduleQueueNums: len(b.cfg.Store.DelayLevels),
+		Now: b.cfg.Store.Now})
+	if err != nil {
+		return err
+	}
+	if b.groups, err = config.LoadGroups(b.fs, !b.cfg.DisableAutoCreateSubscriptionGroup, b.cfg.Store.Now); err != nil {
+		return err
+	}
+	b.offsets, err = offset.Load(b.fs, offset.File, b.logger)
+	return err
+}
+
+// openStore opens the index first (recovery dispatches to it), then the
+// engine with the broker's dispatchers.
+func (b *Broker) openStore() error {
+	b.schedule = schedule.New(b.fs, schedule.Config{Levels: b.cfg.Store.DelayLevels, Logger: b.logger, Now: b.cfg.Store.Now})
+	ds := []dispatch.Dispatcher{b.hold, b.schedule}
+	if !b.cfg.DisableMessageIndex {
+		lastExitOK, indexTs, err := recoveryHint(b.fs)
+		if err != nil {
+			return fmt.Errorf("broker: read recovery hints: %w", err)
+		}
+		if b.index, err = index.Open(b.fs, b.cfg.Index, lastExitOK, indexTs); err != nil {
+			return err
+		}
+		ds = append([]dispatch.Dispatcher{b.index}, ds...)
+	}
+	s, err := engine.Open(b.fs, b.cfg.Store, ds...)
+	if err != nil {
+		if b.index != nil {
+			err = errors.Join(err, b.index.Close())
+		}
+		return err
+	}
+	b.store = s
+	if b.index != nil {
+		b.index.SetCheckpoint(s.Checkpoint())
+	}
+	return nil
+}
+
+func (b *Broker) startServices() error {
+	if n := b.offsets.Clamp(b.store.MaxOffsetInQueue); n > 0 {
+		if err := b.offsets.Persist(); err != nil {
+			return err
+		}
+	}
+	if err := b.schedule.Start(b.store); err != nil {
+		return err
+	}
+	b.stop, b.done = make(chan struct{}), make(chan struct{})
+	go b.persistLoop()
+	return nil
+}
+
+// persistLoop persists consumer offsets, delay offsets and the index on
+// their intervals (RocketMQ's scheduled persist tasks).
+func (b *Broker) persistLoop() {
+	defer close(b.done)
+	co := time.NewTicker(b.cfg.FlushConsumerOffsetInterval)
+	defer co.Stop()
+	do := time.NewTicker(b.cfg.FlushDelayOffsetInterval)
+	defer do.Stop()
+	for {
+		select {
+		case <-b.stop:
+			return
+		case <-co.C:
+			if err := b.offsets.Persist(); err != nil {
+				b.logger.Error("persist consumer offsets", "err", err)
+			}
+			if b.index != nil {
+				if err := b.index.Flush(); err != nil {
+					b.logger.Error("flush index", "err", err)
+				}
+			}
+		case <-do.C:
+			if err := b.schedule.Persist(); err != nil {
+				b.logger.Error("persist delay offsets", "err", err)
+			}
+		}
+	}
+}
+
+// PersistOffsets saves consumer and delay offsets now (what the periodic
+// task does).
+func (b *Broker) PersistOffsets() error {
+	return errors.Join(b.offsets.Persist(), b.schedule.Persist())
+}
+
+// Close releases held pulls, stops the services, persists the offsets,
+// closes the store and then the index. It is idempotent.
+func (b *Broker) Close() error {
+	b.closeMu.Lock()
+	defer b.closeMu.Unlock()
+	if !b.closed.CompareAndSwap(false, true) {
+		return nil
+	}
+	b.hold.Close()
+	close(b.stop)
+	<-b.done
+	errs := []error{b.schedule.Close(), b.offsets.Persist()}
+	return errors.Join(append(errs, b.closeStore())...)
+}
+
+// closeStore closes the engine (which drains dispatch into the index and
+// writes the checkpoint), then syncs and closes the index.
+func (b *Broker) closeStore() error {
+	var errs []error
+	if b.index != nil {
+		// Make the index durable before the engine's final checkpoint
+		// records its timestamp.
+		errs = append(errs, b.index.Flush())
+	}
+	errs = append(errs, b.store.Close())
+	if b.index != nil {
+		errs = append(errs, b.index.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// Store returns the engine.
+func (b *Broker) Store() *engine.Store { return b.store }
+
+// Topics returns the topic table.
+func (b *Broker) Topics() *config.TopicManager { return b.topics }
+
+// Groups returns the subscription-group table.
+func (b *Broker) Groups() *config.GroupManager { return b.groups }
+
+// Offsets returns the consumer offset table.
+func (b *Broker) Offsets() *offset.Manager { return b.offsets }
+
+// Schedule returns the delayed-delivery service.
+func (b *Broker) Schedule() *schedule.Service { return b.schedule }
+
+// Index returns the index service (nil when disabled).
+func (b *Broker) Index() *index.Service { return b.index }
+
+// HeldPulls returns the number of pulls held now.
+func (b *Broker) HeldPulls() int { return b.hold.Held() }

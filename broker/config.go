@@ -1,0 +1,110 @@
+package broker
+
+import (
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/rocketstore/rocketstore/engine"
+	"github.com/rocketstore/rocketstore/index"
+)
+
+// Config configures a Broker. The zero value of every field means RocketMQ
+// 4.9.4's default (BrokerConfig / MessageStoreConfig), given in the
+// field's comment; switches that default to on are named for turning them
+// off.
+type Config struct {
+	// Store configures the engine. Its DelayLevels are also the delayed
+	// delivery levels (RocketMQ's messageDelayLevel, 18 levels).
+	Store engine.Config
+	// BrokerPermission is the broker's perm (6: read + write).
+	BrokerPermission int
+	// DisableAutoCreateTopic turns off autoCreateTopicEnable (true).
+	DisableAutoCreateTopic bool
+	// DisableAutoCreateSubscriptionGroup turns off
+	// autoCreateSubscriptionGroup (true).
+	DisableAutoCreateSubscriptionGroup bool
+	// DefaultTopicQueueNums is the queue count of TBW102 (8).
+	DefaultTopicQueueNums int
+	// ShortPolling turns off longPollingEnable (true): a pull that finds
+	// nothing is held ShortPollingTime and not woken by arrivals.
+	ShortPolling bool
+	// ShortPollingTime is shortPollingTimeMills (1 s).
+	ShortPollingTime time.Duration
+	// SlaveReadEnable lets suggestWhichBrokerId point at a slave (false).
+	SlaveReadEnable bool
+	// FlushConsumerOffsetInterval is how often consumer offsets are
+	// persisted (5 s).
+	FlushConsumerOffsetInterval time.Duration
+	// FlushDelayOffsetInterval is how often delay offsets are persisted
+	// (10 s).
+	FlushDelayOffsetInterval time.Duration
+	// DisableMessageIndex turns off messageIndexEnable (true).
+	DisableMessageIndex bool
+	// Index configures the index files (5,000,000 slots, 20,000,000
+	// items per file).
+	Index index.Config
+}
+
+// Default values of BrokerConfig.
+const (
+	DefaultBrokerPermission            = 6
+	DefaultTopicQueueNums              = 8
+	DefaultShortPollingTime            = time.Second
+	DefaultFlushConsumerOffsetInterval = 5 * time.Second
+	DefaultFlushDelayOffsetInterval    = 10 * time.Second
+)
+
+func (c Config) withDefaults() Config {
+	if c.BrokerPermission == 0 {
+		c.BrokerPermission = DefaultBrokerPermission
+	}
+	if c.DefaultTopicQueueNums == 0 {
+		c.DefaultTopicQueueNums = DefaultTopicQueueNums
+	}
+	if c.ShortPollingTime == 0 {
+		c.ShortPollingTime = DefaultShortPollingTime
+	}
+	if c.FlushConsumerOffsetInterval == 0 {
+		c.FlushConsumerOffsetInterval = DefaultFlushConsumerOffsetInterval
+	}
+	if c.FlushDelayOffsetInterval == 0 {
+		c.FlushDelayOffsetInterval = DefaultFlushDelayOffsetInterval
+	}
+	if len(c.Store.DelayLevels) == 0 {
+		c.Store.DelayLevels = engine.DefaultDelayLevels()
+	}
+	if c.Store.Logger == nil {
+		c.Store.Logger = slog.Default()
+	}
+	if c.Store.Now == nil {
+		c.Store.Now = func() int64 { return time.Now().UnixMilli() }
+	}
+	if c.Index.Now == nil {
+		c.Index.Now = c.Store.Now
+	}
+	if c.Index.Logger == nil {
+		c.Index.Logger = c.Store.Logger
+	}
+	return c
+}
+
+// Validate reports the first setting that cannot work.
+func (c Config) Validate() error {
+	if err := c.Store.Validate(); err != nil {
+		return err
+	}
+	if err := c.Index.Validate(); err != nil {
+		return err
+	}
+	c = c.withDefaults()
+	switch {
+	case c.BrokerPermission < 0 || c.BrokerPermission > 0xF:
+		return fmt.Errorf("%w: BrokerPermission %d", ErrConfig, c.BrokerPermission)
+	case c.DefaultTopicQueueNums < 0:
+		return fmt.Errorf("%w: DefaultTopicQueueNums %d", ErrConfig, c.DefaultTopicQueueNums)
+	case c.ShortPollingTime < 0 || c.FlushConsumerOffsetInterval < 0 || c.FlushDelayOffsetInterval < 0:
+		return fmt.Errorf("%w: negative interval", ErrConfig)
+	}
+	return nil
+}

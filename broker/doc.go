@@ -1,0 +1,32 @@
+// Package broker is the consumption layer of a RocketMQ 4.x broker on top
+// of the store engine: topic and subscription-group configuration, pull
+// processing with long polling, consumer offsets, send-back with retry and
+// dead-letter topics, delayed delivery, and the message index.
+//
+// It is a Go API that a wire-protocol server calls one to one:
+//
+//	PULL_MESSAGE (11)                  Broker.Pull
+//	QUERY_MESSAGE (12)                 Broker.QueryMessage
+//	QUERY_CONSUMER_OFFSET (14)         Broker.QueryConsumerOffset
+//	UPDATE_CONSUMER_OFFSET (15)        Broker.UpdateConsumerOffset
+//	UPDATE_AND_CREATE_TOPIC (17)       Broker.Topics().Update
+//	GET_MAX_OFFSET / GET_MIN_OFFSET    Broker.Store().MaxOffsetInQueue / MinOffsetInQueue
+//	VIEW_MESSAGE_BY_ID (33)            Broker.Store().LookMessageByMsgID
+//	HEART_BEAT (34)                    Broker.Heartbeat
+//	UNREGISTER_CLIENT (35)             Broker.Unregister
+//	CONSUMER_SEND_MSG_BACK (36)        Broker.SendMsgBack
+//	UPDATE_AND_CREATE_SUBSCRIPTIONGROUP (200)  Broker.Groups().Update
+//	DELETE_SUBSCRIPTIONGROUP (207)     Broker.DeleteSubscriptionGroup
+//
+// Open takes the backend.FS the store lives on and opens the engine itself,
+// passing it three dispatchers that run after the ConsumeQueue builder: the
+// index builder, the long-poll arrival hook and the delayed-delivery wake-up.
+//
+// Background work: one goroutine persists consumer offsets every
+// FlushConsumerOffsetInterval and delay offsets every
+// FlushDelayOffsetInterval; one delivers delayed messages. Held pulls wait
+// in their callers' goroutines. Close stops everything, persists the
+// offsets, closes the engine and the index, and leaves no goroutine.
+//
+// Concurrency: all Broker methods are safe for concurrent use.
+package broker

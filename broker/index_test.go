@@ -1,0 +1,46 @@
+package broker_test
+
+import (
+	"fmt"
+	"math"
+	"testing"
+
+	"github.com/rocketstore/rocketstore/backend/memfs"
+)
+
+func TestQueryMessageByKeyAfterRestart(t *testing.T) {
+	fs := memfs.New(nil)
+	b := open(t, fs, testConfig())
+	createTopic(t, b, "T", 1)
+	for i := 0; i < 40; i++ { // > 31 items: rolls index files
+		m := msg("T", 0, "A", fmt.Sprintf("k%d common", i))
+		m.Properties["UNIQ_KEY"] = fmt.Sprintf("U%d", i)
+		put(t, b, m)
+	}
+	check := func(label string) {
+		r, err := b.QueryMessage("T", "k7", 10, 0, math.MaxInt64)
+		if err != nil || len(r.Messages) != 1 || r.Messages[0].Properties["UNIQ_KEY"] != "U7" {
+			t.Fatalf("%s: k7: %+v %v", label, r, err)
+		}
+		r, _ = b.QueryMessage("T", "U39", 10, 0, math.MaxInt64)
+		if len(r.Messages) != 1 {
+			t.Fatalf("%s: U39: %d", label, len(r.Messages))
+		}
+		r, _ = b.QueryMessage("T", "common", 100, 0, math.MaxInt64)
+		if len(r.Messages) != 40 {
+			t.Fatalf("%s: common: %d messages", label, len(r.Messages))
+		}
+		r, _ = b.QueryMessage("other", "k7", 10, 0, math.MaxInt64)
+		if len(r.Messages) != 0 {
+			t.Fatalf("%s: other topic matched", label)
+		}
+	}
+	check("before restart")
+	if len(b.Index().Files()) < 2 {
+		t.Fatalf("files %v", b.Index().Files())
+	}
+	b.Close()
+	b = open(t, fs, testConfig())
+	check("after restart")
+	b.Close()
+}

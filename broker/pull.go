@@ -1,0 +1,231 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/rocketstore/rocketstore/broker/config"
+	"github.com/rocketstore/rocketstore/broker/longpoll"
+	"github.com/rocketstore/rocketstore/engine"
+	"github.com/rocketstore/rocketstore/filter"
+)
+
+// PullRequest is PullMessageRequestHeader.
+type PullRequest struct {
+	ConsumerGroup string
+	Topic         string
+	QueueID       int32
+	QueueOffset   int64
+	MaxMsgNums    int32
+	SysFlag       PullSysFlag
+	// CommitOffset is committed when SysFlag has FlagCommitOffset.
+	CommitOffset int64
+	// SuspendTimeoutMillis is how long to hold a pull that finds nothing
+	// (the client sends 15000).
+	SuspendTimeoutMillis int64
+	// Subscription and ExpressionType are used when SysFlag has
+	// FlagSubscription; else the group's registered subscription is.
+	Subscription   string
+	SubVersion     int64
+	ExpressionType string
+	// ClientHost is the consumer's address, for logs.
+	ClientHost string
+}
+
+// PullResponse is the response to PULL_MESSAGE.
+type PullResponse struct {
+	Code                 ResponseCode
+	Remark               string
+	SuggestWhichBrokerID int64
+	NextBeginOffset      int64
+	MinOffset            int64
+	MaxOffset            int64
+	// Body is the found records, concatenated (Code Success only).
+	Body []byte
+	// MsgCount is the number of records in Body.
+	MsgCount int
+	// Status is the store's status, for logs and tests.
+	Status engine.GetMessageStatus
+}
+
+// Pull processes a pull (RocketMQ's PullMessageProcessor with
+// brokerAllowSuspend = true). A pull that finds nothing and has
+// FlagSuspend is held until a matching message arrives or its timeout
+// passes, then processed again without suspension. It returns ctx's error
+// if ctx ends while held, and ErrClosed if the broker closes.
+func (b *Broker) Pull(ctx context.Context, req *PullRequest) (*PullResponse, error) {
+	if b.closed.Load() {
+		return nil, ErrClosed
+	}
+	resp, held := b.processPull(req, true)
+	if held == nil {
+		return resp, nil
+	}
+	if b.beforeSuspend != nil {
+		b.beforeSuspend()
+	}
+	timeout := time.Duration(req.SuspendTimeoutMillis) * time.Millisecond
+	if b.cfg.ShortPolling {
+		timeout = b.cfg.ShortPollingTime
+	}
+	maxOffset := func() int64 { return b.store.MaxOffsetInQueue(req.Topic, req.QueueID) }
+	_, err := b.hold.Wait(ctx, req.Topic, req.QueueID, req.QueueOffset, held, timeout, maxOffset)
+	if errors.Is(err, longpoll.ErrClosed) {
+		return nil, ErrClosed
+	}
+	if err != nil {
+		return nil, err
+	}
+	resp, _ = b.processPull(req, false)
+	return resp, nil
+}
+
+// processPull runs the checks and the read. When the pull should be held,
+// it returns the filter to hold it with (and a nil response).
+func (b *Broker) processPull(req *PullRequest, allowSuspend bool) (*PullResponse, longpoll.Matcher) {
+	group, tf, resp := b.checkPull(req)
+	if resp != nil {
+		return resp, nil
+	}
+	res, err := b.store.GetMessage(req.ConsumerGroup, req.Topic, req.QueueID, req.QueueOffset, int(req.MaxMsgNums), tf)
+	if err != nil {
+		return &PullResponse{Code: SystemError, Remark: "store getMessage failed: " + err.Error()}, nil
+	}
+	resp = b.pullResponse(req, group, res)
+	res.Release()
+	// Commit on the first pass only, even if the request is now held.
+	if allowSuspend && req.SysFlag.Has(FlagCommitOffset) {
+		b.offsets.Commit(req.ClientHost, req.ConsumerGroup, req.Topic, req.QueueID, req.CommitOffset)
+	}
+	if resp.Code == PullNotFound && allowSuspend && req.SysFlag.Has(FlagSuspend) {
+		return nil, tf
+	}
+	return resp, nil
+}
+
+// checkPull applies PullMessageProcessor's checks in their order.
+func (b *Broker) checkPull(req *PullRequest) (config.SubscriptionGroupConfig, *filter.TagFilter, *PullResponse) {
+	var g config.SubscriptionGroupConfig
+	fail := func(code ResponseCode, format string, args ...any) (config.SubscriptionGroupConfig, *filter.TagFilter, *PullResponse) {
+		return g, nil, &PullResponse{Code: code, Remark: fmt.Sprintf(format, args...)}
+	}
+	if !config.IsReadable(b.cfg.BrokerPermission) {
+		return fail(NoPermission, "the broker pulling message is forbidden")
+	}
+	g, ok, err := b.groups.Find(req.ConsumerGroup)
+	if err != nil {
+		return fail(SystemError, "subscription group %s: %v", req.ConsumerGroup, err)
+	}
+	if !ok {
+		return fail(SubscriptionGroupNotExist, "subscription group [%s] does not exist", req.ConsumerGroup)
+	}
+	if !g.ConsumeEnable {
+		return fail(NoPermission, "subscription group no permission, %s", req.ConsumerGroup)
+	}
+	tc, ok := b.topics.Get(req.Topic)
+	if !ok {
+		return fail(TopicNotExist, "topic[%s] not exist, apply first please!", req.Topic)
+	}
+	if !config.IsReadable(tc.Perm) {
+		return fail(NoPermission, "the topic[%s] pulling message is forbidden", req.Topic)
+	}
+	if req.QueueID < 0 || int(req.QueueID) >= tc.ReadQueueNums {
+		return fail(SystemError, "queueId[%d] is illegal, topic:[%s] topicConfig.readQueueNums:[%d]",
+			req.QueueID, req.Topic, tc.ReadQueueNums)
+	}
+	sd, code, remark := b.subscription(req, g)
+	if code != Success {
+		return fail(code, "%s", remark)
+	}
+	tf, err := filter.NewSubscriptionFilter(sd, filter.MatchHash)
+	if err != nil {
+		return fail(SubscriptionParseFailed, "parse the consumer's subscription failed: %v", err)
+	}
+	return g, tf, nil
+}
+
+// subscription takes the subscription from the request or from the
+// group's registered one (step 7 of the checks).
+func (b *Broker) subscription(req *PullRequest, g config.SubscriptionGroupConfig) (*filter.SubscriptionData, ResponseCode, string) {
+	if req.SysFlag.Has(FlagSubscription) {
+		if req.ExpressionType == filter.ExpressionTypeSQL92 {
+			// enablePropertyFilter is false: SQL92 is not supported.
+			return nil, SystemError, "The broker does not support consumer to filter message by SQL92"
+		}
+		if req.ExpressionType != "" && req.ExpressionType != filter.ExpressionTypeTag {
+			return nil, SubscriptionParseFailed, "unknown expression type " + req.ExpressionType
+		}
+		sd, err := filter.BuildSubscriptionData(req.Topic, req.Subscription)
+		if err != nil {
+			return nil, SubscriptionParseFailed, "parse the consumer's subscription failed: " + err.Error()
+		}
+		return sd, Success, ""
+	}
+	info := b.consumers.find(req.ConsumerGroup)
+	if info == nil {
+		return nil, SubscriptionNotExist, "the consumer's group info not exist"
+	}
+	if !g.ConsumeBroadcastEnable && info.MessageModel == Broadcasting {
+		return nil, NoPermission, "the consumer group can not consume by broadcast way"
+	}
+	sd := info.Subscriptions[req.Topic]
+	if sd == nil {
+		return nil, SubscriptionNotExist, "the consumer's subscription not exist"
+	}
+	if sd.SubVersion < req.SubVersion {
+		return nil, SubscriptionNotLatest, "the consumer's subscription not latest"
+	}
+	if sd.ExpressionType != "" && sd.ExpressionType != filter.ExpressionTypeTag {
+		return nil, SystemError, "The broker does not support consumer to filter message by " + sd.ExpressionType
+	}
+	return sd, Success, ""
+}
+
+// pullResponse maps a GetMessageResult to the response (code, offsets,
+// suggested broker, body).
+func (b *Broker) pullResponse(req *PullRequest, g config.SubscriptionGroupConfig, res *engine.GetMessageResult) *PullResponse {
+	resp := &PullResponse{NextBeginOffset: res.NextBeginOffset, MinOffset: res.MinOffset,
+		MaxOffset: res.MaxOffset, Status: res.Status, SuggestWhichBrokerID: MasterID}
+	if b.cfg.SlaveReadEnable {
+		resp.SuggestWhichBrokerID = g.BrokerID
+		if res.SuggestPullingFromSlave {
+			resp.SuggestWhichBrokerID = g.WhichBrokerWhenConsumeSlowly
+		}
+	}
+	resp.Code = statusCode(res.Status, req.QueueOffset)
+	if resp.Code == PullOffsetMoved {
+		b.logger.Info("the request offset moved", "group", req.ConsumerGroup, "topic", req.Topic,
+			"queueId", req.QueueID, "requestOffset", req.QueueOffset, "newOffset", res.NextBeginOffset,
+			"status", res.Status)
+	}
+	if resp.Code == Success {
+		resp.Body = make([]byte, 0, res.BufferTotalSize)
+		for _, m := range res.Messages {
+			resp.Body = append(resp.Body, m.Record...)
+		}
+		resp.MsgCount = len(res.Messages)
+	}
+	return resp
+}
+
+// statusCode maps a GetMessageStatus to the pull response code.
+func statusCode(s engine.GetMessageStatus, reqOffset int64) ResponseCode {
+	switch s {
+	case engine.Found:
+		return Success
+	case engine.MessageWasRemoving, engine.NoMatchedMessage:
+		return PullRetryImmediately
+	case engine.NoMatchedLogicQueue, engine.NoMessageInQueue:
+		if reqOffset != 0 {
+			return PullOffsetMoved
+		}
+		return PullNotFound
+	case engine.OffsetFoundNull, engine.OffsetOverflowOne:
+		return PullNotFound
+	case engine.OffsetOverflowBadly, engine.OffsetTooSmall:
+		return PullOffsetMoved
+	}
+	return SystemError
+}

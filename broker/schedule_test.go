@@ -1,0 +1,62 @@
+package broker_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/rocketstore/rocketstore/backend/memfs"
+	"github.com/rocketstore/rocketstore/engine/record"
+)
+
+// TestDelayedDeliveryAcrossRestart stores delayed messages, restarts the
+// broker before they are due, and checks they arrive in due order.
+func TestDelayedDeliveryAcrossRestart(t *testing.T) {
+	fs := memfs.New(nil)
+	cfg := testConfig()
+	b := open(t, fs, cfg)
+	createTopic(t, b, "T", 1)
+	// Levels: 1=50ms 2=100ms 3=150ms. Put level 3 first: due order is by time.
+	for i, lv := range []string{"3", "1", "2"} {
+		m := msg("T", 0, "A", "d"+lv)
+		m.Properties[record.PropertyDelayTimeLevel] = lv
+		_ = i
+		put(t, b, m)
+	}
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	b = open(t, fs, cfg)
+	defer b.Close()
+	var got []string
+	for i := 0; i < 3; i++ {
+		m := waitMessage(t, b, "T", 0, int64(i), 2*time.Second)
+		if m.Properties[record.PropertyDelayTimeLevel] != "" || m.Properties[record.PropertyRealTopic] != "T" {
+			t.Fatalf("delivered props %v", m.Properties)
+		}
+		got = append(got, m.Properties["KEYS"])
+	}
+	if got[0] != "d1" || got[1] != "d2" || got[2] != "d3" {
+		t.Fatalf("delivery order %v", got)
+	}
+	if err := b.PersistOffsets(); err != nil {
+		t.Fatal(err)
+	}
+	offs := b.Schedule().Offsets()
+	if offs[1] != 1 || offs[2] != 1 || offs[3] != 1 {
+		t.Fatalf("delay offsets %v", offs)
+	}
+}
+
+func TestDelayedDeliveryLatency(t *testing.T) {
+	b := open(t, memfs.New(nil), testConfig())
+	defer b.Close()
+	createTopic(t, b, "T", 1)
+	m := msg("T", 0, "A", "x")
+	m.Properties[record.PropertyDelayTimeLevel] = "1"
+	r := put(t, b, m)
+	got := waitMessage(t, b, "T", 0, 0, 2*time.Second)
+	late := got.StoreTimestamp - (r.StoreTimestamp + 50)
+	if late < 0 || late > 30 {
+		t.Fatalf("delivered %d ms after due", late)
+	}
+}

@@ -1,0 +1,339 @@
+package index
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"path"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/rocketstore/rocketstore/backend"
+	"github.com/rocketstore/rocketstore/dispatch"
+	"github.com/rocketstore/rocketstore/engine/record"
+)
+
+// Sentinel errors.
+var (
+	// ErrCorrupt reports an index file that cannot be used.
+	ErrCorrupt = errors.New("index: corrupt index file")
+	// ErrClosed reports use of a closed service.
+	ErrClosed = errors.New("index: closed")
+)
+
+// Dir is the directory of the index files in the store root.
+const Dir = "index"
+
+// Config configures a Service; zero fields mean RocketMQ's defaults.
+type Config struct {
+	// MaxHashSlotNum is the number of hash slots per file (5,000,000).
+	MaxHashSlotNum int
+	// MaxIndexNum is the number of items per file (20,000,000).
+	MaxIndexNum int
+	// Now returns the time in ms, for file names (time.Now).
+	Now func() int64
+	// Logger receives recovery notes (slog.Default()).
+	Logger *slog.Logger
+}
+
+func (c Config) withDefaults() Config {
+	if c.MaxHashSlotNum == 0 {
+		c.MaxHashSlotNum = defaultHashSlotNum
+	}
+	if c.MaxIndexNum == 0 {
+		c.MaxIndexNum = defaultIndexNum
+	}
+	if c.Now == nil {
+		c.Now = func() int64 { return time.Now().UnixMilli() }
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	return c
+}
+
+// Validate reports a geometry that cannot work.
+func (c Config) Validate() error {
+	c = c.withDefaults()
+	if c.MaxHashSlotNum < 1 || c.MaxIndexNum < 2 {
+		return fmt.Errorf("index: bad config: MaxHashSlotNum %d must be ≥ 1 and MaxIndexNum %d ≥ 2", c.MaxHashSlotNum, c.MaxIndexNum)
+	}
+	return nil
+}
+
+// Checkpoint receives the index timestamp once the files holding it are
+// durable (engine.StoreCheckpoint implements it).
+type Checkpoint interface{ SetIndex(ts int64) }
+
+// Service owns the index files.
+type Service struct {
+	fs  backend.FS
+	cfg Config
+
+	mu       sync.RWMutex
+	files    []*File // oldest first
+	closed   bool
+	cp       Checkpoint
+	syncedTs int64 // endTimestamp of the newest synced state
+	lastName string
+}
+
+// Open loads the index files. After an abnormal exit (lastExitOK false) it
+// deletes every file whose endTimestamp is after checkpointIndexTs, the
+// checkpoint's indexMsgTimestamp: such a file was not known durable.
+func Open(fs backend.FS, cfg Config, lastExitOK bool, checkpointIndexTs int64) (*Service, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	s := &Service{fs: fs, cfg: cfg.withDefaults()}
+	if err := fs.MkdirAll(Dir); err != nil {
+		return nil, fmt.Errorf("index: mkdir: %w", err)
+	}
+	names, err := fs.List(Dir)
+	if err != nil {
+		return nil, fmt.Errorf("index: list: %w", err)
+	}
+	for _, n := range names {
+		if strings.HasSuffix(n, backend.TempSuffix) || strings.HasSuffix(n, backend.BackupSuffix) {
+			continue
+		}
+		if err := s.load(path.Join(Dir, n), lastExitOK, checkpointIndexTs); err != nil {
+			s.closeFiles()
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+func (s *Service) load(name string, lastExitOK bool, cpTs int64) error {
+	f, err := openFile(s.fs, name, s.cfg.MaxHashSlotNum, s.cfg.MaxIndexNum)
+	if err != nil {
+		return err
+	}
+	if !lastExitOK && f.h.endTimestamp > cpTs {
+		s.cfg.Logger.Info("index: abnormal exit; deleting index file newer than the checkpoint",
+			"file", name, "endTimestamp", f.h.endTimestamp, "checkpoint", cpTs)
+		f.seg.Close()
+		return s.fs.Remove(name)
+	}
+	s.files = append(s.files, f)
+	s.lastName = path.Base(name)
+	return nil
+}
+
+// SetCheckpoint gives the service the checkpoint (available once the
+// engine is open) and records what is already durable.
+func (s *Service) SetCheckpoint(cp Checkpoint) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.cp = cp
+	if s.syncedTs > 0 {
+		cp.SetIndex(s.syncedTs)
+	}
+}
+
+// Dispatch indexes one record (RocketMQ's buildIndex): UNIQ_KEY and each
+// KEYS token as topic#key. Rolled-back transaction records and records
+// already indexed are skipped.
+func (s *Service) Dispatch(req *dispatch.Request) error {
+	if record.TransactionType(req.SysFlag) == record.TransactionRollback {
+		return nil
+	}
+	if len(req.UniqKey) == 0 && len(req.Keys) == 0 {
+		return nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return ErrClosed
+	}
+	if f := s.last(); f != nil && s.indexed(f, req.CommitLogOffset) {
+		return nil
+	}
+	topic := string(req.Topic)
+	if len(req.UniqKey) > 0 {
+		if err := s.putKey(topic+keySeparator+string(req.UniqKey), req); err != nil {
+			return err
+		}
+	}
+	for k := range strings.SplitSeq(string(req.Keys), " ") {
+		if k == "" {
+			continue
+		}
+		if err := s.putKey(topic+keySeparator+k, req); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// indexed reports whether a record at off is already in the index.
+// RocketMQ skips off < endPhyOffset only, which indexes the last record
+// twice on replay; an entry at endPhyOffset in a file that holds entries
+// is skipped too.
+func (s *Service) indexed(f *File, off int64) bool {
+	return off < f.h.endPhyOffset || (off == f.h.endPhyOffset && f.h.indexCount > firstIndex)
+}
+
+func (s *Service) last() *File {
+	if len(s.files) == 0 {
+		return nil
+	}
+	return s.files[len(s.files)-1]
+}
+
+// putKey adds one key, rolling to a new file when the last is full.
+func (s *Service) putKey(key string, req *dispatch.Request) error {
+	for range 2 {
+		f, err := s.writable()
+		if err != nil {
+			return err
+		}
+		ok, err := f.putKey(key, req.CommitLogOffset, req.StoreTimestamp)
+		if err != nil || ok {
+			return err
+		}
+	}
+	return fmt.Errorf("index: no room for key %q in a new file", key)
+}
+
+// writable returns the last file, creating the next one when it is full
+// (syncing the full one first, and only then telling the checkpoint).
+func (s *Service) writable() (*File, error) {
+	f := s.last()
+	if f != nil && !f.IsFull() {
+		return f, nil
+	}
+	var endPhy, endTs int64
+	if f != nil {
+		if err := s.syncLocked(f); err != nil {
+			return nil, err
+		}
+		endPhy, endTs = f.h.endPhyOffset, f.h.endTimestamp
+	}
+	nf, err := createFile(s.fs, path.Join(Dir, s.nextName()), s.cfg.MaxHashSlotNum, s.cfg.MaxIndexNum, endPhy, endTs)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.fs.SyncDir(Dir); err != nil {
+		return nil, fmt.Errorf("index: sync dir: %w", err)
+	}
+	s.files = append(s.files, nf)
+	return nf, nil
+}
+
+// nextName returns a file name from the current time, later than every
+// existing name (two files created in one millisecond get distinct names).
+func (s *Service) nextName() string {
+	ms := s.cfg.Now()
+	for {
+		n := strings.Replace(time.UnixMilli(ms).Format(fileNameLayout), ".", "", 1)
+		if n > s.lastName {
+			s.lastName = n
+			return n
+		}
+		ms++
+	}
+}
+
+func (s *Service) syncLocked(f *File) error {
+	if err := f.sync(); err != nil {
+		return err
+	}
+	if f.h.endTimestamp > s.syncedTs {
+		s.syncedTs = f.h.endTimestamp
+		if s.cp != nil {
+			s.cp.SetIndex(s.syncedTs)
+		}
+	}
+	return nil
+}
+
+// Flush syncs the newest file and records its end timestamp in the
+// checkpoint (written by the engine's next checkpoint flush).
+func (s *Service) Flush() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if f := s.last(); f != nil && !s.closed {
+		return s.syncLocked(f)
+	}
+	return nil
+}
+
+// QueryResult is the answer of QueryOffset (RocketMQ's QueryOffsetResult).
+type QueryResult struct {
+	// PhyOffsets are CommitLog offsets, newest first. Entries are matched
+	// by key hash, as in RocketMQ: a caller that needs exact keys checks
+	// the messages.
+	PhyOffsets []int64
+	// IndexLastUpdateTimestamp and IndexLastUpdatePhyOffset describe the
+	// newest file.
+	IndexLastUpdateTimestamp int64
+	IndexLastUpdatePhyOffset int64
+}
+
+// QueryOffset returns up to maxNum (at most 64) CommitLog offsets stored
+// for topic#key with a store time in [begin, end], walking files newest
+// first (RocketMQ's IndexService.queryOffset).
+func (s *Service) QueryOffset(topic, key string, maxNum int, begin, end int64) (QueryResult, error) {
+	maxNum = min(maxNum, maxMsgsNumBatch)
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	var r QueryResult
+	if s.closed {
+		return r, ErrClosed
+	}
+	if maxNum <= 0 {
+		return r, nil
+	}
+	full := topic + keySeparator + key
+	for i, f := range slices.Backward(s.files) {
+		if i == len(s.files)-1 {
+			r.IndexLastUpdateTimestamp, r.IndexLastUpdatePhyOffset = f.h.endTimestamp, f.h.endPhyOffset
+		}
+		if f.isTimeMatched(begin, end) {
+			r.PhyOffsets = f.selectPhyOffsets(r.PhyOffsets, full, maxNum, begin, end)
+		}
+		if f.h.beginTimestamp < begin || len(r.PhyOffsets) >= maxNum {
+			break
+		}
+	}
+	return r, nil
+}
+
+// Files returns the names of the index files, oldest first.
+func (s *Service) Files() []string {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	out := make([]string, len(s.files))
+	for i, f := range s.files {
+		out[i] = f.name
+	}
+	return out
+}
+
+// Close syncs and closes every file. It is idempotent.
+func (s *Service) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil
+	}
+	var err error
+	if f := s.last(); f != nil {
+		err = s.syncLocked(f)
+	}
+	s.closed = true
+	return errors.Join(err, s.closeFiles())
+}
+
+func (s *Service) closeFiles() error {
+	var errs []error
+	for _, f := range s.files {
+		errs = append(errs, f.seg.Close())
+	}
+	s.files = nil
+	return errors.Join(errs...)
+}
