@@ -84,3 +84,43 @@ func TestReadText(t *testing.T) {
 		t.Fatalf("unexpected output:\n%s", s)
 	}
 }
+
+func TestStatsFixtureWithBrokerConfig(t *testing.T) {
+	dir := copyFixture(t, "store-2021-8k")
+	cfg := copyFixture(t, "broker-config")
+	if err := os.Rename(filepath.Join(cfg, "config"), filepath.Join(dir, "config")); err != nil {
+		t.Fatal(err)
+	}
+	st, err := collectStats(dir, &bytes.Buffer{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(st.Queues) != 1 || st.Queues[0] != (queueStats{"abc", 0, 0, 47}) {
+		t.Fatalf("queues = %+v", st.Queues)
+	}
+	if len(st.Consumers) == 0 {
+		t.Fatal("no consumer offsets read from consumerOffset.json")
+	}
+	n := 0
+	for _, c := range st.Consumers {
+		if c.Topic != "TopicTest" {
+			continue
+		}
+		n++
+		// The fixture's CommitLog is not the broker's: no TopicTest queue
+		// here, so the lag is 0 against a max of 0.
+		if c.Offset != 250 || c.Max != 0 || c.Lag != 0 {
+			t.Fatalf("consumer %+v: want offset 250 as in the fixture", c)
+		}
+	}
+	if n != 4 {
+		t.Fatalf("%d TopicTest offsets, want 4", n)
+	}
+	var out bytes.Buffer
+	if err := printStats(&out, st); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "abc    0      0    47") {
+		t.Fatalf("stats output:\n%s", out.String())
+	}
+}

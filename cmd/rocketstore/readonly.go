@@ -17,19 +17,27 @@ import (
 // ConsumeQueues) is changed in memory only. It refuses, with a clear error,
 // a store that a running process holds.
 func openReadOnly(dir string, log io.Writer) (*engine.Store, error) {
+	s, _, err := openReadOnlyFS(dir, log)
+	return s, err
+}
+
+// openReadOnlyFS is openReadOnly that also returns the overlay the store
+// sits on, for reading the broker's config files through it.
+func openReadOnlyFS(dir string, log io.Writer) (*engine.Store, backend.FS, error) {
 	base, err := mmap.NewReadOnly(dir)
 	if err != nil {
-		return nil, fmt.Errorf("open %s: %w", dir, err)
+		return nil, nil, fmt.Errorf("open %s: %w", dir, err)
 	}
-	s, err := engine.Open(snapshot.New(base), engine.Config{
+	fs := snapshot.New(base)
+	s, err := engine.Open(fs, engine.Config{
 		Manual: true,
 		Logger: slog.New(slog.NewTextHandler(log, &slog.HandlerOptions{Level: slog.LevelWarn})),
 	})
 	if errors.Is(err, backend.ErrLocked) {
-		return nil, fmt.Errorf("store %s is in use by another process (its lock file is held); stop it first: %w", dir, err)
+		return nil, nil, fmt.Errorf("store %s is in use by another process (its lock file is held); stop it first: %w", dir, err)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("open %s: %w", dir, err)
+		return nil, nil, fmt.Errorf("open %s: %w", dir, err)
 	}
-	return s, nil
+	return s, fs, nil
 }
