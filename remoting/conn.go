@@ -1,0 +1,271 @@
+package remoting
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"runtime/debug"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Conn is one remoting connection, accepted by a Server or opened by Dial.
+// It reads frames in one goroutine, writes them from a bounded queue in
+// another, and runs each request's handler in a goroutine of its own. All
+// methods are safe for concurrent use.
+type Conn struct {
+	id      uint64
+	nc      net.Conn
+	opts    Options // with defaults
+	handler Handler
+	log     *slog.Logger
+	stats   *counters
+	ctx     context.Context // canceled by close; handlers get it
+	cancel  context.CancelFunc
+
+	// Write side. Invariant: once wclosed is set under wmu nothing more
+	// enters out, so the writer can drain it without blocking.
+	out        chan []byte
+	outBytes   atomic.Int64
+	wmu        sync.Mutex
+	wclosed    bool
+	finish     chan struct{} // closed: writer drains out, flushes, closes
+	finishOnce sync.Once
+	writerDone chan struct{}
+
+	closeOnce sync.Once
+	closed    chan struct{} // closed by close, after closeErr is set
+	closeErr  error
+
+	draining atomic.Bool   // graceful shutdown: read no more requests
+	sem      chan struct{} // one slot per running handler
+	handlers sync.WaitGroup
+
+	pmu     sync.Mutex
+	pending map[int32]chan *RemotingCommand // Invoke waiters by opaque
+
+	untrack func() // set by the owner before run; called before OnClose
+}
+
+func newConn(ctx context.Context, id uint64, nc net.Conn, h Handler, opts Options, st *counters) *Conn {
+	ctx, cancel := context.WithCancel(ctx)
+	return &Conn{
+		id: id, nc: nc, opts: opts, handler: h, stats: st, ctx: ctx, cancel: cancel,
+		log:        opts.Logger.With("conn", id, "remote", nc.RemoteAddr().String()),
+		out:        make(chan []byte, opts.WriteQueueLen),
+		finish:     make(chan struct{}),
+		writerDone: make(chan struct{}),
+		closed:     make(chan struct{}),
+		sem:        make(chan struct{}, opts.MaxConcurrentRequests),
+		pending:    map[int32]chan *RemotingCommand{},
+	}
+}
+
+// ID returns a number unique among the connections of one Server or Client.
+func (c *Conn) ID() uint64 { return c.id }
+
+// RemoteAddr returns the peer's address.
+func (c *Conn) RemoteAddr() net.Addr { return c.nc.RemoteAddr() }
+
+// LocalAddr returns this end's address.
+func (c *Conn) LocalAddr() net.Addr { return c.nc.LocalAddr() }
+
+// Context returns a context canceled when the connection closes.
+func (c *Conn) Context() context.Context { return c.ctx }
+
+// Done returns a channel closed when the connection closes.
+func (c *Conn) Done() <-chan struct{} { return c.closed }
+
+// Err returns why the connection closed (nil for a clean close), or nil
+// while it is open.
+func (c *Conn) Err() error {
+	select {
+	case <-c.closed:
+		return c.closeErr
+	default:
+		return nil
+	}
+}
+
+// Close closes the connection at once; queued frames are dropped.
+func (c *Conn) Close() error {
+	c.close(nil)
+	return nil
+}
+
+// run serves the connection until it closes, then waits for its
+// goroutines and calls OnClose.
+func (c *Conn) run() {
+	c.log.Debug("remoting: connection open")
+	go c.writeLoop()
+	if c.opts.OnConnect != nil {
+		c.opts.OnConnect(c)
+	}
+	err := c.readLoop()
+	if c.draining.Load() {
+		// Graceful: no more requests are read; let the running ones
+		// answer and their responses flush before the socket closes.
+		c.handlers.Wait()
+		c.finishWrites()
+	} else {
+		c.close(err)
+	}
+	c.handlers.Wait()
+	<-c.writerDone
+	if c.untrack != nil {
+		c.untrack() // so that OnClose already sees the server without c
+	}
+	if c.opts.OnClose != nil {
+		c.opts.OnClose(c, c.closeErr)
+	}
+}
+
+// close closes the connection with reason err, once.
+func (c *Conn) close(err error) {
+	c.closeOnce.Do(func() {
+		c.closeErr = err
+		c.wmu.Lock()
+		c.wclosed = true
+		c.wmu.Unlock()
+		close(c.closed)
+		c.cancel()
+		_ = c.nc.Close()
+		c.count(err)
+		c.logClose(err)
+	})
+}
+
+func (c *Conn) count(err error) {
+	switch {
+	case err == nil:
+	case errors.Is(err, ErrFrameTooLarge):
+		c.stats.framesTooLarge.Add(1)
+	case errors.Is(err, ErrBadFrame), errors.Is(err, ErrBadHeader):
+		c.stats.badFrames.Add(1)
+	case errors.Is(err, ErrIdleTimeout):
+		c.stats.idleTimeouts.Add(1)
+	case errors.Is(err, ErrWriteQueueFull):
+		c.stats.writeQueueOverflows.Add(1)
+	}
+}
+
+func (c *Conn) logClose(err error) {
+	switch {
+	case err == nil, errors.Is(err, io.EOF), errors.Is(err, ErrServerClosed):
+		c.log.Debug("remoting: connection closed", "reason", err)
+	default:
+		c.log.Info("remoting: connection closed", "reason", err)
+	}
+}
+
+// drain starts a graceful close: the read loop stops at the next frame
+// boundary (or at once if it is waiting for one).
+func (c *Conn) drain() {
+	c.draining.Store(true)
+	// Invariant with readLoop: the flag is set before the deadline, and
+	// readLoop checks the flag after setting its own deadline, so either it
+	// sees the flag or this past deadline interrupts its read.
+	_ = c.nc.SetReadDeadline(time.Now())
+}
+
+// finishWrites lets the writer drain the queue, flush and close the socket.
+func (c *Conn) finishWrites() {
+	c.finishOnce.Do(func() {
+		c.wmu.Lock()
+		c.wclosed = true
+		c.wmu.Unlock()
+		close(c.finish)
+	})
+}
+
+// readLoop reads frames until an error, dispatching requests and
+// delivering responses.
+func (c *Conn) readLoop() error {
+	br := bufio.NewReaderSize(c.nc, 16<<10)
+	for {
+		if c.draining.Load() {
+			return nil
+		}
+		if err := c.nc.SetReadDeadline(time.Now().Add(c.opts.IdleTimeout)); err != nil {
+			return err
+		}
+		if c.draining.Load() {
+			return nil
+		}
+		cmd, err := c.readCommand(br)
+		if err != nil {
+			return err
+		}
+		if cmd.IsResponse() {
+			c.deliver(cmd)
+			continue
+		}
+		if err := c.dispatch(cmd); err != nil {
+			return err
+		}
+	}
+}
+
+func (c *Conn) readCommand(r io.Reader) (*RemotingCommand, error) {
+	payload, err := readPayload(r, c.opts.MaxFrameSize)
+	if err != nil {
+		if errors.Is(err, os.ErrDeadlineExceeded) && !c.draining.Load() {
+			return nil, fmt.Errorf("%w: nothing or only part of a frame received for %v", ErrIdleTimeout, c.opts.IdleTimeout)
+		}
+		return nil, err
+	}
+	c.stats.bytesIn.Add(int64(frameLenSize + len(payload)))
+	return decodePayload(payload)
+}
+
+// dispatch runs req's handler in a goroutine once a slot is free.
+func (c *Conn) dispatch(req *RemotingCommand) error {
+	select {
+	case c.sem <- struct{}{}:
+	case <-c.closed:
+		return c.closeErr
+	}
+	c.stats.requests.Add(1)
+	c.handlers.Add(1)
+	go c.serveRequest(req)
+	return nil
+}
+
+func (c *Conn) serveRequest(req *RemotingCommand) {
+	defer func() {
+		<-c.sem
+		c.handlers.Done()
+	}()
+	resp, err := c.callHandler(req)
+	if err != nil {
+		c.stats.handlerErrors.Add(1)
+		c.log.Warn("remoting: handler failed", "code", req.Code, "opaque", req.Opaque, "err", err)
+		resp = req.NewResponse(CodeSystemError, err.Error())
+	}
+	if resp == nil || req.IsOneway() {
+		return
+	}
+	resp.Opaque = req.Opaque
+	resp.Flag |= FlagResponse
+	if err := c.WriteResponse(resp); err != nil && !errors.Is(err, ErrConnClosed) {
+		c.log.Warn("remoting: cannot write response", "code", req.Code, "opaque", req.Opaque, "err", err)
+	}
+}
+
+// callHandler calls the handler, turning a panic into an error so that one
+// bad request cannot take the server down.
+func (c *Conn) callHandler(req *RemotingCommand) (resp *RemotingCommand, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			c.log.Error("remoting: handler panicked", "code", req.Code, "panic", p, "stack", string(debug.Stack()))
+			resp, err = nil, fmt.Errorf("remoting: handler for code %d panicked: %v", req.Code, p)
+		}
+	}()
+	return c.handler.Handle(c.ctx, c, req)
+}

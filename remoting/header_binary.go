@@ -1,0 +1,129 @@
+package remoting
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+	"slices"
+)
+
+// encodeBinaryHeader writes the ROCKETMQ header (layout in format.go). Ext
+// entries are written in key order so that the encoding is deterministic.
+func encodeBinaryHeader(c *RemotingCommand) ([]byte, error) {
+	if c.Code < math.MinInt16 || c.Code > math.MaxInt16 {
+		return nil, fmt.Errorf("%w: code %d does not fit the binary header's int16", ErrEncode, c.Code)
+	}
+	if c.Version < math.MinInt16 || c.Version > math.MaxInt16 {
+		return nil, fmt.Errorf("%w: version %d does not fit the binary header's int16", ErrEncode, c.Version)
+	}
+	keys := make([]string, 0, len(c.ExtFields))
+	extLen := 0
+	for k, v := range c.ExtFields {
+		if len(k) > math.MaxInt16 {
+			return nil, fmt.Errorf("%w: extFields key of %d bytes exceeds int16", ErrEncode, len(k))
+		}
+		keys = append(keys, k)
+		extLen += binExtKeyLenSize + len(k) + binExtValLenSize + len(v)
+	}
+	slices.Sort(keys)
+	b := make([]byte, 0, binMinHeaderLen+len(c.Remark)+extLen)
+	b = binary.BigEndian.AppendUint16(b, uint16(int16(c.Code)))
+	b = append(b, byte(c.Language))
+	b = binary.BigEndian.AppendUint16(b, uint16(int16(c.Version)))
+	b = binary.BigEndian.AppendUint32(b, uint32(c.Opaque))
+	b = binary.BigEndian.AppendUint32(b, uint32(c.Flag))
+	b = binary.BigEndian.AppendUint32(b, uint32(len(c.Remark)))
+	b = append(b, c.Remark...)
+	b = binary.BigEndian.AppendUint32(b, uint32(extLen))
+	for _, k := range keys {
+		v := c.ExtFields[k]
+		b = binary.BigEndian.AppendUint16(b, uint16(len(k)))
+		b = append(b, k...)
+		b = binary.BigEndian.AppendUint32(b, uint32(len(v)))
+		b = append(b, v...)
+	}
+	return b, nil
+}
+
+// decodeBinaryHeader reads a ROCKETMQ header, checking every length against
+// the bytes that remain.
+func decodeBinaryHeader(b []byte) (*RemotingCommand, error) {
+	if len(b) < binMinHeaderLen {
+		return nil, fmt.Errorf("%w: binary header of %d bytes, minimum %d", ErrBadHeader, len(b), binMinHeaderLen)
+	}
+	c := &RemotingCommand{
+		Code:     int32(int16(binary.BigEndian.Uint16(b[binOffCode:]))),
+		Language: LanguageCode(b[binOffLanguage]),
+		Version:  int32(int16(binary.BigEndian.Uint16(b[binOffVersion:]))),
+		Opaque:   int32(binary.BigEndian.Uint32(b[binOffOpaque:])),
+		Flag:     int32(binary.BigEndian.Uint32(b[binOffFlag:])),
+	}
+	r := binReader{b: b, off: binOffRemarkLen}
+	remark, err := r.bytes32("remark")
+	if err != nil {
+		return nil, err
+	}
+	c.Remark = string(remark)
+	ext, err := r.bytes32("extFields")
+	if err != nil {
+		return nil, err
+	}
+	// Bytes after extFields are ignored, as Java's decoder ignores them.
+	if c.ExtFields, err = decodeBinaryExt(ext); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+func decodeBinaryExt(b []byte) (map[string]string, error) {
+	ext := map[string]string{}
+	r := binReader{b: b}
+	for r.off < len(b) {
+		k, err := r.bytes16("extFields key")
+		if err != nil {
+			return nil, err
+		}
+		v, err := r.bytes32("extFields value")
+		if err != nil {
+			return nil, err
+		}
+		ext[string(k)] = string(v)
+	}
+	return ext, nil
+}
+
+// binReader reads length-prefixed byte strings with bounds checks.
+type binReader struct {
+	b   []byte
+	off int
+}
+
+func (r *binReader) bytes16(what string) ([]byte, error) {
+	if len(r.b)-r.off < 2 {
+		return nil, fmt.Errorf("%w: truncated %s length at %d", ErrBadHeader, what, r.off)
+	}
+	n := int(binary.BigEndian.Uint16(r.b[r.off:]))
+	r.off += 2
+	return r.take(n, what)
+}
+
+func (r *binReader) bytes32(what string) ([]byte, error) {
+	if len(r.b)-r.off < 4 {
+		return nil, fmt.Errorf("%w: truncated %s length at %d", ErrBadHeader, what, r.off)
+	}
+	n := int(int32(binary.BigEndian.Uint32(r.b[r.off:])))
+	r.off += 4
+	if n < 0 {
+		return nil, fmt.Errorf("%w: negative %s length %d", ErrBadHeader, what, n)
+	}
+	return r.take(n, what)
+}
+
+func (r *binReader) take(n int, what string) ([]byte, error) {
+	if n > len(r.b)-r.off {
+		return nil, fmt.Errorf("%w: %s of %d bytes exceeds the %d left", ErrBadHeader, what, n, len(r.b)-r.off)
+	}
+	s := r.b[r.off : r.off+n]
+	r.off += n
+	return s, nil
+}

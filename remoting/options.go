@@ -1,0 +1,105 @@
+package remoting
+
+import (
+	"fmt"
+	"log/slog"
+	"time"
+)
+
+// Options configures a Server or a Client connection. The zero value means
+// RocketMQ's defaults where RocketMQ has one, and this package's otherwise.
+type Options struct {
+	// MaxFrameSize bounds a received frame, length field included.
+	// 0 means DefaultMaxFrameSize (16 MiB, RocketMQ's frameMaxLength).
+	MaxFrameSize int
+	// IdleTimeout drops a connection that sends nothing for this long. It
+	// is counted from the end of one frame to the end of the next, so it
+	// also drops a peer that stalls inside a frame. 0 means 120 s, the
+	// channel idle time of RocketMQ's broker.
+	IdleTimeout time.Duration
+	// WriteTimeout drops a connection when one socket write blocks this
+	// long. 0 means 30 s.
+	WriteTimeout time.Duration
+	// WriteQueueLen bounds the frames waiting to be written on one
+	// connection; a peer that lets it fill up is disconnected. 0 means 1024.
+	WriteQueueLen int
+	// WriteQueueBytes bounds the bytes waiting to be written on one
+	// connection, as WriteQueueLen bounds frames; a single frame larger
+	// than the bound is still sent when the queue is empty. 0 means 64 MiB.
+	WriteQueueBytes int64
+	// MaxConcurrentRequests bounds the handler goroutines of one
+	// connection; when reached, the connection is not read until one
+	// finishes. 0 means 64.
+	MaxConcurrentRequests int
+	// MaxConns bounds the server's open connections; further accepted
+	// connections are closed at once. 0 means no limit (as RocketMQ).
+	MaxConns int
+	// Logger receives connection events. nil means slog.Default().
+	Logger *slog.Logger
+	// OnConnect, if set, runs in the connection's goroutine before its
+	// first read.
+	OnConnect func(*Conn)
+	// OnClose, if set, runs once per connection after it is closed and all
+	// its handler goroutines have returned, with the reason (nil for a
+	// clean close, io.EOF when the peer hung up). The broker uses it to
+	// expire the connection's clients.
+	OnClose func(c *Conn, reason error)
+}
+
+// Defaults for the zero fields of Options.
+const (
+	DefaultIdleTimeout           = 120 * time.Second
+	DefaultWriteTimeout          = 30 * time.Second
+	DefaultWriteQueueLen         = 1024
+	DefaultWriteQueueBytes       = 64 << 20
+	DefaultMaxConcurrentRequests = 64
+)
+
+// Validate reports negative values.
+func (o Options) Validate() error {
+	switch {
+	case o.MaxFrameSize < 0:
+		return fmt.Errorf("%w: MaxFrameSize %d < 0", ErrBadOptions, o.MaxFrameSize)
+	case o.MaxFrameSize > 0 && o.MaxFrameSize < frameLenSize+headerWordSize:
+		return fmt.Errorf("%w: MaxFrameSize %d cannot hold a frame", ErrBadOptions, o.MaxFrameSize)
+	case o.IdleTimeout < 0:
+		return fmt.Errorf("%w: IdleTimeout %v < 0", ErrBadOptions, o.IdleTimeout)
+	case o.WriteTimeout < 0:
+		return fmt.Errorf("%w: WriteTimeout %v < 0", ErrBadOptions, o.WriteTimeout)
+	case o.WriteQueueLen < 0:
+		return fmt.Errorf("%w: WriteQueueLen %d < 0", ErrBadOptions, o.WriteQueueLen)
+	case o.WriteQueueBytes < 0:
+		return fmt.Errorf("%w: WriteQueueBytes %d < 0", ErrBadOptions, o.WriteQueueBytes)
+	case o.MaxConcurrentRequests < 0:
+		return fmt.Errorf("%w: MaxConcurrentRequests %d < 0", ErrBadOptions, o.MaxConcurrentRequests)
+	case o.MaxConns < 0:
+		return fmt.Errorf("%w: MaxConns %d < 0", ErrBadOptions, o.MaxConns)
+	}
+	return nil
+}
+
+// withDefaults returns o with every zero field replaced by its default.
+func (o Options) withDefaults() Options {
+	if o.MaxFrameSize == 0 {
+		o.MaxFrameSize = DefaultMaxFrameSize
+	}
+	if o.IdleTimeout == 0 {
+		o.IdleTimeout = DefaultIdleTimeout
+	}
+	if o.WriteTimeout == 0 {
+		o.WriteTimeout = DefaultWriteTimeout
+	}
+	if o.WriteQueueLen == 0 {
+		o.WriteQueueLen = DefaultWriteQueueLen
+	}
+	if o.WriteQueueBytes == 0 {
+		o.WriteQueueBytes = DefaultWriteQueueBytes
+	}
+	if o.MaxConcurrentRequests == 0 {
+		o.MaxConcurrentRequests = DefaultMaxConcurrentRequests
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	return o
+}

@@ -1,0 +1,233 @@
+package remoting
+
+import (
+	"context"
+	"errors"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Server accepts remoting connections and serves their requests with one
+// Handler, usually a *Mux.
+type Server struct {
+	handler Handler
+	opts    Options // with defaults
+	stats   counters
+	ctx     context.Context // parent of every connection's context
+	cancel  context.CancelFunc
+	nextID  atomic.Uint64
+	wg      sync.WaitGroup // accept loops and connections
+
+	mu struct {
+		sync.Mutex
+		closed    bool
+		listeners map[net.Listener]struct{}
+		conns     map[*Conn]struct{}
+	}
+}
+
+// NewServer returns a server that dispatches requests to h.
+func NewServer(h Handler, opts Options) (*Server, error) {
+	if err := opts.Validate(); err != nil {
+		return nil, err
+	}
+	s := &Server{handler: h, opts: opts.withDefaults()}
+	s.ctx, s.cancel = context.WithCancel(context.Background())
+	s.mu.listeners = map[net.Listener]struct{}{}
+	s.mu.conns = map[*Conn]struct{}{}
+	return s, nil
+}
+
+// Listen binds a TCP listener on addr (e.g. "127.0.0.1:9876", port 0 for
+// any) and serves it in the background; it returns the bound address.
+func (s *Server) Listen(addr string) (net.Addr, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.track(ln); err != nil {
+		_ = ln.Close()
+		return nil, err
+	}
+	go func() {
+		defer s.wg.Done()
+		_ = s.acceptLoop(ln)
+	}()
+	return ln.Addr(), nil
+}
+
+// Serve accepts connections on ln until the server closes, then returns
+// ErrServerClosed. It closes ln.
+func (s *Server) Serve(ln net.Listener) error {
+	if err := s.track(ln); err != nil {
+		_ = ln.Close()
+		return err
+	}
+	defer s.wg.Done()
+	return s.acceptLoop(ln)
+}
+
+// track registers ln and counts its accept loop in wg.
+func (s *Server) track(ln net.Listener) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.mu.closed {
+		return ErrServerClosed
+	}
+	s.mu.listeners[ln] = struct{}{}
+	s.wg.Add(1)
+	return nil
+}
+
+func (s *Server) acceptLoop(ln net.Listener) error {
+	var backoff time.Duration
+	for {
+		nc, err := ln.Accept()
+		if err != nil {
+			if s.isClosed() {
+				return ErrServerClosed
+			}
+			if backoff = nextBackoff(backoff); !isTemporary(err) || !s.sleep(backoff) {
+				s.opts.Logger.Error("remoting: accept failed", "addr", ln.Addr().String(), "err", err)
+				return err
+			}
+			s.opts.Logger.Warn("remoting: accept failed; retrying", "err", err, "in", backoff)
+			continue
+		}
+		backoff = 0
+		s.startConn(nc)
+	}
+}
+
+// isTemporary reports accept errors worth retrying after a pause, such as
+// running out of file descriptors; a closed listener is not one.
+func isTemporary(err error) bool {
+	return !errors.Is(err, net.ErrClosed)
+}
+
+func nextBackoff(d time.Duration) time.Duration {
+	if d == 0 {
+		return 5 * time.Millisecond
+	}
+	return min(2*d, time.Second)
+}
+
+// sleep waits d, or less if the server closes; it reports whether the
+// server is still open.
+func (s *Server) sleep(d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-s.ctx.Done():
+		return false
+	}
+}
+
+func (s *Server) startConn(nc net.Conn) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.mu.closed {
+		_ = nc.Close()
+		return
+	}
+	if s.opts.MaxConns > 0 && len(s.mu.conns) >= s.opts.MaxConns {
+		s.stats.connsRejected.Add(1)
+		s.opts.Logger.Warn("remoting: too many connections; refused", "remote", nc.RemoteAddr().String(), "max", s.opts.MaxConns)
+		_ = nc.Close()
+		return
+	}
+	c := newConn(s.ctx, s.nextID.Add(1), nc, s.handler, s.opts, &s.stats)
+	s.mu.conns[c] = struct{}{}
+	s.stats.connsAccepted.Add(1)
+	s.stats.connsOpen.Add(1)
+	c.untrack = func() {
+		s.mu.Lock()
+		delete(s.mu.conns, c)
+		s.mu.Unlock()
+		s.stats.connsOpen.Add(-1)
+	}
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		c.run()
+	}()
+}
+
+func (s *Server) isClosed() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.mu.closed
+}
+
+// Conns returns the open connections, e.g. to notify every client.
+func (s *Server) Conns() []*Conn {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]*Conn, 0, len(s.mu.conns))
+	for c := range s.mu.conns {
+		out = append(out, c)
+	}
+	return out
+}
+
+// Stats returns a snapshot of the server's counters.
+func (s *Server) Stats() Stats { return s.stats.snapshot() }
+
+// stopAccepting marks the server closed, closes its listeners and returns
+// the connections open at that moment; no connection starts afterwards.
+func (s *Server) stopAccepting() []*Conn {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.mu.closed {
+		s.mu.closed = true
+		for ln := range s.mu.listeners {
+			_ = ln.Close()
+		}
+	}
+	out := make([]*Conn, 0, len(s.mu.conns))
+	for c := range s.mu.conns {
+		out = append(out, c)
+	}
+	return out
+}
+
+// Close stops accepting, closes every connection at once (queued responses
+// are dropped, handler contexts canceled) and waits for every goroutine the
+// server started, handlers included. It is idempotent.
+func (s *Server) Close() error {
+	for _, c := range s.stopAccepting() {
+		c.close(ErrServerClosed)
+	}
+	s.cancel()
+	s.wg.Wait()
+	return nil
+}
+
+// Shutdown stops accepting and reading new requests, lets running handlers
+// finish and their responses flush, then closes the connections. If ctx
+// ends first it falls back to Close and returns ctx's error. Responses a
+// handler deferred (long polling) must be written before Shutdown, or they
+// are lost with the connection.
+func (s *Server) Shutdown(ctx context.Context) error {
+	for _, c := range s.stopAccepting() {
+		c.drain()
+	}
+	done := make(chan struct{})
+	go func() {
+		s.wg.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+		s.cancel()
+		return nil
+	case <-ctx.Done():
+		_ = s.Close()
+		<-done
+		return ctx.Err()
+	}
+}
