@@ -1,0 +1,91 @@
+package proptest
+
+import (
+	"flag"
+	"strings"
+	"testing"
+
+	"pgregory.net/rapid"
+
+	"github.com/rocketstore/rocketstore/crashsim"
+	"github.com/rocketstore/rocketstore/engine"
+)
+
+var brokenVariants = flag.Bool("brokenvariants", false, "run the broken-variant tests (each must FIND a counterexample)")
+
+// variant is one safety step switched off.
+type variant struct {
+	name   string
+	modify func(*setup)
+}
+
+// runnableVariants need no engine hook: the directory sync is disabled in
+// crashsim, CRC checking by the engine's SkipCRCOnRecover. The others are
+// in broken_hook_test.go (build tag brokenvariants).
+var runnableVariants = []variant{
+	{"NoDirSync", func(s *setup) { s.fsOpts.IgnoreSyncDir = true }},
+	{"NoCRCOnRecover", func(s *setup) {
+		s.cfgHook = func(c *engine.Config) { c.SkipCRCOnRecover = true }
+	}},
+}
+
+// TestBrokenVariants runs the crash state machine against the engine with
+// one safety step disabled at a time and requires rapid to find a
+// counterexample within the default budget.
+func TestBrokenVariants(t *testing.T) {
+	if !*brokenVariants {
+		t.Skip("run with -brokenvariants")
+	}
+	for _, v := range allVariants() {
+		t.Run(v.name, func(t *testing.T) { expectCounterexample(t, v) })
+	}
+}
+
+// expectCounterexample runs rapid with a recording TB and fails unless the
+// property failed.
+func expectCounterexample(t *testing.T, v variant) {
+	old := flag.Lookup("rapid.nofailfile").Value.String()
+	_ = flag.Set("rapid.nofailfile", "true") // a saved case would replay and make this trivial
+	defer flag.Set("rapid.nofailfile", old)
+	rec := &recordingTB{TB: t}
+	var stats counters
+	rapid.Check(rec, func(rt *rapid.T) {
+		st := drawSetup(rt)
+		v.modify(&st)
+		runMachine(rt, st, &stats)
+	})
+	if !rec.failed {
+		t.Fatalf("variant %s: no counterexample in %v", v.name, &stats)
+	}
+	t.Logf("variant %s: counterexample after %d cases: %s", v.name, stats.cases.Load(), firstLine(rec.msg))
+}
+
+// recordingTB passes rapid's output through but keeps failures from
+// failing the test.
+type recordingTB struct {
+	testing.TB
+	failed bool
+	msg    string
+}
+
+func (r *recordingTB) Errorf(format string, args ...any) {
+	r.failed = true
+	r.msg = sprintf(format, args...)
+}
+func (r *recordingTB) Error(args ...any)                 { r.failed = true }
+func (r *recordingTB) Fatalf(format string, args ...any) { r.Errorf(format, args...) }
+func (r *recordingTB) Fatal(args ...any)                 { r.failed = true }
+func (r *recordingTB) Fail()                             { r.failed = true }
+func (r *recordingTB) FailNow()                          { r.failed = true }
+func (r *recordingTB) Failed() bool                      { return r.failed }
+func (r *recordingTB) Log(args ...any)                   {}
+func (r *recordingTB) Logf(format string, args ...any)   {}
+
+func firstLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i]
+	}
+	return s
+}
+
+var _ = crashsim.Options{}

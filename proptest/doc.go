@@ -1,0 +1,18 @@
+// Package proptest holds the property-based crash tests of the engine: rapid
+// state machines that drive the real engine (engine.Open on a crashsim FS,
+// Config.Manual) through puts, flushes, dispatch, clean restarts, process
+// kills, power cuts (between operations, at the k-th write, during
+// recovery) and injected I/O errors, and check properties P1–P6 of
+// shared/design.md against a simple model after every recovery; the
+// metamorphic test (P6); the broken-variant tests; and the fuzz targets.
+//
+// The package has no non-test code besides this comment. Budget: the
+// default `go test ./proptest` runs in well under three minutes on two
+// cores. For a soak run raise rapid's budget, e.g.
+//
+//	go test ./proptest -run Crash -rapid.checks=20000 -timeout 40m
+//	ROCKETSTORE_SOAK=1 go test ./proptest -timeout 40m
+//
+// A failure prints the seed and the shrunk action list, and rapid writes a
+// fail file under testdata/rapid/<Test>/ that later runs replay first.
+package proptest

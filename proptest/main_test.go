@@ -1,0 +1,48 @@
+package proptest
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"sync/atomic"
+	"testing"
+)
+
+// ciChecks is the rapid budget of the crash state machine when neither
+// -rapid.checks nor RAPID_CHECKS is given; soakChecks when ROCKETSTORE_SOAK
+// is set. The CI figure keeps the package under three minutes on two cores.
+const (
+	ciChecks   = 150
+	soakChecks = 20000
+)
+
+// TestMain sizes rapid's default budget for CI; an explicit -rapid.checks
+// wins.
+func TestMain(m *testing.M) {
+	flag.Parse()
+	explicit := false
+	flag.Visit(func(f *flag.Flag) { explicit = explicit || f.Name == "rapid.checks" })
+	if _, env := os.LookupEnv("RAPID_CHECKS"); !explicit && !env {
+		n := ciChecks
+		if os.Getenv("ROCKETSTORE_SOAK") != "" {
+			n = soakChecks
+		}
+		if err := flag.Set("rapid.checks", fmt.Sprint(n)); err != nil {
+			panic(err)
+		}
+	}
+	os.Exit(m.Run())
+}
+
+// counters tallies what a test executed, for its closing log line.
+type counters struct {
+	cases, actions, crashes, crashesAtWrite, crashesInRecovery atomic.Int64
+	kills, restarts, faults, recoveries, gets                  atomic.Int64
+}
+
+func (c *counters) String() string {
+	return fmt.Sprintf("%d cases, %d actions, %d power cuts (%d at the k-th write, %d during recovery), "+
+		"%d kills, %d clean restarts, %d injected faults fired, %d recoveries checked, %d getMessage checks",
+		c.cases.Load(), c.actions.Load(), c.crashes.Load(), c.crashesAtWrite.Load(), c.crashesInRecovery.Load(),
+		c.kills.Load(), c.restarts.Load(), c.faults.Load(), c.recoveries.Load(), c.gets.Load())
+}

@@ -1,0 +1,112 @@
+package proptest
+
+import (
+	"fmt"
+
+	"github.com/rocketstore/rocketstore/engine/record"
+)
+
+// msg is one message the test wrote, as the model knows it.
+type msg struct {
+	topic string
+	qid   int32
+	body  []byte
+	tags  string
+	// off and size place the record in the CommitLog; qoff in its queue.
+	off  int64
+	size int64
+	qoff int64
+	ts   int64
+	// durable is set once the engine acknowledged the message as
+	// flushed: a SyncFlush put returned nil, or a full FlushCommitLog
+	// succeeded after it was written.
+	durable bool
+	// stale is set on a message that was in the page cache, unsynced,
+	// when its store died (kill, failed Close) and a new store reopened
+	// it: the engine's recovery counts the recovered end as flushed
+	// without syncing it (bug 2 of the report, TestRegressionKill*), so
+	// later flushes do not make it durable. Only a power cut that
+	// recovers it does.
+	stale bool
+}
+
+func (m *msg) String() string {
+	return fmt.Sprintf("%s/%d#%d@%d(%dB tags=%q durable=%v)", m.topic, m.qid, m.qoff, m.off, m.size, m.tags, m.durable)
+}
+
+func (m *msg) props() map[string]string {
+	// KEYS has a fixed width, so the record overhead does not depend on the
+	// body length.
+	p := map[string]string{"KEYS": fmt.Sprintf("k%04d", len(m.body)%10000)}
+	if m.tags != "" {
+		p["TAGS"] = m.tags
+	}
+	return p
+}
+
+// recordSize is the encoded size of m (IPv4 hosts, no sysflag).
+func recordSize(topic string, body []byte, props map[string]string) int64 {
+	return int64(record.Length(0, len(body), len(topic), len(record.AppendProperties(nil, props))))
+}
+
+// tagsCode is what the ConsumeQueue unit of m must hold.
+func (m *msg) tagsCode() int64 {
+	if m.tags == "" {
+		return 0
+	}
+	return int64(record.JavaStringHashCode(m.tags))
+}
+
+type queueKey struct {
+	topic string
+	qid   int32
+}
+
+// model is the oracle: every message written, in CommitLog order, and the
+// messages whose put failed (maybe stored, maybe not: they may only show
+// up at the end of the log, in order).
+type model struct {
+	log    []*msg
+	maybes []*msg
+	// failed is set after an engine call failed: the store must refuse
+	// puts from then on.
+	failed bool
+}
+
+// queue returns the messages of one queue in queue order.
+func (md *model) queue(k queueKey) []*msg {
+	var out []*msg
+	for _, m := range md.log {
+		if m.topic == k.topic && m.qid == k.qid {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// nextQoff is the queue offset the next put to k must get.
+func (md *model) nextQoff(k queueKey) int64 { return int64(len(md.queue(k))) }
+
+// end is the CommitLog offset after the last known message.
+func (md *model) end() int64 {
+	if len(md.log) == 0 {
+		return 0
+	}
+	last := md.log[len(md.log)-1]
+	return last.off + last.size
+}
+
+// markAllDurable records a successful full CommitLog flush.
+func (md *model) markAllDurable() {
+	for _, m := range md.log {
+		m.durable = m.durable || !m.stale
+	}
+}
+
+func (md *model) queues() map[queueKey]bool {
+	out := make(map[queueKey]bool)
+	for _, m := range md.log {
+		out[queueKey{m.topic, m.qid}] = true
+	}
+	return out
+}

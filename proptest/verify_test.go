@@ -1,0 +1,216 @@
+package proptest
+
+import (
+	"bytes"
+	"fmt"
+
+	"pgregory.net/rapid"
+
+	"github.com/rocketstore/rocketstore/engine"
+	"github.com/rocketstore/rocketstore/engine/record"
+)
+
+// verify checks the reopened store against the model and then makes the
+// model what was recovered:
+//   - P2: the CommitLog holds a prefix of the messages written, each
+//     byte-identical at its offset, then at most the failed puts, in order;
+//   - P1: no message acknowledged as flushed is missing; after a restart
+//     or a kill, none at all is;
+//   - P3: every queue holds exactly its recovered messages (checkQueues).
+func (m *machine) verify(mode int) {
+	recs := m.walkCommitLog()
+	var kept []*msg
+	maybes := m.md.maybes
+	for _, r := range recs {
+		if len(kept) < len(m.md.log) {
+			want := m.md.log[len(kept)]
+			m.compareRecord(r, want)
+			kept = append(kept, want)
+			continue
+		}
+		if len(maybes) == 0 || !sameContent(r, maybes[0]) {
+			m.t.Fatalf("P2: phantom record at %d (%s/%d #%d, %d-byte body) after the %d known messages",
+				r.CommitLogOffset, r.Topic, r.QueueID, r.QueueOffset, len(r.Body), len(m.md.log))
+		}
+		mm := maybes[0]
+		maybes = maybes[1:]
+		mm.off, mm.size, mm.qoff, mm.ts = r.CommitLogOffset, int64(r.StoreSize), r.QueueOffset, r.StoreTimestamp
+		kept = append(kept, mm)
+	}
+	for _, lost := range m.md.log[min(len(kept), len(m.md.log)):] {
+		if lost.durable {
+			m.t.Fatalf("P1: message acknowledged as flushed was lost: %v (recovered %d of %d messages, commitlog end %d)",
+				lost, len(kept), len(m.md.log), m.s.CommitLog().MaxOffset())
+		}
+		if mode != afterCrash {
+			m.t.Fatalf("message lost although the page cache survived (mode %d): %v", mode, lost)
+		}
+	}
+	m.md.log, m.md.maybes = kept, nil
+	for _, mm := range m.md.log {
+		switch {
+		case mode == afterCrash: // all that recovery found came from the disk
+			mm.durable, mm.stale = true, false
+		case !mm.durable:
+			mm.stale = true
+		}
+	}
+	m.checkQueues()
+}
+
+// walkCommitLog decodes every record of the CommitLog files as the
+// process sees them, independently of the engine's reader: from the first
+// file, rolling to the next file at a BLANK record, to the first zero
+// header. The walk must end exactly at the recovered end: a valid record
+// past it is a stale record that recovery failed to zero.
+func (m *machine) walkCommitLog() []*engine.MessageExt {
+	cl := m.s.CommitLog()
+	end, size := cl.MaxOffset(), cl.FileSize()
+	files := m.fs.Files()
+	var out []*engine.MessageExt
+	off := cl.MinOffset()
+	for {
+		b := files[fmt.Sprintf("commitlog/%020d", off-off%size)]
+		if b == nil {
+			break
+		}
+		pos := off % size
+		info, err := record.Check(b[pos:], off, true)
+		if err != nil {
+			break
+		}
+		if info.Blank {
+			off += int64(info.Size)
+			continue
+		}
+		out = append(out, info.Ext())
+		off += int64(info.Size)
+	}
+	if off < end || (off > end && off%size != 0) || (off > end && len(out) > 0 && out[len(out)-1].CommitLogOffset >= end) {
+		m.t.Fatalf("P2: the valid records end at %d, the store says its CommitLog ends at %d", off, end)
+	}
+	return out
+}
+
+func sameContent(r *engine.MessageExt, mm *msg) bool {
+	return r.Topic == mm.topic && r.QueueID == mm.qid && bytes.Equal(r.Body, mm.body) && r.Tags() == mm.tags
+}
+
+func (m *machine) compareRecord(r *engine.MessageExt, want *msg) {
+	if !sameContent(r, want) || r.CommitLogOffset != want.off || int64(r.StoreSize) != want.size ||
+		r.QueueOffset != want.qoff || r.StoreTimestamp != want.ts {
+		m.t.Fatalf("P2: record at %d is %s/%d #%d (%d bytes, ts %d), want %v ts %d",
+			r.CommitLogOffset, r.Topic, r.QueueID, r.QueueOffset, r.StoreSize, r.StoreTimestamp, want, want.ts)
+	}
+}
+
+// checkQueues is P3 against the model: each queue's units point at its
+// messages, in order, with the right size and tags code; no unit past the
+// end; every other queue is empty.
+func (m *machine) checkQueues() {
+	seen := m.md.queues()
+	for topic, ids := range m.s.Topics() {
+		for _, id := range ids {
+			k := queueKey{topic, id}
+			if !seen[k] && m.s.MaxOffsetInQueue(topic, id) != 0 {
+				m.t.Fatalf("P3: queue %v holds %d units but no message of it was recovered", k, m.s.MaxOffsetInQueue(topic, id))
+			}
+		}
+	}
+	for k := range seen {
+		want := m.md.queue(k)
+		if got := m.s.MaxOffsetInQueue(k.topic, k.qid); got != int64(len(want)) {
+			m.t.Fatalf("P3: queue %v max offset %d, want %d", k, got, len(want))
+		}
+		if got := m.s.MinOffsetInQueue(k.topic, k.qid); got != 0 {
+			m.t.Fatalf("P3: queue %v min offset %d, want 0", k, got)
+		}
+		for off := int64(0); off < int64(len(want)); {
+			n := m.getAndCompare(k, off, 32, want)
+			off += int64(n)
+		}
+	}
+}
+
+// getAndCompare reads from a valid offset and checks what comes back; it
+// returns how many messages came.
+func (m *machine) getAndCompare(k queueKey, off int64, max int, want []*msg) int {
+	res, err := m.s.GetMessage("g", k.topic, k.qid, off, max, nil)
+	if err != nil {
+		m.t.Fatalf("GetMessage %v@%d: %v", k, off, err)
+	}
+	defer res.Release()
+	n := len(res.Messages)
+	if res.Status != engine.Found || n == 0 || n > max || res.NextBeginOffset != off+int64(n) {
+		m.t.Fatalf("GetMessage %v@%d: %v with %d messages, next %d (queue holds %d)", k, off, res.Status, n, res.NextBeginOffset, len(want))
+	}
+	for i, v := range res.Messages {
+		w := want[off+int64(i)]
+		if v.QueueOffset != w.qoff || v.CommitLogOffset != w.off || int64(len(v.Record)) != w.size || v.TagsCode != w.tagsCode() {
+			m.t.Fatalf("P3: unit %v#%d is (%d, %d bytes, tags %d), want %v", k, v.QueueOffset, v.CommitLogOffset, len(v.Record), v.TagsCode, w)
+		}
+		ext, err := record.Decode(v.Record, v.CommitLogOffset, true)
+		if err != nil || !bytes.Equal(ext.Body, w.body) {
+			m.t.Fatalf("GetMessage %v#%d: record does not decode to the message written (%v)", k, v.QueueOffset, err)
+		}
+	}
+	return n
+}
+
+// actGet reads a random queue from a random offset, including offsets
+// just below, at and past its end, after dispatching what was written.
+func (m *machine) actGet(t *rapid.T) {
+	if m.md.failed {
+		t.Skip("store failed; dispatch is stopped")
+	}
+	m.actDispatch(t)
+	if m.md.failed {
+		return
+	}
+	k := m.drawQueue(t)
+	want := m.md.queue(k)
+	off := rapid.Int64Range(-1, int64(len(want))+2).Draw(t, "getOffset")
+	max := rapid.IntRange(1, 8).Draw(t, "maxMsgNums")
+	m.stats.gets.Add(1)
+	if off >= 0 && off < int64(len(want)) {
+		m.getAndCompare(k, off, max, want)
+		return
+	}
+	res, err := m.s.GetMessage("g", k.topic, k.qid, off, max, nil)
+	if err != nil {
+		t.Fatalf("GetMessage: %v", err)
+	}
+	defer res.Release()
+	n := int64(len(want))
+	st, next := res.Status, res.NextBeginOffset
+	ok := false
+	switch {
+	case n == 0:
+		ok = st == engine.NoMatchedLogicQueue || st == engine.NoMessageInQueue
+	case off < 0:
+		ok = st == engine.OffsetTooSmall && next == 0
+	case off == n:
+		ok = st == engine.OffsetOverflowOne && next == n
+	default:
+		ok = st == engine.OffsetOverflowBadly && next == n
+	}
+	if !ok || len(res.Messages) != 0 {
+		t.Fatalf("GetMessage %v@%d of %d: %v next %d with %d messages", k, off, n, st, next, len(res.Messages))
+	}
+}
+
+// checkCheckpoint is P5's first half: the checkpoint on the crashed disk
+// never claims a CommitLog message newer than the last one recovered.
+// logicsMsgTimestamp may be ahead (async flush dispatches and flushes
+// ConsumeQueue units for CommitLog bytes not yet synced, as in RocketMQ);
+// recovery starts from min(physic, logics), so physic is what must hold.
+func (m *machine) checkCheckpoint(cp checkpointTimes) {
+	last := int64(0)
+	for _, mm := range m.md.log {
+		last = max(last, mm.ts)
+	}
+	if cp.physic > last {
+		m.t.Fatalf("P5: checkpoint (physic %d, logics %d) is ahead of the last durable message (store time %d)",
+			cp.physic, cp.logics, last)
+	}
+}
