@@ -85,9 +85,9 @@ func (p *Parser) Parse(buf []byte, pos int64, checkCRC bool) (req Request, size 
 		}
 		return true
 	})
-	req.TagsCode = int64(record.JavaStringHashCode(string(tags)))
-	if len(tags) == 0 {
-		req.TagsCode = 0
+	if len(tags) > 0 {
+		// The []byte variant: string(tags) would allocate per record.
+		req.TagsCode = int64(record.JavaStringHashCodeBytes(tags))
 	}
 	if delay != nil && string(info.Topic) == ScheduleTopic {
 		req.TagsCode = p.deliverTime(delay, info.StoreTimestamp)

@@ -48,14 +48,25 @@ type Service struct {
 	dispatchers []Dispatcher
 
 	reputFrom atomic.Int64
+	halted    atomic.Bool // Halt: stop without the final pass
 	wake      chan struct{}
 	stop      chan struct{}
 	done      chan struct{}
 	running   sync.Mutex // held while a pass runs
 
+	// req is the request handed to the dispatchers. It lives in the
+	// Service, not on the stack of dispatchFile: a pointer passed to an
+	// interface method escapes, so a local would cost one allocation per
+	// record. Only the goroutine holding running touches it.
+	req Request
+
 	mu       sync.Mutex
 	progress chan struct{} // closed and replaced when reputFrom moves
-	err      error         // first dispatch failure; the service stops
+	// waiters counts WaitFor calls blocked on progress. notify replaces
+	// the channel only when someone waits, so that a pass with no waiter
+	// allocates nothing (dispatch runs after every put).
+	waiters int
+	err     error // first dispatch failure; the service stops
 }
 
 // NewService returns a service that will dispatch from reputFrom.
@@ -114,8 +125,11 @@ func (s *Service) loop() {
 		select {
 		case <-s.wake:
 		case <-s.stop:
-			// Drain what was published before Close.
-			s.DoReput()
+			// Drain what was published before Close (not on Halt: a
+			// halted store must not write anything more).
+			if !s.halted.Load() {
+				s.DoReput()
+			}
 			return
 		}
 	}
@@ -135,12 +149,20 @@ func (s *Service) Close() error {
 	}
 	close(s.progress)
 	s.progress = make(chan struct{})
+	s.waiters = 0
 	err := s.err
 	s.mu.Unlock()
 	if errors.Is(err, ErrStopped) {
 		return nil
 	}
 	return err
+}
+
+// Halt is Close without the final pass: the goroutine stops as soon as it
+// is between passes. Used to model a killed process.
+func (s *Service) Halt() error {
+	s.halted.Store(true)
+	return s.Close()
 }
 
 // DoReput dispatches every record published after reputFromOffset and
@@ -181,6 +203,7 @@ func (s *Service) dispatchFile() (int, error) {
 	n := 0
 	for pos := 0; pos < len(b); {
 		req, size, blank, err := s.parser.Parse(b[pos:], from+int64(pos), false)
+		s.req = req
 		switch {
 		case err != nil:
 			s.reputFrom.Store(from + int64(pos))
@@ -190,7 +213,7 @@ func (s *Service) dispatchFile() (int, error) {
 			return n, nil
 		}
 		for _, d := range s.dispatchers {
-			if err := d.Dispatch(&req); err != nil {
+			if err := d.Dispatch(&s.req); err != nil {
 				s.reputFrom.Store(from + int64(pos))
 				return n, fmt.Errorf("dispatch at commitlog offset %d: %w", from+int64(pos), err)
 			}
@@ -220,11 +243,14 @@ func (s *Service) fail(err error) {
 	s.notify()
 }
 
-// notify wakes WaitFor callers.
+// notify wakes WaitFor callers, if there are any.
 func (s *Service) notify() {
 	s.mu.Lock()
-	close(s.progress)
-	s.progress = make(chan struct{})
+	if s.waiters > 0 {
+		close(s.progress)
+		s.progress = make(chan struct{})
+		s.waiters = 0
+	}
 	s.mu.Unlock()
 }
 
@@ -232,8 +258,12 @@ func (s *Service) notify() {
 // service fails or stops, or ctx is done.
 func (s *Service) WaitFor(ctx context.Context, offset int64) error {
 	for {
+		// Register as a waiter before checking reputFrom: a pass that
+		// moves reputFrom after the check then sees the waiter and closes
+		// this channel, so no wake-up is lost.
 		s.mu.Lock()
 		ch, err := s.progress, s.err
+		s.waiters++
 		s.mu.Unlock()
 		if s.reputFrom.Load() >= offset {
 			return nil

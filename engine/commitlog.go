@@ -75,6 +75,9 @@ func (c *CommitLog) MinOffset() int64 { return c.q.MinOffset() }
 // MaxOffset returns the offset after the last published record.
 func (c *CommitLog) MaxOffset() int64 { return c.q.MaxOffset() }
 
+// FlushedWhere returns the offset up to which the CommitLog is synced.
+func (c *CommitLog) FlushedWhere() int64 { return c.q.FlushedWhere() }
+
 // FileSize returns the size of each CommitLog file.
 func (c *CommitLog) FileSize() int64 { return c.q.fileSize }
 

@@ -103,18 +103,26 @@ func (cq *ConsumeQueue) putMessagePositionInfo(offset int64, size int32, tagsCod
 		return true, nil
 	}
 	expect := cqOffset * CQUnitSize
-	mf, err := cq.q.getLastMappedFile(expect, true)
+	mf, err := cq.fileFor(expect)
 	if err != nil {
 		return false, err
 	}
-	if mf.wrote.Load() == 0 && cqOffset != 0 && mf.fileFromOffset == cq.q.MinOffset() && len(cq.q.snapshot()) == 1 {
+	// RocketMQ fills when the file is the queue's first-ever one; here
+	// that is "the only file, still empty" (it may also be one that
+	// recovery truncated to nothing), and fileFor made it hold expect.
+	// When expect starts the file there is nothing to fill, but the
+	// minimum must still move to expect, as in RocketMQ.
+	if mf.wrote.Load() == 0 && cqOffset != 0 && len(cq.q.snapshot()) == 1 {
 		if err := cq.fillPreBlank(mf, expect); err != nil {
 			return false, err
 		}
 	}
 	cur := mf.fileFromOffset + mf.wrote.Load()
-	if cqOffset != 0 && expect < cur {
-		return true, nil // already written
+	if expect < cur {
+		// Already written: a replay. RocketMQ only checks this for
+		// cqOffset != 0 and appends a replayed unit 0 a second time; the
+		// maxPhysicOffset check above normally catches replays first.
+		return true, nil
 	}
 	if expect != cur {
 		// RocketMQ logs "[BUG]logic queue order maybe wrong" and appends
@@ -130,6 +138,24 @@ func (cq *ConsumeQueue) putMessagePositionInfo(offset int64, size int32, tagsCod
 	cq.maxPhysicOffset.Store(offset + int64(size))
 	mf.publish(pos + CQUnitSize)
 	return true, nil
+}
+
+// fileFor returns the file to append unit byte offset expect to. A queue
+// whose only file is empty but does not cover expect (recovery truncated
+// it to nothing, and the CommitLog now starts elsewhere) gets that file
+// replaced by one that does: getLastMappedFile would return the empty file
+// and the unit would land at the wrong index.
+func (cq *ConsumeQueue) fileFor(expect int64) (*MappedFile, error) {
+	files := cq.q.snapshot()
+	if len(files) == 1 && files[0].wrote.Load() == 0 &&
+		(expect < files[0].fileFromOffset || expect >= files[0].fileFromOffset+cq.q.fileSize) {
+		if err := cq.q.deleteLastFile(); err != nil {
+			return nil, err
+		}
+		// Nothing is left to flush; flush starts again at the new file.
+		cq.q.setFlushedWhere(0)
+	}
+	return cq.q.getLastMappedFile(expect, true)
 }
 
 // fillPreBlank fills a queue's first file with blank units up to expect, for

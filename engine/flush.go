@@ -12,6 +12,18 @@ import (
 // rule (0 flushes everything published) and advances the checkpoint's
 // physicMsgTimestamp. A failed sync turns the store read-only.
 func (s *Store) FlushCommitLog(leastPages int) error {
+	// Shared hold: Close must not shut the files down under a flush, and
+	// after Close the files are gone.
+	s.lifecycle.RLock()
+	defer s.lifecycle.RUnlock()
+	if s.closed.Load() {
+		return ErrClosed
+	}
+	return s.flushCommitLog(leastPages)
+}
+
+// flushCommitLog is FlushCommitLog for the store's own services and Close.
+func (s *Store) flushCommitLog(leastPages int) error {
 	q := s.commitLog.q
 	for {
 		unchanged, err := q.flush(leastPages)
@@ -35,6 +47,16 @@ func (s *Store) FlushCommitLog(leastPages int) error {
 // logicsMsgTimestamp captured before the queues were synced (so the
 // checkpoint never claims more than the queues hold).
 func (s *Store) FlushConsumeQueues(leastPages int) error {
+	s.lifecycle.RLock()
+	defer s.lifecycle.RUnlock()
+	if s.closed.Load() {
+		return ErrClosed
+	}
+	return s.flushConsumeQueues(leastPages)
+}
+
+// flushConsumeQueues is FlushConsumeQueues for the services and Close.
+func (s *Store) flushConsumeQueues(leastPages int) error {
 	logics := s.checkpoint.logics()
 	err := s.queues.all(func(cq *ConsumeQueue) error {
 		if leastPages == 0 {
@@ -69,7 +91,7 @@ func (s *Store) consumeQueueFlushTick(lastThorough *time.Time) {
 		*lastThorough = time.Now()
 		least = 0
 	}
-	if err := s.FlushConsumeQueues(least); err != nil {
+	if err := s.flushConsumeQueues(least); err != nil {
 		s.cfg.Logger.Error("flush consume queues", "err", err)
 	}
 }
@@ -115,6 +137,8 @@ type commitLogFlusher struct {
 
 	// requested is the highest CommitLog offset a SyncFlush put waits for.
 	requested atomic.Int64
+	// halted stops the loop without its final flush (Store.Abandon).
+	halted atomic.Bool
 
 	mu      sync.Mutex
 	flushed chan struct{} // closed and replaced after each group commit
@@ -147,7 +171,7 @@ func (f *commitLogFlusher) asyncLoop() {
 			lastThorough = time.Now()
 			least = 0
 		}
-		if err := f.s.FlushCommitLog(least); err != nil {
+		if err := f.s.flushCommitLog(least); err != nil {
 			f.s.cfg.Logger.Error("flush commitlog", "err", err)
 			return
 		}
@@ -162,7 +186,9 @@ func (f *commitLogFlusher) groupCommitLoop() {
 		select {
 		case <-f.kick:
 		case <-f.stop:
-			f.commit()
+			if !f.halted.Load() {
+				f.commit()
+			}
 			return
 		}
 		f.commit()
@@ -171,7 +197,7 @@ func (f *commitLogFlusher) groupCommitLoop() {
 
 func (f *commitLogFlusher) commit() {
 	if f.s.commitLog.q.FlushedWhere() < f.requested.Load() {
-		if err := f.s.FlushCommitLog(0); err != nil {
+		if err := f.s.flushCommitLog(0); err != nil {
 			f.s.cfg.Logger.Error("group commit", "err", err)
 		}
 	}
@@ -208,6 +234,11 @@ func (f *commitLogFlusher) waitFlushed(ctx context.Context, off int64) error {
 		if f.s.commitLog.q.FlushedWhere() >= off {
 			return nil
 		}
+		// Checked again after taking ch: a halt that set failed and
+		// replaced the channel before we took it never closes ch.
+		if e := f.s.failed.Load(); e != nil {
+			return fmt.Errorf("%w: %w", ErrFlushFailed, *e)
+		}
 		select {
 		case <-ch:
 		case <-timer.C:
@@ -223,7 +254,7 @@ func (f *commitLogFlusher) waitFlushed(ctx context.Context, off int64) error {
 func (f *commitLogFlusher) close() error {
 	close(f.stop)
 	<-f.done
-	if err := f.s.FlushCommitLog(0); err != nil {
+	if err := f.s.flushCommitLog(0); err != nil {
 		return err
 	}
 	f.mu.Lock()
@@ -231,4 +262,16 @@ func (f *commitLogFlusher) close() error {
 	f.flushed = make(chan struct{})
 	f.mu.Unlock()
 	return nil
+}
+
+// halt stops the service without flushing and wakes every waiter, which
+// then sees the store's failure.
+func (f *commitLogFlusher) halt() {
+	f.halted.Store(true)
+	close(f.stop)
+	<-f.done
+	f.mu.Lock()
+	close(f.flushed)
+	f.flushed = make(chan struct{})
+	f.mu.Unlock()
 }

@@ -157,7 +157,13 @@ func (s *Store) scanQueue(res *GetMessageResult, cq *ConsumeQueue, offset int64,
 		if s.isTheBatchFull(int(u.Size), maxMsgNums, res.BufferTotalSize, len(res.Messages), inDisk) {
 			break
 		}
+		// Until something is found the status is that of the last unit
+		// looked at, exactly as in 4.9.4's getMessage: a filtered unit
+		// after a removed one says NO_MATCHED_MESSAGE, and vice versa.
 		if filter != nil && !filter.IsMatchedByConsumeQueue(u.TagsCode) {
+			if len(res.Messages) == 0 {
+				res.Status = NoMatchedMessage
+			}
 			continue
 		}
 		b, mf := s.commitLog.view(u.CommitLogOffset, int(u.Size))
@@ -169,6 +175,9 @@ func (s *Store) scanQueue(res *GetMessageResult, cq *ConsumeQueue, offset int64,
 			continue
 		}
 		if filter != nil && !filter.IsMatchedByCommitLog(propsFor(b, needProps)) {
+			if len(res.Messages) == 0 {
+				res.Status = NoMatchedMessage
+			}
 			mf.release()
 			continue
 		}

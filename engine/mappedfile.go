@@ -2,7 +2,6 @@ package engine
 
 import (
 	"fmt"
-	"path"
 	"strconv"
 	"sync/atomic"
 
@@ -226,6 +225,3 @@ func allZero(b []byte) bool {
 	}
 	return true
 }
-
-// baseName returns the last element of a slash path.
-func baseName(p string) string { return path.Base(p) }

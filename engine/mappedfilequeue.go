@@ -220,7 +220,19 @@ func (q *MappedFileQueue) flush(leastPages int) (unchanged bool, err error) {
 	q.flushMu.Lock()
 	defer q.flushMu.Unlock()
 	where := q.flushedWhere.Load()
-	mf := q.findMappedFileByOffset(where, where == 0)
+	first := q.firstFile()
+	if first == nil {
+		return true, nil
+	}
+	if where < first.fileFromOffset {
+		// Nothing below the first file exists (a queue that starts past
+		// 0, or whose head was deleted): flushing starts at its start.
+		// RocketMQ only special-cases where == 0, which leaves a queue
+		// whose flushedWhere points at a removed file never flushed.
+		where = first.fileFromOffset
+		q.flushedWhere.Store(where)
+	}
+	mf := q.findMappedFileByOffset(where, false)
 	if mf == nil {
 		return true, nil
 	}

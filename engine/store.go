@@ -120,23 +120,81 @@ func (s *Store) abandon() {
 	s.lock.Unlock()
 }
 
-// detectFileSizes takes the CommitLog file size from existing files.
+// detectFileSizes takes the CommitLog and ConsumeQueue file sizes from
+// existing files, so that a store written with other sizes (such as
+// RocketMQ's test stores with 8 KiB CommitLog files) opens as it is. A
+// size that differs from an explicit (non-default) setting, or files of
+// one kind that disagree with each other, are a clear error rather than
+// a misread store.
 func (s *Store) detectFileSizes() error {
-	names, err := s.fs.List(commitLogDir)
-	if err != nil || len(names) == 0 {
-		return nil
-	}
-	size, err := s.fs.Stat(path.Join(commitLogDir, names[0]))
-	if err != nil {
-		return fmt.Errorf("stat %s: %w", names[0], err)
+	size, where, err := s.existingFileSize(commitLogDir)
+	if err != nil || size < 0 {
+		return err
 	}
 	if size != s.cfg.CommitLogFileSize {
 		if explicit := s.cfg.CommitLogFileSize != DefaultCommitLogFileSize; explicit {
-			return fmt.Errorf("%w: commitlog files are %d bytes, config says %d", ErrCorruptStore, size, s.cfg.CommitLogFileSize)
+			return fmt.Errorf("%w: commitlog file %s is %d bytes, config says %d", ErrCorruptStore, where, size, s.cfg.CommitLogFileSize)
+		}
+		if size < 4096 || size > 1<<31-1 {
+			return fmt.Errorf("%w: commitlog file %s is %d bytes, not a usable file size", ErrCorruptStore, where, size)
 		}
 		s.cfg.CommitLogFileSize = size
 	}
+	return s.detectConsumeQueueFileSize()
+}
+
+// detectConsumeQueueFileSize takes ConsumeQueueUnits from the first
+// ConsumeQueue file found; every queue must agree (load checks each
+// file against it).
+func (s *Store) detectConsumeQueueFileSize() error {
+	topics, err := s.fs.ListDirs(consumeQueueDir)
+	if err != nil {
+		return nil // no queues (or unreadable: loadConsumeQueues reports it)
+	}
+	for _, topic := range topics {
+		ids, err := s.fs.ListDirs(path.Join(consumeQueueDir, topic))
+		if err != nil {
+			continue
+		}
+		for _, id := range ids {
+			size, where, err := s.existingFileSize(path.Join(consumeQueueDir, topic, id))
+			if err != nil {
+				return err
+			}
+			if size < 0 {
+				continue
+			}
+			if size%CQUnitSize != 0 || size < 2*CQUnitSize {
+				return fmt.Errorf("%w: consume queue file %s is %d bytes, not a whole number of %d-byte units",
+					ErrCorruptStore, where, size, CQUnitSize)
+			}
+			units := size / CQUnitSize
+			if units != s.cfg.ConsumeQueueUnits {
+				if explicit := s.cfg.ConsumeQueueUnits != DefaultConsumeQueueUnits; explicit {
+					return fmt.Errorf("%w: consume queue file %s holds %d units, config says %d",
+						ErrCorruptStore, where, units, s.cfg.ConsumeQueueUnits)
+				}
+				s.cfg.ConsumeQueueUnits = units
+			}
+			return nil
+		}
+	}
 	return nil
+}
+
+// existingFileSize returns the size of the first file in dir and its path,
+// or -1 when dir holds no file.
+func (s *Store) existingFileSize(dir string) (int64, string, error) {
+	names, err := s.fs.List(dir)
+	if err != nil || len(names) == 0 {
+		return -1, "", nil
+	}
+	p := path.Join(dir, names[0])
+	size, err := s.fs.Stat(p)
+	if err != nil {
+		return -1, p, fmt.Errorf("stat %s: %w", p, err)
+	}
+	return size, p, nil
 }
 
 func (s *Store) markRunning() error {
@@ -268,9 +326,32 @@ func (s *Store) WaitDispatched(ctx context.Context, off int64) error {
 // Dispatch runs one reput pass in the caller's goroutine (for Manual
 // stores and tools) and returns how many records it dispatched.
 func (s *Store) Dispatch() (int, error) {
+	// Held shared so that Close cannot shut the files down under a pass
+	// (a pass on shut-down queues would create new ConsumeQueue files).
+	s.lifecycle.RLock()
+	defer s.lifecycle.RUnlock()
 	if s.closed.Load() {
 		return 0, ErrClosed
 	}
+	n, err := s.reput.DoReput()
+	if err != nil {
+		s.fail(err)
+	}
+	return n, err
+}
+
+// Redispatch moves the dispatcher back to CommitLog offset from (a record
+// boundary) and replays everything after it through every dispatcher, in
+// the caller's goroutine, returning how many records it replayed. The
+// dispatchers are idempotent, so this changes nothing that is already in
+// place; tools and tests use it to check exactly that.
+func (s *Store) Redispatch(from int64) (int, error) {
+	s.lifecycle.RLock()
+	defer s.lifecycle.RUnlock()
+	if s.closed.Load() {
+		return 0, ErrClosed
+	}
+	s.reput.SetReputFrom(from)
 	n, err := s.reput.DoReput()
 	if err != nil {
 		s.fail(err)
@@ -318,6 +399,15 @@ func (s *Store) Close() error {
 	if s.cqFlusher != nil {
 		s.cqFlusher.close()
 	}
+	if s.cfg.Manual && s.failed.Load() == nil {
+		// Nothing dispatched in the background: drain here, so that a
+		// Manual store also closes cleanly (RocketMQ's shutdown waits
+		// for dispatchBehindBytes to reach 0).
+		if _, err := s.reput.DoReput(); err != nil {
+			s.fail(err)
+			errs = append(errs, err)
+		}
+	}
 	if err := s.reput.Close(); err != nil {
 		errs = append(errs, err)
 	}
@@ -342,10 +432,42 @@ func (s *Store) Close() error {
 	return errors.Join(errs...)
 }
 
+// errAbandoned is the failure a SyncFlush put waiting on an abandoned
+// store returns.
+var errAbandoned = fmt.Errorf("%w: abandoned", ErrClosed)
+
+// Abandon stops the store's goroutines and releases its files and lock
+// without flushing, dispatching or writing anything more, leaving the abort
+// marker: what a killed process leaves behind. On memfs, opening
+// memfs.New(sameAfero) afterwards is a power cut in which nothing unsynced
+// survived. Crash tests use it so that the old store's services can never
+// touch the durable image again. After Abandon every call returns
+// ErrClosed; Close does nothing.
+func (s *Store) Abandon() {
+	if !s.closed.CompareAndSwap(false, true) {
+		return
+	}
+	s.lifecycle.Lock()
+	defer s.lifecycle.Unlock()
+	err := errAbandoned
+	s.failed.CompareAndSwap(nil, &err)
+	if s.flusher != nil {
+		s.flusher.halt()
+	}
+	if s.cqFlusher != nil {
+		s.cqFlusher.close()
+	}
+	s.reput.Halt()
+	s.commitLog.q.shutdown()
+	s.queues.shutdownAll()
+	s.checkpoint.close()
+	s.lock.Unlock()
+}
+
 // flushAll syncs the CommitLog, every ConsumeQueue and the checkpoint.
 func (s *Store) flushAll() error {
-	if err := s.FlushCommitLog(0); err != nil {
+	if err := s.flushCommitLog(0); err != nil {
 		return err
 	}
-	return s.FlushConsumeQueues(0)
+	return s.flushConsumeQueues(0)
 }

@@ -1,5 +1,7 @@
 package record
 
+import "unicode/utf8"
+
 // JavaStringHashCode returns Java's String.hashCode of s: s[0]*31^(n-1) + ...
 // over UTF-16 code units, wrapping at 32 bits. RocketMQ stores it (sign-
 // extended to 64 bits) as a message's tagsCode and hashes index keys with it,
@@ -26,4 +28,26 @@ func TagsCode(tags string) int64 {
 		return 0
 	}
 	return int64(JavaStringHashCode(tags))
+}
+
+// JavaStringHashCodeBytes is JavaStringHashCode of the UTF-8 text b, without
+// converting it to a string (which may allocate on the dispatch hot path).
+// Invalid UTF-8 bytes hash as U+FFFD, as Java's decoder maps them.
+func JavaStringHashCodeBytes(b []byte) int32 {
+	var h int32
+	for len(b) > 0 {
+		r, n := rune(b[0]), 1
+		if r >= utf8.RuneSelf {
+			r, n = utf8.DecodeRune(b)
+		}
+		b = b[n:]
+		if r >= 0x10000 {
+			r -= 0x10000
+			h = 31*h + int32(0xD800+(r>>10))
+			h = 31*h + int32(0xDC00+(r&0x3FF))
+			continue
+		}
+		h = 31*h + int32(r)
+	}
+	return h
 }

@@ -1,0 +1,279 @@
+package enginetest
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"testing"
+
+	"github.com/rocketstore/rocketstore/engine"
+	"github.com/rocketstore/rocketstore/engine/record"
+)
+
+// damaged is a store written cleanly, then damaged.
+type damaged struct {
+	h    *harness
+	puts []engine.PutResult // in put order; queue = i % 2
+}
+
+// inFile returns the indexes of the puts stored in CommitLog file n.
+func (d *damaged) inFile(n int64) []int {
+	var out []int
+	for i, r := range d.puts {
+		if r.WroteOffset/4096 == n {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
+func fileName(off int64) string { return fmt.Sprintf("commitlog/%020d", off-off%4096) }
+
+// flip xors one byte of the record of put i at record position rel.
+func (d *damaged) flip(t *testing.T, i int, rel int64, mask byte) {
+	off := d.puts[i].WroteOffset + rel
+	name := fileName(off)
+	b := fileBytes(t, d.h.fs, name)
+	patchFile(t, d.h.fs, name, off%4096, []byte{b[off%4096] ^ mask})
+}
+
+// wantTruncatedAt checks a store recovered after damage to put i: the
+// CommitLog ends where that record began, every earlier message is intact,
+// and the report says why.
+func (d *damaged) wantTruncatedAt(t *testing.T, s *engine.Store, i int, reason error) {
+	t.Helper()
+	r := s.Recovery()
+	if r.CommitLogEnd != d.puts[i].WroteOffset {
+		t.Fatalf("recovered end %d, want %d (record %d): %+v", r.CommitLogEnd, d.puts[i].WroteOffset, i, r)
+	}
+	if !errors.Is(r.StopReason, reason) || !strings.Contains(r.StopReason.Error(), fmt.Sprint(" at ", d.puts[i].WroteOffset%4096)) {
+		t.Fatalf("stop reason %v, want %v naming position %d", r.StopReason, reason, d.puts[i].WroteOffset%4096)
+	}
+	if r.DroppedBytes == 0 {
+		t.Fatalf("nothing counted as dropped: %+v", r)
+	}
+	for q := int32(0); q < 2; q++ {
+		want := int64((i + 1 - int(q)) / 2) // puts before i in queue q
+		if got := s.MaxOffsetInQueue("bad", q); got != want {
+			t.Fatalf("queue %d: max %d, want %d", q, got, want)
+		}
+		got := bodies(t, s, "bad", q)
+		for k, b := range got {
+			if b != badBody(2*k+int(q)) {
+				t.Fatalf("queue %d message %d: %q", q, k, b)
+			}
+		}
+	}
+	// The store goes on from there.
+	res := put(t, s, msg("bad", int32(i%2), "new", "", ""))
+	if res.QueueOffset != int64(i/2) {
+		t.Fatalf("next put got queue offset %d, want %d", res.QueueOffset, i/2)
+	}
+}
+
+func badBody(i int) string { return fmt.Sprint("record ", i, " ", strings.Repeat("r", 150)) }
+
+func newDamaged(t *testing.T, h *harness) *damaged {
+	s, err := engine.Open(h.fs, tinyConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := &damaged{h: h}
+	for i := 0; s.CommitLog().MaxOffset() < 2*4096+2000; i++ {
+		d.puts = append(d.puts, put(t, s, msg("bad", int32(i%2), badBody(i), "T", "")))
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+var badInputTests = []test{
+	{"WrongSizedSegment", func(t *testing.T, h *harness) {
+		newDamaged(t, h)
+		writeFile(t, h.fs, "commitlog/00000000000000012288", make([]byte, 1000))
+		wantOpenError(t, h, engine.ErrCorruptStore, "00000000000000012288")
+	}},
+	{"WrongSizedMiddleSegment", func(t *testing.T, h *harness) {
+		newDamaged(t, h)
+		b := fileBytes(t, h.fs, "commitlog/00000000000000004096")
+		writeFile(t, h.fs, "commitlog/00000000000000004096", b[:2048])
+		wantOpenError(t, h, engine.ErrCorruptStore, "00000000000000004096")
+	}},
+	{"TruncatedLastFile", func(t *testing.T, h *harness) {
+		newDamaged(t, h)
+		b := fileBytes(t, h.fs, "commitlog/00000000000000008192")
+		writeFile(t, h.fs, "commitlog/00000000000000008192", b[:1500])
+		wantOpenError(t, h, engine.ErrCorruptStore, "00000000000000008192")
+	}},
+	{"EmptyFile", func(t *testing.T, h *harness) {
+		newDamaged(t, h)
+		writeFile(t, h.fs, "commitlog/00000000000000008192", nil)
+		wantOpenError(t, h, engine.ErrCorruptStore, "00000000000000008192")
+	}},
+	{"MissingMiddleFile", func(t *testing.T, h *harness) {
+		newDamaged(t, h)
+		if err := h.fs.Remove("commitlog/00000000000000004096"); err != nil {
+			t.Fatal(err)
+		}
+		wantOpenError(t, h, engine.ErrCorruptStore, "00000000000000008192")
+	}},
+	{"FileNameNot20Digits", func(t *testing.T, h *harness) {
+		newDamaged(t, h)
+		writeFile(t, h.fs, "commitlog/12288", make([]byte, 4096))
+		wantOpenError(t, h, engine.ErrCorruptStore, "12288")
+	}},
+	{"ConsumeQueueFileNameNot20Digits", func(t *testing.T, h *harness) {
+		newDamaged(t, h)
+		writeFile(t, h.fs, "consumequeue/bad/0/x0000000000000000160", make([]byte, 160))
+		wantOpenError(t, h, engine.ErrCorruptStore, "x0000000000000000160")
+	}},
+	{"ConsumeQueueWrongSize", func(t *testing.T, h *harness) {
+		newDamaged(t, h)
+		b := fileBytes(t, h.fs, "consumequeue/bad/1/00000000000000000000")
+		writeFile(t, h.fs, "consumequeue/bad/1/00000000000000000000", b[:100])
+		wantOpenError(t, h, engine.ErrCorruptStore, "consumequeue/bad/1/00000000000000000000")
+	}},
+	{"V2MagicRefused", func(t *testing.T, h *harness) {
+		d := newDamaged(t, h)
+		i := d.inFile(2)[1]
+		patchFile(t, h.fs, fileName(d.puts[i].WroteOffset), d.puts[i].WroteOffset%4096+4, []byte{0xDA, 0xA3, 0x20, 0xAB})
+		wantOpenError(t, h, record.ErrUnsupportedVersion, fmt.Sprint(d.puts[i].WroteOffset))
+	}},
+	{"BitFlipInBody", func(t *testing.T, h *harness) {
+		d := newDamaged(t, h)
+		i := d.inFile(2)[2]
+		d.flip(t, i, 100, 0x01)
+		cfg := tinyConfig()
+		var log bytes.Buffer
+		cfg.Logger = slog.New(slog.NewTextHandler(&log, nil))
+		s := h.open(cfg)
+		d.wantTruncatedAt(t, s, i, record.ErrCorrupt)
+		if !strings.Contains(s.Recovery().StopReason.Error(), "crc") {
+			t.Fatalf("stop reason %v does not say crc", s.Recovery().StopReason)
+		}
+		// The truncation is logged, with the offset and the reason.
+		if l := log.String(); !strings.Contains(l, "level=WARN") || !strings.Contains(l, fmt.Sprint("offset=", d.puts[i].WroteOffset)) ||
+			!strings.Contains(l, "crc") {
+			t.Fatalf("log does not report the truncation: %s", l)
+		}
+	}},
+	{"BitFlipInPhysicalOffset", func(t *testing.T, h *harness) {
+		d := newDamaged(t, h)
+		i := d.inFile(2)[0]
+		d.flip(t, i, 35, 0x04)
+		d.wantTruncatedAt(t, h.open(tinyConfig()), i, record.ErrCorrupt)
+	}},
+	{"BitFlipInTotalSize", func(t *testing.T, h *harness) {
+		d := newDamaged(t, h)
+		i := d.inFile(2)[3]
+		d.flip(t, i, 3, 0x02)
+		d.wantTruncatedAt(t, h.open(tinyConfig()), i, record.ErrCorrupt)
+	}},
+	{"BitFlipInMagic", func(t *testing.T, h *harness) {
+		d := newDamaged(t, h)
+		i := d.inFile(2)[1]
+		d.flip(t, i, 5, 0x80)
+		d.wantTruncatedAt(t, h.open(tinyConfig()), i, record.ErrCorrupt)
+	}},
+	{"BitFlipInEarlierFile", func(t *testing.T, h *harness) {
+		d := newDamaged(t, h)
+		i := d.inFile(1)[4]
+		d.flip(t, i, 120, 0x40)
+		s := h.open(tinyConfig())
+		d.wantTruncatedAt(t, s, i, record.ErrCorrupt)
+		if names, _ := h.fs.List("commitlog"); len(names) != 2 {
+			t.Fatalf("files after truncation in file 1: %v", names)
+		}
+	}},
+	{"BitFlipAfterCrash", func(t *testing.T, h *harness) {
+		// Abnormal recovery (abort marker present) checks the same way.
+		d := newDamaged(t, h)
+		writeFile(t, h.fs, "abort", nil)
+		i := d.inFile(2)[2]
+		d.flip(t, i, 100, 0x01)
+		s := h.open(tinyConfig())
+		if !s.Recovery().Abnormal {
+			t.Fatal("abort marker ignored")
+		}
+		d.wantTruncatedAt(t, s, i, record.ErrCorrupt)
+	}},
+	{"ConsumeQueuePastCommitLog", func(t *testing.T, h *harness) {
+		d := newDamaged(t, h)
+		max0 := int64((len(d.puts) + 1) / 2)
+		// Append a unit after the last one of queue 0, pointing past the
+		// end of the CommitLog.
+		name := fmt.Sprintf("consumequeue/bad/0/%020d", max0/8*8*20)
+		var u [20]byte
+		binary.BigEndian.PutUint64(u[:], uint64(3*4096+100))
+		binary.BigEndian.PutUint32(u[8:], 250)
+		if max0%8 == 0 {
+			writeFile(t, h.fs, name, make([]byte, 160))
+		}
+		patchFile(t, h.fs, name, max0%8*20, u[:])
+		s := h.open(tinyConfig())
+		if got := s.MaxOffsetInQueue("bad", 0); got != max0 {
+			t.Fatalf("queue 0 max %d, want %d", got, max0)
+		}
+		wantStatus(t, get(t, s, "bad", 0, max0, 32, nil), engine.OffsetOverflowOne, max0)
+		if res := put(t, s, msg("bad", 0, "next", "", "")); res.QueueOffset != max0 {
+			t.Fatalf("next queue offset %d", res.QueueOffset)
+		}
+		dispatched(t, s)
+		g := get(t, s, "bad", 0, max0, 32, nil)
+		if g.status != engine.Found || string(g.msgs[0].Body) != "next" {
+			t.Fatalf("after the bad unit: %v", g)
+		}
+	}},
+	{"GarbageCheckpoint", func(t *testing.T, h *harness) {
+		d := newDamaged(t, h)
+		garbage := make([]byte, 4096)
+		for i := range garbage {
+			garbage[i] = byte(i*131 + 7)
+		}
+		writeFile(t, h.fs, "checkpoint", garbage)
+		writeFile(t, h.fs, "abort", nil) // so that recovery relies on it
+		s := h.open(tinyConfig())
+		r := s.Recovery()
+		if r.CheckpointValid || !r.Abnormal || r.ScanFrom != 0 || r.CommitLogEnd != d.puts[len(d.puts)-1].WroteOffset+int64(d.puts[len(d.puts)-1].WroteBytes) {
+			t.Fatalf("recovery with a garbage checkpoint: %+v", r)
+		}
+		if got := len(bodies(t, s, "bad", 0)) + len(bodies(t, s, "bad", 1)); got != len(d.puts) {
+			t.Fatalf("%d messages, want %d", got, len(d.puts))
+		}
+	}},
+	{"ShortCheckpoint", func(t *testing.T, h *harness) {
+		newDamaged(t, h)
+		writeFile(t, h.fs, "checkpoint", []byte{1, 2, 3})
+		wantOpenError(t, h, engine.ErrCorruptStore, "checkpoint")
+	}},
+	{"ZeroedTailPage", func(t *testing.T, h *harness) {
+		// A torn write that left zeros in the middle of the last record.
+		d := newDamaged(t, h)
+		i := len(d.puts) - 1
+		patchFile(t, h.fs, fileName(d.puts[i].WroteOffset), d.puts[i].WroteOffset%4096+60, make([]byte, 40))
+		d.wantTruncatedAt(t, h.open(tinyConfig()), i, record.ErrCorrupt)
+	}},
+}
+
+// wantOpenError opens the damaged store and wants a clear error, not a
+// panic and not a store.
+func wantOpenError(t *testing.T, h *harness, want error, mention string) {
+	t.Helper()
+	s, err := engine.Open(h.fs, tinyConfig())
+	if err == nil {
+		s.Close()
+		t.Fatalf("damaged store opened; want %v", want)
+	}
+	if !errors.Is(err, want) || !strings.Contains(err.Error(), mention) {
+		t.Fatalf("open: %v; want %v mentioning %q", err, want, mention)
+	}
+	// The failed open released everything: opening again fails the same
+	// way rather than on the lock.
+	if _, err2 := engine.Open(h.fs, tinyConfig()); err2 == nil || err2.Error() != err.Error() {
+		t.Fatalf("second open: %v, first: %v", err2, err)
+	}
+}

@@ -1,0 +1,125 @@
+package enginetest
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/rocketstore/rocketstore/engine"
+)
+
+var fixtureTests = []test{
+	{"Store2021_8k", func(t *testing.T, h *harness) { testFixture(t, h, "store-2021-8k") }},
+	{"Store2019Unit", func(t *testing.T, h *harness) { testFixture(t, h, "store-2019-unit") }},
+	{"SizeDisagreesWithConfig", testFixtureSizeConflict},
+}
+
+// loadFixture copies a RocketMQ-written store into h.fs (the originals
+// are read-only).
+func loadFixture(t *testing.T, h *harness, name string) {
+	dir := fixtureDir(t, name)
+	err := filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		rel, err := filepath.Rel(dir, p)
+		if err != nil {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		writeFile(t, h.fs, filepath.ToSlash(rel), b)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// testFixture opens a store written by RocketMQ (8 KiB CommitLog files,
+// no ConsumeQueue, no checkpoint) and reads queue abc/0 back.
+func testFixture(t *testing.T, h *harness, name string) {
+	loadFixture(t, h, name)
+	cfg := engine.Config{Manual: true} // sizes come from the files
+	s := h.open(cfg)
+	if got := s.Config().CommitLogFileSize; got != 8192 {
+		t.Fatalf("commitlog file size %d, want 8192 from the file", got)
+	}
+	check := func(s *engine.Store, max int64) {
+		t.Helper()
+		if s.MinOffsetInQueue("abc", 0) != 0 || s.MaxOffsetInQueue("abc", 0) != max {
+			t.Fatalf("queue abc/0: min %d max %d, want 0 and %d", s.MinOffsetInQueue("abc", 0), s.MaxOffsetInQueue("abc", 0), max)
+		}
+		var n int64
+		for off := int64(0); off < 47; {
+			if n >= 47 {
+				break
+			}
+			g := get(t, s, "abc", 0, off, 32, nil)
+			if g.status != engine.Found {
+				t.Fatalf("at %d: %v", off, g)
+			}
+			for _, m := range g.msgs {
+				if n == 47 {
+					break // a message this test added
+				}
+				if m.QueueOffset != n || string(m.Body) != "Once, there was a chance for me!" ||
+					m.Properties["TAGS"] != "TAG1" || m.Properties["KEYS"] == "" || m.Topic != "abc" {
+					t.Fatalf("message %d: offset %d body %q props %q", n, m.QueueOffset, m.Body, m.Properties)
+				}
+				n++
+			}
+			off = g.next
+		}
+		if n != 47 {
+			t.Fatalf("read %d messages", n)
+		}
+	}
+	check(s, 47)
+	if r := s.Recovery(); r.StopReason != nil || r.CommitLogEnd != 8192 || r.DroppedBytes != 0 {
+		t.Fatalf("recovery of %s: %+v", name, r)
+	}
+	// The store goes on in the same format: new file, next offsets.
+	res := put(t, s, msg("abc", 0, "and another", "TAG1", ""))
+	if res.QueueOffset != 47 || res.WroteOffset != 8192 {
+		t.Fatalf("put after the fixture: %+v", res)
+	}
+	s = h.reopen(s, cfg)
+	if s.MaxOffsetInQueue("abc", 0) != 48 {
+		t.Fatalf("after restart: max %d", s.MaxOffsetInQueue("abc", 0))
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// The rebuilt ConsumeQueue's size is taken from its file as well.
+	s = h.open(engine.Config{Manual: true, CommitLogFileSize: 8192})
+	if s.Config().ConsumeQueueUnits != engine.DefaultConsumeQueueUnits {
+		t.Fatalf("consume queue units %d", s.Config().ConsumeQueueUnits)
+	}
+	check(s, 48)
+}
+
+// testFixtureSizeConflict: an explicit size that disagrees with the files
+// is a clear error.
+func testFixtureSizeConflict(t *testing.T, h *harness) {
+	loadFixture(t, h, "store-2021-8k")
+	_, err := engine.Open(h.fs, engine.Config{Manual: true, CommitLogFileSize: 4096})
+	if !errors.Is(err, engine.ErrCorruptStore) {
+		t.Fatalf("open with 4 KiB files configured: %v", err)
+	}
+	// ConsumeQueue files of a size other than configured.
+	s := h.open(engine.Config{Manual: true, ConsumeQueueUnits: 16})
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := engine.Open(h.fs, engine.Config{Manual: true, ConsumeQueueUnits: 32}); !errors.Is(err, engine.ErrCorruptStore) {
+		t.Fatalf("open with 32-unit queues configured over 16-unit files: %v", err)
+	}
+	s = h.open(engine.Config{Manual: true}) // sizes detected
+	if s.Config().ConsumeQueueUnits != 16 || s.MaxOffsetInQueue("abc", 0) != 47 {
+		t.Fatalf("detected %d units, max %d", s.Config().ConsumeQueueUnits, s.MaxOffsetInQueue("abc", 0))
+	}
+}
