@@ -1,0 +1,101 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"time"
+
+	"github.com/rocketstore/rocketstore/engine"
+)
+
+// backlog writes spec.BacklogBytes of bodies to queue 0, then measures:
+//   - catch-up read: GetMessage from offset 0 to the end by one consumer
+//     that copies each record out (as a socket write would);
+//   - on mmap, abnormal recovery: the store is closed, then made to look
+//     crashed (abort marker back, ConsumeQueues and checkpoint deleted), so
+//     that Open CRC-checks the whole CommitLog and re-dispatches every
+//     record;
+//
+// each beside a sequential read + CRC32 of the same CommitLog bytes.
+func (e env) backlog(ctx context.Context, backendName string) ([]Result, error) {
+	cfg := e.storeConfig(engine.AsyncFlush)
+	bs, err := e.openStore(backendName, cfg)
+	if err != nil {
+		return nil, err
+	}
+	defer bs.remove()
+	body := e.spec.BacklogBody
+	m := newMessage(0, body)
+	n := e.spec.BacklogMsgs()
+	var end int64
+	for i := int64(0); i < n; i++ {
+		res, err := bs.Put(ctx, m)
+		if err != nil {
+			return nil, err
+		}
+		end = res.WroteOffset + int64(res.WroteBytes)
+	}
+	if err := bs.WaitDispatched(ctx, end); err != nil {
+		return nil, err
+	}
+	logBytes := end - bs.CommitLog().MinOffset()
+
+	c := &consumer{bs: bs, buf: make([]byte, 4*body+4096)}
+	start := time.Now()
+	if err := c.consume(ctx, n); err != nil {
+		return nil, err
+	}
+	catch := Result{Group: GroupCatchUp, Backend: backendName, Body: body, Msgs: n, BodyBytes: n * int64(body),
+		LogBytes: logBytes, Seconds: time.Since(start).Seconds(),
+		Note: fmt.Sprintf("%s backlog, 32 msgs per GetMessage, records copied out", byteSize(int(logBytes)))}
+	catch.finish()
+	if backendName != Mmap {
+		return []Result{catch}, nil
+	}
+
+	// Recovery.
+	if err := bs.Close(); err != nil {
+		return nil, err
+	}
+	bs.Store = nil
+	for _, name := range []string{"consumequeue", "checkpoint"} {
+		if err := os.RemoveAll(filepath.Join(bs.dir, name)); err != nil {
+			return nil, err
+		}
+	}
+	if err := os.WriteFile(filepath.Join(bs.dir, "abort"), nil, 0o644); err != nil {
+		return nil, err
+	}
+	start = time.Now()
+	if err := bs.reopen(bs.cfg); err != nil {
+		return nil, err
+	}
+	elapsed := time.Since(start)
+	rep := bs.Recovery()
+	if !rep.Abnormal || int64(rep.Redispatched) != n || rep.CommitLogEnd != end {
+		return nil, fmt.Errorf("bench: recovery did not replay the backlog: %+v, want %d records to %d", rep, n, end)
+	}
+	rec := Result{Group: GroupRecovery, Backend: backendName, Body: body, Msgs: n, BodyBytes: n * int64(body),
+		LogBytes: logBytes, Seconds: elapsed.Seconds()}
+	rec.finish()
+	rec.Note = fmt.Sprintf("abnormal: %s CommitLog CRC-checked and re-dispatched in %.2f s (%.0f MB/s of log)",
+		byteSize(int(logBytes)), rec.Seconds, float64(logBytes)/rec.Seconds/1e6)
+
+	files, err := filepath.Glob(filepath.Join(bs.dir, "commitlog", "*"))
+	if err != nil {
+		return nil, err
+	}
+	sort.Strings(files)
+	b, err := e.readCRCBound(files, logBytes, n)
+	if err != nil {
+		return nil, err
+	}
+	catchB, recB := b, b
+	catchB.Ratio = catch.MsgsPerS / b.MsgsPerS
+	recB.Ratio = rec.MsgsPerS / b.MsgsPerS
+	catch.Bound, rec.Bound = &catchB, &recB
+	return []Result{catch, rec}, nil
+}

@@ -1,0 +1,164 @@
+package bench
+
+import (
+	"fmt"
+	"hash/crc32"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/rocketstore/rocketstore/backend/mmap"
+)
+
+// memcpyBound copies n records of recSize bytes, back to back, into a fresh
+// preallocated mapped file (mmap; page faults of first touch included, as
+// the engine pays them) or a fresh heap buffer (memfs): the bound for an
+// async put, which does that copy plus encoding, locking and bookkeeping.
+func (e env) memcpyBound(backendName string, recSize, n int) (Bound, error) {
+	size := roundUp(int64(recSize)*int64(n), 4096)
+	rec := make([]byte, recSize)
+	for i := range rec {
+		rec[i] = byte(i)
+	}
+	var elapsed time.Duration
+	switch backendName {
+	case Mmap:
+		dir, err := e.tempDir("memcpy")
+		if err != nil {
+			return Bound{}, err
+		}
+		defer os.RemoveAll(dir)
+		fs, err := mmap.New(dir)
+		if err != nil {
+			return Bound{}, err
+		}
+		seg, err := fs.Create("memcpy", size)
+		if err != nil {
+			return Bound{}, err
+		}
+		start := time.Now()
+		off := int64(0)
+		for i := 0; i < n; i++ {
+			if _, err := seg.WriteAt(rec, off); err != nil {
+				seg.Close()
+				return Bound{}, err
+			}
+			off += int64(recSize)
+		}
+		elapsed = time.Since(start)
+		if err := seg.Close(); err != nil {
+			return Bound{}, err
+		}
+	default:
+		buf := make([]byte, size) // untouched until the copy
+		start := time.Now()
+		for off := 0; off+recSize <= len(buf); off += recSize {
+			copy(buf[off:], rec)
+		}
+		elapsed = time.Since(start)
+	}
+	name := "memcpy → fresh mapped file"
+	if backendName != Mmap {
+		name = "memcpy → fresh heap buffer"
+	}
+	return boundOf(name, int64(n), int64(n)*int64(recSize), elapsed), nil
+}
+
+// fdatasyncBound writes batch-byte chunks to a preallocated file, each
+// followed by fdatasync, until maxBytes or maxTime: the bound for a
+// sync-flush put whose group commits cover batch bytes each.
+func (e env) fdatasyncBound(batch, recSize int, maxBytes int64, maxTime time.Duration) (Bound, error) {
+	dir, err := e.tempDir("fdatasync")
+	if err != nil {
+		return Bound{}, err
+	}
+	defer os.RemoveAll(dir)
+	size := roundUp(max(maxBytes, int64(batch)), 4096)
+	f, err := os.OpenFile(filepath.Join(dir, "fdatasync"), os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return Bound{}, err
+	}
+	defer f.Close()
+	// Preallocated like a CommitLog file, so that both pay the same
+	// unwritten-extent conversion.
+	if err := unix.Fallocate(int(f.Fd()), 0, 0, size); err != nil {
+		return Bound{}, fmt.Errorf("fallocate: %w", err)
+	}
+	buf := make([]byte, batch)
+	for i := range buf {
+		buf[i] = byte(i)
+	}
+	start := time.Now()
+	deadline := start.Add(maxTime)
+	var off int64
+	for off+int64(batch) <= size && time.Now().Before(deadline) {
+		if _, err := f.WriteAt(buf, off); err != nil {
+			return Bound{}, err
+		}
+		if err := unix.Fdatasync(int(f.Fd())); err != nil {
+			return Bound{}, err
+		}
+		off += int64(batch)
+	}
+	elapsed := time.Since(start)
+	b := boundOf(fmt.Sprintf("write+fdatasync, %s batches", byteSize(batch)), off/int64(recSize), off, elapsed)
+	return b, nil
+}
+
+// readCRCBound reads files sequentially (1 MiB read(2) calls) up to limit
+// bytes in all and computes the CRC32 of every byte: the bound for
+// recovery (which checks every record's CRC) and for catch-up reads.
+func (e env) readCRCBound(paths []string, limit int64, msgs int64) (Bound, error) {
+	buf := make([]byte, 1<<20)
+	start := time.Now()
+	var total int64
+	var crc uint32
+	for _, p := range paths {
+		if total >= limit {
+			break
+		}
+		f, err := os.Open(p)
+		if err != nil {
+			return Bound{}, err
+		}
+		for total < limit {
+			n, err := f.Read(buf[:min(int64(len(buf)), limit-total)])
+			crc = crc32.Update(crc, crc32.IEEETable, buf[:n])
+			total += int64(n)
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				f.Close()
+				return Bound{}, err
+			}
+		}
+		f.Close()
+	}
+	elapsed := time.Since(start)
+	_ = crc
+	return boundOf("read+CRC32 of the same bytes", msgs, total, elapsed), nil
+}
+
+func boundOf(name string, msgs, bytes int64, d time.Duration) Bound {
+	s := d.Seconds()
+	if s <= 0 {
+		s = 1e-9
+	}
+	return Bound{Name: name, MsgsPerS: float64(msgs) / s, MBPerS: float64(bytes) / s / 1e6}
+}
+
+func roundUp(n, to int64) int64 { return (n + to - 1) / to * to }
+
+func byteSize(n int) string {
+	switch {
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%d B", n)
+}

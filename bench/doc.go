@@ -1,0 +1,25 @@
+// Package bench holds rocketstore's benchmark workloads and the baselines
+// that bound them, shared by `go test -bench` (bench_test.go) and the
+// `rocketstore bench` command.
+//
+// Every workload returns a Result; Run runs the whole suite of a Spec and
+// returns a Report that renders as one Markdown table or as JSON. Each
+// engine figure is shown beside the physical bound measured in the same
+// run, on the same bytes:
+//
+//   - async put: memcpy of the same records into a fresh mapped file (mmap)
+//     or a fresh heap buffer (memfs);
+//   - sync-flush put: a pwrite + fdatasync loop with the batch size the
+//     engine's group commit actually achieved (counted by a wrapper FS);
+//   - catch-up read and recovery: sequential read(2) + CRC32 of the same
+//     CommitLog bytes.
+//
+// The NATS JetStream peer runs in the nested module bench/nats, which
+// prints []Result as JSON; MergePeer puts its figures beside ours. This
+// package never imports NATS.
+//
+// Units: MB is 10^6 bytes. MB/s counts message bodies (payload), so that
+// the figures compare across stores; ratios to a baseline are taken on the
+// bytes actually written (whole records), i.e. on msgs/s at equal record
+// size.
+package bench

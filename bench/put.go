@@ -1,0 +1,121 @@
+package bench
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/rocketstore/rocketstore/engine"
+)
+
+// Topic is the topic every workload writes.
+const Topic = "bench"
+
+// props are the properties of every benchmark message: a tag, as nearly
+// every RocketMQ producer sets one and consumers filter on it.
+var props = map[string]string{"TAGS": "TagA"}
+
+// storeConfig is the engine configuration of the benchmark stores:
+// RocketMQ's defaults except the file size and a silent logger.
+func (e env) storeConfig(flush engine.FlushDiskType) engine.Config {
+	return engine.Config{CommitLogFileSize: e.spec.CommitLogFileSize, FlushDiskType: flush,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+}
+
+// FlushName names a flush type in results.
+func FlushName(f engine.FlushDiskType) string {
+	if f == engine.SyncFlush {
+		return "sync"
+	}
+	return "async"
+}
+
+// newMessage returns a message for queue q with a body of n bytes.
+func newMessage(q int, n int) *engine.Message {
+	body := make([]byte, n)
+	for i := range body {
+		body[i] = byte('a' + i%26)
+	}
+	return &engine.Message{Topic: Topic, QueueID: int32(q), Body: body, Properties: props}
+}
+
+// putRun is the outcome of a put workload, with what its bounds need.
+type putRun struct {
+	Result
+	recSize     int     // bytes per record
+	syncBatch   float64 // CommitLog bytes per sync (sync flush)
+	syncsPerSec float64
+}
+
+// put stores up to msgs messages of body bytes from producers goroutines
+// (each on its own queue) for at most maxTime.
+func (e env) put(ctx context.Context, backendName string, body, producers int, flush engine.FlushDiskType,
+	msgs int, maxTime time.Duration) (putRun, error) {
+	bs, err := e.openStore(backendName, e.storeConfig(flush))
+	if err != nil {
+		return putRun{}, err
+	}
+	defer bs.remove()
+	// One untimed put per queue creates the CommitLog file and the queues.
+	for p := 0; p < producers; p++ {
+		if _, err := bs.Put(ctx, newMessage(p, body)); err != nil {
+			return putRun{}, err
+		}
+	}
+	bs.syncs.reset()
+	per := (msgs + producers - 1) / producers
+	var (
+		wg               sync.WaitGroup
+		mu               sync.Mutex
+		firstErr         error
+		totalN, totalLog int64
+	)
+	start := time.Now()
+	deadline := start.Add(maxTime)
+	for p := 0; p < producers; p++ {
+		wg.Add(1)
+		go func(p int) {
+			defer wg.Done()
+			m := newMessage(p, body)
+			var n, logBytes int64
+			var err error
+			for i := 0; i < per; i++ {
+				if i&127 == 0 && time.Now().After(deadline) {
+					break
+				}
+				var res engine.PutResult
+				if res, err = bs.Put(ctx, m); err != nil {
+					break
+				}
+				n++
+				logBytes += int64(res.WroteBytes)
+			}
+			mu.Lock()
+			totalN += n
+			totalLog += logBytes
+			if err != nil && firstErr == nil {
+				firstErr = err
+			}
+			mu.Unlock()
+		}(p)
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	if firstErr != nil {
+		return putRun{}, firstErr
+	}
+	r := putRun{Result: Result{Group: GroupPut, Backend: backendName, Body: body, Producers: producers,
+		Flush: FlushName(flush), Msgs: totalN, BodyBytes: totalN * int64(body), LogBytes: totalLog,
+		Seconds: elapsed.Seconds()}}
+	r.finish()
+	if totalN > 0 {
+		r.recSize = int(totalLog / totalN)
+	}
+	if n := bs.syncs.syncs.Load(); n > 0 {
+		r.syncBatch = float64(bs.syncs.bytes.Load()) / float64(n)
+		r.syncsPerSec = float64(n) / elapsed.Seconds()
+	}
+	return r, nil
+}

@@ -1,0 +1,67 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestQuickRun runs a reduced quick suite and checks that every workload
+// produced a positive figure and that the table and JSON render.
+func TestQuickRun(t *testing.T) {
+	sp := DefaultSpec(true)
+	if testing.Short() {
+		sp.BodySizes, sp.Producers = []int{1024}, []int{1, 4}
+	}
+	sp.PutTime, sp.SyncTime, sp.LatencyTime = 100*time.Millisecond, 50*time.Millisecond, 100*time.Millisecond
+	sp.PutMsgs, sp.E2EMsgs, sp.LagSamples, sp.BacklogBytes = 20_000, 5_000, 500, 8<<20
+	steps := 0
+	rep, err := Run(context.Background(), Options{Spec: sp, Dir: t.TempDir(),
+		Progress: func(done, total int, step string) { steps = total }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if steps == 0 || len(rep.Results) < steps {
+		t.Fatalf("%d results for %d steps", len(rep.Results), steps)
+	}
+	for _, r := range rep.Results {
+		if r.Err != "" {
+			t.Errorf("%s %s: %s", r.Name(), r.Backend, r.Err)
+			continue
+		}
+		if r.Msgs <= 0 || r.Seconds <= 0 {
+			t.Errorf("%s %s: %d msgs in %v s", r.Name(), r.Backend, r.Msgs, r.Seconds)
+		}
+		if r.Group != GroupLag && r.MsgsPerS <= 0 {
+			t.Errorf("%s %s: %v msgs/s", r.Name(), r.Backend, r.MsgsPerS)
+		}
+		if (r.Group == GroupE2E || r.Group == GroupLag) && (r.Latency == nil || r.Latency.P99 <= 0) {
+			t.Errorf("%s %s: no latency", r.Name(), r.Backend)
+		}
+		if r.Bound != nil && (r.Bound.MsgsPerS <= 0 || r.Bound.Ratio <= 0) {
+			t.Errorf("%s %s: bad bound %+v", r.Name(), r.Backend, r.Bound)
+		}
+		if r.Backend == Mmap && (r.Group == GroupRecovery || r.Group == GroupCatchUp || r.Flush == "async") && r.Bound == nil {
+			t.Errorf("%s %s: no bound", r.Name(), r.Backend)
+		}
+	}
+	rep.MergePeer([]Result{{Group: GroupPut, Backend: "nats", Body: 1024, Producers: 1, Flush: "async", Msgs: 1, MsgsPerS: 1}}, "test")
+	var md, js bytes.Buffer
+	if err := rep.WriteMarkdown(&md); err != nil {
+		t.Fatal(err)
+	}
+	if err := rep.WriteJSON(&js); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(md.String(), "| put 1KiB ×1 async | mmap |") || !strings.Contains(md.String(), "×") {
+		t.Errorf("table lacks the put row or the peer ratio:\n%s", md.String())
+	}
+	var back Report
+	if err := json.Unmarshal(js.Bytes(), &back); err != nil || len(back.Results) != len(rep.Results) {
+		t.Errorf("JSON does not round-trip: %v", err)
+	}
+	t.Log("\n" + md.String())
+}
