@@ -51,21 +51,32 @@ func openCheckpoint(fs backend.FS, name string, now int64) (cp *StoreCheckpoint,
 		seg.Close()
 		return nil, false, fmt.Errorf("%w: checkpoint %s is %d bytes, want %d", ErrCorruptStore, name, seg.Size(), checkpointSize)
 	}
-	b := seg.View(0, checkpointUsedBytes)
-	cp = &StoreCheckpoint{seg: seg,
-		physicMsgTimestamp: int64(binary.BigEndian.Uint64(b)),
-		logicsMsgTimestamp: int64(binary.BigEndian.Uint64(b[8:])),
-		indexMsgTimestamp:  int64(binary.BigEndian.Uint64(b[16:])),
+	cp = &StoreCheckpoint{seg: seg}
+	ts, valid := decodeCheckpoint(seg.View(0, checkpointUsedBytes), now)
+	cp.physicMsgTimestamp, cp.logicsMsgTimestamp, cp.indexMsgTimestamp = ts.Physic, ts.Logics, ts.Index
+	return cp, valid, nil
+}
+
+// CheckpointTimestamps are the three timestamps of a checkpoint file.
+type CheckpointTimestamps struct {
+	Physic, Logics, Index int64
+}
+
+// decodeCheckpoint reads the three timestamps of b (at least 24 bytes). A
+// timestamp in the future (a day of clock skew allowed) or below 0 is
+// garbage: then nothing in the file is trusted and all three are 0.
+func decodeCheckpoint(b []byte, now int64) (CheckpointTimestamps, bool) {
+	ts := CheckpointTimestamps{
+		Physic: int64(binary.BigEndian.Uint64(b)),
+		Logics: int64(binary.BigEndian.Uint64(b[8:])),
+		Index:  int64(binary.BigEndian.Uint64(b[16:])),
 	}
-	// A timestamp in the future (a day of clock skew allowed) or below 0
-	// is garbage: trust nothing in the file.
-	for _, ts := range []int64{cp.physicMsgTimestamp, cp.logicsMsgTimestamp, cp.indexMsgTimestamp} {
-		if ts < 0 || ts > now+24*3600*1000 {
-			cp.physicMsgTimestamp, cp.logicsMsgTimestamp, cp.indexMsgTimestamp = 0, 0, 0
-			return cp, false, nil
+	for _, v := range []int64{ts.Physic, ts.Logics, ts.Index} {
+		if v < 0 || v > now+24*3600*1000 {
+			return CheckpointTimestamps{}, false
 		}
 	}
-	return cp, true, nil
+	return ts, true
 }
 
 // Timestamps returns physicMsgTimestamp, logicsMsgTimestamp and
@@ -110,6 +121,12 @@ func (c *StoreCheckpoint) SetIndex(ts int64) {
 
 // flush writes the three timestamps and syncs them.
 func (c *StoreCheckpoint) flush() error {
+	return c.Flush()
+}
+
+// Flush writes the three timestamps and syncs them (the index service calls
+// it after SetIndex so that its timestamp is durable).
+func (c *StoreCheckpoint) Flush() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	b := binary.BigEndian.AppendUint64(c.buf[:0], uint64(c.physicMsgTimestamp))
