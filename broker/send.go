@@ -1,0 +1,343 @@
+package broker
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net/netip"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"github.com/rocketstore/rocketstore/broker/config"
+	"github.com/rocketstore/rocketstore/engine"
+	"github.com/rocketstore/rocketstore/engine/record"
+)
+
+// Response codes of SendMessageProcessor that pulls never return.
+const (
+	FlushDiskTimeout    ResponseCode = 10
+	MessageIllegal      ResponseCode = 13
+	ServiceNotAvailable ResponseCode = 14
+)
+
+func init() {
+	codeNames[FlushDiskTimeout] = "FLUSH_DISK_TIMEOUT"
+	codeNames[MessageIllegal] = "MESSAGE_ILLEGAL"
+	codeNames[ServiceNotAvailable] = "SERVICE_NOT_AVAILABLE"
+}
+
+// SendRequest is SendMessageRequestHeader (SEND_MESSAGE 10; the V2 header
+// of 310 and 320 names the same fields a..n) with the body.
+type SendRequest struct {
+	ProducerGroup string
+	Topic         string
+	// DefaultTopic is the template for auto-creation (TBW102), and
+	// DefaultTopicQueueNums the queue count the producer asks for (4).
+	DefaultTopic          string
+	DefaultTopicQueueNums int
+	// QueueID < 0 lets the broker pick a queue.
+	QueueID       int32
+	SysFlag       int32
+	BornTimestamp int64
+	Flag          int32
+	// Properties is the encoded property string (k\x01v\x02...).
+	Properties     string
+	ReconsumeTimes int32
+	UnitMode       bool
+	// MaxReconsumeTimes overrides the group's retryMaxTimes for sends to
+	// a %RETRY% topic (nil: not sent).
+	MaxReconsumeTimes *int32
+	// Batch marks a SEND_BATCH_MESSAGE body (see DecodeBatch).
+	Batch bool
+	Body  []byte
+	// BornHost is the producer's address.
+	BornHost netip.AddrPort
+	// Cluster is the broker's cluster name, recorded in the CLUSTER
+	// property as RocketMQ does.
+	Cluster string
+}
+
+// SendResult is the answer to a send: the code and, when the message was
+// stored (Success, or FlushDiskTimeout: stored but not yet synced), where.
+type SendResult struct {
+	Code   ResponseCode
+	Remark string
+	// MsgID is the offset message id; for a batch, the ids of all its
+	// messages joined with commas (as RocketMQ answers).
+	MsgID string
+	// Topic is where the message went: the DLQ when a retry send was
+	// diverted, SCHEDULE_TOPIC_XXXX for a delayed one.
+	Topic       string
+	QueueID     int32
+	QueueOffset int64
+	MsgNum      int
+}
+
+// validTopic is TopicValidator's allowed character set.
+var validTopic = regexp.MustCompile(`^[%|a-zA-Z0-9_-]+$`)
+
+// notAllowedSendTopics are system topics producers may not write
+// (TopicValidator.NOT_ALLOWED_SEND_TOPIC_SET).
+var notAllowedSendTopics = map[string]bool{
+	config.SelfTestTopic: true, config.ScheduleTopic: true, config.TransHalfTopic: true,
+	"RMQ_SYS_TRANS_OP_HALF_TOPIC": true, "TRANS_CHECK_MAX_TIME_TOPIC": true, "RMQ_SYS_TRACE_TOPIC": true,
+}
+
+// ErrBadBatch reports a SEND_BATCH_MESSAGE body that does not decode.
+var ErrBadBatch = errors.New("broker: bad batch body")
+
+// batchHeaderLen is TOTALSIZE, MAGICCODE, BODYCRC, FLAG and BODYLEN.
+const batchHeaderLen = 20
+
+// DecodeBatch splits a SEND_BATCH_MESSAGE body: messages of
+//
+//	0 TOTALSIZE int32 | 4 MAGICCODE int32 | 8 BODYCRC int32 | 12 FLAG int32
+//	16 BODYLEN int32 | 20 BODY | PROPLEN int16 | PROPERTIES
+//
+// (MessageDecoder.encodeMessage). Every length is checked against the
+// bytes present; TOTALSIZE must equal the sum of the parts.
+func DecodeBatch(b []byte) ([]record.Message, error) {
+	var out []record.Message
+	for pos := 0; pos < len(b); {
+		rest := b[pos:]
+		if len(rest) < batchHeaderLen+2 {
+			return nil, fmt.Errorf("%w: %d trailing bytes at %d", ErrBadBatch, len(rest), pos)
+		}
+		total := int64(int32(binary.BigEndian.Uint32(rest)))
+		bodyLen := int64(int32(binary.BigEndian.Uint32(rest[16:])))
+		if bodyLen < 0 || batchHeaderLen+bodyLen+2 > int64(len(rest)) {
+			return nil, fmt.Errorf("%w: message at %d: body length %d", ErrBadBatch, pos, bodyLen)
+		}
+		propOff := batchHeaderLen + bodyLen
+		propLen := int64(binary.BigEndian.Uint16(rest[propOff:]))
+		size := propOff + 2 + propLen
+		if size > int64(len(rest)) || total != size {
+			return nil, fmt.Errorf("%w: message at %d: total size %d, parts %d, %d bytes left", ErrBadBatch, pos, total, size, len(rest))
+		}
+		out = append(out, record.Message{
+			Flag:       int32(binary.BigEndian.Uint32(rest[12:])),
+			Body:       rest[batchHeaderLen:propOff],
+			Properties: record.ParseProperties(rest[propOff+2 : size]),
+		})
+		pos += int(size)
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("%w: no message", ErrBadBatch)
+	}
+	return out, nil
+}
+
+// SendMessage answers SEND_MESSAGE (10 and 310) and SEND_BATCH_MESSAGE
+// (320) as RocketMQ 4.9.4's SendMessageProcessor: the checks of msgCheck
+// (broker and topic permissions, topic name, auto-creation from the
+// template topic, queue id), then for a single message the retry handling
+// (a %RETRY% send whose reconsumeTimes reached the maximum goes to the
+// group's DLQ), then the put. A DELAY property sends the message through
+// SCHEDULE_TOPIC_XXXX (the store redirects it). A compressed body (sysflag
+// 0x1) is stored as is.
+func (b *Broker) SendMessage(ctx context.Context, req *SendRequest) SendResult {
+	if b.closed.Load() {
+		return SendResult{Code: ServiceNotAvailable, Remark: "the broker is shutting down"}
+	}
+	if req.Batch {
+		if len(req.Topic) > record.MaxTopicLength {
+			return SendResult{Code: MessageIllegal, Remark: "message topic length too long " + strconv.Itoa(len(req.Topic))}
+		}
+		if strings.HasPrefix(req.Topic, config.RetryGroupTopicPrefix) {
+			return SendResult{Code: MessageIllegal, Remark: "batch request does not support retry group " + req.Topic}
+		}
+	}
+	tc, fail := b.sendCheck(req)
+	if fail != nil {
+		return *fail
+	}
+	qid := req.QueueID
+	if qid < 0 {
+		qid = int32(rand.IntN(99999999) % max(1, tc.WriteQueueNums))
+	}
+	if record.TransactionType(req.SysFlag) == record.TransactionPrepared {
+		return SendResult{Code: NoPermission, Remark: "the broker does not support transaction messages"}
+	}
+	if req.Batch {
+		return b.sendBatch(ctx, req, qid)
+	}
+	props := record.ParseProperties([]byte(req.Properties))
+	if v, _ := strconv.ParseBool(props[record.PropertyTransactionPrep]); v {
+		return SendResult{Code: NoPermission, Remark: "the broker does not support transaction messages"}
+	}
+	topic := req.Topic
+	if strings.HasPrefix(topic, config.RetryGroupTopicPrefix) {
+		var fail *SendResult
+		if topic, qid, fail = b.retryOrDLQ(req, qid, props); fail != nil {
+			return *fail
+		}
+	}
+	if req.Cluster != "" {
+		props[record.PropertyCluster] = req.Cluster
+	}
+	m := &record.Message{Topic: topic, QueueID: qid, Flag: req.Flag, Body: req.Body, Properties: props,
+		SysFlag: req.SysFlag, BornTimestamp: req.BornTimestamp, BornHost: req.BornHost, ReconsumeTimes: req.ReconsumeTimes}
+	res, err := b.store.Put(ctx, m)
+	out := putResult(err)
+	if out.Code == Success || out.Code == FlushDiskTimeout {
+		out.MsgID, out.Topic, out.QueueID, out.QueueOffset, out.MsgNum = res.MsgID(), res.Topic, qid, res.QueueOffset, 1
+	}
+	return out
+}
+
+// sendCheck is AbstractSendMessageProcessor.msgCheck.
+func (b *Broker) sendCheck(req *SendRequest) (config.TopicConfig, *SendResult) {
+	fail := func(code ResponseCode, format string, args ...any) (config.TopicConfig, *SendResult) {
+		return config.TopicConfig{}, &SendResult{Code: code, Remark: fmt.Sprintf(format, args...)}
+	}
+	if !config.IsWritable(b.cfg.BrokerPermission) {
+		return fail(NoPermission, "the broker sending message is forbidden")
+	}
+	switch t := req.Topic; {
+	case t == "":
+		return fail(SystemError, "the specified topic is blank")
+	case len(t) > record.MaxTopicLength:
+		return fail(SystemError, "the specified topic is longer than topic max length %d", record.MaxTopicLength)
+	case !validTopic.MatchString(t):
+		return fail(SystemError, "the specified topic[%s] contains illegal characters, allowing only ^[%%|a-zA-Z0-9_-]+$", t)
+	case t == config.DefaultTopic:
+		return fail(SystemError, "the topic[%s] is conflict with default topic", t)
+	case notAllowedSendTopics[t]:
+		return fail(NoPermission, "Sending message to topic[%s] is forbidden", t)
+	}
+	tc, ok := b.topics.Get(req.Topic)
+	if !ok {
+		sysFlag := 0
+		if req.UnitMode {
+			sysFlag = topicSysFlagUnit
+			if strings.HasPrefix(req.Topic, config.RetryGroupTopicPrefix) {
+				sysFlag = topicSysFlagUnitSub
+			}
+		}
+		var err error
+		tc, ok, err = b.topics.CreateInSendMessage(req.Topic, req.DefaultTopic, req.DefaultTopicQueueNums, sysFlag)
+		if err != nil {
+			return fail(SystemError, "create topic %s: %v", req.Topic, err)
+		}
+		if !ok && strings.HasPrefix(req.Topic, config.RetryGroupTopicPrefix) {
+			tc, err = b.topics.CreateInSendMessageBack(req.Topic, 1, config.PermRead|config.PermWrite, sysFlag)
+			if err != nil {
+				return fail(SystemError, "create topic %s: %v", req.Topic, err)
+			}
+			ok = true
+		}
+		if !ok {
+			return fail(TopicNotExist, "topic[%s] not exist, apply first please!", req.Topic)
+		}
+	}
+	if !config.IsWritable(tc.Perm) {
+		return fail(NoPermission, "the topic[%s] sending message is forbidden", req.Topic)
+	}
+	if n := max(tc.ReadQueueNums, tc.WriteQueueNums); int(req.QueueID) >= n {
+		return fail(SystemError, "request queueId[%d] is illegal, topic %s has %d queues, producer: %s",
+			req.QueueID, req.Topic, n, req.BornHost)
+	}
+	return tc, nil
+}
+
+// topicSysFlagUnit is TopicSysFlag.buildSysFlag(true, false).
+const topicSysFlagUnit = 0x1
+
+// retryOrDLQ is handleRetryAndDLQ: a send to %RETRY%group whose
+// reconsumeTimes reached the group's (or the header's) maximum goes to
+// %DLQ%group instead, without delay.
+func (b *Broker) retryOrDLQ(req *SendRequest, qid int32, props map[string]string) (string, int32, *SendResult) {
+	group := strings.TrimPrefix(req.Topic, config.RetryGroupTopicPrefix)
+	g, ok, err := b.groups.Find(group)
+	if err != nil {
+		return "", 0, &SendResult{Code: SystemError, Remark: err.Error()}
+	}
+	if !ok {
+		return "", 0, &SendResult{Code: SubscriptionGroupNotExist, Remark: "subscription group not exist, " + group}
+	}
+	maxTimes := int32(g.RetryMaxTimes)
+	if req.MaxReconsumeTimes != nil {
+		maxTimes = *req.MaxReconsumeTimes
+	}
+	if req.ReconsumeTimes < maxTimes {
+		return req.Topic, qid, nil
+	}
+	dlq := config.DLQTopic(group)
+	tc, err := b.topics.CreateInSendMessageBack(dlq, dlqQueueNums, config.PermRead|config.PermWrite, 0)
+	if err != nil {
+		return "", 0, &SendResult{Code: SystemError, Remark: err.Error()}
+	}
+	if !config.IsWritable(tc.Perm) {
+		return "", 0, &SendResult{Code: NoPermission, Remark: "the topic[" + dlq + "] sending message is forbidden"}
+	}
+	delete(props, record.PropertyDelayTimeLevel)
+	return dlq, int32(rand.IntN(99999999) % dlqQueueNums), nil
+}
+
+// sendBatch decodes and stores a batch as consecutive records.
+func (b *Broker) sendBatch(ctx context.Context, req *SendRequest, qid int32) SendResult {
+	maxSize := b.store.Config().MaxMessageSize
+	if maxSize > 0 && len(req.Body) > maxSize {
+		return SendResult{Code: MessageIllegal, Remark: fmt.Sprintf("batch body %d bytes exceeds maxMessageSize %d", len(req.Body), maxSize)}
+	}
+	inner, err := DecodeBatch(req.Body)
+	if err != nil {
+		return SendResult{Code: MessageIllegal, Remark: err.Error()}
+	}
+	header := record.ParseProperties([]byte(req.Properties))
+	msgs := make([]*record.Message, len(inner))
+	for i := range inner {
+		m := &inner[i]
+		// The batch's own properties apply to each message, which keeps
+		// its own values (MessageExtBatchEncoder appends them).
+		for k, v := range header {
+			if _, ok := m.Properties[k]; !ok {
+				m.Properties[k] = v
+			}
+		}
+		if req.Cluster != "" {
+			m.Properties[record.PropertyCluster] = req.Cluster
+		}
+		m.Topic, m.QueueID, m.SysFlag = req.Topic, qid, req.SysFlag
+		m.BornTimestamp, m.BornHost, m.ReconsumeTimes = req.BornTimestamp, req.BornHost, req.ReconsumeTimes
+		msgs[i] = m
+	}
+	res, err := b.store.PutBatch(ctx, msgs)
+	out := putResult(err)
+	if out.Code != Success && out.Code != FlushDiskTimeout {
+		return out
+	}
+	// Each message's record follows the previous one; its offset id
+	// comes from the sizes the encoder computes.
+	var enc record.Encoder
+	ids := make([]string, len(msgs))
+	off := res.WroteOffset
+	for i, m := range msgs {
+		ids[i] = record.OffsetMsgID(res.StoreHost, off)
+		p, err := enc.Prepare(m, res.StoreHost, max(maxSize, len(m.Body)))
+		if err != nil {
+			break // cannot happen: the store accepted it
+		}
+		off += int64(p.Size)
+	}
+	out.MsgID, out.Topic, out.QueueID, out.QueueOffset, out.MsgNum = strings.Join(ids, ","), res.Topic, qid, res.QueueOffset, len(msgs)
+	return out
+}
+
+// putResult maps a put error to SendMessageProcessor's response code.
+func putResult(err error) SendResult {
+	switch {
+	case err == nil:
+		return SendResult{Code: Success}
+	case errors.Is(err, engine.ErrFlushTimeout):
+		return SendResult{Code: FlushDiskTimeout, Remark: "flush disk timeout"}
+	case errors.Is(err, engine.ErrMessageIllegal), errors.Is(err, engine.ErrPropertiesTooLarge), errors.Is(err, engine.ErrBatch):
+		return SendResult{Code: MessageIllegal, Remark: err.Error()}
+	case errors.Is(err, engine.ErrReadOnly), errors.Is(err, engine.ErrClosed), errors.Is(err, engine.ErrFlushFailed):
+		return SendResult{Code: ServiceNotAvailable, Remark: "service not available now: " + err.Error()}
+	}
+	return SendResult{Code: SystemError, Remark: err.Error()}
+}

@@ -1,0 +1,151 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/spf13/cobra"
+
+	"github.com/rocketstore/rocketstore/server"
+)
+
+// newServeCmd is `rocketstore serve`: a RocketMQ-compatible name server
+// and broker in one process.
+func newServeCmd() *cobra.Command {
+	var (
+		dir, listen, configFile, metricsAddr, logLevel, logFormat string
+		shutdownTimeout                                           time.Duration
+	)
+	cmd := &cobra.Command{
+		Use:   "serve [--dir DIR] [--listen ADDR] [--config FILE] [--metrics ADDR]",
+		Short: "Run a RocketMQ-compatible name server and broker on a store directory",
+		Long: `serve runs a RocketMQ 4.x name server and broker in one process, so that the
+official RocketMQ clients produce to and consume from a rocketstore store. Point the
+clients' name server at --listen (an IP literal such as 127.0.0.1:9876); the routes
+it answers send them to the broker on the same address, or on listenPort when the
+config file sets one.
+
+The config file is YAML with RocketMQ's broker.conf names (brokerName,
+brokerClusterName, brokerIP1, listenPort, storePathRootDir, flushDiskType,
+mapedFileSizeCommitLog, maxMessageSize, messageDelayLevel, autoCreateTopicEnable,
+...); unknown keys are errors. --dir and --listen override the file.
+
+SIGINT or SIGTERM shuts down gracefully: held pulls are answered, running requests
+finish, consumer offsets are persisted and the store is flushed and closed.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			logger, err := newLogger(cmd, logLevel, logFormat)
+			if err != nil {
+				return &exitCodeError{code: exitError, err: err}
+			}
+			nc := server.NodeConfig{Dir: "./rocketstore-data", Listen: "127.0.0.1:9876"}
+			if configFile != "" {
+				fc, err := server.LoadFileConfig(configFile)
+				if err != nil {
+					return &exitCodeError{code: exitError, err: err}
+				}
+				if err := fc.Apply(&nc); err != nil {
+					return &exitCodeError{code: exitError, err: err}
+				}
+			}
+			if cmd.Flags().Changed("dir") {
+				nc.Dir = dir
+			}
+			if cmd.Flags().Changed("listen") {
+				nc.Listen = listen
+			}
+			nc.Server.Logger = logger
+			nc.Broker.Store.Logger = logger
+			var metrics *server.Metrics
+			if metricsAddr != "" {
+				metrics = server.NewMetrics(nc.Dir)
+				nc.Server.Metrics = metrics
+			}
+			return runServe(cmd.Context(), nc, metrics, metricsAddr, shutdownTimeout, logger)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&dir, "dir", "./rocketstore-data", "store directory (created if missing)")
+	f.StringVar(&listen, "listen", "127.0.0.1:9876", "name-server (and broker) address")
+	f.StringVar(&configFile, "config", "", "YAML config file with RocketMQ setting names")
+	f.StringVar(&metricsAddr, "metrics", "", "serve Prometheus metrics at http://ADDR/metrics (e.g. 127.0.0.1:9100)")
+	f.StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn, error")
+	f.StringVar(&logFormat, "log-format", "text", "log format: text or json")
+	f.DurationVar(&shutdownTimeout, "shutdown-timeout", 30*time.Second, "how long a graceful shutdown may take")
+	return cmd
+}
+
+func newLogger(cmd *cobra.Command, level, format string) (*slog.Logger, error) {
+	var lv slog.Level
+	if err := lv.UnmarshalText([]byte(level)); err != nil {
+		return nil, fmt.Errorf("--log-level %q: %w", level, err)
+	}
+	opts := &slog.HandlerOptions{Level: lv}
+	switch strings.ToLower(format) {
+	case "text":
+		return slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), opts)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(cmd.ErrOrStderr(), opts)), nil
+	}
+	return nil, fmt.Errorf("--log-format %q is not text or json", format)
+}
+
+func runServe(parent context.Context, nc server.NodeConfig, metrics *server.Metrics, metricsAddr string,
+	shutdownTimeout time.Duration, log *slog.Logger) error {
+	if parent == nil {
+		parent = context.Background()
+	}
+	ctx, stop := signal.NotifyContext(parent, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	n, err := server.StartNode(nc)
+	if err != nil {
+		return &exitCodeError{code: exitError, err: err}
+	}
+	log.Info("rocketstore serving", "nameServer", n.Addr, "broker", n.BrokerAddr, "dir", nc.Dir,
+		"brokerName", n.Server.Config().BrokerName, "cluster", n.Server.Config().ClusterName,
+		"flushDiskType", n.Broker.Store().Config().FlushDiskType.String(),
+		"recovery", fmt.Sprintf("%+v", n.Broker.Store().Recovery()))
+
+	var hs *http.Server
+	if metrics != nil {
+		ln, err := net.Listen("tcp", metricsAddr)
+		if err != nil {
+			return errors.Join(&exitCodeError{code: exitError, err: err}, n.Close())
+		}
+		mux := http.NewServeMux()
+		mux.Handle("/metrics", promhttp.HandlerFor(metrics.Registry, promhttp.HandlerOpts{}))
+		hs = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+		go func() {
+			if err := hs.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				log.Error("metrics server", "err", err)
+			}
+		}()
+		log.Info("metrics", "url", "http://"+ln.Addr().String()+"/metrics")
+	}
+
+	<-ctx.Done()
+	stop() // a second signal kills the process
+	log.Info("shutting down")
+	sctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
+	defer cancel()
+	if hs != nil {
+		_ = hs.Shutdown(sctx)
+	}
+	if err := n.Shutdown(sctx); err != nil {
+		log.Error("shutdown", "err", err)
+		return &exitCodeError{code: exitError, err: err}
+	}
+	log.Info("stopped")
+	return nil
+}

@@ -1,0 +1,163 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/apache/rocketmq-client-go/v2/consumer"
+	"github.com/apache/rocketmq-client-go/v2/primitive"
+	"github.com/apache/rocketmq-client-go/v2/producer"
+	"github.com/apache/rocketmq-client-go/v2/rlog"
+
+	"github.com/rocketstore/rocketstore/broker"
+	"github.com/rocketstore/rocketstore/broker/schedule"
+	"github.com/rocketstore/rocketstore/server"
+)
+
+// testLevels are short delay levels so that retries come back within
+// tenths of a second (level 3, the first retry's, is 300 ms).
+const testLevels = "100ms 200ms 300ms 400ms 500ms 600ms 700ms 800ms 900ms 1s 1s 1s 1s 1s 1s 1s 1s 1s"
+
+func TestMain(m *testing.M) {
+	rlog.SetLogLevel("fatal")
+	slog.SetDefault(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
+	os.Exit(m.Run())
+}
+
+// node starts a server on dir at listen (127.0.0.1:0 for a new port).
+func node(t testing.TB, dir, listen string) *server.Node {
+	t.Helper()
+	levels, err := schedule.ParseLevels(testLevels)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var bc broker.Config
+	bc.Store.DelayLevels = levels
+	bc.Store.CommitLogFileSize = 8 << 20
+	bc.Store.ConsumeQueueUnits = 20000
+	bc.FlushConsumerOffsetInterval = time.Second
+	n, err := server.StartNode(server.NodeConfig{Dir: dir, Listen: listen, Broker: bc,
+		Server: server.Config{ScanInterval: time.Second}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+func stopNode(t testing.TB, n *server.Node) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := n.Shutdown(ctx); err != nil {
+		t.Errorf("shutdown: %v", err)
+	}
+}
+
+var instances atomic.Int64
+
+// instance returns a process-unique client instance name: the client keeps
+// one global client per ip@instance.
+func instance(prefix string) string {
+	return fmt.Sprintf("%s-%d-%d", prefix, os.Getpid(), instances.Add(1))
+}
+
+func newProducer(t testing.TB, addr string, opts ...producer.Option) producerAPI {
+	t.Helper()
+	all := append([]producer.Option{
+		producer.WithNsResolver(primitive.NewPassthroughResolver([]string{addr})),
+		producer.WithGroupName(instance("pg")),
+		producer.WithInstanceName(instance("p")),
+		producer.WithRetry(2),
+		producer.WithSendMsgTimeout(10 * time.Second),
+	}, opts...)
+	p, err := producer.NewDefaultProducer(all...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = p.Shutdown() })
+	return p
+}
+
+type producerAPI interface {
+	SendSync(ctx context.Context, mq ...*primitive.Message) (*primitive.SendResult, error)
+	Shutdown() error
+}
+
+func consumerOpts(addr, group string, extra ...consumer.Option) []consumer.Option {
+	return append([]consumer.Option{
+		consumer.WithNsResolver(primitive.NewPassthroughResolver([]string{addr})),
+		consumer.WithGroupName(group),
+		consumer.WithInstance(instance("c")),
+		consumer.WithConsumerModel(consumer.Clustering),
+		consumer.WithConsumeFromWhere(consumer.ConsumeFromFirstOffset),
+	}, extra...)
+}
+
+// collector records consumed messages by a key property.
+type collector struct {
+	mu   sync.Mutex
+	msgs map[string][]*primitive.MessageExt
+	n    atomic.Int64
+	ch   chan struct{}
+}
+
+func newCollector() *collector {
+	return &collector{msgs: map[string][]*primitive.MessageExt{}, ch: make(chan struct{}, 1)}
+}
+
+func (c *collector) add(m *primitive.MessageExt) {
+	c.mu.Lock()
+	k := m.GetProperty("seq")
+	c.msgs[k] = append(c.msgs[k], m)
+	c.mu.Unlock()
+	c.n.Add(1)
+	select {
+	case c.ch <- struct{}{}:
+	default:
+	}
+}
+
+// waitFor waits until cond holds or the timeout passes.
+func (c *collector) waitFor(t testing.TB, timeout time.Duration, cond func() bool) bool {
+	t.Helper()
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for !cond() {
+		select {
+		case <-deadline.C:
+			return false
+		case <-c.ch:
+		case <-tick.C:
+		}
+	}
+	return true
+}
+
+func (c *collector) distinct() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.msgs)
+}
+
+func (c *collector) dups() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []string
+	for k, v := range c.msgs {
+		if len(v) > 1 {
+			out = append(out, k)
+		}
+	}
+	return out
+}

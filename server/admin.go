@@ -1,0 +1,88 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+
+	"github.com/rocketstore/rocketstore/broker/config"
+	"github.com/rocketstore/rocketstore/remoting"
+)
+
+// validTopic is TopicValidator's allowed character set.
+var validTopic = regexp.MustCompile(`^[%|a-zA-Z0-9_-]+$`)
+
+// systemTopics may not be created or deleted by tools
+// (TopicValidator.isSystemTopic).
+var systemTopics = map[string]bool{
+	config.DefaultTopic: true, config.SelfTestTopic: true, config.OffsetMovedEventTopic: true,
+	config.ScheduleTopic: true, config.TransHalfTopic: true, "RMQ_SYS_TRANS_OP_HALF_TOPIC": true,
+	"TRANS_CHECK_MAX_TIME_TOPIC": true, "RMQ_SYS_TRACE_TOPIC": true, "BenchmarkTest": true,
+}
+
+func (s *Server) checkAdminTopic(topic string) error {
+	switch {
+	case topic == "":
+		return errors.New("the specified topic is blank")
+	case len(topic) > 127:
+		return errors.New("the specified topic is longer than topic max length 127")
+	case !validTopic.MatchString(topic):
+		return fmt.Errorf("the specified topic[%s] contains illegal characters, allowing only ^[%%|a-zA-Z0-9_-]+$", topic)
+	case topic == s.cfg.ClusterName:
+		return fmt.Errorf("the topic[%s] is conflict with system reserved words", topic)
+	case systemTopics[topic] || strings.HasPrefix(topic, "rmq_sys_"):
+		return fmt.Errorf("the topic[%s] is conflict with system topic", topic)
+	}
+	return nil
+}
+
+// updateAndCreateTopic answers UPDATE_AND_CREATE_TOPIC (17), as the admin
+// package's CreateTopic sends it.
+func (s *Server) updateAndCreateTopic(_ context.Context, _ *remoting.Conn, req *remoting.RemotingCommand) (*remoting.RemotingCommand, error) {
+	f := req.Fields()
+	tc := config.NewTopicConfig(f.String("topic"))
+	tc.ReadQueueNums = int(f.Int32("readQueueNums"))
+	tc.WriteQueueNums = int(f.Int32("writeQueueNums"))
+	tc.Perm = int(f.Int32("perm"))
+	tc.TopicFilterType = f.OptString("topicFilterType", "SINGLE_TAG")
+	tc.TopicSysFlag = int(f.OptInt32("topicSysFlag", 0))
+	tc.Order = f.OptBool("order", false)
+	if err := f.Err(); err != nil {
+		return badRequest(req, err)
+	}
+	if err := s.checkAdminTopic(tc.TopicName); err != nil {
+		return badRequest(req, err)
+	}
+	if tc.Perm < 0 || tc.Perm > 0xF {
+		return badRequest(req, fmt.Errorf("perm %d is not a permission", tc.Perm))
+	}
+	if err := s.b.Topics().Update(tc); err != nil {
+		return badRequest(req, err)
+	}
+	s.log.Info("topic created or updated", "topic", tc.TopicName, "readQueueNums", tc.ReadQueueNums,
+		"writeQueueNums", tc.WriteQueueNums, "perm", tc.Perm)
+	return req.NewResponse(remoting.CodeSuccess, ""), nil
+}
+
+// deleteTopicInBroker answers DELETE_TOPIC_IN_BROKER (215): the topic
+// leaves the topic table, so it has no route and takes no sends. Its
+// stored messages stay until retention removes their files (the engine has
+// no per-topic delete), and deleting a missing topic succeeds, as in
+// RocketMQ.
+func (s *Server) deleteTopicInBroker(_ context.Context, _ *remoting.Conn, req *remoting.RemotingCommand) (*remoting.RemotingCommand, error) {
+	f := req.Fields()
+	topic := f.String("topic")
+	if err := f.Err(); err != nil {
+		return badRequest(req, err)
+	}
+	if err := s.checkAdminTopic(topic); err != nil {
+		return badRequest(req, err)
+	}
+	if err := s.b.Topics().Delete(topic); err != nil && !errors.Is(err, config.ErrNoTopic) {
+		return badRequest(req, err)
+	}
+	s.log.Info("topic deleted", "topic", topic)
+	return req.NewResponse(remoting.CodeSuccess, ""), nil
+}

@@ -1,0 +1,319 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/rocketstore/rocketstore/broker"
+	"github.com/rocketstore/rocketstore/filter"
+	"github.com/rocketstore/rocketstore/remoting"
+)
+
+// member is one client's registration in one consumer group
+// (RocketMQ's ClientChannelInfo).
+type member struct {
+	conn       *remoting.Conn
+	lastUpdate time.Time
+}
+
+// registry is the online consumers by group and client id (the channel
+// tables of RocketMQ's ConsumerManager). The broker keeps the groups'
+// subscriptions; the registry keeps who is connected where, and when each
+// client was last heard from.
+type registry struct {
+	s  *Server
+	mu sync.Mutex
+	// groups: group → client id → member.
+	groups map[string]map[string]*member
+}
+
+func newRegistry(s *Server) *registry {
+	return &registry{s: s, groups: make(map[string]map[string]*member)}
+}
+
+// touch records a heartbeat of clientID for group on conn and reports
+// whether the client is new to the group (a membership change).
+func (r *registry) touch(group, clientID string, c *remoting.Conn, now time.Time) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	g := r.groups[group]
+	if g == nil {
+		g = make(map[string]*member)
+		r.groups[group] = g
+	}
+	m, ok := g[clientID]
+	if !ok {
+		g[clientID] = &member{conn: c, lastUpdate: now}
+		return true
+	}
+	m.conn, m.lastUpdate = c, now
+	return false
+}
+
+// remove drops clientID from group; it reports whether it was there.
+func (r *registry) remove(group, clientID string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.removeLocked(group, clientID)
+}
+
+func (r *registry) removeLocked(group, clientID string) bool {
+	g := r.groups[group]
+	if _, ok := g[clientID]; !ok {
+		return false
+	}
+	delete(g, clientID)
+	if len(g) == 0 {
+		delete(r.groups, group)
+	}
+	return true
+}
+
+// clientIDs returns the group's client ids, sorted.
+func (r *registry) clientIDs(group string) []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	ids := make([]string, 0, len(r.groups[group]))
+	for id := range r.groups[group] {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	return ids
+}
+
+// conns returns the connections of the group's clients.
+func (r *registry) conns(group string) []*remoting.Conn {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make([]*remoting.Conn, 0, len(r.groups[group]))
+	for _, m := range r.groups[group] {
+		out = append(out, m.conn)
+	}
+	return out
+}
+
+// counts returns the number of groups and of (group, client) members.
+func (r *registry) counts() (groups, members int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, g := range r.groups {
+		members += len(g)
+	}
+	return len(r.groups), members
+}
+
+type groupClient struct{ group, clientID string }
+
+// drop removes the members selected by pick, then tells the broker and
+// the groups' remaining clients.
+func (r *registry) drop(pick func(*member) bool, why string) {
+	r.mu.Lock()
+	var gone []groupClient
+	for group, g := range r.groups {
+		for id, m := range g {
+			if pick(m) {
+				gone = append(gone, groupClient{group, id})
+			}
+		}
+	}
+	for _, gc := range gone {
+		r.removeLocked(gc.group, gc.clientID)
+	}
+	r.mu.Unlock()
+	r.s.departed(gone, why)
+}
+
+// connClosed removes the clients whose latest connection was c (RocketMQ's
+// doChannelCloseEvent).
+func (r *registry) connClosed(c *remoting.Conn) {
+	r.drop(func(m *member) bool { return m.conn == c }, "connection closed")
+}
+
+// expire removes clients silent for longer than ChannelExpiry and closes
+// their connections (scanNotActiveChannel).
+func (r *registry) expire() {
+	deadline := r.s.cfg.Now().Add(-r.s.cfg.ChannelExpiry)
+	var stale []*remoting.Conn
+	r.drop(func(m *member) bool {
+		if m.lastUpdate.Before(deadline) {
+			stale = append(stale, m.conn)
+			return true
+		}
+		return false
+	}, "heartbeat expired")
+	for _, c := range stale {
+		_ = c.Close()
+	}
+}
+
+// departed unregisters clients that left, releases their queue locks when
+// they are gone from every group, and notifies each affected group.
+func (s *Server) departed(gone []groupClient, why string) {
+	if len(gone) == 0 {
+		return
+	}
+	groups := map[string]bool{}
+	for _, gc := range gone {
+		s.b.Unregister(gc.clientID, gc.group)
+		s.locks.unlockClient(gc.group, gc.clientID)
+		groups[gc.group] = true
+		s.log.Info("consumer left", "group", gc.group, "clientID", gc.clientID, "reason", why)
+	}
+	for g := range groups {
+		s.notifyIDsChanged(g)
+	}
+}
+
+// notifyIDsChanged sends NOTIFY_CONSUMER_IDS_CHANGED (40), one-way, to
+// every client of group so that they rebalance now rather than on their
+// 20 s timer, unless the group turned notification off.
+func (s *Server) notifyIDsChanged(group string) {
+	if gc, ok, err := s.b.Groups().Find(group); err == nil && ok && !gc.NotifyConsumerIdsChangedEnable {
+		return
+	}
+	for _, c := range s.clients.conns(group) {
+		req := remoting.NewRequest(remoting.CodeNotifyConsumerIDsChanged, nil)
+		req.SetExt("consumerGroup", group)
+		if err := c.InvokeOneway(context.Background(), req); err != nil {
+			s.log.Debug("notify consumer ids changed", "group", group, "err", err)
+		}
+	}
+	if s.metrics != nil {
+		s.metrics.notifies.Inc()
+	}
+}
+
+// heartbeatBody is HeartbeatData as the clients send it.
+type heartbeatBody struct {
+	ClientID        string `json:"clientID"`
+	ConsumerDataSet []struct {
+		GroupName           string `json:"groupName"`
+		ConsumeType         string `json:"consumeType"`
+		MessageModel        string `json:"messageModel"`
+		ConsumeFromWhere    string `json:"consumeFromWhere"`
+		UnitMode            bool   `json:"unitMode"`
+		SubscriptionDataSet []struct {
+			Topic          string `json:"topic"`
+			SubString      string `json:"subString"`
+			SubVersion     int64  `json:"subVersion"`
+			ExpressionType string `json:"expressionType"`
+		} `json:"subscriptionDataSet"`
+	} `json:"consumerDataSet"`
+}
+
+// Bounds on one heartbeat, so that a hostile body cannot make the broker
+// create groups without end.
+const (
+	maxGroupsPerHeartbeat        = 1000
+	maxSubscriptionsPerHeartbeat = 10000
+)
+
+// parseHeartbeat decodes and bounds a heartbeat body.
+func parseHeartbeat(body []byte) (string, []broker.ConsumerData, error) {
+	var hb heartbeatBody
+	if err := json.Unmarshal(body, &hb); err != nil {
+		return "", nil, fmt.Errorf("bad heartbeat body: %w", err)
+	}
+	if hb.ClientID == "" {
+		return "", nil, fmt.Errorf("heartbeat without clientID")
+	}
+	if len(hb.ConsumerDataSet) > maxGroupsPerHeartbeat {
+		return "", nil, fmt.Errorf("heartbeat with %d consumer groups, max %d", len(hb.ConsumerDataSet), maxGroupsPerHeartbeat)
+	}
+	subs := 0
+	out := make([]broker.ConsumerData, 0, len(hb.ConsumerDataSet))
+	for _, cd := range hb.ConsumerDataSet {
+		if cd.GroupName == "" {
+			return "", nil, fmt.Errorf("heartbeat with an unnamed consumer group")
+		}
+		if subs += len(cd.SubscriptionDataSet); subs > maxSubscriptionsPerHeartbeat {
+			return "", nil, fmt.Errorf("heartbeat with more than %d subscriptions", maxSubscriptionsPerHeartbeat)
+		}
+		d := broker.ConsumerData{GroupName: cd.GroupName, UnitMode: cd.UnitMode}
+		if cd.MessageModel == "BROADCASTING" {
+			d.MessageModel = broker.Broadcasting
+		}
+		for _, sd := range cd.SubscriptionDataSet {
+			d.Subscriptions = append(d.Subscriptions, subscription(sd.Topic, sd.SubString, sd.ExpressionType, sd.SubVersion))
+		}
+		out = append(out, d)
+	}
+	return hb.ClientID, out, nil
+}
+
+// subscription builds the broker's SubscriptionData from a heartbeat's
+// entry. A tag expression is parsed here (the client's tag and code sets
+// are not trusted); an expression that names no tag, or another type such
+// as SQL92, is kept as sent and fails at pull time with the Java broker's
+// codes.
+func subscription(topic, sub, typ string, version int64) *filter.SubscriptionData {
+	if typ == "" || typ == filter.ExpressionTypeTag {
+		if sd, err := filter.BuildSubscriptionData(topic, sub); err == nil {
+			sd.SubVersion = version
+			return sd
+		}
+	}
+	return &filter.SubscriptionData{Topic: topic, SubString: sub, SubVersion: version, ExpressionType: typ}
+}
+
+// heartbeat answers HEART_BEAT (34): registers each consumer group's
+// subscriptions with the broker (creating the group and its retry topic as
+// RocketMQ does), records the client's connection and time, and notifies
+// the group when the client is new to it.
+func (s *Server) heartbeat(_ context.Context, c *remoting.Conn, req *remoting.RemotingCommand) (*remoting.RemotingCommand, error) {
+	clientID, consumers, err := parseHeartbeat(req.Body)
+	if err != nil {
+		return badRequest(req, err)
+	}
+	if code, remark := s.b.Heartbeat(clientID, consumers); code != broker.Success {
+		return reply(req, code, remark), nil
+	}
+	now := s.cfg.Now()
+	for _, d := range consumers {
+		if s.clients.touch(d.GroupName, clientID, c, now) {
+			s.log.Info("consumer joined", "group", d.GroupName, "clientID", clientID, "remote", peerString(c))
+			s.notifyIDsChanged(d.GroupName)
+		}
+	}
+	return req.NewResponse(remoting.CodeSuccess, ""), nil
+}
+
+// unregisterClient answers UNREGISTER_CLIENT (35): ext clientID and
+// consumerGroup (producerGroup is accepted and ignored).
+func (s *Server) unregisterClient(_ context.Context, _ *remoting.Conn, req *remoting.RemotingCommand) (*remoting.RemotingCommand, error) {
+	f := req.Fields()
+	clientID := f.String("clientID")
+	group := f.OptString("consumerGroup", "")
+	if err := f.Err(); err != nil {
+		return badRequest(req, err)
+	}
+	if group != "" && s.clients.remove(group, clientID) {
+		s.departed([]groupClient{{group, clientID}}, "unregistered")
+	}
+	return req.NewResponse(remoting.CodeSuccess, ""), nil
+}
+
+// getConsumerList answers GET_CONSUMER_LIST_BY_GROUP (38): body
+// {"consumerIdList":[...]}, or SYSTEM_ERROR when the group has no online
+// client, as the Java broker answers.
+func (s *Server) getConsumerList(_ context.Context, _ *remoting.Conn, req *remoting.RemotingCommand) (*remoting.RemotingCommand, error) {
+	f := req.Fields()
+	group := f.String("consumerGroup")
+	if err := f.Err(); err != nil {
+		return badRequest(req, err)
+	}
+	ids := s.clients.clientIDs(group)
+	if len(ids) == 0 {
+		return req.NewResponse(remoting.CodeSystemError, "no consumer for this group, "+group), nil
+	}
+	return jsonBody(req, struct {
+		ConsumerIDList []string `json:"consumerIdList"`
+	}{ids})
+}
+
+// ConsumerIDs returns the client ids online in group, sorted.
+func (s *Server) ConsumerIDs(group string) []string { return s.clients.clientIDs(group) }

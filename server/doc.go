@@ -1,0 +1,40 @@
+// Package server is a RocketMQ 4.x name server and broker in one process:
+// it maps the remoting protocol's request codes onto the broker layer so
+// that the official RocketMQ clients produce to and consume from a
+// rocketstore store.
+//
+// Roles and codes:
+//
+//	name server  GET_ROUTEINFO_BY_TOPIC 105, GET_BROKER_CLUSTER_INFO 106,
+//	             GET_ALL_TOPIC_LIST_FROM_NAMESERVER 206, DELETE_TOPIC_IN_NAMESRV 216
+//	producer     SEND_MESSAGE 10, SEND_MESSAGE_V2 310, SEND_BATCH_MESSAGE 320
+//	consumer     PULL_MESSAGE 11 (long polling), QUERY_CONSUMER_OFFSET 14,
+//	             UPDATE_CONSUMER_OFFSET 15, SEARCH_OFFSET_BY_TIMESTAMP 29,
+//	             GET_MAX_OFFSET 30, GET_MIN_OFFSET 31, HEART_BEAT 34,
+//	             UNREGISTER_CLIENT 35, CONSUMER_SEND_MSG_BACK 36,
+//	             GET_CONSUMER_LIST_BY_GROUP 38, LOCK_BATCH_MQ 41, UNLOCK_BATCH_MQ 42
+//	tools        QUERY_MESSAGE 12, VIEW_MESSAGE_BY_ID 33,
+//	             UPDATE_AND_CREATE_TOPIC 17, DELETE_TOPIC_IN_BROKER 215
+//	to clients   NOTIFY_CONSUMER_IDS_CHANGED 40 (one-way) when a group's
+//	             membership changes
+//
+// Every other code is answered REQUEST_CODE_NOT_SUPPORTED (3). A request
+// whose header lacks a required field, or has one that does not parse, is
+// answered SYSTEM_ERROR (1) with the field named in the remark, as the Java
+// broker answers a RemotingCommandException.
+//
+// Clients are tracked by heartbeat: a client is registered in the groups
+// of its heartbeat and expires when its connection closes or when it has
+// not sent a heartbeat for Config.ChannelExpiry (RocketMQ: 120 s); either
+// way the group's remaining clients are notified. Orderly consumers lock
+// queues with LOCK_BATCH_MQ; a lock expires after Config.LockExpiry (60 s)
+// without renewal, and the locks of a client whose connection closed are
+// released at once.
+//
+// Concurrency: the remoting layer runs each request in its own goroutine.
+// A pull that finds nothing is held in a goroutine of its own (so held
+// pulls never occupy the connection's request slots) and answered later on
+// the same connection with the request's opaque. Shutdown answers every
+// held pull (SYSTEM_BUSY, so that clients back off and reconnect), lets running requests finish, and closes the
+// connections; it does not close the broker, which the caller owns.
+package server

@@ -1,0 +1,195 @@
+package server
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"strconv"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/rocketstore/rocketstore/broker/schedule"
+	"github.com/rocketstore/rocketstore/engine"
+)
+
+// FileConfig is the YAML configuration file of `rocketstore serve`. Keys
+// are RocketMQ's broker.conf names; only the settings rocketstore
+// supports are accepted, and an unknown key is an error. Absent keys keep
+// RocketMQ's defaults. Durations in RocketMQ's *Interval/*Mills/*Timeout
+// settings are milliseconds, as in broker.conf.
+//
+//	brokerName: broker-a
+//	brokerClusterName: DefaultCluster
+//	brokerIP1: 127.0.0.1        # address advertised in routes
+//	listenPort: 10911           # a separate broker port (default: the name-server address)
+//	storePathRootDir: ./rocketstore-data
+//	flushDiskType: ASYNC_FLUSH  # or SYNC_FLUSH
+//	mapedFileSizeCommitLog: 1073741824
+//	maxMessageSize: 4194304
+//	messageDelayLevel: "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h"
+//	autoCreateTopicEnable: true
+type FileConfig struct {
+	BrokerName                  *string `yaml:"brokerName"`
+	BrokerClusterName           *string `yaml:"brokerClusterName"`
+	BrokerIP1                   *string `yaml:"brokerIP1"`
+	ListenPort                  *int    `yaml:"listenPort"`
+	NamesrvListen               *string `yaml:"namesrvListen"`
+	StorePathRootDir            *string `yaml:"storePathRootDir"`
+	FlushDiskType               *string `yaml:"flushDiskType"`
+	MapedFileSizeCommitLog      *int64  `yaml:"mapedFileSizeCommitLog"`
+	MappedFileSizeCommitLog     *int64  `yaml:"mappedFileSizeCommitLog"`
+	MapedFileSizeConsumeQueue   *int64  `yaml:"mapedFileSizeConsumeQueue"`
+	MappedFileSizeConsumeQueue  *int64  `yaml:"mappedFileSizeConsumeQueue"`
+	MaxMessageSize              *int    `yaml:"maxMessageSize"`
+	MessageDelayLevel           *string `yaml:"messageDelayLevel"`
+	AutoCreateTopicEnable       *bool   `yaml:"autoCreateTopicEnable"`
+	AutoCreateSubscriptionGroup *bool   `yaml:"autoCreateSubscriptionGroup"`
+	DefaultTopicQueueNums       *int    `yaml:"defaultTopicQueueNums"`
+	BrokerPermission            *int    `yaml:"brokerPermission"`
+	LongPollingEnable           *bool   `yaml:"longPollingEnable"`
+	ShortPollingTimeMills       *int64  `yaml:"shortPollingTimeMills"`
+	MessageIndexEnable          *bool   `yaml:"messageIndexEnable"`
+	SyncFlushTimeout            *int64  `yaml:"syncFlushTimeout"`
+	FlushIntervalCommitLog      *int64  `yaml:"flushIntervalCommitLog"`
+	FlushCommitLogLeastPages    *int    `yaml:"flushCommitLogLeastPages"`
+	FlushIntervalConsumeQueue   *int64  `yaml:"flushIntervalConsumeQueue"`
+	FlushConsumerOffsetInterval *int64  `yaml:"flushConsumerOffsetInterval"`
+	FlushDelayOffsetInterval    *int64  `yaml:"flushDelayOffsetInterval"`
+	ServerSocketMaxFrameSize    *int    `yaml:"serverSocketMaxFrameSize"`
+	ServerChannelMaxIdleSeconds *int    `yaml:"serverChannelMaxIdleTimeSeconds"`
+}
+
+// LoadFileConfig reads and strictly decodes a YAML configuration file.
+func LoadFileConfig(path string) (*FileConfig, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	return ParseFileConfig(data)
+}
+
+// ParseFileConfig strictly decodes YAML configuration.
+func ParseFileConfig(data []byte) (*FileConfig, error) {
+	var fc FileConfig
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(&fc); err != nil && !errors.Is(err, io.EOF) {
+		return nil, fmt.Errorf("%w: %v", ErrConfig, err)
+	}
+	return &fc, nil
+}
+
+func ms(v int64) time.Duration { return time.Duration(v) * time.Millisecond }
+
+// Apply sets the configured values in nc. Listen and Dir are set only
+// when the file names them (flags given on the command line win; the
+// caller applies them afterwards).
+func (fc *FileConfig) Apply(nc *NodeConfig) error {
+	set := func(dst *string, v *string) {
+		if v != nil {
+			*dst = *v
+		}
+	}
+	set(&nc.Server.BrokerName, fc.BrokerName)
+	set(&nc.Server.ClusterName, fc.BrokerClusterName)
+	set(&nc.Dir, fc.StorePathRootDir)
+	set(&nc.Listen, fc.NamesrvListen)
+	if fc.ListenPort != nil {
+		host := "127.0.0.1"
+		if fc.BrokerIP1 != nil {
+			host = *fc.BrokerIP1
+		}
+		nc.BrokerListen = net.JoinHostPort(host, strconv.Itoa(*fc.ListenPort))
+	}
+	if fc.BrokerIP1 != nil && fc.ListenPort != nil {
+		nc.Server.BrokerAddr = nc.BrokerListen
+	}
+	sc := &nc.Broker.Store
+	if fc.FlushDiskType != nil {
+		switch *fc.FlushDiskType {
+		case "ASYNC_FLUSH":
+			sc.FlushDiskType = engine.AsyncFlush
+		case "SYNC_FLUSH":
+			sc.FlushDiskType = engine.SyncFlush
+		default:
+			return fmt.Errorf("%w: flushDiskType %q is not ASYNC_FLUSH or SYNC_FLUSH", ErrConfig, *fc.FlushDiskType)
+		}
+	}
+	for _, v := range []*int64{fc.MapedFileSizeCommitLog, fc.MappedFileSizeCommitLog} {
+		if v != nil {
+			sc.CommitLogFileSize = *v
+		}
+	}
+	for _, v := range []*int64{fc.MapedFileSizeConsumeQueue, fc.MappedFileSizeConsumeQueue} {
+		if v != nil {
+			if *v <= 0 || *v%engine.CQUnitSize != 0 {
+				return fmt.Errorf("%w: mapedFileSizeConsumeQueue %d is not a positive multiple of %d", ErrConfig, *v, engine.CQUnitSize)
+			}
+			sc.ConsumeQueueUnits = *v / engine.CQUnitSize
+		}
+	}
+	if fc.MaxMessageSize != nil {
+		sc.MaxMessageSize = *fc.MaxMessageSize
+	}
+	if fc.MessageDelayLevel != nil {
+		levels, err := schedule.ParseLevels(*fc.MessageDelayLevel)
+		if err != nil {
+			return fmt.Errorf("%w: messageDelayLevel: %v", ErrConfig, err)
+		}
+		sc.DelayLevels = levels
+	}
+	if fc.SyncFlushTimeout != nil {
+		sc.SyncFlushTimeout = ms(*fc.SyncFlushTimeout)
+	}
+	if fc.FlushIntervalCommitLog != nil {
+		sc.FlushIntervalCommitLog = ms(*fc.FlushIntervalCommitLog)
+	}
+	if fc.FlushCommitLogLeastPages != nil {
+		sc.FlushCommitLogLeastPages = *fc.FlushCommitLogLeastPages
+	}
+	if fc.FlushIntervalConsumeQueue != nil {
+		sc.FlushIntervalConsumeQueue = ms(*fc.FlushIntervalConsumeQueue)
+	}
+	bc := &nc.Broker
+	if fc.AutoCreateTopicEnable != nil {
+		bc.DisableAutoCreateTopic = !*fc.AutoCreateTopicEnable
+	}
+	if fc.AutoCreateSubscriptionGroup != nil {
+		bc.DisableAutoCreateSubscriptionGroup = !*fc.AutoCreateSubscriptionGroup
+	}
+	if fc.DefaultTopicQueueNums != nil {
+		bc.DefaultTopicQueueNums = *fc.DefaultTopicQueueNums
+	}
+	if fc.BrokerPermission != nil {
+		bc.BrokerPermission = *fc.BrokerPermission
+	}
+	if fc.LongPollingEnable != nil {
+		bc.ShortPolling = !*fc.LongPollingEnable
+	}
+	if fc.ShortPollingTimeMills != nil {
+		bc.ShortPollingTime = ms(*fc.ShortPollingTimeMills)
+	}
+	if fc.MessageIndexEnable != nil {
+		bc.DisableMessageIndex = !*fc.MessageIndexEnable
+	}
+	if fc.FlushConsumerOffsetInterval != nil {
+		bc.FlushConsumerOffsetInterval = ms(*fc.FlushConsumerOffsetInterval)
+	}
+	if fc.FlushDelayOffsetInterval != nil {
+		bc.FlushDelayOffsetInterval = ms(*fc.FlushDelayOffsetInterval)
+	}
+	if fc.ServerSocketMaxFrameSize != nil {
+		nc.Server.Remoting.MaxFrameSize = *fc.ServerSocketMaxFrameSize
+	}
+	if fc.ServerChannelMaxIdleSeconds != nil {
+		nc.Server.Remoting.IdleTimeout = time.Duration(*fc.ServerChannelMaxIdleSeconds) * time.Second
+	}
+	if err := nc.Broker.Validate(); err != nil {
+		return err
+	}
+	return nc.Server.Validate()
+}

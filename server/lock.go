@@ -1,0 +1,171 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/rocketstore/rocketstore/remoting"
+)
+
+// messageQueue is RocketMQ's MessageQueue in JSON.
+type messageQueue struct {
+	Topic      string `json:"topic"`
+	BrokerName string `json:"brokerName"`
+	QueueID    int    `json:"queueId"`
+}
+
+// lockBatchBody is LockBatchRequestBody / UnlockBatchRequestBody.
+type lockBatchBody struct {
+	ConsumerGroup string         `json:"consumerGroup"`
+	ClientID      string         `json:"clientId"`
+	MQSet         []messageQueue `json:"mqSet"`
+}
+
+type lockEntry struct {
+	clientID   string
+	lastUpdate time.Time
+}
+
+// lockManager is RocketMQ's RebalanceLockManager: a queue is locked by
+// one client of a group until the client unlocks it or stops renewing it
+// for the lock expiry.
+type lockManager struct {
+	expiry time.Duration
+	now    func() time.Time
+	mu     sync.Mutex
+	table  map[string]map[messageQueue]*lockEntry // group → queue → holder
+}
+
+func newLockManager(expiry time.Duration, now func() time.Time) *lockManager {
+	return &lockManager{expiry: expiry, now: now, table: make(map[string]map[messageQueue]*lockEntry)}
+}
+
+// tryLockBatch locks (or renews) each queue for clientID unless another
+// live client holds it, and returns the queues clientID now holds.
+func (m *lockManager) tryLockBatch(group, clientID string, mqs []messageQueue) []messageQueue {
+	now := m.now()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	g := m.table[group]
+	if g == nil {
+		g = make(map[messageQueue]*lockEntry)
+		m.table[group] = g
+	}
+	out := make([]messageQueue, 0, len(mqs))
+	for _, mq := range mqs {
+		e := g[mq]
+		switch {
+		case e == nil:
+			g[mq] = &lockEntry{clientID: clientID, lastUpdate: now}
+		case e.clientID == clientID || now.Sub(e.lastUpdate) > m.expiry:
+			e.clientID, e.lastUpdate = clientID, now
+		default:
+			continue
+		}
+		out = append(out, mq)
+	}
+	return out
+}
+
+// unlockBatch releases the queues clientID holds among mqs.
+func (m *lockManager) unlockBatch(group, clientID string, mqs []messageQueue) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	g := m.table[group]
+	for _, mq := range mqs {
+		if e := g[mq]; e != nil && e.clientID == clientID {
+			delete(g, mq)
+		}
+	}
+	if len(g) == 0 {
+		delete(m.table, group)
+	}
+}
+
+// unlockClient releases every queue clientID holds in group; a client
+// that left cannot renew them, and its successor should not wait for the
+// expiry.
+func (m *lockManager) unlockClient(group, clientID string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	g := m.table[group]
+	for mq, e := range g {
+		if e.clientID == clientID {
+			delete(g, mq)
+		}
+	}
+	if len(g) == 0 {
+		delete(m.table, group)
+	}
+}
+
+// expire drops locks past their expiry, so the table does not keep
+// queues of groups that are gone.
+func (m *lockManager) expire() {
+	now := m.now()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for group, g := range m.table {
+		for mq, e := range g {
+			if now.Sub(e.lastUpdate) > m.expiry {
+				delete(g, mq)
+			}
+		}
+		if len(g) == 0 {
+			delete(m.table, group)
+		}
+	}
+}
+
+// maxLockBatch bounds the queues of one lock request.
+const maxLockBatch = 10000
+
+func parseLockBody(body []byte) (lockBatchBody, error) {
+	var lb lockBatchBody
+	if err := json.Unmarshal(body, &lb); err != nil {
+		return lb, fmt.Errorf("bad lock batch body: %w", err)
+	}
+	switch {
+	case lb.ConsumerGroup == "" || lb.ClientID == "":
+		return lb, fmt.Errorf("lock batch body without consumerGroup or clientId")
+	case len(lb.MQSet) > maxLockBatch:
+		return lb, fmt.Errorf("lock batch of %d queues, max %d", len(lb.MQSet), maxLockBatch)
+	}
+	return lb, nil
+}
+
+// lockBatchMQ answers LOCK_BATCH_MQ (41): body {"lockOKMQSet":[...]}.
+func (s *Server) lockBatchMQ(_ context.Context, _ *remoting.Conn, req *remoting.RemotingCommand) (*remoting.RemotingCommand, error) {
+	lb, err := parseLockBody(req.Body)
+	if err != nil {
+		return badRequest(req, err)
+	}
+	locked := s.locks.tryLockBatch(lb.ConsumerGroup, lb.ClientID, lb.MQSet)
+	return jsonBody(req, struct {
+		LockOKMQSet []messageQueue `json:"lockOKMQSet"`
+	}{locked})
+}
+
+// unlockBatchMQ answers UNLOCK_BATCH_MQ (42).
+func (s *Server) unlockBatchMQ(_ context.Context, _ *remoting.Conn, req *remoting.RemotingCommand) (*remoting.RemotingCommand, error) {
+	lb, err := parseLockBody(req.Body)
+	if err != nil {
+		return badRequest(req, err)
+	}
+	s.locks.unlockBatch(lb.ConsumerGroup, lb.ClientID, lb.MQSet)
+	return req.NewResponse(remoting.CodeSuccess, ""), nil
+}
+
+// LockedQueues returns the queues locked in group and their holders.
+func (s *Server) LockedQueues(group string) map[string]string {
+	s.locks.mu.Lock()
+	defer s.locks.mu.Unlock()
+	out := make(map[string]string)
+	for mq, e := range s.locks.table[group] {
+		out[fmt.Sprintf("%s@%d", mq.Topic, mq.QueueID)] = e.clientID
+	}
+	return out
+}

@@ -1,0 +1,141 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/rocketstore/rocketstore/broker"
+	"github.com/rocketstore/rocketstore/remoting"
+)
+
+// maxPullBatch caps a pull's maxMsgNums (clients send 32; the store's
+// transfer limits cap a result at 32 messages anyway).
+const maxPullBatch = 1024
+
+// pullHeader decodes PullMessageRequestHeader.
+func (s *Server) pullHeader(req *remoting.RemotingCommand) (*broker.PullRequest, error) {
+	f := req.Fields()
+	pr := &broker.PullRequest{
+		ConsumerGroup:        f.String("consumerGroup"),
+		Topic:                f.String("topic"),
+		QueueID:              f.Int32("queueId"),
+		QueueOffset:          f.Int64("queueOffset"),
+		MaxMsgNums:           f.Int32("maxMsgNums"),
+		SysFlag:              broker.PullSysFlag(f.Int32("sysFlag")),
+		CommitOffset:         f.Int64("commitOffset"),
+		SuspendTimeoutMillis: f.Int64("suspendTimeoutMillis"),
+		Subscription:         f.OptString("subscription", ""),
+		SubVersion:           f.OptInt64("subVersion", 0),
+		ExpressionType:       f.OptString("expressionType", ""),
+	}
+	if err := f.Err(); err != nil {
+		return nil, err
+	}
+	if pr.MaxMsgNums <= 0 {
+		return nil, fmt.Errorf("%w: maxMsgNums %d must be positive", remoting.ErrBadField, pr.MaxMsgNums)
+	}
+	pr.MaxMsgNums = min(pr.MaxMsgNums, maxPullBatch)
+	pr.SuspendTimeoutMillis = max(0, min(pr.SuspendTimeoutMillis, s.cfg.MaxSuspend.Milliseconds()))
+	return pr, nil
+}
+
+// pullMessage answers PULL_MESSAGE (11). A pull that may be held (the
+// SUSPEND flag) runs in its own goroutine and is answered later on the
+// connection with the request's opaque; the handler returns at once so
+// that held pulls never use up the connection's request slots.
+func (s *Server) pullMessage(ctx context.Context, c *remoting.Conn, req *remoting.RemotingCommand) (*remoting.RemotingCommand, error) {
+	pr, err := s.pullHeader(req)
+	if err != nil {
+		return badRequest(req, err)
+	}
+	pr.ClientHost = peerString(c)
+	if pr.SysFlag.Has(broker.FlagSuspend) && !s.beginHeld(c) {
+		// Shutting down, or this connection holds too many: answer now.
+		pr.SysFlag &^= broker.FlagSuspend
+	}
+	if !pr.SysFlag.Has(broker.FlagSuspend) {
+		resp, err := s.b.Pull(ctx, pr)
+		return s.pullResponse(req, pr, resp, err), nil
+	}
+	go func() {
+		defer s.endHeld(c)
+		// Held until an arrival, the timeout, the connection closing or
+		// Shutdown.
+		pctx, cancel := context.WithCancel(c.Context())
+		defer cancel()
+		stop := context.AfterFunc(s.pullCtx, cancel)
+		defer stop()
+		resp, err := s.b.Pull(pctx, pr)
+		if c.Context().Err() != nil {
+			return // nobody to answer
+		}
+		if err := c.WriteResponse(s.pullResponse(req, pr, resp, err)); err != nil {
+			s.log.Debug("answer held pull", "err", err, "remote", peerString(c))
+		}
+	}()
+	return nil, nil
+}
+
+// beginHeld admits one more held pull for c, unless the server is shutting
+// down or c already holds MaxHeldPullsPerConn.
+func (s *Server) beginHeld(c *remoting.Conn) bool {
+	s.pullMu.Lock()
+	defer s.pullMu.Unlock()
+	if s.closing || s.heldByConn[c.ID()] >= s.cfg.MaxHeldPullsPerConn {
+		return false
+	}
+	s.heldByConn[c.ID()]++
+	s.pullWG.Add(1)
+	return true
+}
+
+func (s *Server) endHeld(c *remoting.Conn) {
+	s.pullMu.Lock()
+	if s.heldByConn[c.ID()]--; s.heldByConn[c.ID()] <= 0 {
+		delete(s.heldByConn, c.ID())
+	}
+	s.pullMu.Unlock()
+	s.pullWG.Done()
+}
+
+// pullResponse builds the answer: the broker's code and remark, the four
+// offsets the client parses and the records. A pull released by Shutdown
+// or by the broker closing is answered SYSTEM_BUSY: the Go client then
+// waits 3 s before pulling again, by which time it reconnects. (Answered
+// PULL_NOT_FOUND it re-pulls at once on the closing connection, which is
+// no longer read, and that pull hangs until the client's 30 s timeout.)
+func (s *Server) pullResponse(req *remoting.RemotingCommand, pr *broker.PullRequest, r *broker.PullResponse, err error) *remoting.RemotingCommand {
+	if err != nil {
+		if !errors.Is(err, broker.ErrClosed) && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
+			return req.NewResponse(remoting.CodeSystemError, err.Error())
+		}
+		r = &broker.PullResponse{Code: broker.SystemBusy, Remark: errShuttingDown.Error(),
+			NextBeginOffset: pr.QueueOffset}
+		if !errors.Is(err, broker.ErrClosed) {
+			r.MinOffset = s.b.Store().MinOffsetInQueue(pr.Topic, pr.QueueID)
+			r.MaxOffset = s.b.Store().MaxOffsetInQueue(pr.Topic, pr.QueueID)
+		}
+	}
+	if s.metrics != nil {
+		s.metrics.pull(r)
+	}
+	resp := reply(req, r.Code, r.Remark)
+	resp.SetExtInt("suggestWhichBrokerId", r.SuggestWhichBrokerID)
+	resp.SetExtInt("nextBeginOffset", r.NextBeginOffset)
+	resp.SetExtInt("minOffset", r.MinOffset)
+	resp.SetExtInt("maxOffset", r.MaxOffset)
+	resp.Body = r.Body
+	return resp
+}
+
+// heldPulls returns the number of pulls the server holds now.
+func (s *Server) heldPulls() int {
+	s.pullMu.Lock()
+	defer s.pullMu.Unlock()
+	n := 0
+	for _, v := range s.heldByConn {
+		n += v
+	}
+	return n
+}

@@ -1,0 +1,184 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/rocketstore/rocketstore/broker"
+	"github.com/rocketstore/rocketstore/remoting"
+)
+
+// Server is the name-server and broker roles over one broker.Broker.
+type Server struct {
+	b       *broker.Broker
+	cfg     Config
+	log     *slog.Logger
+	mux     *remoting.Mux
+	rs      *remoting.Server
+	clients *registry
+	locks   *lockManager
+	metrics *Metrics
+
+	brokerAddr atomic.Pointer[string]
+
+	// Held pulls. Invariant: once closing is set under pullMu no pull is
+	// added to pullWG, so Shutdown can wait for the held ones.
+	pullMu     sync.Mutex
+	closing    bool
+	heldByConn map[uint64]int // connection id → pulls held for it
+	pullWG     sync.WaitGroup
+	pullCtx    context.Context
+	pullCancel context.CancelFunc
+
+	stop      chan struct{}
+	done      chan struct{}
+	closeOnce sync.Once
+}
+
+// New returns a server for b; it serves nothing until Listen or Serve.
+// The caller keeps ownership of b and closes it after Shutdown or Close.
+func New(b *broker.Broker, cfg Config) (*Server, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg = cfg.withDefaults()
+	s := &Server{b: b, cfg: cfg, log: cfg.Logger, mux: remoting.NewMux(), metrics: cfg.Metrics,
+		locks: newLockManager(cfg.LockExpiry, cfg.Now), stop: make(chan struct{}), done: make(chan struct{})}
+	s.clients = newRegistry(s)
+	s.pullCtx, s.pullCancel = context.WithCancel(context.Background())
+	s.heldByConn = make(map[uint64]int)
+	if cfg.BrokerAddr != "" {
+		a := cfg.BrokerAddr
+		s.brokerAddr.Store(&a)
+	}
+	s.register()
+	opts := cfg.Remoting
+	userClose := opts.OnClose
+	opts.OnClose = func(c *remoting.Conn, reason error) {
+		s.clients.connClosed(c)
+		if userClose != nil {
+			userClose(c, reason)
+		}
+	}
+	rs, err := remoting.NewServer(s.handler(), opts)
+	if err != nil {
+		return nil, err
+	}
+	s.rs = rs
+	if s.metrics != nil {
+		s.metrics.attach(s)
+	}
+	go s.housekeeping()
+	return s, nil
+}
+
+// handler wraps the mux with metrics.
+func (s *Server) handler() remoting.Handler {
+	if s.metrics == nil {
+		return s.mux
+	}
+	return remoting.HandlerFunc(func(ctx context.Context, c *remoting.Conn, req *remoting.RemotingCommand) (*remoting.RemotingCommand, error) {
+		s.metrics.request(req.Code)
+		return s.mux.Handle(ctx, c, req)
+	})
+}
+
+// Listen binds addr and serves it in the background. The first listener's
+// address becomes the advertised broker address unless Config.BrokerAddr
+// set one.
+func (s *Server) Listen(addr string) (net.Addr, error) {
+	a, err := s.rs.Listen(addr)
+	if err != nil {
+		return nil, err
+	}
+	s.advertise(a)
+	return a, nil
+}
+
+// Serve serves ln until the server closes (see Listen for the address).
+func (s *Server) Serve(ln net.Listener) error {
+	s.advertise(ln.Addr())
+	return s.rs.Serve(ln)
+}
+
+func (s *Server) advertise(a net.Addr) {
+	str := a.String()
+	s.brokerAddr.CompareAndSwap(nil, &str)
+}
+
+// BrokerAddr returns the address routes advertise.
+func (s *Server) BrokerAddr() string {
+	if p := s.brokerAddr.Load(); p != nil {
+		return *p
+	}
+	return ""
+}
+
+// Remoting returns the transport server (for its Stats).
+func (s *Server) Remoting() *remoting.Server { return s.rs }
+
+// Broker returns the broker the server serves.
+func (s *Server) Broker() *broker.Broker { return s.b }
+
+// Shutdown answers every held pull, stops accepting connections and
+// reading requests, lets the running requests answer, and closes the
+// connections. If ctx ends first the connections are closed at once and
+// ctx's error returned. The broker stays open.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.stopPulls()
+	err := s.rs.Shutdown(ctx)
+	s.stopHousekeeping()
+	return err
+}
+
+// Close closes every connection at once, dropping held pulls, and waits
+// for the server's goroutines. The broker stays open.
+func (s *Server) Close() error {
+	s.stopPulls()
+	err := s.rs.Close()
+	s.stopHousekeeping()
+	return err
+}
+
+// stopPulls releases the held pulls, which answer SYSTEM_BUSY, and
+// waits until their answers are queued.
+func (s *Server) stopPulls() {
+	s.pullMu.Lock()
+	s.closing = true
+	s.pullMu.Unlock()
+	s.pullCancel()
+	s.pullWG.Wait()
+}
+
+func (s *Server) stopHousekeeping() {
+	s.closeOnce.Do(func() { close(s.stop) })
+	<-s.done
+}
+
+// housekeeping expires silent clients and stale locks
+// (ClientHousekeepingService).
+func (s *Server) housekeeping() {
+	defer close(s.done)
+	t := time.NewTicker(s.cfg.ScanInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.stop:
+			return
+		case <-t.C:
+			s.clients.expire()
+			s.locks.expire()
+		}
+	}
+}
+
+// errShuttingDown is the remark of pulls answered by Shutdown.
+var errShuttingDown = errors.New("server: shutting down")
+
+// Config returns the server's configuration, with defaults applied.
+func (s *Server) Config() Config { return s.cfg }
