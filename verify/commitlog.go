@@ -1,0 +1,143 @@
+package verify
+
+import (
+	"errors"
+
+	"github.com/rocketstore/rocketstore/engine/record"
+)
+
+// commitLog is the CommitLog as the checker sees it.
+type commitLog struct {
+	files *fileQueue
+	// validEnd[i] is the offset up to which file i holds checked records;
+	// units pointing past it cannot be matched.
+	validEnd []int64
+}
+
+func (c *checker) openCommitLog() error {
+	q, err := c.openFileQueue(commitLogDir, c.opts.CommitLogFileSize, 1)
+	if err != nil {
+		return err
+	}
+	c.log = &commitLog{files: q, validEnd: make([]int64, len(q.files))}
+	c.rep.CommitLogFiles, c.rep.CommitLogFileSize = len(q.files), q.size
+	c.rep.MinOffset = q.minOffset()
+	c.rep.MaxOffset = c.rep.MinOffset
+	return nil
+}
+
+// scanCommitLog checks every record of every file, in order, and matches
+// each dispatchable record against its ConsumeQueue unit.
+func (c *checker) scanCommitLog() {
+	ended := false // the data ended (zero bytes) in an earlier file
+	for i, f := range c.log.files.files {
+		b := f.seg.View(0, c.log.files.size)
+		if ended {
+			// Recovery drops everything after the first hole, so bytes
+			// here would be lost or, worse, resurrected.
+			if j := firstNonZero(b); j >= 0 {
+				c.violation(KindTail, f.name, int64(j), "data after the end of the commitlog at offset %d", c.rep.MaxOffset)
+			}
+			c.log.validEnd[i] = f.from
+			c.progress.advance(int64(len(b)))
+			continue
+		}
+		start := c.progress.done
+		end, zeros := c.scanFile(f, b)
+		c.log.validEnd[i] = f.from + end
+		ended = zeros
+		// scanFile counted the records; count the rest of the file.
+		c.progress.advance(int64(len(b)) - (c.progress.done - start))
+	}
+}
+
+// scanFile checks the records of one file. It returns the position after
+// the last good record and whether the data ended there in zero bytes.
+func (c *checker) scanFile(f segFile, b []byte) (end int64, zeros bool) {
+	size := int64(len(b))
+	for pos := int64(0); ; {
+		if pos == size {
+			c.violation(KindBlank, f.name, pos, "file is full but does not end with a BLANK record")
+			return pos, false
+		}
+		info, err := record.Check(b[pos:], -1, false)
+		switch {
+		case errors.Is(err, record.ErrNoRecord):
+			if j := firstNonZero(b[pos:]); j >= 0 {
+				c.violation(KindTail, f.name, pos+int64(j), "non-zero bytes after the end of the data at %d", f.from+pos)
+			}
+			return pos, true
+		case err != nil:
+			c.violation(KindRecord, f.name, pos, "%v; the rest of the file is not checked", err)
+			return pos, false
+		case info.Blank:
+			if pos+int64(info.Size) != size {
+				c.violation(KindBlank, f.name, pos, "BLANK record of %d bytes ends at %d, not at the end of the file (%d)",
+					info.Size, pos+int64(info.Size), size)
+				return pos, false
+			}
+			c.rep.Blanks++
+			c.rep.MaxOffset = f.from + size
+			return size, false
+		}
+		c.checkRecord(f, pos, &info)
+		pos += int64(info.Size)
+		c.progress.advance(int64(info.Size))
+	}
+}
+
+// checkRecord checks the fields of a structurally valid message record at
+// pos of f and its ConsumeQueue unit.
+func (c *checker) checkRecord(f segFile, pos int64, info *record.Info) {
+	off := f.from + pos
+	c.rep.Records++
+	if info.PhysicalOffset != off {
+		c.violation(KindPhysicalOffset, f.name, pos, "PHYSICALOFFSET %d, want %d (stale or misplaced bytes)", info.PhysicalOffset, off)
+	}
+	if crc := record.BodyCRC(info.Body); crc != info.BodyCRC {
+		c.violation(KindCRC, f.name, pos, "BODYCRC %08x, body hashes to %08x", info.BodyCRC, crc)
+	}
+	// Stored under the put lock, so never decreasing; abnormal recovery
+	// picks its start file by these timestamps.
+	if info.StoreTimestamp < c.rep.LastStoreTimestamp {
+		c.violation(KindRecord, f.name, pos, "STORETIMESTAMP %d is before the previous record's %d", info.StoreTimestamp, c.rep.LastStoreTimestamp)
+	}
+	c.rep.LastStoreTimestamp = max(c.rep.LastStoreTimestamp, info.StoreTimestamp)
+	c.rep.MaxOffset = off + int64(info.Size)
+	if !dispatchable(info.SysFlag) {
+		return
+	}
+	c.rep.Dispatchable++
+	c.matchRecord(f, pos, info)
+}
+
+// dispatchable reports whether a record belongs in a ConsumeQueue:
+// prepared and rolled-back transaction records do not.
+func dispatchable(sysFlag int32) bool {
+	t := record.TransactionType(sysFlag)
+	return t != record.TransactionPrepared && t != record.TransactionRollback
+}
+
+// matchRecord checks that the record's queue holds, at the record's queue
+// offset, a unit pointing at it, and marks that unit as matched.
+func (c *checker) matchRecord(f segFile, pos int64, info *record.Info) {
+	q := c.queues[string(info.Topic)][info.QueueID]
+	if q == nil {
+		c.violation(KindMissing, f.name, pos, "%s/%d has no consume queue (record has queue offset %d)",
+			info.Topic, info.QueueID, info.QueueOffset)
+		return
+	}
+	idx := info.QueueOffset
+	u, ok := q.unit(idx)
+	if !ok {
+		c.violation(KindMissing, f.name, pos, "queue offset %d is not in consume queue %s/%d (it holds %d..%d)",
+			idx, q.topic, q.id, q.prefix, q.end)
+		return
+	}
+	want := unit{offset: f.from + pos, size: info.Size, tagsCode: c.tagsCode(info)}
+	if u != want {
+		c.violation(KindMissing, f.name, pos, "unit %d of %s/%d is %v, want %v", idx, q.topic, q.id, u, want)
+		return
+	}
+	q.mark(idx)
+}
