@@ -5,6 +5,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/rocketstore/rocketstore/backend"
 )
@@ -172,7 +173,7 @@ func (fsys *FS) readDir(op, dir string, keep func(fs.FileMode) bool) ([]string, 
 	}
 	names := make([]string, 0, len(entries))
 	for _, e := range entries { // sorted by name, as the contract wants
-		if keep(e.Type()) {
+		if keep(e.Type()) && !strings.HasSuffix(e.Name(), creatingSuffix) {
 			names = append(names, e.Name())
 		}
 	}

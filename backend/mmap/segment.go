@@ -49,24 +49,43 @@ type Adviser interface {
 // pageSize is the granularity of msync and of the mapping.
 var pageSize = int64(os.Getpagesize())
 
-// createSegment creates, preallocates and maps the file at path. On failure
-// it removes the file again, so that a retry does not fail with ErrExist.
+// creatingSuffix names a file while it is being preallocated. A process
+// killed between creating a file and preallocating it must not leave a
+// short file under the real name (the store would refuse to open), so the
+// file gets its real name only once it has its full size. List hides such
+// leftovers and the next Create of the name removes them.
+const creatingSuffix = ".creating"
+
+// createSegment creates, preallocates and maps the file at path. The file
+// appears under path only at its full size: it is built under a temporary
+// name and hard-linked into place, which also fails (with ErrExist) if path
+// exists, exactly like O_EXCL. On failure nothing is left under path.
 func createSegment(name, path string, size int64) (*segment, error) {
 	if size < 0 || size > math.MaxInt {
 		return nil, fmt.Errorf("mmap: create %s: size %d: %w", path, size, backend.ErrRange)
 	}
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, filePerm)
+	if _, err := os.Lstat(path); err == nil {
+		return nil, wrap("create", path, os.ErrExist)
+	}
+	tmp := path + creatingSuffix
+	_ = os.Remove(tmp) // left by a process killed mid-create
+	f, err := os.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_EXCL, filePerm)
 	if err != nil {
 		return nil, wrap("create", path, err)
 	}
+	defer os.Remove(tmp)
 	var seg *segment
 	err = preallocate(f, size)
 	if err == nil {
-		seg, err = mapFile(name, path, f, size, false)
+		err = os.Link(tmp, path)
+	}
+	if err == nil {
+		if seg, err = mapFile(name, path, f, size, false); err != nil {
+			_ = os.Remove(path)
+		}
 	}
 	if err != nil {
 		_ = f.Close()
-		_ = os.Remove(path)
 		return nil, wrap("create", path, err)
 	}
 	return seg, nil

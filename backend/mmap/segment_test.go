@@ -182,3 +182,32 @@ func allocated(t *testing.T, path string) int64 {
 	}
 	return st.Blocks * 512 // st_blocks counts 512-byte units whatever the block size
 }
+
+// A process killed while creating a file leaves only a hidden temporary
+// file: never a short file under the real name.
+func TestCreateLeftoverIsHiddenAndReplaced(t *testing.T) {
+	dir := t.TempDir()
+	fsys, err := New(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// What a kill between open and preallocate leaves behind.
+	if err := os.WriteFile(filepath.Join(dir, "00000000000000000000"+creatingSuffix), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	names, err := fsys.List("")
+	if err != nil || len(names) != 0 {
+		t.Fatalf("List = %v, %v; want the leftover hidden", names, err)
+	}
+	seg, err := fsys.Create("00000000000000000000", 8192)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer seg.Close()
+	if size, err := fsys.Stat("00000000000000000000"); err != nil || size != 8192 {
+		t.Fatalf("Stat = %d, %v", size, err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "00000000000000000000"+creatingSuffix)); !os.IsNotExist(err) {
+		t.Fatalf("temporary file still there: %v", err)
+	}
+}
