@@ -47,13 +47,16 @@ type Parser struct {
 	// DelayLevels are the delay durations of levels 1..n, for the deliver
 	// time of schedule-topic messages.
 	DelayLevels []time.Duration
+	// NoPhysicalOffsetCheck accepts records whose PHYSICALOFFSET is not
+	// their position: for the engine's broken-variant tests only.
+	NoPhysicalOffsetCheck bool
 }
 
 // Parse checks the record at the start of buf, expected at CommitLog
 // offset pos, and returns it as a Request. For a BLANK record it returns
 // blank = true and the size it fills. Errors come from record.Check.
 func (p *Parser) Parse(buf []byte, pos int64, checkCRC bool) (req Request, size int32, blank bool, err error) {
-	info, err := record.Check(buf, pos, checkCRC)
+	info, err := record.CheckWith(buf, pos, record.Checks{CRC: checkCRC, NoPhysicalOffset: p.NoPhysicalOffsetCheck})
 	if err != nil {
 		return req, info.Size, false, err
 	}

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"path"
 	"sync"
 
 	"github.com/rocketstore/rocketstore/backend"
@@ -41,6 +42,11 @@ func openCheckpoint(fs backend.FS, name string, now int64) (cp *StoreCheckpoint,
 	if errors.Is(err, backend.ErrNotExist) {
 		if seg, err = fs.Create(name, checkpointSize); err != nil {
 			return nil, false, fmt.Errorf("create checkpoint %s: %w", name, err)
+		}
+		// Its first flush must not be lost with its name.
+		if err := fs.SyncDir(path.Dir(name)); err != nil {
+			seg.Close()
+			return nil, false, fmt.Errorf("%w: sync dir of checkpoint %s: %v", ErrFlushFailed, name, err)
 		}
 		return &StoreCheckpoint{seg: seg}, false, nil
 	}

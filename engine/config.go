@@ -100,6 +100,29 @@ type Config struct {
 	// Now returns the current time in milliseconds (time.Now). Tests use
 	// it to control store timestamps.
 	Now func() int64
+	// Unsafe is for tests only: each field disables one safety step so
+	// that the crash tests can show they catch its absence. Never set it
+	// on a real store.
+	Unsafe Unsafe
+}
+
+// Unsafe is for tests only: each field disables one safety step so that
+// the crash tests can show they catch its absence (proptest's
+// -brokenvariants). The zero value disables nothing.
+type Unsafe struct {
+	// NoTailZeroing keeps the stale bytes past the recovered CommitLog
+	// end instead of zeroing and syncing them.
+	NoTailZeroing bool
+	// NoPhysicalOffsetCheck accepts a record whose PHYSICALOFFSET is not
+	// its position (recovery and dispatch).
+	NoPhysicalOffsetCheck bool
+	// NoMaxPhysicOffsetCheck drops the ConsumeQueue's maxPhysicOffset
+	// idempotency check, so that replayed records rely on the queue-index
+	// check alone.
+	NoMaxPhysicOffsetCheck bool
+	// NoCRCCheck skips the body CRC check on recovery (as
+	// SkipCRCOnRecover).
+	NoCRCCheck bool
 }
 
 // Default values, as in RocketMQ 4.9.4.

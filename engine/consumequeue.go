@@ -60,6 +60,9 @@ type ConsumeQueue struct {
 	minLogicOffset atomic.Int64
 
 	buf [CQUnitSize]byte // owned by the dispatcher goroutine
+
+	// noMaxPhysicOffsetCheck is Config.Unsafe.NoMaxPhysicOffsetCheck.
+	noMaxPhysicOffsetCheck bool
 }
 
 func newConsumeQueue(fs backend.FS, root, topic string, queueID int32, units int64) *ConsumeQueue {
@@ -99,7 +102,7 @@ func (cq *ConsumeQueue) RollNextFile(index int64) int64 {
 // for an index already written, is skipped (RocketMQ's
 // putMessagePositionInfo). It returns true when the unit is in place.
 func (cq *ConsumeQueue) putMessagePositionInfo(offset int64, size int32, tagsCode, cqOffset int64) (bool, error) {
-	if offset+int64(size) <= cq.maxPhysicOffset.Load() {
+	if offset+int64(size) <= cq.maxPhysicOffset.Load() && !cq.noMaxPhysicOffsetCheck {
 		return true, nil
 	}
 	expect := cqOffset * CQUnitSize

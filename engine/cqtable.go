@@ -41,9 +41,15 @@ func (t *consumeQueueTable) findOrCreate(s *Store, topic []byte, queueID int32) 
 	if err := checkTopicName(name); err != nil {
 		return nil, err
 	}
-	cq := newConsumeQueue(s.fs, consumeQueueDir, name, queueID, s.cfg.ConsumeQueueUnits)
+	cq := s.newConsumeQueue(name, queueID)
 	t.add(cq)
 	return cq, nil
+}
+
+func (s *Store) newConsumeQueue(topic string, queueID int32) *ConsumeQueue {
+	cq := newConsumeQueue(s.fs, consumeQueueDir, topic, queueID, s.cfg.ConsumeQueueUnits)
+	cq.noMaxPhysicOffsetCheck = s.cfg.Unsafe.NoMaxPhysicOffsetCheck
+	return cq
 }
 
 // checkTopicName refuses topics that cannot be a directory name.
@@ -107,7 +113,7 @@ func (s *Store) loadConsumeQueues() error {
 			if err != nil || qid < 0 {
 				return fmt.Errorf("%w: consume queue directory %s/%s/%s is not a queue id", ErrCorruptStore, consumeQueueDir, topic, id)
 			}
-			cq := newConsumeQueue(s.fs, consumeQueueDir, topic, int32(qid), s.cfg.ConsumeQueueUnits)
+			cq := s.newConsumeQueue(topic, int32(qid))
 			if err := cq.q.load(); err != nil {
 				return err
 			}

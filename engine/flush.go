@@ -24,6 +24,11 @@ func (s *Store) FlushCommitLog(leastPages int) error {
 
 // flushCommitLog is FlushCommitLog for the store's own services and Close.
 func (s *Store) flushCommitLog(leastPages int) error {
+	if e := s.failed.Load(); e != nil {
+		// A sync failed before: pages it dropped may be lost for good,
+		// so no later flush can vouch for what was written.
+		return fmt.Errorf("%w: %w", ErrReadOnly, *e)
+	}
 	q := s.commitLog.q
 	for {
 		unchanged, err := q.flush(leastPages)
@@ -57,6 +62,11 @@ func (s *Store) FlushConsumeQueues(leastPages int) error {
 
 // flushConsumeQueues is FlushConsumeQueues for the services and Close.
 func (s *Store) flushConsumeQueues(leastPages int) error {
+	if e := s.failed.Load(); e != nil {
+		// As for the CommitLog: after a failed sync nothing may be
+		// vouched for, least of all by a new checkpoint.
+		return fmt.Errorf("%w: %w", ErrReadOnly, *e)
+	}
 	logics := s.checkpoint.logics()
 	err := s.queues.all(func(cq *ConsumeQueue) error {
 		if leastPages == 0 {

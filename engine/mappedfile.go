@@ -166,6 +166,7 @@ func (mf *MappedFile) flush(leastPages int) (int64, error) {
 	defer mf.release()
 	from, to := mf.flushed.Load(), mf.wrote.Load()
 	if err := mf.seg.Sync(from, to-from); err != nil {
+		mf.redirty(from, to-from)
 		return from, fmt.Errorf("%w: sync %s [%d,%d): %v", ErrFlushFailed, mf.name, from, to, err)
 	}
 	mf.flushed.Store(to)
@@ -206,9 +207,24 @@ func (mf *MappedFile) zeroTail(pos int64) (int, error) {
 		return 0, nil
 	}
 	if err := mf.seg.Sync(dirtyFrom, dirtyTo-dirtyFrom); err != nil {
+		mf.redirty(dirtyFrom, dirtyTo-dirtyFrom)
 		return 0, fmt.Errorf("%w: sync zeroed tail of %s: %v", ErrFlushFailed, mf.name, err)
 	}
 	return int(dirtyTo - dirtyFrom), nil
+}
+
+// redirty writes the n bytes at pos over themselves after a failed sync.
+// Linux marks the pages of a failed writeback clean while the disk keeps
+// the old content, so no later sync would ever write them: a process that
+// opens the store after this one dies would read the new bytes from the
+// page cache, sync them (a no-op) and vouch for data the disk does not
+// hold. Writing them again makes them dirty, so that the next process's
+// recovery sync really writes them. The store is read-only by now; this
+// is best effort (a failing write leaves nothing worse).
+func (mf *MappedFile) redirty(pos, n int64) {
+	if b := mf.seg.View(pos, n); b != nil {
+		_, _ = mf.seg.WriteAt(b, pos)
+	}
 }
 
 func allZero(b []byte) bool {

@@ -28,6 +28,9 @@ type MappedFileQueue struct {
 
 	flushedWhere   atomic.Int64
 	storeTimestamp atomic.Int64
+
+	// noTailZeroing is Config.Unsafe.NoTailZeroing (tests only).
+	noTailZeroing bool
 }
 
 func newMappedFileQueue(fs backend.FS, dir string, fileSize int64) *MappedFileQueue {
@@ -150,8 +153,14 @@ func (q *MappedFileQueue) getLastMappedFile(startOffset int64, needCreate bool) 
 }
 
 // create makes a new file and syncs the directory, so that the file (and
-// later the data synced into it) survives a power cut.
+// later the data synced into it) survives a power cut. The caller holds mu.
+//
+// When the queue has no file its directory may be new (MkdirAll), and a new
+// directory's own entry is durable only once its parent is synced: each
+// level up to the root is synced, or a power cut could drop the whole
+// directory with the data synced into it.
 func (q *MappedFileQueue) create(from int64) (*MappedFile, error) {
+	newDir := len(q.snapshot()) == 0
 	if err := q.fs.MkdirAll(q.dir); err != nil {
 		return nil, fmt.Errorf("mkdir %s: %w", q.dir, err)
 	}
@@ -171,7 +180,40 @@ func (q *MappedFileQueue) create(from int64) (*MappedFile, error) {
 		seg.Close()
 		return nil, fmt.Errorf("%w: sync dir %s: %v", ErrFlushFailed, q.dir, err)
 	}
+	if newDir {
+		if err := syncParents(q.fs, q.dir); err != nil {
+			seg.Close()
+			return nil, err
+		}
+	}
 	return newMappedFile(seg, p, from), nil
+}
+
+// syncParents syncs every directory above dir, deepest first, up to the
+// root, making the entries of directories created below them durable.
+func syncParents(fs backend.FS, dir string) error {
+	for d := dir; d != "." && d != "/" && d != ""; {
+		d = path.Dir(d)
+		if err := fs.SyncDir(d); err != nil {
+			return fmt.Errorf("%w: sync dir %s: %v", ErrFlushFailed, d, err)
+		}
+	}
+	return nil
+}
+
+// removeFile closes and removes mf and syncs the directory at once. Files
+// are removed one at a time, each removal made durable before the next,
+// from the end of the queue (truncation) or from its start (retention), so
+// that a power cut in between can never leave a gap in the queue.
+func (q *MappedFileQueue) removeFile(mf *MappedFile) error {
+	mf.shutdown()
+	if err := q.fs.Remove(mf.name); err != nil && !errors.Is(err, backend.ErrNotExist) {
+		return fmt.Errorf("remove %s: %w", mf.name, err)
+	}
+	if err := q.fs.SyncDir(q.dir); err != nil {
+		return fmt.Errorf("%w: sync dir %s: %v", ErrFlushFailed, q.dir, err)
+	}
+	return nil
 }
 
 // findMappedFileByOffset returns the file holding offset, or the first file
@@ -260,40 +302,36 @@ func (q *MappedFileQueue) flushAll() error {
 }
 
 // truncateDirtyFiles sets positions to offset in the file holding it, zeroes
-// and syncs the stale tail of that file, and deletes every later file.
+// and syncs the stale tail of that file, and deletes every later file, the
+// last first (see removeFile).
 func (q *MappedFileQueue) truncateDirtyFiles(offset int64) error {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	var keep []*MappedFile
-	removed := false
-	for _, mf := range q.snapshot() {
-		tail := mf.fileFromOffset + q.fileSize
-		switch {
-		case tail <= offset:
-			keep = append(keep, mf)
-		case offset >= mf.fileFromOffset:
-			pos := offset % q.fileSize
-			if _, err := mf.zeroTail(pos); err != nil {
-				return err
+	files := q.snapshot()
+	keep := len(files)
+	for keep > 0 && files[keep-1].fileFromOffset > offset {
+		keep--
+	}
+	for i := len(files) - 1; i >= keep; i-- {
+		rest := files[:i:i]
+		q.files.Store(&rest)
+		if err := q.removeFile(files[i]); err != nil {
+			return err
+		}
+	}
+	if keep > 0 {
+		if mf := files[keep-1]; offset < mf.fileFromOffset+q.fileSize {
+			pos := offset - mf.fileFromOffset
+			if !q.noTailZeroing {
+				if _, err := mf.zeroTail(pos); err != nil {
+					return err
+				}
 			}
 			mf.setPositions(pos)
-			keep = append(keep, mf)
-		default:
-			mf.shutdown()
-			if err := q.fs.Remove(mf.name); err != nil && !errors.Is(err, backend.ErrNotExist) {
-				return fmt.Errorf("remove %s: %w", mf.name, err)
-			}
-			removed = true
 		}
 	}
-	q.files.Store(&keep)
-	if offset < q.flushedWhere.Load() || len(keep) == 0 {
+	if offset < q.flushedWhere.Load() || keep == 0 {
 		q.flushedWhere.Store(offset)
-	}
-	if removed {
-		if err := q.fs.SyncDir(q.dir); err != nil {
-			return fmt.Errorf("%w: sync dir %s: %v", ErrFlushFailed, q.dir, err)
-		}
 	}
 	return nil
 }
@@ -309,17 +347,10 @@ func (q *MappedFileQueue) deleteLastFile() error {
 	mf := files[len(files)-1]
 	rest := append([]*MappedFile(nil), files[:len(files)-1]...)
 	q.files.Store(&rest)
-	mf.shutdown()
-	if err := q.fs.Remove(mf.name); err != nil && !errors.Is(err, backend.ErrNotExist) {
-		return fmt.Errorf("remove %s: %w", mf.name, err)
-	}
 	if q.flushedWhere.Load() > mf.fileFromOffset {
 		q.flushedWhere.Store(mf.fileFromOffset)
 	}
-	if err := q.fs.SyncDir(q.dir); err != nil {
-		return fmt.Errorf("%w: sync dir %s: %v", ErrFlushFailed, q.dir, err)
-	}
-	return nil
+	return q.removeFile(mf)
 }
 
 // setFlushedWhere records the recovered end as synced.
@@ -339,16 +370,14 @@ func (q *MappedFileQueue) deleteFirstFiles(keep func(*MappedFile) bool) (int, er
 	if n == 0 {
 		return 0, nil
 	}
-	for _, mf := range files[:n] {
-		mf.shutdown()
-		if err := q.fs.Remove(mf.name); err != nil && !errors.Is(err, backend.ErrNotExist) {
-			return 0, fmt.Errorf("remove %s: %w", mf.name, err)
+	// First file first, each removal durable before the next (see
+	// removeFile): a power cut leaves a shorter head, never a gap.
+	for i, mf := range files[:n] {
+		rest := append([]*MappedFile(nil), files[i+1:]...)
+		q.files.Store(&rest)
+		if err := q.removeFile(mf); err != nil {
+			return i, err
 		}
-	}
-	rest := append([]*MappedFile(nil), files[n:]...)
-	q.files.Store(&rest)
-	if err := q.fs.SyncDir(q.dir); err != nil {
-		return n, fmt.Errorf("%w: sync dir %s: %v", ErrFlushFailed, q.dir, err)
 	}
 	return n, nil
 }
@@ -363,10 +392,22 @@ func (q *MappedFileQueue) shutdown() {
 	q.files.Store(&[]*MappedFile{})
 }
 
-// destroy closes and removes every file and the directory.
+// destroy removes every file, the last first (see removeFile), and then
+// the directory.
 func (q *MappedFileQueue) destroy() error {
-	q.shutdown()
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	files := q.snapshot()
+	for i := len(files) - 1; i >= 0; i-- {
+		rest := files[:i:i]
+		q.files.Store(&rest)
+		if err := q.removeFile(files[i]); err != nil {
+			return err
+		}
+	}
 	q.flushedWhere.Store(0)
+	// A lost removal of the (now empty) directory is harmless: an empty
+	// queue directory loads as an empty queue.
 	if err := q.fs.RemoveAll(q.dir); err != nil {
 		return fmt.Errorf("remove %s: %w", q.dir, err)
 	}

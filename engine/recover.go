@@ -93,11 +93,14 @@ func (s *Store) abnormalStartFile(files []*MappedFile) int {
 // files[0] and returns the offset after the last good one and why it
 // stopped there.
 func (s *Store) scanCommitLog(files []*MappedFile) (int64, error) {
-	checkCRC := !s.cfg.SkipCRCOnRecover
+	checks := record.Checks{
+		CRC:              !s.cfg.SkipCRCOnRecover && !s.cfg.Unsafe.NoCRCCheck,
+		NoPhysicalOffset: s.cfg.Unsafe.NoPhysicalOffsetCheck,
+	}
 	for i, mf := range files {
 		b := mf.seg.View(0, mf.fileSize)
 		for pos := int64(0); ; {
-			info, err := record.Check(b[pos:], mf.fileFromOffset+pos, checkCRC)
+			info, err := record.CheckWith(b[pos:], mf.fileFromOffset+pos, checks)
 			if err != nil {
 				return mf.fileFromOffset + pos, fmt.Errorf("%s at %d: %w", mf.name, pos, err)
 			}
@@ -133,8 +136,35 @@ func (s *Store) truncateCommitLog(end int64) error {
 		s.cfg.Logger.Warn("commitlog truncated at the first bad record",
 			"offset", end, "reason", s.recovery.StopReason, "droppedNonZeroBytes", s.recovery.DroppedBytes)
 	}
+	if err := q.truncateDirtyFiles(end); err != nil {
+		return err
+	}
+	if s.recovery.Abnormal {
+		// After a kill the recovered records may exist only in the page
+		// cache; they are reported as flushed from now on, so sync them
+		// (msync of pages that are already clean costs little). Before
+		// ScanFrom everything is durable: the checkpoint says so.
+		if err := s.syncRange(s.recovery.ScanFrom, end); err != nil {
+			return err
+		}
+	}
 	q.setFlushedWhere(end)
-	return q.truncateDirtyFiles(end)
+	return nil
+}
+
+// syncRange syncs CommitLog offsets [from, to).
+func (s *Store) syncRange(from, to int64) error {
+	for _, mf := range s.commitLog.q.snapshot() {
+		lo := max(from, mf.fileFromOffset) - mf.fileFromOffset
+		hi := min(to, mf.fileFromOffset+mf.fileSize) - mf.fileFromOffset
+		if lo >= hi {
+			continue
+		}
+		if err := mf.seg.Sync(lo, hi-lo); err != nil {
+			return fmt.Errorf("%w: sync recovered %s [%d,%d): %v", ErrFlushFailed, mf.name, lo, hi, err)
+		}
+	}
+	return nil
 }
 
 func countNonZero(b []byte) int {

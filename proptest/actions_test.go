@@ -22,6 +22,7 @@ func (m *machine) actions() map[string]func(*rapid.T) {
 		"flushCQ":    func(*rapid.T) { m.flushCQ(2) },
 		"flushCQAll": func(*rapid.T) { m.flushCQ(0) },
 		"get":        m.actGet,
+		"redispatch": m.actRedispatch,
 		"restart":    func(*rapid.T) { m.restart() },
 		"kill":       func(*rapid.T) { m.kill() },
 		"crash":      func(t *rapid.T) { m.crash(false) },
@@ -135,4 +136,23 @@ func (m *machine) actArmFault(t *rapid.T) {
 		return nil
 	}))
 	m.faultArmed = true
+}
+
+// actRedispatch replays the CommitLog into the ConsumeQueues from a random
+// record boundary (as a tool may): the dispatchers are idempotent, so the
+// queues must come out exactly as they were (P4's replay half).
+func (m *machine) actRedispatch(t *rapid.T) {
+	if m.md.failed {
+		t.Skip("store failed; dispatch is stopped")
+	}
+	m.actDispatch(t)
+	if m.md.failed || len(m.md.log) == 0 {
+		return
+	}
+	from := m.md.log[rapid.IntRange(0, len(m.md.log)-1).Draw(t, "redispatchFrom")].off
+	_, err := m.s.Redispatch(from)
+	m.engineErr("Redispatch", err)
+	if !m.md.failed {
+		m.checkQueues()
+	}
 }

@@ -2,12 +2,14 @@ package proptest
 
 import (
 	"flag"
+	"fmt"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
 	"pgregory.net/rapid"
 
-	"github.com/rocketstore/rocketstore/crashsim"
 	"github.com/rocketstore/rocketstore/engine"
 )
 
@@ -19,14 +21,21 @@ type variant struct {
 	modify func(*setup)
 }
 
-// runnableVariants need no engine hook: the directory sync is disabled in
-// crashsim, CRC checking by the engine's SkipCRCOnRecover. The others are
-// in broken_hook_test.go (build tag brokenvariants).
-var runnableVariants = []variant{
-	{"NoDirSync", func(s *setup) { s.fsOpts.IgnoreSyncDir = true }},
-	{"NoCRCOnRecover", func(s *setup) {
-		s.cfgHook = func(c *engine.Config) { c.SkipCRCOnRecover = true }
-	}},
+// unsafeVariant switches one engine safety step off (engine.Config.Unsafe).
+func unsafeVariant(f func(*engine.Unsafe)) func(*setup) {
+	return func(s *setup) { s.cfgHook = func(c *engine.Config) { f(&c.Unsafe) } }
+}
+
+// allVariants lists one variant per safety step: the directory sync is
+// disabled in crashsim, the others by the engine's Unsafe hook.
+func allVariants() []variant {
+	return []variant{
+		{"NoDirSync", func(s *setup) { s.fsOpts.IgnoreSyncDir = true }},
+		{"NoCRCCheck", unsafeVariant(func(u *engine.Unsafe) { u.NoCRCCheck = true })},
+		{"NoTailZeroing", unsafeVariant(func(u *engine.Unsafe) { u.NoTailZeroing = true })},
+		{"NoPhysicalOffsetCheck", unsafeVariant(func(u *engine.Unsafe) { u.NoPhysicalOffsetCheck = true })},
+		{"NoMaxPhysicOffsetCheck", unsafeVariant(func(u *engine.Unsafe) { u.NoMaxPhysicOffsetCheck = true })},
+	}
 }
 
 // TestBrokenVariants runs the crash state machine against the engine with
@@ -57,7 +66,10 @@ func expectCounterexample(t *testing.T, v variant) {
 	if !rec.failed {
 		t.Fatalf("variant %s: no counterexample in %v", v.name, &stats)
 	}
-	t.Logf("variant %s: counterexample after %d cases: %s", v.name, stats.cases.Load(), firstLine(rec.msg))
+	// rapid says "failed after N tests": the cases it ran before the
+	// first failure (the stats also count the shrinking runs).
+	t.Logf("variant %s: counterexample at case %s (%d cases run with shrinking): %s",
+		v.name, casesBefore(rec.msg), stats.cases.Load(), firstLine(rec.msg))
 }
 
 // recordingTB passes rapid's output through but keeps failures from
@@ -70,7 +82,7 @@ type recordingTB struct {
 
 func (r *recordingTB) Errorf(format string, args ...any) {
 	r.failed = true
-	r.msg = sprintf(format, args...)
+	r.msg = fmt.Sprintf(format, args...)
 }
 func (r *recordingTB) Error(args ...any)                 { r.failed = true }
 func (r *recordingTB) Fatalf(format string, args ...any) { r.Errorf(format, args...) }
@@ -81,11 +93,19 @@ func (r *recordingTB) Failed() bool                      { return r.failed }
 func (r *recordingTB) Log(args ...any)                   {}
 func (r *recordingTB) Logf(format string, args ...any)   {}
 
+var failedAfter = regexp.MustCompile(`failed after (\d+) tests`)
+
+func casesBefore(msg string) string {
+	if m := failedAfter.FindStringSubmatch(msg); m != nil {
+		n, _ := strconv.Atoi(m[1])
+		return strconv.Itoa(n + 1)
+	}
+	return "?"
+}
+
 func firstLine(s string) string {
 	if i := strings.IndexByte(s, '\n'); i >= 0 {
 		return s[:i]
 	}
 	return s
 }
-
-var _ = crashsim.Options{}

@@ -32,7 +32,9 @@ func sameFiles(a, b map[string][]byte, ignoreEmptyCQ bool) bool {
 	return diffFiles2(a, b, ignoreEmptyCQ) == ""
 }
 
-func diffFiles(a, b map[string][]byte) string { return diffFiles2(a, b, true) + diffFiles2(a, b, false) }
+func diffFiles(a, b map[string][]byte) string {
+	return diffFiles2(a, b, true) + diffFiles2(a, b, false)
+}
 
 func diffFiles2(a, b map[string][]byte, ignoreEmptyCQ bool) string {
 	var sb strings.Builder

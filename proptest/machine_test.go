@@ -9,7 +9,6 @@ import (
 
 	"pgregory.net/rapid"
 
-	"github.com/rocketstore/rocketstore/backend"
 	"github.com/rocketstore/rocketstore/crashsim"
 	"github.com/rocketstore/rocketstore/engine"
 )
@@ -30,11 +29,6 @@ func drawSetup(t *rapid.T) setup {
 		cqUnits:   rapid.SampledFrom([]int64{4, 16}).Draw(t, "cqUnits"),
 		flush:     rapid.SampledFrom([]engine.FlushDiskType{engine.AsyncFlush, engine.SyncFlush}).Draw(t, "flush"),
 		clockStep: rapid.SampledFrom([]int64{1, 1000, 4000}).Draw(t, "clockStep"),
-		// The engine never syncs the parent of a directory it creates
-		// (bug 1 of the report, kept by TestRegressionMkdirParentSync):
-		// model a journaling file system here, so that the other
-		// properties stay visible.
-		fsOpts: crashsim.Options{DurableMkdir: true},
 	}
 }
 
@@ -212,12 +206,6 @@ func bodyFor(k queueKey, tags string, room, delta int64) int {
 	return int(n)
 }
 
-var errSkip = errors.New("skip")
-
-func isFrozen(err error) bool { return errors.Is(err, crashsim.ErrCrash) }
-
 func (m *machine) String() string {
 	return fmt.Sprintf("store file %d, %d messages in the model", m.st.fileSize, len(m.md.log))
 }
-
-var _ backend.FS = (*crashsim.FS)(nil)

@@ -4,16 +4,19 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"strconv"
 	"sync/atomic"
 	"testing"
+
+	"pgregory.net/rapid"
 )
 
 // ciChecks is the rapid budget of the crash state machine when neither
 // -rapid.checks nor RAPID_CHECKS is given; soakChecks when ROCKETSTORE_SOAK
 // is set. The CI figure keeps the package under three minutes on two cores.
 const (
-	ciChecks   = 150
-	soakChecks = 20000
+	ciChecks   = 6000
+	soakChecks = 200000
 )
 
 // TestMain sizes rapid's default budget for CI; an explicit -rapid.checks
@@ -45,4 +48,18 @@ func (c *counters) String() string {
 		"%d kills, %d clean restarts, %d injected faults fired, %d recoveries checked, %d getMessage checks",
 		c.cases.Load(), c.actions.Load(), c.crashes.Load(), c.crashesAtWrite.Load(), c.crashesInRecovery.Load(),
 		c.kills.Load(), c.restarts.Load(), c.faults.Load(), c.recoveries.Load(), c.gets.Load())
+}
+
+// checkShare runs prop with share of the rapid budget (at least one case),
+// so that cheap regression tests and the costly P6 grid do not multiply
+// the package's run time. Tests here do not run in parallel.
+func checkShare(t *testing.T, share float64, prop func(*rapid.T)) {
+	f := flag.Lookup("rapid.checks")
+	old := f.Value.String()
+	n, _ := strconv.Atoi(old)
+	if err := flag.Set("rapid.checks", strconv.Itoa(max(1, int(float64(n)*share)))); err != nil {
+		t.Fatal(err)
+	}
+	defer flag.Set("rapid.checks", old)
+	rapid.Check(t, prop)
 }

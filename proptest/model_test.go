@@ -21,13 +21,6 @@ type msg struct {
 	// flushed: a SyncFlush put returned nil, or a full FlushCommitLog
 	// succeeded after it was written.
 	durable bool
-	// stale is set on a message that was in the page cache, unsynced,
-	// when its store died (kill, failed Close) and a new store reopened
-	// it: the engine's recovery counts the recovered end as flushed
-	// without syncing it (bug 2 of the report, TestRegressionKill*), so
-	// later flushes do not make it durable. Only a power cut that
-	// recovers it does.
-	stale bool
 }
 
 func (m *msg) String() string {
@@ -99,7 +92,7 @@ func (md *model) end() int64 {
 // markAllDurable records a successful full CommitLog flush.
 func (md *model) markAllDurable() {
 	for _, m := range md.log {
-		m.durable = m.durable || !m.stale
+		m.durable = true
 	}
 }
 

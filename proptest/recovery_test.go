@@ -1,8 +1,6 @@
 package proptest
 
 import (
-	"path"
-
 	"pgregory.net/rapid"
 
 	"github.com/spf13/afero"
@@ -50,7 +48,6 @@ func (m *machine) kill() {
 func (m *machine) reopen(mode int) {
 	m.resetInjection()
 	m.s = m.mustOpen(m.fs, "reopen")
-	syncAllDirs(m.fs) // works around bug 4 (TestRegressionFailedSyncDirThenReopen)
 	m.md.failed = false
 	m.verify(mode)
 }
@@ -158,21 +155,4 @@ func (m *machine) maybeCrashDuringRecovery(img afero.Fs) *crashsim.FS {
 		m.t.Fatal(err)
 	}
 	return fs2
-}
-
-// syncAllDirs syncs every directory of fs. The engine does not re-sync
-// the directories of the files it adopts on reopen, so a file whose
-// creation was never made durable (its SyncDir failed, or the process died
-// before it) stays pending for ever (bug 4 of the report). The harness
-// does it for the engine so that the state machine can look further.
-func syncAllDirs(fs *crashsim.FS) {
-	var walk func(dir string)
-	walk = func(dir string) {
-		_ = fs.SyncDir(dir)
-		subs, _ := fs.ListDirs(dir)
-		for _, d := range subs {
-			walk(path.Join(dir, d))
-		}
-	}
-	walk(".")
 }

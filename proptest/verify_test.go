@@ -39,20 +39,18 @@ func (m *machine) verify(mode int) {
 	}
 	for _, lost := range m.md.log[min(len(kept), len(m.md.log)):] {
 		if lost.durable {
-			m.t.Fatalf("P1: message acknowledged as flushed was lost: %v (recovered %d of %d messages, commitlog end %d)",
-				lost, len(kept), len(m.md.log), m.s.CommitLog().MaxOffset())
+			m.t.Fatalf("P1: message acknowledged as flushed was lost: %v (recovered %d of %d messages, commitlog end %d; recovery %+v)",
+				lost, len(kept), len(m.md.log), m.s.CommitLog().MaxOffset(), m.s.Recovery())
 		}
 		if mode != afterCrash {
 			m.t.Fatalf("message lost although the page cache survived (mode %d): %v", mode, lost)
 		}
 	}
 	m.md.log, m.md.maybes = kept, nil
-	for _, mm := range m.md.log {
-		switch {
-		case mode == afterCrash: // all that recovery found came from the disk
-			mm.durable, mm.stale = true, false
-		case !mm.durable:
-			mm.stale = true
+	if mode == afterCrash {
+		// All that recovery found came from the disk.
+		for _, mm := range m.md.log {
+			mm.durable = true
 		}
 	}
 	m.checkQueues()

@@ -35,11 +35,29 @@ type Info struct {
 }
 
 // Check decodes and validates the record at the start of buf, which is
-// expected at CommitLog offset pos (pass pos < 0 to skip the PHYSICALOFFSET
-// check). When checkCRC is set the body CRC is verified. It never panics and
+// expected at CommitLog offset pos (pass pos < 0 to skip the position
+// checks). When checkCRC is set the body CRC is verified. It never panics and
 // never reads outside buf; errors wrap ErrCorrupt, ErrTruncated,
 // ErrUnsupportedVersion or ErrNoRecord and say what was wrong.
+//
+// With pos >= 0 it also checks that PHYSICALOFFSET equals pos (stale bytes
+// written for another offset are not a record) and that no sector of the
+// record was torn (see CheckTornSectors).
 func Check(buf []byte, pos int64, checkCRC bool) (Info, error) {
+	return CheckWith(buf, pos, Checks{CRC: checkCRC})
+}
+
+// Checks selects the optional validations of CheckWith.
+type Checks struct {
+	// CRC verifies the body CRC.
+	CRC bool
+	// NoPhysicalOffset skips the PHYSICALOFFSET == pos check (for the
+	// engine's broken-variant tests only).
+	NoPhysicalOffset bool
+}
+
+// CheckWith is Check with the optional validations chosen by c.
+func CheckWith(buf []byte, pos int64, c Checks) (Info, error) {
 	var r Info
 	if len(buf) < BlankLength {
 		return r, fmt.Errorf("%w: %d bytes left, need %d for a header", ErrTruncated, len(buf), BlankLength)
@@ -71,10 +89,20 @@ func Check(buf []byte, pos int64, checkCRC bool) (Info, error) {
 	if err := r.decodeFields(rec); err != nil {
 		return r, err
 	}
-	if pos >= 0 && r.PhysicalOffset != pos {
+	if pos >= 0 && r.StoreTimestamp == 0 {
+		// Set under the put lock from the clock: never 0 in a record
+		// that was written whole (a torn header reads as zeros).
+		return r, fmt.Errorf("%w: store timestamp 0", ErrCorrupt)
+	}
+	if pos >= 0 && !c.NoPhysicalOffset && r.PhysicalOffset != pos {
 		return r, fmt.Errorf("%w: PHYSICALOFFSET %d at position %d (stale bytes)", ErrCorrupt, r.PhysicalOffset, pos)
 	}
-	if checkCRC {
+	if pos >= 0 {
+		if err := r.checkTornSectors(rec, pos); err != nil {
+			return r, err
+		}
+	}
+	if c.CRC {
 		if crc := BodyCRC(r.Body); crc != r.BodyCRC {
 			return r, fmt.Errorf("%w: body crc %08x, want %08x", ErrCorrupt, crc, r.BodyCRC)
 		}
@@ -126,6 +154,62 @@ func (r *Info) decodeFields(rec []byte) error {
 		return fmt.Errorf("%w: total size %d, fields add up to %d", ErrCorrupt, len(rec), want)
 	}
 	return nil
+}
+
+// SectorSize is the unit in which a disk may tear a page on power loss.
+const SectorSize = 512
+
+// checkTornSectors rejects a record with a torn sector. A power cut can
+// leave any 512-byte sector of an unsynced page old while its neighbours
+// are new. In the CommitLog "old" is always zeros past the last record
+// that reached the disk: files are created zero-filled, and recovery zeroes
+// and syncs everything past the recovered end before appending. So a torn
+// record has a sector (aligned on absolute CommitLog offsets, which file
+// boundaries preserve) whose bytes of the record are all zero.
+//
+// The body CRC covers every sector holding body bytes (together with the
+// TOTALSIZE/field-length consistency, which covers the header bytes such a
+// sector may also hold). Every other sector holds only header, topic or
+// property bytes, and those are never all zero in a record written whole:
+// the first sector holds TOTALSIZE and the magic (or only high bytes of
+// TOTALSIZE, zero legitimately, when the magic is in the next sector, which
+// is then checked by the magic itself); a later one that starts
+// inside the header holds BODYLEN and the body or the topic length; one
+// that starts after the body holds topic or property bytes, which cannot
+// be NUL (Prepare refuses NUL in topics and properties), or only the
+// 2-byte length of empty properties, which is 0 legitimately. Skipping
+// such legitimately-zero sectors loses nothing: torn or not, they read the
+// same.
+func (r *Info) checkTornSectors(rec []byte, pos int64) error {
+	n := int64(len(rec))
+	bodyStart := int64(len(rec) - len(r.Topic) - len(r.Properties) - 3 - len(r.Body))
+	bodyEnd := bodyStart + int64(len(r.Body))
+	propsLenAt := n - int64(len(r.Properties)) - 2
+	for s := pos - pos%SectorSize; s < pos+n; s += SectorSize {
+		lo, hi := max(s, pos)-pos, min(s+SectorSize, pos+n)-pos
+		if lo < bodyEnd && hi > bodyStart {
+			continue // holds body bytes: the CRC covers it
+		}
+		if !allZero(rec[lo:hi]) {
+			continue
+		}
+		if hi < 4 || (len(r.Properties) == 0 && lo >= propsLenAt) {
+			// Only the high bytes of TOTALSIZE (zero below 16 MiB), or
+			// only the length of empty properties: zero legitimately.
+			continue
+		}
+		return fmt.Errorf("%w: torn sector at %d: record bytes [%d,%d) are all zero", ErrCorrupt, s, lo, hi)
+	}
+	return nil
+}
+
+func allZero(b []byte) bool {
+	for _, c := range b {
+		if c != 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // MessageExt is a decoded record that owns its memory.

@@ -1,8 +1,10 @@
 package record
 
 import (
+	"bytes"
 	"fmt"
 	"net/netip"
+	"strings"
 )
 
 // Message is what a producer hands to the store. The store fills in the
@@ -67,7 +69,9 @@ type Prepared struct {
 }
 
 // Prepare validates m against maxBodySize and the format's limits and encodes
-// its properties. The result is valid until the next Prepare on e.
+// its properties. Topics, property names and property values must not
+// contain a NUL byte (RocketMQ properties are strings, where NUL means
+// nothing): recovery recognises a torn sector by its zeros. The result is valid until the next Prepare on e.
 func (e *Encoder) Prepare(m *Message, storeHost netip.AddrPort, maxBodySize int) (Prepared, error) {
 	if len(m.Topic) == 0 {
 		return Prepared{}, fmt.Errorf("%w: empty topic", ErrMessageIllegal)
@@ -78,7 +82,14 @@ func (e *Encoder) Prepare(m *Message, storeHost netip.AddrPort, maxBodySize int)
 	if len(m.Body) > maxBodySize {
 		return Prepared{}, fmt.Errorf("%w: body %d bytes, max %d", ErrMessageTooLarge, len(m.Body), maxBodySize)
 	}
+	if strings.IndexByte(m.Topic, 0) >= 0 {
+		return Prepared{}, fmt.Errorf("%w: NUL byte in topic", ErrMessageIllegal)
+	}
 	e.props = AppendProperties(e.props[:0], m.Properties)
+	if bytes.IndexByte(e.props, 0) >= 0 {
+		// Recovery tells a torn sector by its zeros (see Check).
+		return Prepared{}, fmt.Errorf("%w: NUL byte in a property name or value", ErrMessageIllegal)
+	}
 	if len(e.props) > MaxPropertiesLength {
 		return Prepared{}, fmt.Errorf("%w: %d bytes, max %d", ErrPropertiesTooLarge, len(e.props), MaxPropertiesLength)
 	}
