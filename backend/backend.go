@@ -84,6 +84,15 @@ type FS interface {
 	Lock(name string) (Unlocker, error)
 }
 
+// Prefaulter is implemented by segments that can load their pages into
+// memory ahead of use without dirtying them (mmap: MADV_POPULATE_READ), so
+// that the first write to a page of a new file does not pay for allocating
+// and zeroing it. The engine calls it in the background on the next
+// CommitLog file; it is an optimisation only.
+type Prefaulter interface {
+	Prefault() error
+}
+
 // Unlocker releases a lock taken with FS.Lock.
 type Unlocker interface {
 	Unlock() error

@@ -37,6 +37,10 @@ type PutResult struct {
 // MsgID returns the offset message id of the (first) record.
 func (r PutResult) MsgID() string { return record.OffsetMsgID(r.StoreHost, r.WroteOffset) }
 
+// encoderPool holds the per-put encoders: each keeps its buffers, so a put
+// allocates nothing once the pool is warm.
+var encoderPool = sync.Pool{New: func() any { return new(record.Encoder) }}
+
 // topicQueueKey identifies a ConsumeQueue; lookups with it do not allocate.
 type topicQueueKey struct {
 	topic   string
@@ -93,15 +97,19 @@ func (c *CommitLog) put(m *record.Message) (PutResult, error) {
 	if err != nil {
 		return PutResult{}, err
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	p, err := c.enc.Prepare(m, c.storeHost, c.cfg.MaxMessageSize)
+	// Validation, property encoding and the body CRC need no lock: only
+	// what assigns a position and copies bytes runs under it.
+	enc := encoderPool.Get().(*record.Encoder)
+	defer encoderPool.Put(enc)
+	p, err := enc.Prepare(m, c.storeHost, c.cfg.MaxMessageSize)
 	if err != nil {
 		return PutResult{}, err
 	}
 	if err := c.checkFits(p.Size); err != nil {
 		return PutResult{}, err
 	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	mf, pos, err := c.fileWithRoom(p.Size)
 	if err != nil {
 		return PutResult{}, err
@@ -111,7 +119,7 @@ func (c *CommitLog) put(m *record.Message) (PutResult, error) {
 	qoff, advance := c.queueOffset(key, m.SysFlag)
 	res := PutResult{WroteOffset: mf.fileFromOffset + pos, WroteBytes: int32(p.Size), QueueOffset: qoff,
 		MsgNum: 1, StoreTimestamp: ts, StoreHost: c.storeHost, Topic: m.Topic, QueueID: m.QueueID}
-	head, body, tail := c.enc.Encode(p, record.Stamp{QueueOffset: qoff, PhysicalOffset: res.WroteOffset,
+	head, body, tail := enc.Encode(p, record.Stamp{QueueOffset: qoff, PhysicalOffset: res.WroteOffset,
 		StoreTimestamp: ts, StoreHost: c.storeHost})
 	end, err := mf.appendAt(pos, head, body, tail)
 	if err != nil {

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"encoding/binary"
 	"fmt"
 	"strconv"
 	"sync/atomic"
@@ -228,11 +229,12 @@ func (mf *MappedFile) redirty(pos, n int64) {
 }
 
 func allZero(b []byte) bool {
-	for len(b) >= 8 {
-		if b[0]|b[1]|b[2]|b[3]|b[4]|b[5]|b[6]|b[7] != 0 {
+	for len(b) >= 32 {
+		ne := binary.NativeEndian
+		if ne.Uint64(b)|ne.Uint64(b[8:])|ne.Uint64(b[16:])|ne.Uint64(b[24:]) != 0 {
 			return false
 		}
-		b = b[8:]
+		b = b[32:]
 	}
 	for _, c := range b {
 		if c != 0 {

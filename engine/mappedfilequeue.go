@@ -26,6 +26,10 @@ type MappedFileQueue struct {
 	flushMu sync.Mutex
 	files   atomic.Pointer[[]*MappedFile]
 
+	// alloc prepares the next file in the background (CommitLog only,
+	// and not in Manual mode, which runs no goroutines).
+	alloc *allocator
+
 	flushedWhere   atomic.Int64
 	storeTimestamp atomic.Int64
 
@@ -143,13 +147,27 @@ func (q *MappedFileQueue) getLastMappedFile(startOffset int64, needCreate bool) 
 	default:
 		from = files[n-1].fileFromOffset + q.fileSize
 	}
-	mf, err := q.create(from)
+	mf, err := q.takeOrCreate(from)
 	if err != nil {
 		return nil, err
 	}
 	next := append(append(make([]*MappedFile, 0, len(files)+1), files...), mf)
 	q.files.Store(&next)
+	if q.alloc != nil {
+		q.alloc.prepare(from + q.fileSize)
+	}
 	return mf, nil
+}
+
+// takeOrCreate returns the file the allocator prepared at from, or creates
+// it now.
+func (q *MappedFileQueue) takeOrCreate(from int64) (*MappedFile, error) {
+	if q.alloc != nil {
+		if mf := q.alloc.take(from); mf != nil {
+			return mf, nil
+		}
+	}
+	return q.create(from)
 }
 
 // create makes a new file and syncs the directory, so that the file (and
@@ -384,6 +402,9 @@ func (q *MappedFileQueue) deleteFirstFiles(keep func(*MappedFile) bool) (int, er
 
 // shutdown closes every file (after its readers release) without syncing.
 func (q *MappedFileQueue) shutdown() {
+	if q.alloc != nil {
+		q.alloc.stop()
+	}
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	for _, mf := range q.snapshot() {

@@ -167,11 +167,21 @@ func (s *Store) syncRange(from, to int64) error {
 	return nil
 }
 
+// countNonZero counts the non-zero bytes of b. The tail past a recovered
+// end is almost always zero, so whole zero pages are skipped word by word
+// and only the rest is counted byte by byte.
 func countNonZero(b []byte) int {
 	n := 0
-	for _, c := range b {
-		if c != 0 {
-			n++
+	for len(b) > 0 {
+		page := b[:min(len(b), osPageSize)]
+		b = b[len(page):]
+		if allZero(page) {
+			continue
+		}
+		for _, c := range page {
+			if c != 0 {
+				n++
+			}
 		}
 	}
 	return n

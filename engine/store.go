@@ -253,6 +253,11 @@ func (s *Store) start() {
 	if s.cfg.Manual {
 		return
 	}
+	q := s.commitLog.q
+	q.alloc = newAllocator(q)
+	if last := q.lastFile(); last != nil {
+		q.alloc.prepare(last.fileFromOffset + q.fileSize)
+	}
 	s.reput.Start()
 	s.flusher = startCommitLogFlusher(s)
 	s.cqFlusher = startTicker(s.cfg.FlushIntervalConsumeQueue, s.consumeQueueFlushTick)

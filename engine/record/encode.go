@@ -65,6 +65,7 @@ type Prepared struct {
 	msg     *Message
 	sysFlag int32
 	props   []byte
+	crc     int32 // computed by Prepare, so that it can run outside a lock
 	Size    int
 }
 
@@ -105,7 +106,7 @@ func (e *Encoder) Prepare(m *Message, storeHost netip.AddrPort, maxBodySize int)
 	if size > maxBodySize+64*1024 {
 		return Prepared{}, fmt.Errorf("%w: record %d bytes, max %d", ErrMessageTooLarge, size, maxBodySize+64*1024)
 	}
-	return Prepared{msg: m, sysFlag: sys, props: e.props, Size: size}, nil
+	return Prepared{msg: m, sysFlag: sys, props: e.props, crc: BodyCRC(m.Body), Size: size}, nil
 }
 
 // Encode returns the record for p in up to three pieces that together are
@@ -121,7 +122,7 @@ func (e *Encoder) Encode(p Prepared, s Stamp) (head, body, tail []byte) {
 	b := e.head[:0]
 	b = be.AppendUint32(b, uint32(p.Size))
 	b = be.AppendUint32(b, magicMessageBits)
-	b = be.AppendUint32(b, uint32(BodyCRC(m.Body)))
+	b = be.AppendUint32(b, uint32(p.crc))
 	b = be.AppendUint32(b, uint32(m.QueueID))
 	b = be.AppendUint32(b, uint32(m.Flag))
 	b = be.AppendUint64(b, uint64(s.QueueOffset))

@@ -1,0 +1,106 @@
+package engine
+
+import (
+	"sync"
+
+	"github.com/rocketstore/rocketstore/backend"
+)
+
+// allocator prepares the next CommitLog file in the background while the
+// current one fills (RocketMQ's AllocateMappedFileService), so that rolling
+// to a new file costs the put path neither the create nor the page faults
+// of a fresh mapping.
+//
+// The prepared file is created (and its directory synced) like any other,
+// but it is not in the queue's file list until the queue takes it: scans,
+// flushes and retention never see it. If the process stops first, the
+// empty file stays on disk and recovery removes or adopts it like any file
+// past the end of the data.
+type allocator struct {
+	q *MappedFileQueue
+
+	mu      sync.Mutex
+	from    int64         // offset of the file being prepared; -1 when none
+	done    chan struct{} // closed when mf/err are set
+	mf      *MappedFile
+	err     error
+	stopped bool
+	wg      sync.WaitGroup
+}
+
+func newAllocator(q *MappedFileQueue) *allocator { return &allocator{q: q, from: -1} }
+
+// prepare starts creating the file at from unless it is already under way.
+func (a *allocator) prepare(from int64) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.stopped || a.from == from {
+		return
+	}
+	a.discardLocked()
+	done := make(chan struct{})
+	a.from, a.done, a.mf, a.err = from, done, nil, nil
+	a.wg.Add(1)
+	go func() {
+		defer a.wg.Done()
+		mf, err := a.q.create(from)
+		if err == nil {
+			prefault(mf.seg)
+		}
+		a.mu.Lock()
+		if a.done == done {
+			a.mf, a.err = mf, err
+		} else if mf != nil {
+			mf.shutdown() // superseded while it was being made
+		}
+		a.mu.Unlock()
+		close(done)
+	}()
+}
+
+// take returns the prepared file at from, waiting for it if it is still
+// being made, or nil when none was prepared there (or preparing failed:
+// the caller then creates it itself and reports that error if it recurs).
+func (a *allocator) take(from int64) *MappedFile {
+	a.mu.Lock()
+	if a.from != from {
+		a.mu.Unlock()
+		return nil
+	}
+	done := a.done
+	a.mu.Unlock()
+	<-done
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	mf := a.mf
+	a.from, a.done, a.mf, a.err = -1, nil, nil, nil
+	return mf
+}
+
+// discardLocked drops a prepared file nobody took; its file stays on disk.
+func (a *allocator) discardLocked() {
+	if a.mf != nil {
+		a.mf.shutdown()
+	}
+	a.from, a.done, a.mf, a.err = -1, nil, nil, nil
+}
+
+// stop waits for a preparation in flight and closes what it made.
+func (a *allocator) stop() {
+	a.mu.Lock()
+	a.stopped = true
+	a.mu.Unlock()
+	a.wg.Wait()
+	a.mu.Lock()
+	a.discardLocked()
+	a.mu.Unlock()
+}
+
+// prefault loads a new segment's pages into memory without dirtying them,
+// where the backend can: the first write to each page then costs a minor
+// fault instead of allocating and zeroing a page under the put lock.
+func prefault(seg backend.Segment) {
+	if p, ok := seg.(backend.Prefaulter); ok {
+		_ = p.Prefault() // an optimisation only: failure costs speed, not data
+	}
+}
