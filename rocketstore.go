@@ -54,11 +54,16 @@ const (
 	SyncFlush  = engine.SyncFlush
 )
 
-// Open opens or creates a store in dir on memory-mapped files.
+// Open opens or creates a store in dir on memory-mapped files. Unless the
+// config says otherwise, retention watches the usage of the disk holding
+// dir (RocketMQ deletes expired files at any hour above 75 %).
 func Open(dir string, cfg Config, dispatchers ...dispatch.Dispatcher) (*Store, error) {
 	fs, err := mmap.New(dir)
 	if err != nil {
 		return nil, err
+	}
+	if cfg.Retention.DiskUsage == nil {
+		cfg.Retention.DiskUsage = func() (float64, error) { return mmap.DiskUsage(fs.Root()) }
 	}
 	return engine.Open(fs, cfg, dispatchers...)
 }

@@ -100,6 +100,11 @@ type Config struct {
 	// Now returns the current time in milliseconds (time.Now). Tests use
 	// it to control store timestamps.
 	Now func() int64
+	// Retention says when expired CommitLog files are deleted (RocketMQ's
+	// defaults: files whose messages are all older than 72 h, at 04:00,
+	// or at any hour when the disk is over 75 % full; see
+	// RetentionPolicy). The clean service runs unless Manual is set.
+	Retention RetentionPolicy
 	// Unsafe is for tests only: each field disables one safety step so
 	// that the crash tests can show they catch its absence. Never set it
 	// on a real store.
@@ -116,9 +121,15 @@ type Unsafe struct {
 	// NoPhysicalOffsetCheck accepts a record whose PHYSICALOFFSET is not
 	// its position (recovery and dispatch).
 	NoPhysicalOffsetCheck bool
-	// NoMaxPhysicOffsetCheck drops the ConsumeQueue's maxPhysicOffset
-	// idempotency check, so that replayed records rely on the queue-index
-	// check alone.
+	// NoMaxPhysicOffsetCheck drops the idempotency of the ConsumeQueue
+	// builder (RocketMQ's putMessagePositionInfo): both the maxPhysicOffset
+	// check (a unit for CommitLog bytes at or below the queue's
+	// maxPhysicOffset is skipped) and the queue-index check (a unit whose
+	// index is already written is skipped). They are one safety step: each
+	// alone skips every replay the dispatcher makes (a replay is below
+	// both marks), so switching off only one proves nothing. A replay
+	// then takes RocketMQ's path for an out-of-order unit and is appended
+	// at the queue's end, a duplicate.
 	NoMaxPhysicOffsetCheck bool
 	// NoCRCCheck skips the body CRC check on recovery (as
 	// SkipCRCOnRecover).

@@ -112,3 +112,30 @@ func TestDeleteExpiredFilesForceNeverDeletesLastFile(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// The clean service deletes on its own when the disk is over the forcing
+// ratio, and stops with Close.
+func TestCleanServiceRunsOnDiskPressure(t *testing.T) {
+	usage := func() (float64, error) { return 0.9, nil }
+	s, err := engine.Open(memfs.New(nil), engine.Config{CommitLogFileSize: 4096, ConsumeQueueUnits: 8,
+		Retention: engine.RetentionPolicy{CleanResourceInterval: 5 * time.Millisecond, DiskUsage: usage}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	var last engine.PutResult
+	for i := 0; i < 100; i++ {
+		if last, err = s.Put(context.Background(), &engine.Message{Topic: "t", Body: bytes.Repeat([]byte("x"), 100)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The service has no completion hook; poll its visible effect.
+	for deadline := time.Now().Add(10 * time.Second); s.CommitLog().MinOffset() == 0; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the clean service deleted nothing in 10 s at 90 % disk usage")
+		}
+	}
+	if s.CommitLog().MinOffset() > last.WroteOffset {
+		t.Fatal("the clean service deleted the file being written")
+	}
+}

@@ -42,6 +42,7 @@ type Store struct {
 	reput      *dispatch.Service
 	flusher    *commitLogFlusher
 	cqFlusher  *ticker
+	cleaner    *ticker
 
 	// lifecycle is held shared by each append and exclusively by Close,
 	// so Close never races an append.
@@ -261,6 +262,7 @@ func (s *Store) start() {
 	s.reput.Start()
 	s.flusher = startCommitLogFlusher(s)
 	s.cqFlusher = startTicker(s.cfg.FlushIntervalConsumeQueue, s.consumeQueueFlushTick)
+	s.cleaner = s.startCleanService(s.cfg.Retention)
 }
 
 // Config returns the configuration in effect (defaults filled in, file
@@ -431,6 +433,9 @@ func (s *Store) Close() error {
 	if !s.closed.CompareAndSwap(false, true) {
 		return nil
 	}
+	if s.cleaner != nil {
+		s.cleaner.close() // before the lock: a clean round may be running
+	}
 	s.lifecycle.Lock()
 	defer s.lifecycle.Unlock()
 	var errs []error
@@ -492,6 +497,9 @@ func (s *Store) Abandon() {
 	defer s.lifecycle.Unlock()
 	err := errAbandoned
 	s.failed.CompareAndSwap(nil, &err)
+	if s.cleaner != nil {
+		s.cleaner.close()
+	}
 	if s.flusher != nil {
 		s.flusher.halt()
 	}

@@ -91,3 +91,13 @@ func TestErrorsNameOpAndPathOnce(t *testing.T) {
 		t.Errorf("Open(missing): err = %v, want %q", err, want)
 	}
 }
+
+func TestDiskUsage(t *testing.T) {
+	u, err := DiskUsage(t.TempDir())
+	if err != nil || u <= 0 || u > 1 {
+		t.Fatalf("DiskUsage = %v, %v; want a share in (0, 1]", u, err)
+	}
+	if _, err := DiskUsage("/does/not/exist"); err == nil {
+		t.Fatal("DiskUsage of a missing path succeeded")
+	}
+}
