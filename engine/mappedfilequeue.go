@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"path"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -25,6 +26,9 @@ type MappedFileQueue struct {
 	// backwards when two goroutines flush at once.
 	flushMu sync.Mutex
 	files   atomic.Pointer[[]*MappedFile]
+
+	// padded lists the short last files load restored to full size.
+	padded []string
 
 	// alloc prepares the next file in the background (CommitLog only,
 	// and not in Manual mode, which runs no goroutines).
@@ -66,11 +70,25 @@ func (q *MappedFileQueue) load() error {
 			mf.shutdown()
 		}
 	}
-	for _, n := range names {
+	for i, n := range names {
+		if strings.HasSuffix(n, padSuffix) {
+			// Left by a crash while padding: the original is intact.
+			if err := q.fs.Remove(path.Join(q.dir, n)); err != nil {
+				closeAll()
+				return fmt.Errorf("remove %s: %w", n, err)
+			}
+			continue
+		}
 		from, err := fileNameToOffset(n)
 		if err != nil {
 			closeAll()
 			return fmt.Errorf("%s: %w", q.dir, err)
+		}
+		if i == len(names)-1 {
+			if err := q.padShortTail(n); err != nil {
+				closeAll()
+				return err
+			}
 		}
 		if err := q.checkNext(files, n, from); err != nil {
 			closeAll()
@@ -87,6 +105,47 @@ func (q *MappedFileQueue) load() error {
 		files = append(files, mf)
 	}
 	q.files.Store(&files)
+	return nil
+}
+
+// padSuffix names the copy made while padding a short last file.
+const padSuffix = ".pad"
+
+// padShortTail restores the full size of the queue's last file when it is
+// shorter than the queue's file size: a file truncated by a crash or a
+// careless copy. Its bytes are kept and zeros appended, so recovery then
+// cuts it at the last good record as it would a torn tail. The padded copy
+// replaces the original atomically (a crash leaves one or the other).
+func (q *MappedFileQueue) padShortTail(name string) error {
+	p := path.Join(q.dir, name)
+	size, err := q.fs.Stat(p)
+	if err != nil || size >= q.fileSize {
+		return nil // checkNext reports it
+	}
+	old, err := backend.ReadFile(q.fs, p)
+	if err != nil {
+		return fmt.Errorf("read %s: %w", p, err)
+	}
+	tmp := p + padSuffix
+	seg, err := q.fs.Create(tmp, q.fileSize)
+	if err != nil {
+		return fmt.Errorf("pad %s: %w", p, err)
+	}
+	_, err = seg.WriteAt(old, 0)
+	if err == nil {
+		err = seg.Sync(0, int64(len(old)))
+	}
+	err = errors.Join(err, seg.Close())
+	if err == nil {
+		err = q.fs.Rename(tmp, p)
+	}
+	if err == nil {
+		err = q.fs.SyncDir(q.dir)
+	}
+	if err != nil {
+		return fmt.Errorf("pad %s: %w", p, err)
+	}
+	q.padded = append(q.padded, fmt.Sprintf("%s: %d bytes, padded to %d", p, size, q.fileSize))
 	return nil
 }
 

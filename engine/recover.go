@@ -27,6 +27,9 @@ type RecoveryReport struct {
 	DroppedBytes int
 	// Redispatched counts records replayed into the ConsumeQueues.
 	Redispatched int
+	// PaddedFiles lists last files that were shorter than the file size
+	// (truncated) and were padded with zeros before recovery.
+	PaddedFiles []string
 	// ConsumeQueuesRebuilt is set when the ConsumeQueues were inconsistent
 	// with the CommitLog and were rebuilt from it entirely.
 	ConsumeQueuesRebuilt bool
@@ -38,6 +41,14 @@ type RecoveryReport struct {
 func (s *Store) recover(lastExitOK, cpValid bool) error {
 	r := &s.recovery
 	r.Abnormal, r.CheckpointValid = !lastExitOK, cpValid
+	r.PaddedFiles = append(r.PaddedFiles, s.commitLog.q.padded...)
+	s.queues.all(func(cq *ConsumeQueue) error {
+		r.PaddedFiles = append(r.PaddedFiles, cq.q.padded...)
+		return nil
+	})
+	if len(r.PaddedFiles) > 0 {
+		s.cfg.Logger.Warn("short last files padded to the file size", "files", r.PaddedFiles)
+	}
 	if err := s.queues.all(func(cq *ConsumeQueue) error { return cq.recover() }); err != nil {
 		return err
 	}

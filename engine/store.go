@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"path"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -164,7 +166,14 @@ func (s *Store) abandon() {
 // one kind that disagree with each other, are a clear error rather than
 // a misread store.
 func (s *Store) detectFileSizes() error {
-	size, where, err := s.existingFileSize(commitLogDir)
+	// With the default size a lone short file is taken at its word:
+	// nothing says how long it should be (set CommitLogFileSize to have
+	// a truncated one padded).
+	want := s.cfg.CommitLogFileSize
+	if want == DefaultCommitLogFileSize {
+		want = 0
+	}
+	size, where, err := s.existingFileSize(commitLogDir, want)
 	if err != nil || size < 0 {
 		return err
 	}
@@ -194,7 +203,11 @@ func (s *Store) detectConsumeQueueFileSize() error {
 			continue
 		}
 		for _, id := range ids {
-			size, where, err := s.existingFileSize(path.Join(consumeQueueDir, topic, id))
+			want := s.cfg.ConsumeQueueUnits * CQUnitSize
+			if s.cfg.ConsumeQueueUnits == DefaultConsumeQueueUnits {
+				want = 0
+			}
+			size, where, err := s.existingFileSize(path.Join(consumeQueueDir, topic, id), want)
 			if err != nil {
 				return err
 			}
@@ -220,16 +233,25 @@ func (s *Store) detectConsumeQueueFileSize() error {
 }
 
 // existingFileSize returns the size of the first file in dir and its path,
-// or -1 when dir holds no file.
-func (s *Store) existingFileSize(dir string) (int64, string, error) {
+// or -1 when dir holds no file. A lone file shorter than want (the size
+// the config gives) counts as want: it is the last file, truncated, and
+// load pads it.
+func (s *Store) existingFileSize(dir string, want int64) (int64, string, error) {
 	names, err := s.fs.List(dir)
-	if err != nil || len(names) == 0 {
+	if err != nil {
+		return -1, "", nil
+	}
+	names = slices.DeleteFunc(names, func(n string) bool { return strings.HasSuffix(n, padSuffix) })
+	if len(names) == 0 {
 		return -1, "", nil
 	}
 	p := path.Join(dir, names[0])
 	size, err := s.fs.Stat(p)
 	if err != nil {
 		return -1, p, fmt.Errorf("stat %s: %w", p, err)
+	}
+	if len(names) == 1 && size < want {
+		return want, p, nil
 	}
 	return size, p, nil
 }

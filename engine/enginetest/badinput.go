@@ -74,6 +74,38 @@ func (d *damaged) wantTruncatedAt(t *testing.T, s *engine.Store, i int, reason e
 	}
 }
 
+// open opens the damaged store, which must succeed.
+func (d *damaged) open(t *testing.T) *engine.Store {
+	t.Helper()
+	s, err := engine.Open(d.h.fs, tinyConfig())
+	if err != nil {
+		t.Fatalf("open: %v", err)
+	}
+	return s
+}
+
+// wantPadded checks that recovery reports padding the named file.
+func (d *damaged) wantPadded(t *testing.T, s *engine.Store, name string) {
+	t.Helper()
+	for _, p := range s.Recovery().PaddedFiles {
+		if strings.Contains(p, name) {
+			return
+		}
+	}
+	t.Fatalf("padded files %q do not name %s", s.Recovery().PaddedFiles, name)
+}
+
+// firstEndingAfter returns the index of the first put whose record ends
+// after CommitLog offset off.
+func (d *damaged) firstEndingAfter(off int64) int {
+	for i, r := range d.puts {
+		if r.WroteOffset+int64(r.WroteBytes) > off {
+			return i
+		}
+	}
+	return len(d.puts)
+}
+
 func badBody(i int) string { return fmt.Sprint("record ", i, " ", strings.Repeat("r", 150)) }
 
 func newDamaged(t *testing.T, h *harness) *damaged {
@@ -93,9 +125,17 @@ func newDamaged(t *testing.T, h *harness) *damaged {
 
 var badInputTests = []test{
 	{"WrongSizedSegment", func(t *testing.T, h *harness) {
-		newDamaged(t, h)
+		// A short extra last file (a crash while creating it): padded,
+		// and the data before it is all there.
+		d := newDamaged(t, h)
 		writeFile(t, h.fs, "commitlog/00000000000000012288", make([]byte, 1000))
-		wantOpenError(t, h, engine.ErrCorruptStore, "00000000000000012288")
+		s := d.open(t)
+		defer s.Close()
+		d.wantPadded(t, s, "00000000000000012288")
+		last := d.puts[len(d.puts)-1]
+		if got := s.Recovery().CommitLogEnd; got != last.WroteOffset+int64(last.WroteBytes) {
+			t.Fatalf("recovered end %d, want %d", got, last.WroteOffset+int64(last.WroteBytes))
+		}
 	}},
 	{"WrongSizedMiddleSegment", func(t *testing.T, h *harness) {
 		newDamaged(t, h)
@@ -104,15 +144,32 @@ var badInputTests = []test{
 		wantOpenError(t, h, engine.ErrCorruptStore, "00000000000000004096")
 	}},
 	{"TruncatedLastFile", func(t *testing.T, h *harness) {
-		newDamaged(t, h)
+		// The last file cut mid-record: padded, then cut at the last
+		// whole record like a torn tail.
+		d := newDamaged(t, h)
 		b := fileBytes(t, h.fs, "commitlog/00000000000000008192")
 		writeFile(t, h.fs, "commitlog/00000000000000008192", b[:1500])
-		wantOpenError(t, h, engine.ErrCorruptStore, "00000000000000008192")
+		s := d.open(t)
+		defer s.Close()
+		d.wantPadded(t, s, "00000000000000008192")
+		i := d.firstEndingAfter(8192 + 1500)
+		d.wantTruncatedAt(t, s, i, record.ErrCorrupt)
 	}},
 	{"EmptyFile", func(t *testing.T, h *harness) {
-		newDamaged(t, h)
+		d := newDamaged(t, h)
 		writeFile(t, h.fs, "commitlog/00000000000000008192", nil)
-		wantOpenError(t, h, engine.ErrCorruptStore, "00000000000000008192")
+		s := d.open(t)
+		defer s.Close()
+		d.wantPadded(t, s, "00000000000000008192")
+		if r := s.Recovery(); r.CommitLogEnd != 8192 || r.StopReason != nil {
+			t.Fatalf("recovered end %d (%v), want 8192: the empty file held nothing", r.CommitLogEnd, r.StopReason)
+		}
+		i := d.firstEndingAfter(8192)
+		for q := int32(0); q < 2; q++ {
+			if got, want := s.MaxOffsetInQueue("bad", q), int64((i+1-int(q))/2); got != want {
+				t.Fatalf("queue %d: max %d, want %d", q, got, want)
+			}
+		}
 	}},
 	{"MissingMiddleFile", func(t *testing.T, h *harness) {
 		newDamaged(t, h)
