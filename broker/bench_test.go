@@ -26,8 +26,8 @@ func BenchmarkLongPollWakeup(b *testing.B) {
 			}
 			done <- time.Now()
 		}()
-		for br.HeldPulls() == 0 {
-			time.Sleep(20 * time.Microsecond)
+		if err := br.WaitHeldPulls(ctx, 1); err != nil {
+			b.Fatal(err)
 		}
 		start := time.Now()
 		if _, err := br.Store().Put(ctx, msg("T", 0, "A", "")); err != nil {

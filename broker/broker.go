@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -84,7 +85,8 @@ func (b *Broker) loadConfig() error {
 // openStore opens the index first (recovery dispatches to it), then the
 // engine with the broker's dispatchers.
 func (b *Broker) openStore() error {
-	b.schedule = schedule.New(b.fs, schedule.Config{Levels: b.cfg.Store.DelayLevels, Logger: b.logger, Now: b.cfg.Store.Now})
+	b.schedule = schedule.New(b.fs, schedule.Config{Levels: b.cfg.Store.DelayLevels, Logger: b.logger,
+		Now: b.cfg.Store.Now, Manual: b.cfg.Store.Manual})
 	ds := []dispatch.Dispatcher{b.hold, b.schedule}
 	if !b.cfg.DisableMessageIndex {
 		lastExitOK, indexTs, err := recoveryHint(b.fs)
@@ -106,7 +108,30 @@ func (b *Broker) openStore() error {
 	b.store = s
 	if b.index != nil {
 		b.index.SetCheckpoint(s.Checkpoint())
+		if err := b.reindex(); err != nil {
+			return errors.Join(err, b.closeStore())
+		}
 	}
+	return nil
+}
+
+// reindex makes the index cover the recovered CommitLog. The engine's
+// recovery replays only from its checkpoint, but after a crash the index
+// may have lost more (a deleted file, or a file whose unsynced tail was
+// lost), or hold entries past the recovered end; index.Reconcile says
+// what to replay, and Redispatch replays it through every dispatcher
+// (all idempotent).
+func (b *Broker) reindex() error {
+	cl := b.store.CommitLog()
+	from, err := b.index.Reconcile(cl.MinOffset(), cl.MaxOffset())
+	if err != nil || from < 0 {
+		return err
+	}
+	n, err := b.store.Redispatch(from)
+	if err != nil {
+		return fmt.Errorf("broker: re-index from %d: %w", from, err)
+	}
+	b.logger.Info("index rebuilt from the CommitLog", "from", from, "records", n)
 	return nil
 }
 
@@ -120,6 +145,12 @@ func (b *Broker) startServices() error {
 		return err
 	}
 	b.stop, b.done = make(chan struct{}), make(chan struct{})
+	if b.cfg.Store.Manual {
+		// No background work: the owner calls PersistOffsets,
+		// DeliverDelayed and the store's flush methods.
+		close(b.done)
+		return nil
+	}
 	go b.persistLoop()
 	return nil
 }
@@ -154,9 +185,64 @@ func (b *Broker) persistLoop() {
 }
 
 // PersistOffsets saves consumer and delay offsets now (what the periodic
-// task does).
+// tasks do). Each file is written only if its table changed.
 func (b *Broker) PersistOffsets() error {
 	return errors.Join(b.offsets.Persist(), b.schedule.Persist())
+}
+
+// PersistConsumerOffsets saves the consumer offsets now (the
+// flushConsumerOffsetInterval task).
+func (b *Broker) PersistConsumerOffsets() error { return b.offsets.Persist() }
+
+// PersistDelayOffsets syncs the CommitLog and saves the delay offsets now
+// (the flushDelayOffsetInterval task).
+func (b *Broker) PersistDelayOffsets() error { return b.schedule.Persist() }
+
+// DeliverDelayed runs one delayed-delivery pass in the caller's
+// goroutine: it dispatches the store when it is Manual, delivers every
+// message due now, and dispatches the deliveries. It returns how long
+// until the next message is due (-1: none). Manual brokers use it in
+// place of the delivery goroutine.
+func (b *Broker) DeliverDelayed(ctx context.Context) (time.Duration, error) {
+	if b.closed.Load() {
+		return 0, ErrClosed
+	}
+	if b.cfg.Store.Manual {
+		if _, err := b.store.Dispatch(); err != nil {
+			return 0, err
+		}
+	}
+	next, err := b.schedule.DeliverDue(ctx)
+	if err != nil {
+		return 0, err
+	}
+	if b.cfg.Store.Manual {
+		if _, err := b.store.Dispatch(); err != nil {
+			return 0, err
+		}
+	}
+	return next, nil
+}
+
+// Abandon stops the broker as a killed process would: held pulls are
+// released with ErrClosed, the services stop, and nothing more is
+// persisted, flushed or synced (engine.Store.Abandon). On memfs, opening
+// memfs.New(sameAfero) afterwards is a power cut. After Abandon every call
+// returns ErrClosed; Close does nothing.
+func (b *Broker) Abandon() {
+	b.closeMu.Lock()
+	defer b.closeMu.Unlock()
+	if !b.closed.CompareAndSwap(false, true) {
+		return
+	}
+	b.hold.Close()
+	close(b.stop)
+	<-b.done
+	b.schedule.Abandon()
+	b.store.Abandon()
+	if b.index != nil {
+		b.index.Abandon()
+	}
 }
 
 // Close releases held pulls, stops the services, persists the offsets,
@@ -210,3 +296,15 @@ func (b *Broker) Index() *index.Service { return b.index }
 
 // HeldPulls returns the number of pulls held now.
 func (b *Broker) HeldPulls() int { return b.hold.Held() }
+
+// WaitHeldPulls blocks until at least n pulls are held, ctx is done or the
+// broker closes (ErrClosed).
+func (b *Broker) WaitHeldPulls(ctx context.Context, n int) error {
+	if err := b.hold.WaitHeld(ctx, n); err != nil {
+		if errors.Is(err, longpoll.ErrClosed) {
+			return ErrClosed
+		}
+		return err
+	}
+	return nil
+}

@@ -3,6 +3,7 @@ package broker
 import (
 	"fmt"
 	"log/slog"
+	"os"
 	"time"
 
 	"github.com/rocketstore/rocketstore/engine"
@@ -19,6 +20,9 @@ type Config struct {
 	Store engine.Config
 	// BrokerPermission is the broker's perm (6: read + write).
 	BrokerPermission int
+	// BrokerName names the broker in OffsetMovedEvents (RocketMQ's
+	// default: the host name, or DEFAULT_BROKER).
+	BrokerName string
 	// DisableAutoCreateTopic turns off autoCreateTopicEnable (true).
 	DisableAutoCreateTopic bool
 	// DisableAutoCreateSubscriptionGroup turns off
@@ -55,9 +59,20 @@ const (
 	DefaultFlushDelayOffsetInterval    = 10 * time.Second
 )
 
+// defaultBrokerName is BrokerConfig's localHostName(), or DEFAULT_BROKER.
+func defaultBrokerName() string {
+	if h, err := os.Hostname(); err == nil && h != "" {
+		return h
+	}
+	return "DEFAULT_BROKER"
+}
+
 func (c Config) withDefaults() Config {
 	if c.BrokerPermission == 0 {
 		c.BrokerPermission = DefaultBrokerPermission
+	}
+	if c.BrokerName == "" {
+		c.BrokerName = defaultBrokerName()
 	}
 	if c.DefaultTopicQueueNums == 0 {
 		c.DefaultTopicQueueNums = DefaultTopicQueueNums

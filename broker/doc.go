@@ -28,5 +28,20 @@
 // in their callers' goroutines. Close stops everything, persists the
 // offsets, closes the engine and the index, and leaves no goroutine.
 //
+// With engine.Config.Manual the broker starts no goroutine either: the
+// owner calls PersistConsumerOffsets, PersistDelayOffsets (or
+// PersistOffsets) and DeliverDelayed, as deterministic tests do. Abandon
+// stops a broker as a killed process would (nothing persisted or synced);
+// on memfs, reopening on memfs.New(sameAfero) is then a power cut.
+//
+// Crash guarantees (P7): consumer offsets and delay offsets come back as
+// last persisted, clamped to their queues; delay offsets are persisted only
+// after the CommitLog is synced, so a delayed message is delivered at least
+// once across power cuts; after an abnormal start the index is re-built
+// from the CommitLog where it lost entries (index.Service.Reconcile).
+//
+// A pull answered with PULL_OFFSET_MOVED publishes an OffsetMovedEvent to
+// OFFSET_MOVED_EVENT, as a RocketMQ master does.
+//
 // Concurrency: all Broker methods are safe for concurrent use.
 package broker

@@ -196,6 +196,9 @@ func (b *Broker) pullResponse(req *PullRequest, g config.SubscriptionGroupConfig
 	}
 	resp.Code = statusCode(res.Status, req.QueueOffset)
 	if resp.Code == PullOffsetMoved {
+		// A master (offsetCheckInSlave is moot: there are no slaves)
+		// keeps code 21 and tells the admin tools through the event topic.
+		b.publishOffsetMoved(req, res.NextBeginOffset)
 		b.logger.Info("the request offset moved", "group", req.ConsumerGroup, "topic", req.Topic,
 			"queueId", req.QueueID, "requestOffset", req.QueueOffset, "newOffset", res.NextBeginOffset,
 			"status", res.Status)

@@ -156,8 +156,10 @@ func pullAsync(t *testing.T, b *broker.Broker, r *broker.PullRequest) <-chan *br
 		}
 		ch <- resp
 	}()
-	for b.HeldPulls() == before {
-		time.Sleep(100 * time.Microsecond)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := b.WaitHeldPulls(ctx, before+1); err != nil {
+		t.Fatalf("pull not held: %v", err)
 	}
 	return ch
 }
@@ -174,7 +176,9 @@ func TestLongPollWokenByMatchingPut(t *testing.T) {
 		if resp.Code != broker.Success || resp.MsgCount != 1 {
 			t.Fatalf("%+v", resp)
 		}
-		if d := time.Since(start); d > 100*time.Millisecond {
+		// Generous for a loaded CI machine; the benchmark measures the
+		// real latency.
+		if d := time.Since(start); d > time.Second {
 			t.Fatalf("woken after %v", d)
 		}
 	case <-time.After(5 * time.Second):
@@ -187,11 +191,11 @@ func TestLongPollNotWokenByOtherTag(t *testing.T) {
 	defer b.Close()
 	createTopic(t, b, "T", 1)
 	ch := pullAsync(t, b, suspendReq("A", 300))
+	// put returns once the record is dispatched, and the arrival hook
+	// runs in dispatch: a wake-up would have dropped the request by now.
 	put(t, b, msg("T", 0, "B", ""))
-	select {
-	case resp := <-ch:
-		t.Fatalf("woken by a non-matching tag: %+v", resp)
-	case <-time.After(100 * time.Millisecond):
+	if b.HeldPulls() != 1 {
+		t.Fatal("woken by a non-matching tag")
 	}
 	resp := <-ch // the timeout re-runs it: the B message is skipped
 	if resp.Code != broker.PullRetryImmediately || resp.NextBeginOffset != 1 {
@@ -233,8 +237,8 @@ func TestLongPollReleasedByClose(t *testing.T) {
 	createTopic(t, b, "T", 1)
 	errc := make(chan error, 1)
 	go func() { _, err := b.Pull(context.Background(), suspendReq("*", 30000)); errc <- err }()
-	for b.HeldPulls() == 0 {
-		time.Sleep(100 * time.Microsecond)
+	if err := b.WaitHeldPulls(context.Background(), 1); err != nil {
+		t.Fatal(err)
 	}
 	if err := b.Close(); err != nil {
 		t.Fatal(err)

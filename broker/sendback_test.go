@@ -13,10 +13,12 @@ import (
 )
 
 // waitMessage waits until topic/qid holds a message at off and returns it.
+// It waits with held pulls (woken by the arrival hook), not by polling.
 func waitMessage(t *testing.T, b *broker.Broker, topic string, qid int32, off int64, within time.Duration) *record.MessageExt {
 	t.Helper()
+	ctx := context.Background()
 	deadline := time.Now().Add(within)
-	for time.Now().Before(deadline) {
+	for {
 		if phy, err := b.Store().CommitLogOffsetInQueue(topic, qid, off); err == nil {
 			m, err := b.Store().LookMessageByOffset(phy)
 			if err != nil {
@@ -24,10 +26,23 @@ func waitMessage(t *testing.T, b *broker.Broker, topic string, qid int32, off in
 			}
 			return m
 		}
-		time.Sleep(time.Millisecond)
+		left := time.Until(deadline)
+		if left <= 0 {
+			t.Fatalf("no message at %s/%d offset %d after %v", topic, qid, off, within)
+		}
+		// Pull at the queue's end: a pull there is held until the next
+		// arrival (one past the end would be OFFSET_MOVED).
+		r := pullReq("waitMessage", topic, qid, min(off, b.Store().MaxOffsetInQueue(topic, qid)))
+		r.SysFlag |= broker.FlagSuspend
+		r.SuspendTimeoutMillis = max(1, left.Milliseconds())
+		resp, err := b.Pull(ctx, r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if resp.Code != broker.Success && resp.Code != broker.PullNotFound && resp.Code != broker.PullRetryImmediately {
+			t.Fatalf("waiting pull: %v %s", resp.Code, resp.Remark)
+		}
 	}
-	t.Fatalf("no message at %s/%d offset %d after %v", topic, qid, off, within)
-	return nil
 }
 
 func TestSendBackToDLQ(t *testing.T) {

@@ -9,10 +9,16 @@
 //
 // Recovery: on an abnormal start, a file whose endTimestamp is newer than
 // the checkpoint's indexMsgTimestamp may hold torn entries and is deleted
-// (RocketMQ's IndexService.load); the engine's replay re-indexes what it
-// replays. A record below the current file's endPhyOffset is skipped, so
-// replay is idempotent. The service records a file's endTimestamp as the
-// checkpoint's indexMsgTimestamp only after the file is synced.
+// (RocketMQ's IndexService.load). A record below the current file's
+// endPhyOffset is skipped, so replay is idempotent; but for the same reason
+// the engine's recovery replay, which starts from its own checkpoint and
+// may start after a gap in the index, would make that gap permanent. So
+// after an abnormal start the service ignores dispatched records until the
+// owner calls Reconcile with the recovered CommitLog range; Reconcile
+// returns where to re-dispatch from (the newest durable entry) and starts
+// a new file when the index holds entries past the recovered end. The
+// service records a file's endTimestamp as the checkpoint's
+// indexMsgTimestamp only after the file is synced.
 //
 // Concurrency: Dispatch runs on the engine's single dispatch goroutine;
 // queries run concurrently with it under a read lock.

@@ -78,16 +78,32 @@ type Service struct {
 	cp       Checkpoint
 	syncedTs int64 // endTimestamp of the newest synced state
 	lastName string
+
+	// What Open found, for Reconcile.
+	// deletedFrom is the smallest beginPhyOffset of the files Open
+	// deleted (-1: none deleted).
+	deletedFrom int64
+	// deferred is set from an abnormal Open until Reconcile: Dispatch
+	// ignores records then, because the engine's recovery replay may start
+	// after a gap in the index, and Dispatch's "already indexed" rule
+	// (offset below the newest entry) would make that gap permanent.
+	// Reconcile has the gap replayed in order instead. deferredFrom is
+	// the first record ignored (-1: none).
+	deferred     bool
+	deferredFrom int64
 }
 
 // Open loads the index files. After an abnormal exit (lastExitOK false) it
 // deletes every file whose endTimestamp is after checkpointIndexTs, the
-// checkpoint's indexMsgTimestamp: such a file was not known durable.
+// checkpoint's indexMsgTimestamp: such a file was not known durable; and
+// it ignores dispatched records until Reconcile, which the owner must call
+// once the store is recovered.
 func Open(fs backend.FS, cfg Config, lastExitOK bool, checkpointIndexTs int64) (*Service, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	s := &Service{fs: fs, cfg: cfg.withDefaults()}
+	s := &Service{fs: fs, cfg: cfg.withDefaults(), deletedFrom: -1,
+		deferred: !lastExitOK, deferredFrom: -1}
 	if err := fs.MkdirAll(Dir); err != nil {
 		return nil, fmt.Errorf("index: mkdir: %w", err)
 	}
@@ -115,12 +131,80 @@ func (s *Service) load(name string, lastExitOK bool, cpTs int64) error {
 	if !lastExitOK && f.h.endTimestamp > cpTs {
 		s.cfg.Logger.Info("index: abnormal exit; deleting index file newer than the checkpoint",
 			"file", name, "endTimestamp", f.h.endTimestamp, "checkpoint", cpTs)
+		if s.deletedFrom < 0 || f.h.beginPhyOffset < s.deletedFrom {
+			s.deletedFrom = f.h.beginPhyOffset
+		}
 		f.seg.Close()
 		return s.fs.Remove(name)
 	}
 	s.files = append(s.files, f)
 	s.lastName = path.Base(name)
 	return nil
+}
+
+// Reconcile matches the index to the recovered CommitLog [clMin, clMax)
+// once the engine is open, before any new put. It returns the CommitLog
+// offset (a record boundary) from which the caller must re-dispatch every
+// record so that the index holds all of them, or -1 when nothing is
+// missing.
+//
+// After a clean exit the index is complete: nothing to do. After a crash
+// two things can be wrong, and the engine's own replay, which starts from
+// its checkpoint, fixes neither:
+//
+//   - Entries were lost: Open deleted files newer than the checkpoint, or
+//     the newest file lost its unsynced tail. Everything after the newest
+//     durable entry (or from the first deleted file when no file is left)
+//     is re-dispatched; Dispatch skips what is already indexed.
+//   - The newest file holds entries at or past clMax: the index was synced
+//     while the CommitLog records it points at were not, and they are
+//     gone. New records will reuse those offsets, and Dispatch would skip
+//     them as already indexed, so a new file is started at clMax. (The
+//     stale entries stay; a query may return the new record at such an
+//     offset, which is why callers check keys, as RocketMQ's client does.)
+func (s *Service) Reconcile(clMin, clMax int64) (int64, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return -1, ErrClosed
+	}
+	if !s.deferred {
+		return -1, nil // clean exit, or reconciled already
+	}
+	s.deferred = false
+	last := s.last()
+	if last != nil && last.h.indexCount > firstIndex && last.h.endPhyOffset >= clMax {
+		s.cfg.Logger.Warn("index: entries past the recovered CommitLog end; starting a new file",
+			"file", last.name, "endPhyOffset", last.h.endPhyOffset, "commitLogMax", clMax)
+		if err := s.syncLocked(last); err != nil {
+			return -1, err
+		}
+		nf, err := createFile(s.fs, path.Join(Dir, s.nextName()), s.cfg.MaxHashSlotNum, s.cfg.MaxIndexNum, clMax, last.h.endTimestamp)
+		if err != nil {
+			return -1, err
+		}
+		if err := s.fs.SyncDir(Dir); err != nil {
+			nf.seg.Close()
+			return -1, fmt.Errorf("index: sync dir: %w", err)
+		}
+		s.files = append(s.files, nf)
+		return -1, nil
+	}
+	// Without any durable trace of the index (no entry, nothing
+	// deleted), replay what the engine replayed.
+	from := s.deferredFrom
+	if s.deletedFrom >= 0 {
+		from = s.deletedFrom
+	}
+	if last != nil && last.h.indexCount > firstIndex {
+		// The newest durable entry is a record boundary; replaying it is
+		// harmless (Dispatch skips it).
+		from = last.h.endPhyOffset
+	}
+	if from < 0 || from >= clMax {
+		return -1, nil
+	}
+	return max(from, clMin), nil
 }
 
 // SetCheckpoint gives the service the checkpoint (available once the
@@ -148,6 +232,12 @@ func (s *Service) Dispatch(req *dispatch.Request) error {
 	defer s.mu.Unlock()
 	if s.closed {
 		return ErrClosed
+	}
+	if s.deferred {
+		if s.deferredFrom < 0 {
+			s.deferredFrom = req.CommitLogOffset
+		}
+		return nil
 	}
 	if f := s.last(); f != nil && s.indexed(f, req.CommitLogOffset) {
 		return nil
@@ -327,6 +417,18 @@ func (s *Service) Close() error {
 	}
 	s.closed = true
 	return errors.Join(err, s.closeFiles())
+}
+
+// Abandon closes every file without syncing: what a killed process
+// leaves (crash tests). It is idempotent.
+func (s *Service) Abandon() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return
+	}
+	s.closed = true
+	s.closeFiles()
 }
 
 func (s *Service) closeFiles() error {

@@ -58,6 +58,9 @@ type Hold struct {
 		sync.Mutex
 		table  map[string]map[int32]queueWaiters
 		closed bool
+		// added is closed and replaced each time a request is held, so
+		// that WaitHeld needs no polling.
+		added chan struct{}
 	}
 	done chan struct{}
 }
@@ -67,11 +70,36 @@ type Hold struct {
 func New(notifyOnArrival bool) *Hold {
 	h := &Hold{notify: notifyOnArrival, done: make(chan struct{})}
 	h.mu.table = make(map[string]map[int32]queueWaiters)
+	h.mu.added = make(chan struct{})
 	return h
 }
 
 // Held returns the number of requests held now.
 func (h *Hold) Held() int { return int(h.held.Load()) }
+
+// WaitHeld blocks until at least n requests are held, ctx is done (its
+// error is returned) or the Hold closes (ErrClosed). Tests and tools use it
+// to act once a pull is suspended, without polling.
+func (h *Hold) WaitHeld(ctx context.Context, n int) error {
+	for {
+		h.mu.Lock()
+		added, closed := h.mu.added, h.mu.closed
+		h.mu.Unlock()
+		if closed {
+			return ErrClosed
+		}
+		if h.Held() >= n {
+			return nil
+		}
+		select {
+		case <-added:
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-h.done:
+			return ErrClosed
+		}
+	}
+}
 
 // Wait holds a request for topic/queueID that pulls from pullFrom until
 // a message matching filter arrives, timeout passes, ctx is done (its
@@ -123,6 +151,8 @@ func (h *Hold) add(topic string, queueID int32, w *waiter) error {
 	}
 	ws[w] = struct{}{}
 	h.held.Add(1)
+	close(h.mu.added)
+	h.mu.added = make(chan struct{})
 	return nil
 }
 

@@ -38,6 +38,9 @@ type Config struct {
 	Logger *slog.Logger
 	// Now returns the time in ms (time.Now).
 	Now func() int64
+	// Manual starts no goroutine: the owner calls DeliverDue (mirroring
+	// engine.Config.Manual, for deterministic tests and tools).
+	Manual bool
 }
 
 // Service is the delayed-delivery service.
@@ -100,6 +103,10 @@ func (s *Service) Start(store *engine.Store) error {
 	s.correctOffsets()
 	ctx, cancel := context.WithCancel(context.Background())
 	s.cancel, s.done = cancel, make(chan struct{})
+	if s.cfg.Manual {
+		close(s.done)
+		return nil
+	}
 	go s.loop(ctx)
 	return nil
 }
@@ -107,13 +114,38 @@ func (s *Service) Start(store *engine.Store) error {
 // Close stops delivery, waits for the goroutine and persists the offsets.
 // It is idempotent.
 func (s *Service) Close() error {
-	if s.cancel == nil {
+	if !s.stop() {
 		return nil
+	}
+	return s.Persist()
+}
+
+// Abandon stops delivery without persisting anything: what a killed
+// process leaves (crash tests). It is idempotent.
+func (s *Service) Abandon() { s.stop() }
+
+// stop cancels and waits for the delivery goroutine; it reports whether
+// this call stopped it.
+func (s *Service) stop() bool {
+	if s.cancel == nil {
+		return false
 	}
 	s.cancel()
 	<-s.done
 	s.cancel = nil
-	return s.Persist()
+	return true
+}
+
+// DeliverDue delivers, in the caller's goroutine, every message due now
+// and returns how long until the next one is due (-1: none pending). In
+// Manual mode this is the only way messages are delivered; the caller
+// must have dispatched the store (engine.Store.Dispatch) so that the
+// schedule queues are up to date. ctx bounds the puts.
+func (s *Service) DeliverDue(ctx context.Context) (time.Duration, error) {
+	if s.store == nil {
+		return 0, ErrClosed
+	}
+	return s.deliverDue(ctx)
 }
 
 func (s *Service) loop(ctx context.Context) {
