@@ -7,12 +7,90 @@ import (
 	"testing"
 
 	"github.com/rocketstore/rocketstore/engine"
+	"github.com/rocketstore/rocketstore/engine/record"
 )
 
 var fixtureTests = []test{
 	{"Store2021_8k", func(t *testing.T, h *harness) { testFixture(t, h, "store-2021-8k") }},
 	{"Store2019Unit", func(t *testing.T, h *harness) { testFixture(t, h, "store-2019-unit") }},
 	{"SizeDisagreesWithConfig", testFixtureSizeConflict},
+	{"FlippedByteInLastRecord", testFixtureFlippedLastRecord},
+	{"TruncatedMidRecord", testFixtureTruncatedMidRecord},
+}
+
+// fixtureRecords returns the start offsets of the fixture's 47 records.
+func fixtureRecords(t *testing.T, b []byte) []int64 {
+	t.Helper()
+	var starts []int64
+	for pos := int64(0); ; {
+		info, err := record.Check(b[pos:], pos, true)
+		if err != nil || info.Blank {
+			break
+		}
+		starts = append(starts, pos)
+		pos += int64(info.Size)
+	}
+	if len(starts) != 47 {
+		t.Fatalf("fixture holds %d records, want 47", len(starts))
+	}
+	return starts
+}
+
+// wantFixturePrefix checks that queue abc/0 holds exactly the first n
+// fixture messages, intact.
+func wantFixturePrefix(t *testing.T, s *engine.Store, n int64) {
+	t.Helper()
+	if got := s.MaxOffsetInQueue("abc", 0); got != n {
+		t.Fatalf("queue abc/0 holds %d messages, want %d", got, n)
+	}
+	for off := int64(0); off < n; {
+		g := get(t, s, "abc", 0, off, 32, nil)
+		for _, m := range g.msgs {
+			if m.QueueOffset != off || string(m.Body) != "Once, there was a chance for me!" || m.Properties["TAGS"] != "TAG1" {
+				t.Fatalf("message %d: %q %q", off, m.Body, m.Properties)
+			}
+			off++
+		}
+		if len(g.msgs) == 0 {
+			t.Fatalf("at %d: %v", off, g)
+		}
+	}
+}
+
+// A byte flipped in the last record's body: recovery keeps the 46 before
+// it, says where and why it stopped, and counts what it dropped.
+func testFixtureFlippedLastRecord(t *testing.T, h *harness) {
+	loadFixture(t, h, "store-2021-8k")
+	name := "commitlog/00000000000000000000"
+	b := fileBytes(t, h.fs, name)
+	starts := fixtureRecords(t, b)
+	last := starts[46]
+	patchFile(t, h.fs, name, last+100, []byte{b[last+100] ^ 0x40})
+	s := h.open(engine.Config{Manual: true})
+	defer s.Close()
+	r := s.Recovery()
+	if r.CommitLogEnd != last || !errors.Is(r.StopReason, record.ErrCorrupt) || r.DroppedBytes == 0 {
+		t.Fatalf("recovery: %+v; want the end at %d (record 46) with a corrupt-record reason", r, last)
+	}
+	wantFixturePrefix(t, s, 46)
+}
+
+// The file cut mid-record (a copy that stopped short): with the file size
+// configured, the file is padded and recovered to the last whole record.
+func testFixtureTruncatedMidRecord(t *testing.T, h *harness) {
+	loadFixture(t, h, "store-2021-8k")
+	name := "commitlog/00000000000000000000"
+	b := fileBytes(t, h.fs, name)
+	starts := fixtureRecords(t, b)
+	cut := starts[30] + 50
+	writeFile(t, h.fs, name, b[:cut])
+	s := h.open(engine.Config{Manual: true, CommitLogFileSize: 8192})
+	defer s.Close()
+	r := s.Recovery()
+	if len(r.PaddedFiles) != 1 || r.CommitLogEnd != starts[30] || r.StopReason == nil {
+		t.Fatalf("recovery: %+v; want %s padded and the end at record 30 (%d)", r, name, starts[30])
+	}
+	wantFixturePrefix(t, s, 30)
 }
 
 // loadFixture copies a RocketMQ-written store into h.fs (the originals
