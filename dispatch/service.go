@@ -92,6 +92,15 @@ func (s *Service) SetReputFrom(offset int64) {
 	s.mu.Unlock()
 }
 
+// Exclusive runs fn while no dispatch pass is in flight, so that fn may
+// remove what dispatchers write to (the engine deletes a topic's queues
+// this way).
+func (s *Service) Exclusive(fn func() error) error {
+	s.running.Lock()
+	defer s.running.Unlock()
+	return fn()
+}
+
 // BehindBytes returns how many published bytes are not dispatched yet.
 func (s *Service) BehindBytes() int64 { return max(0, s.log.MaxOffset()-s.reputFrom.Load()) }
 

@@ -77,6 +77,29 @@ func (t *consumeQueueTable) add(cq *ConsumeQueue) {
 	t.m.Store(&next)
 }
 
+// removeTopic drops topic's queues from the table and returns them.
+func (t *consumeQueueTable) removeTopic(topic string) []*ConsumeQueue {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	old := t.snapshot()
+	qs := old[topic]
+	if len(qs) == 0 {
+		return nil
+	}
+	next := make(map[string]map[int32]*ConsumeQueue, len(old))
+	for k, v := range old {
+		if k != topic {
+			next[k] = v
+		}
+	}
+	t.m.Store(&next)
+	out := make([]*ConsumeQueue, 0, len(qs))
+	for _, cq := range qs {
+		out = append(out, cq)
+	}
+	return out
+}
+
 // all calls fn for every queue.
 func (t *consumeQueueTable) all(fn func(*ConsumeQueue) error) error {
 	var errs []error

@@ -139,3 +139,53 @@ func TestCleanServiceRunsOnDiskPressure(t *testing.T) {
 		t.Fatal("the clean service deleted the file being written")
 	}
 }
+
+func TestDeleteTopic(t *testing.T) {
+	fs := memfs.New(nil)
+	cfg := engine.Config{CommitLogFileSize: 4096, ConsumeQueueUnits: 8, Manual: true}
+	s, err := engine.Open(fs, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 20; i++ {
+		for _, topic := range []string{"gone", "kept"} {
+			if _, err := s.Put(context.Background(), &engine.Message{Topic: topic, QueueID: int32(i % 2), Body: []byte("x")}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if _, err := s.Dispatch(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.DeleteTopic("gone"); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := s.Topics()["gone"]; ok || s.MaxOffsetInQueue("gone", 0) != 0 {
+		t.Fatal("the deleted topic still has queues")
+	}
+	r, _ := s.GetMessage("g", "gone", 0, 0, 32, nil)
+	if r.Status != engine.NoMatchedLogicQueue {
+		t.Fatalf("get from a deleted topic: %v", r.Status)
+	}
+	r.Release()
+	// A new topic of the same name starts at queue offset 0; the other
+	// topic is untouched, also after a restart.
+	res, err := s.Put(context.Background(), &engine.Message{Topic: "gone", Body: []byte("new")})
+	if err != nil || res.QueueOffset != 0 {
+		t.Fatalf("put to the recreated topic: %+v %v", res, err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s, err = engine.Open(fs, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if got := s.MaxOffsetInQueue("kept", 1); got != 10 {
+		t.Fatalf("kept/1 holds %d, want 10", got)
+	}
+	if got := s.MaxOffsetInQueue("gone", 0); got != 1 {
+		t.Fatalf("recreated gone/0 holds %d, want 1", got)
+	}
+}

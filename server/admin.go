@@ -67,10 +67,9 @@ func (s *Server) updateAndCreateTopic(_ context.Context, _ *remoting.Conn, req *
 }
 
 // deleteTopicInBroker answers DELETE_TOPIC_IN_BROKER (215): the topic
-// leaves the topic table, so it has no route and takes no sends. Its
-// stored messages stay until retention removes their files (the engine has
-// no per-topic delete), and deleting a missing topic succeeds, as in
-// RocketMQ.
+// leaves the topic table, so it has no route and takes no sends, and its
+// ConsumeQueues are deleted (the CommitLog bytes go with retention).
+// Deleting a missing topic succeeds, as in RocketMQ.
 func (s *Server) deleteTopicInBroker(_ context.Context, _ *remoting.Conn, req *remoting.RemotingCommand) (*remoting.RemotingCommand, error) {
 	f := req.Fields()
 	topic := f.String("topic")
@@ -82,6 +81,11 @@ func (s *Server) deleteTopicInBroker(_ context.Context, _ *remoting.Conn, req *r
 	}
 	if err := s.b.Topics().Delete(topic); err != nil && !errors.Is(err, config.ErrNoTopic) {
 		return badRequest(req, err)
+	}
+	// RocketMQ's cleanUnusedTopic: the topic's ConsumeQueues go too, so a
+	// topic created again under the name starts empty.
+	if err := s.b.Store().DeleteTopic(topic); err != nil {
+		return req.NewResponse(remoting.CodeSystemError, err.Error()), nil
 	}
 	s.log.Info("topic deleted", "topic", topic)
 	return req.NewResponse(remoting.CodeSuccess, ""), nil
