@@ -61,7 +61,8 @@ type ConsumeQueue struct {
 
 	buf [CQUnitSize]byte // owned by the dispatcher goroutine
 
-	// noMaxPhysicOffsetCheck is Config.Unsafe.NoMaxPhysicOffsetCheck.
+	// noMaxPhysicOffsetCheck is Config.Unsafe.NoMaxPhysicOffsetCheck:
+	// both idempotency checks of putMessagePositionInfo are off.
 	noMaxPhysicOffsetCheck bool
 }
 
@@ -121,11 +122,17 @@ func (cq *ConsumeQueue) putMessagePositionInfo(offset int64, size int32, tagsCod
 		}
 	}
 	cur := mf.fileFromOffset + mf.wrote.Load()
-	if expect < cur {
+	if expect < cur && !cq.noMaxPhysicOffsetCheck {
 		// Already written: a replay. RocketMQ only checks this for
 		// cqOffset != 0 and appends a replayed unit 0 a second time; the
 		// maxPhysicOffset check above normally catches replays first.
 		return true, nil
+	}
+	if expect < cur {
+		// Unsafe.NoMaxPhysicOffsetCheck: the replay takes RocketMQ's path
+		// for a unit out of order ("[BUG]logic queue order maybe wrong")
+		// and is appended at the end, a duplicate.
+		expect = cur
 	}
 	if expect != cur {
 		// RocketMQ logs "[BUG]logic queue order maybe wrong" and appends
@@ -256,8 +263,14 @@ func scanUnits(b []byte) (int64, int64) {
 
 // truncateDirtyLogicFiles drops every unit whose record does not end at or
 // before phy (the recovered CommitLog end), deleting files that start past
-// it, and zeroes the tail.
-func (cq *ConsumeQueue) truncateDirtyLogicFiles(phy int64) error {
+// it, and zeroes the tail. With check set (recovery after an abnormal exit)
+// it also drops every unit from the first one that does not point forward
+// from the unit before it or that check rejects: a page of units that never
+// reached the disk may hold a freed block of another file after a power
+// cut (see crashsim's ReuseFreedBlocks), whose units look valid and point
+// at real records of other queues. Units written before the last
+// ConsumeQueue flush are durable, so such a page can only come after them.
+func (cq *ConsumeQueue) truncateDirtyLogicFiles(phy int64, check func(u Unit, index int64) bool) error {
 	for {
 		mf := cq.q.lastFile()
 		if mf == nil {
@@ -266,13 +279,27 @@ func (cq *ConsumeQueue) truncateDirtyLogicFiles(phy int64) error {
 		}
 		b := mf.seg.View(0, mf.wrote.Load())
 		pos, maxPhy := 0, int64(-1)
+		prevEnd := int64(-1)
+		if check != nil {
+			prevEnd = cq.prevMaxPhysicOffset(mf)
+		}
 		for ; pos+CQUnitSize <= len(b); pos += CQUnitSize {
 			u := DecodeUnit(b[pos:])
 			if !u.valid() || (u != blankUnit && u.CommitLogOffset+int64(u.Size) > phy) {
 				break
 			}
+			if check != nil {
+				// Blank fillers only precede a queue's first unit.
+				if u == blankUnit && prevEnd >= 0 {
+					break
+				}
+				if u != blankUnit && (u.CommitLogOffset < prevEnd || !check(u, (mf.fileFromOffset+int64(pos))/CQUnitSize)) {
+					break
+				}
+			}
 			if u != blankUnit {
 				maxPhy = u.CommitLogOffset + int64(u.Size)
+				prevEnd = maxPhy
 			}
 		}
 		if pos == 0 && len(cq.q.snapshot()) > 1 {

@@ -146,11 +146,19 @@ func (s *Store) loadConsumeQueues() error {
 	return nil
 }
 
-// commitLogReader adapts the CommitLog to dispatch.Log.
+// commitLogReader adapts the CommitLog to dispatch.Log. With SyncFlush it
+// ends at the flushed position rather than the written one, so that a
+// consumer never receives a message that a power cut could take back
+// (RocketMQ #8239: consumers of a SYNC_FLUSH store read unflushed data, and
+// after a crash skipped the messages written in its place; 5.x fixed it the
+// same way).
 type commitLogReader struct{ c *CommitLog }
 
 func (r commitLogReader) Data(off int64) ([]byte, dispatch.Releaser) {
 	b, mf := r.c.data(off)
+	if end := r.MaxOffset(); off+int64(len(b)) > end {
+		b = b[:max(0, end-off)]
+	}
 	if len(b) == 0 {
 		if mf != nil {
 			mf.release()
@@ -161,8 +169,14 @@ func (r commitLogReader) Data(off int64) ([]byte, dispatch.Releaser) {
 }
 
 func (r commitLogReader) MinOffset() int64             { return r.c.MinOffset() }
-func (r commitLogReader) MaxOffset() int64             { return r.c.MaxOffset() }
 func (r commitLogReader) RollNextFile(off int64) int64 { return r.c.rollNextFile(off) }
 
+// MaxOffset is the end of what may be dispatched.
+func (r commitLogReader) MaxOffset() int64 {
+	if r.c.cfg.FlushDiskType == SyncFlush {
+		return min(r.c.MaxOffset(), r.c.q.FlushedWhere())
+	}
+	return r.c.MaxOffset()
+}
 // Release implements dispatch.Releaser.
 func (mf *MappedFile) Release() { mf.release() }

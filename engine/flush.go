@@ -215,10 +215,13 @@ func (f *commitLogFlusher) commit() {
 	close(f.flushed)
 	f.flushed = make(chan struct{})
 	f.mu.Unlock()
+	// With SyncFlush the dispatcher stops at the flushed position.
+	f.s.reput.Wake()
 }
 
-// waitFlushed blocks until the CommitLog is synced up to off.
-func (f *commitLogFlusher) waitFlushed(ctx context.Context, off int64) error {
+// request asks the group commit to sync up to off, without waiting (a put
+// whose WAIT property is false).
+func (f *commitLogFlusher) request(off int64) {
 	for {
 		cur := f.requested.Load()
 		if cur >= off || f.requested.CompareAndSwap(cur, off) {
@@ -229,6 +232,11 @@ func (f *commitLogFlusher) waitFlushed(ctx context.Context, off int64) error {
 	case f.kick <- struct{}{}:
 	default:
 	}
+}
+
+// waitFlushed blocks until the CommitLog is synced up to off.
+func (f *commitLogFlusher) waitFlushed(ctx context.Context, off int64) error {
+	f.request(off)
 	timer := time.NewTimer(f.s.cfg.SyncFlushTimeout)
 	defer timer.Stop()
 	for {

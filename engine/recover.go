@@ -79,7 +79,7 @@ func (s *Store) recover(lastExitOK, cpValid bool) error {
 	if !lastExitOK {
 		cut = r.ScanFrom
 	}
-	if err := s.queues.all(func(cq *ConsumeQueue) error { return cq.truncateDirtyLogicFiles(cut) }); err != nil {
+	if err := s.queues.all(func(cq *ConsumeQueue) error { return cq.truncateDirtyLogicFiles(cut, s.unitCheck(cq)) }); err != nil {
 		return err
 	}
 	return s.redispatch()

@@ -369,11 +369,17 @@ func (s *Store) afterPut(ctx context.Context, res PutResult, wait bool) error {
 		}
 		return nil
 	}
-	s.reput.Wake()
-	if s.cfg.FlushDiskType == SyncFlush && wait {
-		return s.flusher.waitFlushed(ctx, res.WroteOffset+int64(res.WroteBytes))
+	end := res.WroteOffset + int64(res.WroteBytes)
+	if s.cfg.FlushDiskType != SyncFlush {
+		s.reput.Wake()
+		return nil
 	}
-	return nil
+	// The group commit wakes the dispatcher once the message is synced.
+	if !wait {
+		s.flusher.request(end)
+		return nil
+	}
+	return s.flusher.waitFlushed(ctx, end)
 }
 
 // WaitDispatched blocks until every record below CommitLog offset off is in
