@@ -178,5 +178,6 @@ func (r commitLogReader) MaxOffset() int64 {
 	}
 	return r.c.MaxOffset()
 }
+
 // Release implements dispatch.Releaser.
 func (mf *MappedFile) Release() { mf.release() }
