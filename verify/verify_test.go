@@ -136,7 +136,9 @@ func TestCleanStore(t *testing.T) {
 				t.Errorf("records %d dispatchable %d units %d, want %d+1, %d, %d",
 					rep.Records, rep.Dispatchable, rep.Units, len(puts), len(puts), len(puts))
 			}
-			if rep.CommitLogFiles < 2 || rep.Blanks != rep.CommitLogFiles-1 {
+			// One blank ends each full file; the store may also leave the
+			// next file, pre-created by its allocator and still empty.
+			if rep.Blanks < 1 || rep.CommitLogFiles < rep.Blanks+1 || rep.CommitLogFiles > rep.Blanks+2 {
 				t.Errorf("%d files and %d blanks: the fixture should roll files", rep.CommitLogFiles, rep.Blanks)
 			}
 			if calls == 0 || last != total || total == 0 {
