@@ -91,9 +91,6 @@ type Config struct {
 	// a SyncFlush put flushes inline. Used by deterministic tests and
 	// offline tools.
 	Manual bool
-	// ReadOnly opens the store without recovering or writing anything
-	// (for inspection tools); puts fail with ErrReadOnly.
-	ReadOnly bool
 	// Logger receives recovery reports and service errors
 	// (slog.Default()).
 	Logger *slog.Logger

@@ -11,8 +11,9 @@ import (
 var (
 	// ErrClosed reports a call on a closed store.
 	ErrClosed = errors.New("engine: store closed")
-	// ErrReadOnly reports a put on a store that was opened read-only or
-	// that turned read-only after a failed sync.
+	// ErrReadOnly reports a put or flush on a store that turned read-only
+	// after a failed sync or dispatch. (To inspect a store without writing
+	// to it, open it on a backend/snapshot overlay.)
 	ErrReadOnly = errors.New("engine: store is read-only")
 	// ErrFlushTimeout reports a SyncFlush put that was stored but not
 	// synced within SyncFlushTimeout (RocketMQ's FLUSH_DISK_TIMEOUT).
