@@ -20,10 +20,7 @@ import (
 // real RocketMQ broker) into a memfs, optionally replacing files.
 func fixtureFS(t *testing.T, replace map[string][]byte) *memfs.FS {
 	t.Helper()
-	src := "/work/shared/testdata/rocketmq-4x/broker-config"
-	if _, err := os.Stat(src); err != nil {
-		src = filepath.Join("..", "..", "shared", "testdata", "rocketmq-4x", "broker-config")
-	}
+	src := fixturePath(t, "broker-config")
 	afs := afero.NewMemMapFs()
 	err := filepath.Walk(src, func(p string, fi os.FileInfo, err error) error {
 		if err != nil {
@@ -119,9 +116,9 @@ func TestRocketMQConfigFixturesRoundTrip(t *testing.T) {
 
 // A main file cut short falls back to the .bak beside it.
 func TestRocketMQConfigCutShortUsesBackup(t *testing.T) {
-	full, err := os.ReadFile("/work/shared/testdata/rocketmq-4x/broker-config/config/consumerOffset.json")
+	full, err := os.ReadFile(fixturePath(t, "broker-config/config/consumerOffset.json"))
 	if err != nil {
-		t.Skip("fixture not found:", err)
+		t.Fatal(err)
 	}
 	fs := fixtureFS(t, map[string][]byte{"config/consumerOffset.json": full[:len(full)/2]})
 	offs, err := offset.Load(fs, "", quiet)
@@ -131,7 +128,10 @@ func TestRocketMQConfigCutShortUsesBackup(t *testing.T) {
 	if got := offs.Query("please_rename_unique_group_name_4", "TopicTest", 0); got != 250 {
 		t.Fatalf("offset from .bak = %d, want 250", got)
 	}
-	topicsFull, _ := os.ReadFile("/work/shared/testdata/rocketmq-4x/broker-config/config/topics.json")
+	topicsFull, err := os.ReadFile(fixturePath(t, "broker-config/config/topics.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
 	fs = fixtureFS(t, map[string][]byte{"config/topics.json": topicsFull[:100]})
 	topics, err := config.LoadTopics(fs, config.TopicOptions{})
 	if err != nil {

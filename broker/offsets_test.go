@@ -121,10 +121,7 @@ func writeRaw(t *testing.T, fs *memfs.FS, name string, data []byte) {
 // TestReadsRocketMQConfigFiles opens a broker on the config files of a real
 // RocketMQ 4.x broker (fastjson, bare integer keys).
 func TestReadsRocketMQConfigFiles(t *testing.T) {
-	dir := "/work/shared/testdata/rocketmq-4x/broker-config/config"
-	if _, err := os.Stat(dir); err != nil {
-		t.Skip("testdata not present")
-	}
+	dir := fixturePath(t, "broker-config/config")
 	afs := afero.NewMemMapFs()
 	afs.MkdirAll("config", 0o755)
 	for _, n := range []string{"topics.json", "subscriptionGroup.json", "consumerOffset.json", "delayOffset.json"} {
