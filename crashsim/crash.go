@@ -14,6 +14,7 @@ func (f *FS) Crash(ch Chooser) afero.Fs {
 	f.mu.Lock()
 	ns := f.mu.disk.clone()
 	pending := append([]dirOp(nil), f.mu.pending...)
+	freed := f.mu.freed // never modified in place, only replaced
 	f.mu.Unlock()
 	for _, op := range pending {
 		if ch.Choose(2, "keep "+op.String()) == Persisted {
@@ -28,14 +29,20 @@ func (f *FS) Crash(ch Chooser) afero.Fs {
 		}
 	}
 	for _, p := range sortedKeys(ns.files) {
-		must(afero.WriteFile(out, p, ns.files[p].crashImage(p, ch), 0o644))
+		fr := freed
+		if u := f.opts.ReuseFreedBlocksUnder; u != "" && !within(clean(u), p) {
+			fr = nil
+		}
+		must(afero.WriteFile(out, p, ns.files[p].crashImage(p, ch, fr), 0o644))
 	}
 	return out
 }
 
 // crashImage returns the file's content after a power cut: the durable
-// image with each dirty page old, new or torn.
-func (ino *inode) crashImage(p string, ch Chooser) []byte {
+// image with each dirty page old, new or torn. An old page that was never
+// written back may hold a freed block instead (Options.ReuseFreedBlocks;
+// freed is empty without it).
+func (ino *inode) crashImage(p string, ch Chooser, freed [][]byte) []byte {
 	ino.mu.Lock()
 	defer ino.mu.Unlock()
 	img := append([]byte(nil), ino.durable...)
@@ -53,6 +60,14 @@ func (ino *inode) crashImage(p string, ch Chooser) []byte {
 				if ch.Choose(2, fmt.Sprintf("sector %s@%d", p, s)) == 1 {
 					copy(img[s:e], ino.cache[s:e])
 				}
+			}
+		default: // PageOld
+			if ino.written[i] || len(freed) == 0 {
+				break
+			}
+			if k := ch.Choose(len(freed)+1, fmt.Sprintf("stale block in %s@%d", p, lo)); k > 0 {
+				clear(img[lo:hi])
+				copy(img[lo:hi], freed[k-1])
 			}
 		}
 	}

@@ -257,3 +257,54 @@ func TestRemoveAllIsPendingPerEntry(t *testing.T) {
 		t.Fatalf("list removed dir: %v", err)
 	}
 }
+
+// TestReuseFreedBlocks: with the option, a never-written-back page of a new
+// file may come back holding a page of a removed file, once the removal is
+// durable; a page that was synced once, and the same FS without the
+// option, never do.
+func TestReuseFreedBlocks(t *testing.T) {
+	for _, reuse := range []bool{false, true} {
+		f := newFS(t, crashsim.Options{ReuseFreedBlocks: reuse})
+		old := durableFile(t, f, "old")
+		check(t, write(old, fill(3, 2*crashsim.PageSize), 0))
+		check(t, old.Sync(0, crashsim.PageSize)) // page 1 never reaches the disk
+		check(t, old.Close())
+		check(t, f.Remove("d/old"))
+		if f.FreedPages() != 0 {
+			t.Fatal("an unsynced remove freed blocks")
+		}
+		check(t, f.SyncDir("d"))
+		if want := map[bool]int{false: 0, true: 1}[reuse]; f.FreedPages() != want {
+			t.Fatalf("reuse %v: %d freed pages, want %d", reuse, f.FreedPages(), want)
+		}
+		seg, err := f.Create("d/new", 2*crashsim.PageSize)
+		check(t, err)
+		check(t, f.SyncDir("d"))
+		check(t, write(seg, fill(4, crashsim.PageSize), 0))
+		check(t, seg.Sync(0, crashsim.PageSize))
+		check(t, write(seg, fill(5, 2*crashsim.PageSize), 0))
+		// Page 0 was written back once: old means its synced content.
+		// Page 1 never was: old means zero, or a freed block.
+		stale := func(n int, what string) int { return n - 1 }
+		got := read(t, f.Crash(chooserFunc(func(n int, what string) int {
+			if n == 3 {
+				return crashsim.PageOld
+			}
+			return stale(n, what)
+		})), "d/new")
+		if !bytes.Equal(got[:crashsim.PageSize], fill(4, crashsim.PageSize)) {
+			t.Fatalf("reuse %v: a written-back page came back stale", reuse)
+		}
+		want := fill(0, crashsim.PageSize)
+		if reuse {
+			want = fill(3, crashsim.PageSize)
+		}
+		if !bytes.Equal(got[crashsim.PageSize:], want) {
+			t.Fatalf("reuse %v: never-written page holds %d..., want %d", reuse, got[crashsim.PageSize], want[0])
+		}
+	}
+}
+
+type chooserFunc func(n int, what string) int
+
+func (c chooserFunc) Choose(n int, what string) int { return c(n, what) }

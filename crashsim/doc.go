@@ -14,7 +14,10 @@
 //     new per 512-byte sector);
 //   - the synced directory entries, plus each pending create, remove and
 //     rename independently persisted or not, applied in order; a rename
-//     is atomic (the file is under the old name or the new one).
+//     is atomic (the file is under the old name or the new one);
+//   - with Options.ReuseFreedBlocks, an old page that was never written
+//     back may hold instead a freed block of a file whose removal was
+//     durable (ext4 data=writeback exposing stale data after a crash).
 //
 // Every choice goes through a Chooser, so that rapid can drive (shrink and
 // replay) crash patterns, or a seeded generator can drive long soak runs.

@@ -28,7 +28,31 @@ type Options struct {
 	// (ext4, XFS) commit the mkdir with the next fsync of anything below
 	// it. Tests that want to look past a missing parent sync set it.
 	DurableMkdir bool
+	// ReuseFreedBlocks models file systems that may expose, after a power
+	// cut, the old content of freed blocks in a file's pages that were
+	// never written back: ext4 in data=writeback mode (and ext3, XFS
+	// before 2.6.22) commit the block allocation of a file in the journal
+	// before its data reaches the disk, so a new file's page may come back
+	// holding whatever the block held when it was freed, such as the data
+	// of a deleted file. Preallocated files (fallocate's unwritten
+	// extents) and data=ordered mounts do not, so this is a harsher disk.
+	//
+	// The FS keeps a graveyard: the written-back, non-zero pages of every
+	// file whose removal (or replacement by a rename) was made durable by
+	// SyncDir, up to MaxFreedPages, newest kept. At a crash, a dirty page
+	// that was never written back and comes back "old" may instead come
+	// back holding any graveyard page (whole, at any page index of any
+	// file), chosen by the Chooser. The graveyard is not carried into
+	// the crash image: a crash image loaded by New starts with none.
+	ReuseFreedBlocks bool
+	// ReuseFreedBlocksUnder, if set, limits the files that may expose a
+	// freed block to those below this directory (the graveyard still
+	// takes the blocks of every removed file).
+	ReuseFreedBlocksUnder string
 }
+
+// MaxFreedPages bounds the graveyard of Options.ReuseFreedBlocks.
+const MaxFreedPages = 64
 
 // FS is the crash-simulating file system. Create it with New.
 type FS struct {
@@ -47,7 +71,9 @@ type FS struct {
 		handles map[*segment]struct{}
 		inj     Injector
 		frozen  bool
-		counts  [numOpKinds]int
+		// freed is the graveyard of Options.ReuseFreedBlocks.
+		freed  [][]byte
+		counts [numOpKinds]int
 	}
 }
 
@@ -411,7 +437,7 @@ func (f *FS) SyncDir(dir string) error {
 	rest := f.mu.pending[:0]
 	for _, op := range f.mu.pending {
 		if op.touches(p) {
-			f.mu.disk.apply(op)
+			f.applyDurable(op)
 		} else {
 			rest = append(rest, op)
 		}
@@ -419,6 +445,43 @@ func (f *FS) SyncDir(dir string) error {
 	clear(f.mu.pending[len(rest):])
 	f.mu.pending = rest
 	return nil
+}
+
+// applyDurable makes op durable; with Options.ReuseFreedBlocks, the
+// written-back pages of a file it drops from the disk go to the graveyard.
+func (f *FS) applyDurable(op dirOp) {
+	var victim *inode
+	switch op.kind {
+	case dirRemove:
+		if f.mu.disk.files[op.path] == op.ino {
+			victim = op.ino
+		}
+	case dirRename:
+		if f.mu.disk.files[op.path] == op.ino && f.mu.disk.files[op.to] != op.ino {
+			victim = f.mu.disk.files[op.to] // replaced by the rename
+		}
+	}
+	f.mu.disk.apply(op)
+	if !f.opts.ReuseFreedBlocks || victim == nil {
+		return
+	}
+	for _, ino := range f.mu.disk.files {
+		if ino == victim {
+			return // still on the disk under another name
+		}
+	}
+	f.mu.freed = append(f.mu.freed, victim.durablePages()...)
+	if n := len(f.mu.freed) - MaxFreedPages; n > 0 {
+		f.mu.freed = append([][]byte(nil), f.mu.freed[n:]...)
+	}
+}
+
+// FreedPages returns how many pages the graveyard of
+// Options.ReuseFreedBlocks holds.
+func (f *FS) FreedPages() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.mu.freed)
 }
 
 // Lock takes an in-process lock on name, creating the file.

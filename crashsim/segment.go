@@ -27,19 +27,54 @@ type inode struct {
 	durable []byte
 	cache   []byte
 	dirty   []bool // one per page
+	// written is set, per page, once a sync has written the page to the
+	// disk: from then on the page has a block of its own. A page never
+	// written back may, with Options.ReuseFreedBlocks, come back after a
+	// crash holding a freed block of a removed file.
+	written []bool
 }
 
 func newInode(size int64) *inode {
+	pages := (size + PageSize - 1) / PageSize
 	return &inode{durable: make([]byte, size), cache: make([]byte, size),
-		dirty: make([]bool, (size+PageSize-1)/PageSize)}
+		dirty: make([]bool, pages), written: make([]bool, pages)}
 }
 
-// loadedInode returns an inode whose content is all durable.
+// loadedInode returns an inode whose content is all durable (and counts as
+// written back: a loaded file never exposes freed blocks).
 func loadedInode(data []byte) *inode {
 	ino := newInode(int64(len(data)))
 	copy(ino.durable, data)
 	copy(ino.cache, data)
+	for i := range ino.written {
+		ino.written[i] = true
+	}
 	return ino
+}
+
+// durablePages returns copies of the durable pages that were written back
+// and are not all zero: what the disk's freed blocks hold once the file is
+// deleted.
+func (ino *inode) durablePages() [][]byte {
+	ino.mu.Lock()
+	defer ino.mu.Unlock()
+	var out [][]byte
+	for i, w := range ino.written {
+		lo, hi := ino.pageRange(i)
+		if w && !isZero(ino.durable[lo:hi]) {
+			out = append(out, append([]byte(nil), ino.durable[lo:hi]...))
+		}
+	}
+	return out
+}
+
+func isZero(b []byte) bool {
+	for _, c := range b {
+		if c != 0 {
+			return false
+		}
+	}
+	return true
 }
 
 func (ino *inode) size() int64 { return int64(len(ino.cache)) }
@@ -73,6 +108,7 @@ func (ino *inode) sync(off, n int64, lose bool) {
 		if !lose {
 			lo, hi := ino.pageRange(i)
 			copy(ino.durable[lo:hi], ino.cache[lo:hi])
+			ino.written[i] = true
 		}
 	}
 }

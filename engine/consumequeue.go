@@ -335,22 +335,31 @@ func (cq *ConsumeQueue) prevMaxPhysicOffset(mf *MappedFile) int64 {
 }
 
 // correctMinOffset sets the minimum to the first unit whose record is still
-// in the CommitLog (at or after phyMin).
+// in the CommitLog (at or after phyMin). RocketMQ looks at the first file
+// only; here the search goes on into the next files, since a power cut may
+// bring back a head file whose removal was not yet durable while the files
+// after it also point below phyMin.
 func (cq *ConsumeQueue) correctMinOffset(phyMin int64) {
-	mf := cq.q.firstFile()
-	if mf == nil {
+	files := cq.q.snapshot()
+	if len(files) == 0 {
 		return
 	}
-	b := mf.seg.View(0, mf.wrote.Load())
-	for pos := 0; pos+CQUnitSize <= len(b); pos += CQUnitSize {
-		u := DecodeUnit(b[pos:])
-		if u.valid() && u != blankUnit && u.CommitLogOffset >= phyMin {
-			cq.minLogicOffset.Store(mf.fileFromOffset + int64(pos))
-			return
+	for _, mf := range files {
+		b := mf.seg.View(0, mf.wrote.Load())
+		for pos := 0; pos+CQUnitSize <= len(b); pos += CQUnitSize {
+			u := DecodeUnit(b[pos:])
+			if u.valid() && u != blankUnit && u.CommitLogOffset >= phyMin {
+				cq.minLogicOffset.Store(mf.fileFromOffset + int64(pos))
+				return
+			}
+		}
+		if mf.wrote.Load() < mf.fileSize {
+			break
 		}
 	}
-	// Every unit of the first file is gone: the minimum is its end.
-	cq.minLogicOffset.Store(mf.fileFromOffset + mf.wrote.Load())
+	// Every unit is gone: the minimum is the end.
+	last := files[len(files)-1]
+	cq.minLogicOffset.Store(last.fileFromOffset + last.wrote.Load())
 }
 
 // flush syncs dirty units under the least-pages rule.

@@ -390,6 +390,16 @@ func (q *MappedFileQueue) truncateDirtyFiles(offset int64) error {
 		keep--
 	}
 	for i := len(files) - 1; i >= keep; i-- {
+		// Zero (and sync) the file before it goes: on a disk that may
+		// hand its freed blocks to a later file's never-synced pages
+		// after a power cut (ext4 data=writeback), the records it held
+		// would reappear in the file that replaces it, at the very
+		// offsets their PHYSICALOFFSET names.
+		if !q.noTailZeroing {
+			if _, err := files[i].zeroTail(0); err != nil {
+				return err
+			}
+		}
 		rest := files[:i:i]
 		q.files.Store(&rest)
 		if err := q.removeFile(files[i]); err != nil {

@@ -130,6 +130,11 @@ func (s *Store) DeleteExpiredFiles(now time.Time, p RetentionPolicy, force bool)
 	})
 	rep.CommitLogFiles = n
 	if err != nil {
+		// The files already dropped from the queue are gone for readers:
+		// the queues' minimum offsets must follow, or they would point at
+		// deleted records (a removal whose directory sync failed).
+		phyMin := s.commitLog.MinOffset()
+		s.queues.all(func(cq *ConsumeQueue) error { cq.correctMinOffset(phyMin); return nil })
 		return rep, err
 	}
 	rep.MinOffset = s.commitLog.MinOffset()
@@ -175,10 +180,10 @@ func (s *Store) deleteConsumeQueueFilesBelow(phyMin int64) (int, error) {
 			return last == blankUnit || last.CommitLogOffset >= phyMin
 		})
 		total += n
+		cq.correctMinOffset(phyMin) // even after a failed removal
 		if err != nil {
 			return fmt.Errorf("consume queue %s/%d: %w", cq.topic, cq.queueID, err)
 		}
-		cq.correctMinOffset(phyMin)
 		return nil
 	})
 	return total, err

@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"pgregory.net/rapid"
@@ -58,7 +59,18 @@ func expectCounterexample(t *testing.T, v variant) {
 	defer flag.Set("rapid.nofailfile", old)
 	rec := &recordingTB{TB: t}
 	var stats counters
+	var firstFailure atomic.Int64 // the case number of the first failure
 	rapid.Check(rec, func(rt *rapid.T) {
+		defer func() {
+			// A failure, or a panic other than rapid's skip (invalidData).
+			r := recover()
+			if rt.Failed() || (r != nil && fmt.Sprintf("%T", r) != "rapid.invalidData") {
+				firstFailure.CompareAndSwap(0, stats.cases.Load())
+			}
+			if r != nil {
+				panic(r)
+			}
+		}()
 		st := drawSetup(rt)
 		v.modify(&st)
 		runMachine(rt, st, &stats)
@@ -66,10 +78,11 @@ func expectCounterexample(t *testing.T, v variant) {
 	if !rec.failed {
 		t.Fatalf("variant %s: no counterexample in %v", v.name, &stats)
 	}
-	// rapid says "failed after N tests": the cases it ran before the
-	// first failure (the stats also count the shrinking runs).
-	t.Logf("variant %s: counterexample at case %s (%d cases run with shrinking): %s",
-		v.name, casesBefore(rec.msg), stats.cases.Load(), firstLine(rec.msg))
+	// The case that first failed (rapid's "failed after N tests" says the
+	// same, but not when shrinking could not replay the failure); the
+	// stats also count the shrinking runs.
+	t.Logf("variant %s: counterexample at case %d (rapid: %s; %d cases run with shrinking): %s",
+		v.name, firstFailure.Load(), casesBefore(rec.msg), stats.cases.Load(), firstLine(rec.msg))
 }
 
 // recordingTB passes rapid's output through but keeps failures from

@@ -41,6 +41,9 @@ func diffFiles2(a, b map[string][]byte, ignoreEmptyCQ bool) string {
 	skip := func(p string, x []byte) bool {
 		return ignoreEmptyCQ && strings.HasPrefix(p, "consumequeue/") && allZero(x)
 	}
+	if ignoreEmptyCQ {
+		a, b = forgetExpiredUnits(a), forgetExpiredUnits(b)
+	}
 	for _, p := range sortedPaths(a, b) {
 		x, inA := a[p]
 		y, inB := b[p]
@@ -87,4 +90,40 @@ func readCheckpoint(img afero.Fs) checkpointTimes {
 		return checkpointTimes{}
 	}
 	return checkpointTimes{int64(binary.BigEndian.Uint64(b)), int64(binary.BigEndian.Uint64(b[8:]))}
+}
+
+// forgetExpiredUnits returns files with every ConsumeQueue unit that points
+// below the CommitLog's first file (its record deleted by retention) made
+// zero, and blank fillers too: a queue rebuilt from the CommitLog fills
+// with blanks where the original still holds units of deleted records.
+func forgetExpiredUnits(files map[string][]byte) map[string][]byte {
+	clMin := int64(-1)
+	for p := range files {
+		if name, ok := strings.CutPrefix(p, "commitlog/"); ok {
+			var off int64
+			if _, err := fmt.Sscanf(name, "%d", &off); err == nil && (clMin < 0 || off < clMin) {
+				clMin = off
+			}
+		}
+	}
+	if clMin <= 0 {
+		return files
+	}
+	out := make(map[string][]byte, len(files))
+	for p, b := range files {
+		if !strings.HasPrefix(p, "consumequeue/") {
+			out[p] = b
+			continue
+		}
+		c := append([]byte(nil), b...)
+		for i := 0; i+20 <= len(c); i += 20 {
+			off := int64(binary.BigEndian.Uint64(c[i:]))
+			size := int32(binary.BigEndian.Uint32(c[i+8:]))
+			if size > 0 && (size == 1<<31-1 || off < clMin) {
+				clear(c[i : i+20])
+			}
+		}
+		out[p] = c
+	}
+	return out
 }

@@ -21,7 +21,17 @@ type setup struct {
 	clockStep int64 // ms between puts; large steps make the checkpoint's 3 s margin matter
 	fsOpts    crashsim.Options
 	cfgHook   func(*engine.Config) // broken variants change the engine config
+	// noRetention turns the retention action off.
+	noRetention bool
 }
+
+// reuseFreedBlocks is the harsher disk of the main test: freed blocks of
+// removed files (of any kind) may show up in never-written-back CommitLog
+// pages after a power cut. ConsumeQueue files are left out: their units
+// carry no position or checksum, and a stale block of units pointing below
+// the CommitLog minimum cannot be told from real ones (open engine issue;
+// units pointing at live records are checked, see engine's unitCheck).
+var reuseFreedBlocks = crashsim.Options{ReuseFreedBlocks: true, ReuseFreedBlocksUnder: "commitlog"}
 
 func drawSetup(t *rapid.T) setup {
 	return setup{
@@ -29,6 +39,7 @@ func drawSetup(t *rapid.T) setup {
 		cqUnits:   rapid.SampledFrom([]int64{4, 16}).Draw(t, "cqUnits"),
 		flush:     rapid.SampledFrom([]engine.FlushDiskType{engine.AsyncFlush, engine.SyncFlush}).Draw(t, "flush"),
 		clockStep: rapid.SampledFrom([]int64{1, 1000, 4000}).Draw(t, "clockStep"),
+		fsOpts:    reuseFreedBlocks,
 	}
 }
 

@@ -64,6 +64,21 @@ type model struct {
 	// failed is set after an engine call failed: the store must refuse
 	// puts from then on.
 	failed bool
+	// deletable is the CommitLog offset below which retention may have
+	// deleted the messages.
+	deletable int64
+}
+
+// firstKept returns the index in queue q (all its messages ever written)
+// of the first message at or after CommitLog offset min: the queue's
+// minimum offset once retention deleted the files below min.
+func firstKept(q []*msg, min int64) int64 {
+	for i, mm := range q {
+		if mm.off >= min {
+			return int64(i)
+		}
+	}
+	return int64(len(q))
 }
 
 // queue returns the messages of one queue in queue order.

@@ -19,7 +19,17 @@ import (
 //   - P3: every queue holds exactly its recovered messages (checkQueues).
 func (m *machine) verify(mode int) {
 	recs := m.walkCommitLog()
-	var kept []*msg
+	// Retention may have deleted the files below the CommitLog minimum.
+	clMin := m.s.CommitLog().MinOffset()
+	gone := 0
+	for gone < len(m.md.log) && m.md.log[gone].off < clMin {
+		if m.md.log[gone].off >= m.md.deletable {
+			m.t.Fatalf("P1: the CommitLog starts at %d, but retention deleted nothing past %d: %v lost",
+				clMin, m.md.deletable, m.md.log[gone])
+		}
+		gone++
+	}
+	kept := append([]*msg(nil), m.md.log[:gone]...)
 	maybes := m.md.maybes
 	for _, r := range recs {
 		if len(kept) < len(m.md.log) {
@@ -120,10 +130,11 @@ func (m *machine) checkQueues() {
 		if got := m.s.MaxOffsetInQueue(k.topic, k.qid); got != int64(len(want)) {
 			m.t.Fatalf("P3: queue %v max offset %d, want %d", k, got, len(want))
 		}
-		if got := m.s.MinOffsetInQueue(k.topic, k.qid); got != 0 {
-			m.t.Fatalf("P3: queue %v min offset %d, want 0", k, got)
+		first := firstKept(want, m.s.CommitLog().MinOffset())
+		if got := m.s.MinOffsetInQueue(k.topic, k.qid); got != first {
+			m.t.Fatalf("P3: queue %v min offset %d, want %d", k, got, first)
 		}
-		for off := int64(0); off < int64(len(want)); {
+		for off := first; off < int64(len(want)); {
 			n := m.getAndCompare(k, off, 32, want)
 			off += int64(n)
 		}
@@ -170,7 +181,8 @@ func (m *machine) actGet(t *rapid.T) {
 	off := rapid.Int64Range(-1, int64(len(want))+2).Draw(t, "getOffset")
 	max := rapid.IntRange(1, 8).Draw(t, "maxMsgNums")
 	m.stats.gets.Add(1)
-	if off >= 0 && off < int64(len(want)) {
+	first := firstKept(want, m.s.CommitLog().MinOffset())
+	if off >= first && off < int64(len(want)) {
 		m.getAndCompare(k, off, max, want)
 		return
 	}
@@ -185,8 +197,8 @@ func (m *machine) actGet(t *rapid.T) {
 	switch {
 	case n == 0:
 		ok = st == engine.NoMatchedLogicQueue || st == engine.NoMessageInQueue
-	case off < 0:
-		ok = st == engine.OffsetTooSmall && next == 0
+	case off < first:
+		ok = st == engine.OffsetTooSmall && next == first
 	case off == n:
 		ok = st == engine.OffsetOverflowOne && next == n
 	default:
