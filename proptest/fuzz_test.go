@@ -2,26 +2,46 @@ package proptest
 
 import (
 	"encoding/json"
+	"io"
+	"log/slog"
 	"os"
+	"path"
+	"path/filepath"
 	"testing"
 
 	"github.com/spf13/afero"
 
 	"github.com/rocketstore/rocketstore/backend"
 	"github.com/rocketstore/rocketstore/backend/memfs"
+	"github.com/rocketstore/rocketstore/broker/config"
+	"github.com/rocketstore/rocketstore/broker/configfile"
+	"github.com/rocketstore/rocketstore/broker/offset"
 	"github.com/rocketstore/rocketstore/engine"
 	"github.com/rocketstore/rocketstore/engine/record"
 )
 
-const fixtures = "/work/shared/testdata/rocketmq-4x/"
-
-// addFixture seeds f with a RocketMQ-written file, when it is present.
+// addFixture seeds f with a RocketMQ-written file from
+// shared/testdata/rocketmq-4x (found above the working directory, where
+// the repository sits beside shared/). The committed corpus under
+// testdata/fuzz holds the same seeds, so a missing file only loses a
+// duplicate.
 func addFixture(f *testing.F, name string, limit int) {
-	b, err := os.ReadFile(fixtures + name)
+	dir, err := os.Getwd()
 	if err != nil {
 		return
 	}
-	f.Add(b[:min(len(b), limit)])
+	for {
+		b, err := os.ReadFile(filepath.Join(dir, "shared", "testdata", "rocketmq-4x", filepath.FromSlash(name)))
+		if err == nil {
+			f.Add(b[:min(len(b), limit)])
+			return
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return
+		}
+		dir = parent
+	}
 }
 
 // FuzzRecordCheck: the CommitLog record decoder never panics or reads out
@@ -111,23 +131,76 @@ func FuzzRecoverConsumeQueue(f *testing.F) {
 	})
 }
 
-// FuzzConfigJSON is a placeholder until the broker's JSON config reader
-// exists: backend.ReadFileWithBackup of arbitrary bytes, then
-// encoding/json into a map.
+// FuzzConfigJSON: the broker's readers of RocketMQ's JSON config files
+// (fastjson output with bare integer keys, .bak fallback) never panic on
+// any content, and what they accept they write back as standard JSON that
+// loads again to the same table.
 func FuzzConfigJSON(f *testing.F) {
-	for _, n := range []string{"consumerOffset.json", "topics.json", "delayOffset.json", "subscriptionGroup.json"} {
+	for _, n := range []string{"consumerOffset.json", "topics.json", "delayOffset.json", "subscriptionGroup.json", "consumerFilter.json"} {
 		addFixture(f, "broker-config/config/"+n, 1<<20)
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		fs := memfs.New(nil)
-		if err := backend.WriteFileAtomic(fs, "c.json", b); err != nil {
-			t.Fatal(err)
-		}
-		data, _, err := backend.ReadFileWithBackup(fs, "c.json")
-		if err != nil {
-			t.Fatal(err)
-		}
 		var v map[string]any
-		_ = json.Unmarshal(data, &v)
+		if configfile.Decode(b, &v) == nil && !json.Valid(configfile.QuoteBareKeys(b)) {
+			t.Fatal("Decode accepted bytes that do not quote to valid JSON")
+		}
+		fuzzOffsets(t, b)
+		for _, name := range []string{config.TopicsFile, config.GroupsFile, config.FiltersFile} {
+			fs := memfs.New(nil)
+			writeConfig(t, fs, name, b)
+			switch name {
+			case config.TopicsFile:
+				_, _ = config.LoadTopics(fs, config.TopicOptions{})
+			case config.GroupsFile:
+				_, _ = config.LoadGroups(fs, true, func() int64 { return 0 })
+			default:
+				if m, err := config.LoadFilters(fs); err == nil {
+					if err := m.Save(); err != nil {
+						t.Fatal(err)
+					}
+					if _, err := config.LoadFilters(fs); err != nil {
+						t.Fatalf("a saved filter table does not load: %v", err)
+					}
+				}
+			}
+		}
 	})
+}
+
+// fuzzOffsets loads b as consumerOffset.json; an accepted table must
+// survive a persist and reload unchanged.
+func fuzzOffsets(t *testing.T, b []byte) {
+	fs := memfs.New(nil)
+	writeConfig(t, fs, offset.File, b)
+	m, err := offset.Load(fs, "", slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		return
+	}
+	want := m.Table()
+	m.Commit("fuzz", "fuzz-group", "fuzz-topic", 0, 1) // Persist writes only a changed table
+	if err := m.Persist(); err != nil {
+		t.Fatal(err)
+	}
+	again, err := offset.Load(fs, "", slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatalf("a persisted offset table does not load: %v", err)
+	}
+	got := again.Table()
+	for k, qs := range want {
+		for q, off := range qs {
+			if got[k][q] != off {
+				t.Fatalf("offset %s/%d: %d after a round trip, want %d", k, q, got[k][q], off)
+			}
+		}
+	}
+}
+
+func writeConfig(t *testing.T, fs backend.FS, name string, b []byte) {
+	t.Helper()
+	if err := fs.MkdirAll(path.Dir(name)); err != nil {
+		t.Fatal(err)
+	}
+	if err := backend.WriteFileAtomic(fs, name, b); err != nil {
+		t.Fatal(err)
+	}
 }

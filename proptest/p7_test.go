@@ -1,7 +1,9 @@
-package broker_test
+package proptest
 
 import (
 	"context"
+	"io"
+	"log/slog"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -16,6 +18,7 @@ import (
 	"github.com/rocketstore/rocketstore/broker/config"
 	"github.com/rocketstore/rocketstore/engine"
 	"github.com/rocketstore/rocketstore/engine/record"
+	"github.com/rocketstore/rocketstore/index"
 )
 
 // p7 is the state machine of TestP7OffsetsAcrossPowerCuts: a Manual broker
@@ -58,7 +61,11 @@ func (m *p7) open(t *rapid.T) {
 func (m *p7) init(t *rapid.T) {
 	m.afs = afero.NewMemMapFs()
 	m.clock.Store(1_700_000_000_000)
-	m.cfg = testConfig()
+	m.cfg = broker.Config{
+		Store: engine.Config{CommitLogFileSize: 64 << 10, ConsumeQueueUnits: 64,
+			Logger: slog.New(slog.NewTextHandler(io.Discard, nil))},
+		Index: index.Config{MaxHashSlotNum: 16, MaxIndexNum: 32},
+	}
 	m.cfg.Store.Manual = true
 	m.cfg.Store.Now = m.clock.Load
 	m.cfg.Store.DelayLevels = []time.Duration{time.Second, 3 * time.Second}
@@ -68,7 +75,7 @@ func (m *p7) init(t *rapid.T) {
 
 func (m *p7) put(t *rapid.T) {
 	q := rapid.Int32Range(0, p7Queues-1).Draw(t, "queue")
-	if _, err := m.b.Store().Put(context.Background(), msg("T", q, "A", "")); err != nil {
+	if _, err := m.b.Store().Put(context.Background(), p7Msg(q, "")); err != nil {
 		t.Fatal(err)
 	}
 	m.b.Store().Dispatch()
@@ -77,7 +84,7 @@ func (m *p7) put(t *rapid.T) {
 func (m *p7) putDelayed(t *rapid.T) {
 	key := "d" + strconv.Itoa(m.next)
 	m.next++
-	mm := msg("T", 0, "A", key)
+	mm := p7Msg(0, key)
 	mm.Properties[record.PropertyDelayTimeLevel] = strconv.Itoa(rapid.IntRange(1, 2).Draw(t, "level"))
 	if _, err := m.b.Store().Put(context.Background(), mm); err != nil {
 		t.Fatal(err)
@@ -215,7 +222,8 @@ func (m *p7) checkDelivered(t *rapid.T) {
 	m.durable = len(m.delayed)
 }
 
-// TestP7OffsetsAcrossPowerCuts: consumer offsets and delay offsets survive
+// TestP7OffsetsAcrossPowerCuts (P7 of shared/design.md, on the broker
+// layer): consumer offsets and delay offsets survive
 // a power cut as last persisted (within their persist interval), are
 // never past their queue's max offset after recovery, and delayed messages
 // are delivered at least once.
@@ -236,4 +244,13 @@ func TestP7OffsetsAcrossPowerCuts(t *testing.T) {
 		})
 		m.powerCut(t)
 	})
+}
+
+// p7Msg is a message to topic T, tag A, with keys when given.
+func p7Msg(qid int32, keys string) *engine.Message {
+	p := map[string]string{"TAGS": "A"}
+	if keys != "" {
+		p["KEYS"] = keys
+	}
+	return &engine.Message{Topic: "T", QueueID: qid, Body: []byte("body-A-" + keys), Properties: p}
 }
