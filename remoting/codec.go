@@ -1,45 +1,70 @@
 package remoting
 
 import (
+	"bufio"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
+	"slices"
+	"strings"
 )
 
 // AppendFrame appends c, encoded as one frame with a header in
-// c.SerializeType, to dst.
+// c.SerializeType, to dst. On error dst is returned with its contents
+// unchanged.
 func (c *RemotingCommand) AppendFrame(dst []byte) ([]byte, error) {
-	header, err := c.encodeHeader()
+	if int64(len(c.Body)) > 1<<31-1-frameLenSize-headerWordSize {
+		return dst, fmt.Errorf("%w: body of %d bytes exceeds int32", ErrEncode, len(c.Body))
+	}
+	var extBuf [16]extPair
+	ext, extLen := sortedExt(c.ExtFields, extBuf[:0])
+	start := len(dst)
+	// One allocation for the common case: the estimate covers the fixed
+	// fields, the remark, unescaped ext entries and the body.
+	dst = slices.Grow(dst, frameLenSize+headerWordSize+128+len(c.Remark)+extLen+len(c.Body))
+	dst = append(dst, 0, 0, 0, 0, 0, 0, 0, 0) // LENGTH and HEADERWORD, set below
+	var err error
+	switch c.SerializeType {
+	case SerializeJSON:
+		dst = appendJSONHeader(dst, c, ext)
+	case SerializeRocketMQ:
+		dst, err = appendBinaryHeader(dst, c, ext)
+	default:
+		err = fmt.Errorf("%w: unknown serialize type %d", ErrEncode, c.SerializeType)
+	}
 	if err != nil {
-		return dst, err
+		return dst[:start], err
 	}
-	if len(header) > maxHeaderLen {
-		return dst, fmt.Errorf("%w: header of %d bytes exceeds 24 bits", ErrEncode, len(header))
+	hl := len(dst) - start - frameLenSize - headerWordSize
+	if hl > maxHeaderLen {
+		return dst[:start], fmt.Errorf("%w: header of %d bytes exceeds 24 bits", ErrEncode, hl)
 	}
-	length := int64(headerWordSize) + int64(len(header)) + int64(len(c.Body))
+	length := int64(headerWordSize) + int64(hl) + int64(len(c.Body))
 	if length > 1<<31-1-frameLenSize {
-		return dst, fmt.Errorf("%w: frame of %d bytes exceeds int32", ErrEncode, length)
+		return dst[:start], fmt.Errorf("%w: frame of %d bytes exceeds int32", ErrEncode, length)
 	}
-	dst = binary.BigEndian.AppendUint32(dst, uint32(length))
-	dst = binary.BigEndian.AppendUint32(dst, uint32(c.SerializeType)<<serializeShift|uint32(len(header)))
-	dst = append(dst, header...)
+	binary.BigEndian.PutUint32(dst[start:], uint32(length))
+	binary.BigEndian.PutUint32(dst[start+frameLenSize:], uint32(c.SerializeType)<<serializeShift|uint32(hl))
 	return append(dst, c.Body...), nil
+}
+
+// sortedExt appends ext's entries to buf in key order, the encoding order of
+// both header types, and returns them with the bytes of their keys and
+// values plus 8 per entry (enough for either header type without escapes).
+func sortedExt(ext map[string]string, buf []extPair) ([]extPair, int) {
+	n := 0
+	for k, v := range ext {
+		buf = append(buf, extPair{k, v})
+		n += len(k) + len(v) + 8
+	}
+	slices.SortFunc(buf, func(a, b extPair) int { return strings.Compare(a.k, b.k) })
+	return buf, n
 }
 
 // MarshalFrame returns c encoded as one frame.
 func (c *RemotingCommand) MarshalFrame() ([]byte, error) {
 	return c.AppendFrame(nil)
-}
-
-func (c *RemotingCommand) encodeHeader() ([]byte, error) {
-	switch c.SerializeType {
-	case SerializeJSON:
-		return encodeJSONHeader(c)
-	case SerializeRocketMQ:
-		return encodeBinaryHeader(c)
-	}
-	return nil, fmt.Errorf("%w: unknown serialize type %d", ErrEncode, c.SerializeType)
 }
 
 // DecodeFrame decodes frame, which must hold exactly one frame, length field
@@ -75,15 +100,37 @@ func ReadFrame(r io.Reader, maxFrameSize int) (*RemotingCommand, error) {
 
 // readPayload reads one frame's length field and the LENGTH bytes after it.
 func readPayload(r io.Reader, maxFrameSize int) ([]byte, error) {
-	var lb [frameLenSize]byte
-	if _, err := io.ReadFull(r, lb[:]); err != nil {
+	length, err := readLength(r)
+	if err != nil {
 		return nil, err
 	}
-	n, err := checkLength(int32(binary.BigEndian.Uint32(lb[:])), maxFrameSize)
+	n, err := checkLength(int32(length), maxFrameSize)
 	if err != nil {
 		return nil, err
 	}
 	return readN(r, n)
+}
+
+// readLength reads the length field with io.ReadFull's errors. From a
+// bufio.Reader (a connection's) it reads in place, without the allocation
+// that a buffer passed to an io.Reader costs.
+func readLength(r io.Reader) (uint32, error) {
+	if br, ok := r.(*bufio.Reader); ok {
+		b, err := br.Peek(frameLenSize)
+		if len(b) == frameLenSize {
+			_, _ = br.Discard(frameLenSize)
+			return binary.BigEndian.Uint32(b), nil
+		}
+		if err == io.EOF && len(b) > 0 {
+			err = io.ErrUnexpectedEOF
+		}
+		return 0, err
+	}
+	var lb [frameLenSize]byte
+	if _, err := io.ReadFull(r, lb[:]); err != nil {
+		return 0, err
+	}
+	return binary.BigEndian.Uint32(lb[:]), nil
 }
 
 // readN reads exactly n bytes, growing its buffer by doubling from readChunk

@@ -31,7 +31,7 @@ type Conn struct {
 
 	// Write side. Invariant: once wclosed is set under wmu nothing more
 	// enters out, so the writer can drain it without blocking.
-	out        chan []byte
+	out        chan *frameBuf
 	outBytes   atomic.Int64
 	wmu        sync.Mutex
 	wclosed    bool
@@ -58,7 +58,7 @@ func newConn(ctx context.Context, id uint64, nc net.Conn, h Handler, opts Option
 	return &Conn{
 		id: id, nc: nc, opts: opts, handler: h, stats: st, ctx: ctx, cancel: cancel,
 		log:        opts.Logger.With("conn", id, "remote", nc.RemoteAddr().String()),
-		out:        make(chan []byte, opts.WriteQueueLen),
+		out:        make(chan *frameBuf, opts.WriteQueueLen),
 		finish:     make(chan struct{}),
 		writerDone: make(chan struct{}),
 		closed:     make(chan struct{}),

@@ -1,9 +1,10 @@
 package remoting
 
 import (
-	"bufio"
 	"context"
 	"fmt"
+	"net"
+	"sync"
 	"time"
 )
 
@@ -90,18 +91,51 @@ func (c *Conn) closedError() error {
 	return ErrConnClosed
 }
 
+// frameBuf holds one encoded frame on its way to the socket. frameBufs are
+// pooled: send encodes into a recycled buffer and the writer recycles it
+// once the frame is written, so a frame costs no allocation.
+type frameBuf struct{ b []byte }
+
+var framePool = sync.Pool{New: func() any { return new(frameBuf) }}
+
+// maxPooledFrame bounds the buffers kept for reuse, so that one large pull
+// response does not pin its size in the pool.
+const maxPooledFrame = 64 << 10
+
+// Write batching: the writer hands the socket every frame already queued,
+// up to these bounds, in one writev (or one write of a reused buffer).
+const (
+	maxBatchFrames = 64
+	maxBatchBytes  = 256 << 10
+)
+
+func putFrame(f *frameBuf) {
+	if cap(f.b) > maxPooledFrame {
+		f.b = nil
+	}
+	f.b = f.b[:0]
+	framePool.Put(f)
+}
+
 // send encodes cmd and queues the frame.
 func (c *Conn) send(cmd *RemotingCommand) error {
-	frame, err := cmd.MarshalFrame()
+	f := framePool.Get().(*frameBuf)
+	b, err := cmd.AppendFrame(f.b[:0])
+	f.b = b
 	if err != nil {
+		putFrame(f)
 		return err
 	}
-	return c.enqueue(frame)
+	if err := c.enqueue(f); err != nil {
+		putFrame(f)
+		return err
+	}
+	return nil
 }
 
 // enqueue queues frame without blocking. A full queue (in frames or bytes)
 // means the peer does not read: the connection is closed.
-func (c *Conn) enqueue(frame []byte) error {
+func (c *Conn) enqueue(f *frameBuf) error {
 	c.wmu.Lock()
 	if c.wclosed {
 		c.wmu.Unlock()
@@ -112,7 +146,7 @@ func (c *Conn) enqueue(frame []byte) error {
 			return ErrConnClosed // draining
 		}
 	}
-	n := int64(len(frame))
+	n := int64(len(f.b))
 	queued := c.outBytes.Add(n)
 	if queued > n && queued > c.opts.WriteQueueBytes {
 		c.outBytes.Add(-n)
@@ -120,7 +154,7 @@ func (c *Conn) enqueue(frame []byte) error {
 		return c.overflow(queued)
 	}
 	select {
-	case c.out <- frame:
+	case c.out <- f:
 		c.wmu.Unlock()
 		return nil
 	default:
@@ -137,20 +171,44 @@ func (c *Conn) overflow(queued int64) error {
 	return err
 }
 
+// frameWriter is the write goroutine's state: the batch being written and
+// the buffers reused from one batch to the next.
+type frameWriter struct {
+	batch []*frameBuf
+	// A TCP or Unix socket gets each batch as one writev of the frames
+	// themselves; iov is the reused slice of frames, wv what WriteTo
+	// consumes (a field, so that WriteTo's pointer does not escape).
+	vectored bool
+	iov      [][]byte
+	wv       net.Buffers
+	// Other connections get each batch copied into buf and written at once.
+	buf []byte
+}
+
+func newFrameWriter(nc net.Conn) *frameWriter {
+	w := &frameWriter{batch: make([]*frameBuf, 0, maxBatchFrames)}
+	switch nc.(type) {
+	case *net.TCPConn, *net.UnixConn:
+		w.vectored = true
+		w.iov = make([][]byte, 0, maxBatchFrames)
+	}
+	return w
+}
+
 // writeLoop writes queued frames, batching whatever is queued into one
-// flush, until the connection closes or finishWrites drains it.
+// socket write, until the connection closes or finishWrites drains it.
 func (c *Conn) writeLoop() {
 	defer close(c.writerDone)
-	bw := bufio.NewWriterSize(c.nc, 32<<10)
+	w := newFrameWriter(c.nc)
 	for {
 		select {
 		case f := <-c.out:
-			if err := c.writeBatch(bw, f); err != nil {
+			if err := c.writeBatch(w, f); err != nil {
 				c.close(err)
 				return
 			}
 		case <-c.finish:
-			c.close(c.drainQueue(bw))
+			c.close(c.drainQueue(w))
 			return
 		case <-c.closed:
 			return
@@ -158,44 +216,75 @@ func (c *Conn) writeLoop() {
 	}
 }
 
-// writeBatch writes f and every frame already queued behind it, then
-// flushes, all under one write deadline per frame.
-func (c *Conn) writeBatch(bw *bufio.Writer, f []byte) error {
-	for {
-		if err := c.writeFrame(bw, f); err != nil {
-			return err
-		}
+// writeBatch writes f and the frames queued behind it, up to
+// maxBatchFrames and maxBatchBytes, in one socket write under one write
+// deadline, then recycles them.
+func (c *Conn) writeBatch(w *frameWriter, f *frameBuf) error {
+	w.batch = append(w.batch[:0], f)
+	n := len(f.b)
+collect:
+	for len(w.batch) < maxBatchFrames && n < maxBatchBytes {
 		select {
 		case f = <-c.out:
+			w.batch = append(w.batch, f)
+			n += len(f.b)
 		default:
-			return bw.Flush()
+			break collect
 		}
 	}
+	err := c.writeFrames(w, n)
+	for i, f := range w.batch {
+		putFrame(f)
+		w.batch[i] = nil
+	}
+	w.batch = w.batch[:0]
+	return err
 }
 
-func (c *Conn) writeFrame(bw *bufio.Writer, f []byte) error {
+func (c *Conn) writeFrames(w *frameWriter, n int) error {
 	if err := c.nc.SetWriteDeadline(time.Now().Add(c.opts.WriteTimeout)); err != nil {
 		return err
 	}
-	if _, err := bw.Write(f); err != nil {
+	var err error
+	if w.vectored {
+		for _, f := range w.batch {
+			w.iov = append(w.iov, f.b)
+		}
+		w.wv = w.iov
+		_, err = w.wv.WriteTo(c.nc)
+		clear(w.iov)
+		w.iov, w.wv = w.iov[:0], nil
+	} else if len(w.batch) == 1 {
+		_, err = c.nc.Write(w.batch[0].b)
+	} else {
+		w.buf = w.buf[:0]
+		for _, f := range w.batch {
+			w.buf = append(w.buf, f.b...)
+		}
+		_, err = c.nc.Write(w.buf)
+		if cap(w.buf) > 2*maxBatchBytes {
+			w.buf = nil
+		}
+	}
+	if err != nil {
 		return fmt.Errorf("remoting: write: %w", err)
 	}
-	c.outBytes.Add(-int64(len(f)))
-	c.stats.bytesOut.Add(int64(len(f)))
+	c.outBytes.Add(-int64(n))
+	c.stats.bytesOut.Add(int64(n))
 	return nil
 }
 
 // drainQueue writes what is left after finishWrites; wclosed is set, so the
 // queue only shrinks.
-func (c *Conn) drainQueue(bw *bufio.Writer) error {
+func (c *Conn) drainQueue(w *frameWriter) error {
 	for {
 		select {
 		case f := <-c.out:
-			if err := c.writeFrame(bw, f); err != nil {
+			if err := c.writeBatch(w, f); err != nil {
 				return err
 			}
 		default:
-			return bw.Flush()
+			return nil
 		}
 	}
 }

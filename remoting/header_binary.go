@@ -4,29 +4,26 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
-	"slices"
 )
 
-// encodeBinaryHeader writes the ROCKETMQ header (layout in format.go). Ext
-// entries are written in key order so that the encoding is deterministic.
-func encodeBinaryHeader(c *RemotingCommand) ([]byte, error) {
+// appendBinaryHeader appends c's ROCKETMQ header (layout in format.go) to
+// dst; ext is c.ExtFields in key order, so that the encoding is
+// deterministic.
+func appendBinaryHeader(dst []byte, c *RemotingCommand, ext []extPair) ([]byte, error) {
 	if c.Code < math.MinInt16 || c.Code > math.MaxInt16 {
-		return nil, fmt.Errorf("%w: code %d does not fit the binary header's int16", ErrEncode, c.Code)
+		return dst, fmt.Errorf("%w: code %d does not fit the binary header's int16", ErrEncode, c.Code)
 	}
 	if c.Version < math.MinInt16 || c.Version > math.MaxInt16 {
-		return nil, fmt.Errorf("%w: version %d does not fit the binary header's int16", ErrEncode, c.Version)
+		return dst, fmt.Errorf("%w: version %d does not fit the binary header's int16", ErrEncode, c.Version)
 	}
-	keys := make([]string, 0, len(c.ExtFields))
 	extLen := 0
-	for k, v := range c.ExtFields {
-		if len(k) > math.MaxInt16 {
-			return nil, fmt.Errorf("%w: extFields key of %d bytes exceeds int16", ErrEncode, len(k))
+	for _, p := range ext {
+		if len(p.k) > math.MaxInt16 {
+			return dst, fmt.Errorf("%w: extFields key of %d bytes exceeds int16", ErrEncode, len(p.k))
 		}
-		keys = append(keys, k)
-		extLen += binExtKeyLenSize + len(k) + binExtValLenSize + len(v)
+		extLen += binExtKeyLenSize + len(p.k) + binExtValLenSize + len(p.v)
 	}
-	slices.Sort(keys)
-	b := make([]byte, 0, binMinHeaderLen+len(c.Remark)+extLen)
+	b := dst
 	b = binary.BigEndian.AppendUint16(b, uint16(int16(c.Code)))
 	b = append(b, byte(c.Language))
 	b = binary.BigEndian.AppendUint16(b, uint16(int16(c.Version)))
@@ -35,12 +32,11 @@ func encodeBinaryHeader(c *RemotingCommand) ([]byte, error) {
 	b = binary.BigEndian.AppendUint32(b, uint32(len(c.Remark)))
 	b = append(b, c.Remark...)
 	b = binary.BigEndian.AppendUint32(b, uint32(extLen))
-	for _, k := range keys {
-		v := c.ExtFields[k]
-		b = binary.BigEndian.AppendUint16(b, uint16(len(k)))
-		b = append(b, k...)
-		b = binary.BigEndian.AppendUint32(b, uint32(len(v)))
-		b = append(b, v...)
+	for _, p := range ext {
+		b = binary.BigEndian.AppendUint16(b, uint16(len(p.k)))
+		b = append(b, p.k...)
+		b = binary.BigEndian.AppendUint32(b, uint32(len(p.v)))
+		b = append(b, p.v...)
 	}
 	return b, nil
 }
