@@ -22,6 +22,7 @@ type allocator struct {
 	mu      sync.Mutex
 	from    int64         // offset of the file being prepared; -1 when none
 	done    chan struct{} // closed when mf/err are set
+	settled chan struct{} // closed when the goroutine has finished with mf
 	mf      *MappedFile
 	err     error
 	stopped bool
@@ -38,23 +39,29 @@ func (a *allocator) prepare(from int64) {
 		return
 	}
 	a.discardLocked()
-	done := make(chan struct{})
-	a.from, a.done, a.mf, a.err = from, done, nil, nil
+	done, settled := make(chan struct{}), make(chan struct{})
+	a.from, a.done, a.settled, a.mf, a.err = from, done, settled, nil, nil
 	a.wg.Add(1)
 	go func() {
 		defer a.wg.Done()
+		defer close(settled)
 		mf, err := a.q.create(from)
-		if err == nil {
-			prefault(mf.seg)
-		}
 		a.mu.Lock()
-		if a.done == done {
+		superseded := a.done != done
+		if !superseded {
 			a.mf, a.err = mf, err
 		} else if mf != nil {
 			mf.shutdown() // superseded while it was being made
 		}
 		a.mu.Unlock()
 		close(done)
+		// Prefault after handing the file over: a put that needs the file
+		// now never waits for it, and pages it writes first are simply
+		// faulted by the writer. stop waits for this, so the segment is
+		// never unmapped under it.
+		if err == nil && !superseded {
+			prefault(mf.seg)
+		}
 	}()
 }
 
@@ -73,16 +80,21 @@ func (a *allocator) take(from int64) *MappedFile {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	mf := a.mf
-	a.from, a.done, a.mf, a.err = -1, nil, nil, nil
+	a.from, a.done, a.settled, a.mf, a.err = -1, nil, nil, nil, nil
 	return mf
 }
 
-// discardLocked drops a prepared file nobody took; its file stays on disk.
+// discardLocked drops a prepared file nobody took, once its goroutine is
+// done with it (it may still be prefaulting); its file stays on disk.
 func (a *allocator) discardLocked() {
+	// Before the hand-over (mf unset) the goroutine needs a.mu and will
+	// find itself superseded and close what it made; after it, the
+	// goroutine takes no lock, so waiting here cannot deadlock.
 	if a.mf != nil {
+		<-a.settled
 		a.mf.shutdown()
 	}
-	a.from, a.done, a.mf, a.err = -1, nil, nil, nil
+	a.from, a.done, a.settled, a.mf, a.err = -1, nil, nil, nil, nil
 }
 
 // stop waits for a preparation in flight and closes what it made.
