@@ -97,6 +97,22 @@ func (a *allocator) discardLocked() {
 	a.from, a.done, a.settled, a.mf, a.err = -1, nil, nil, nil, nil
 }
 
+// prefaultInBackground prefaults a file already in use (the active file at
+// Open, or one created on the put path), tracked like a preparation so that
+// stop waits for it before the file can be unmapped.
+func (a *allocator) prefaultInBackground(mf *MappedFile) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.stopped {
+		return
+	}
+	a.wg.Add(1)
+	go func() {
+		defer a.wg.Done()
+		prefault(mf.seg)
+	}()
+}
+
 // stop waits for a preparation in flight and closes what it made.
 func (a *allocator) stop() {
 	a.mu.Lock()

@@ -36,20 +36,20 @@ func fileNameToOffset(name string) (int64, error) {
 // MappedFile is one segment of a MappedFileQueue: a fixed-size file whose
 // first byte sits at fileFromOffset in the queue's offset space.
 //
-// Invariant: flushed <= committed <= wrote <= fileSize. Bytes below wrote
-// are immutable until the file is truncated by recovery, so readers may use
-// views below a wrote value they loaded without any lock. There is no
-// transient store pool, so committed always equals wrote; it is kept for
-// RocketMQ's vocabulary and reported by the queue.
+// Invariant: flushed <= wrote <= fileSize. Bytes below wrote are immutable
+// until the file is truncated by recovery, so readers may use views below a
+// wrote value they loaded without any lock. RocketMQ also keeps a committed
+// position for its transient store pool (a write buffer committed to the
+// file); there is no such pool here, so its committed position is always
+// the wrote position and is not stored (CommittedPosition).
 type MappedFile struct {
 	seg            backend.Segment
 	name           string // full path within the FS
 	fileFromOffset int64
 	fileSize       int64
 
-	wrote     atomic.Int64
-	committed atomic.Int64
-	flushed   atomic.Int64
+	wrote   atomic.Int64
+	flushed atomic.Int64
 	// storeTimestamp is the store time of the last message appended; it is
 	// set after wrote, so a flusher that reads it first and wrote second
 	// always flushes that message (the checkpoint relies on it).
@@ -82,6 +82,10 @@ func (mf *MappedFile) Name() string { return mf.name }
 // WrotePosition returns the number of bytes appended (file-relative).
 func (mf *MappedFile) WrotePosition() int64 { return mf.wrote.Load() }
 
+// CommittedPosition returns RocketMQ's committed position, which without a
+// transient store pool is the wrote position.
+func (mf *MappedFile) CommittedPosition() int64 { return mf.wrote.Load() }
+
 // FlushedPosition returns the number of bytes synced (file-relative).
 func (mf *MappedFile) FlushedPosition() int64 { return mf.flushed.Load() }
 
@@ -90,7 +94,6 @@ func (mf *MappedFile) IsFull() bool { return mf.wrote.Load() == mf.fileSize }
 
 func (mf *MappedFile) setPositions(p int64) {
 	mf.wrote.Store(p)
-	mf.committed.Store(p)
 	mf.flushed.Store(p)
 }
 
@@ -141,7 +144,6 @@ func (mf *MappedFile) appendAt(pos int64, pieces ...[]byte) (int64, error) {
 // publish makes bytes below pos visible to readers.
 func (mf *MappedFile) publish(pos int64) {
 	mf.wrote.Store(pos)
-	mf.committed.Store(pos)
 }
 
 // isAbleToFlush applies RocketMQ's least-pages rule.

@@ -221,12 +221,17 @@ func (q *MappedFileQueue) getLastMappedFile(startOffset int64, needCreate bool) 
 // takeOrCreate returns the file the allocator prepared at from, or creates
 // it now.
 func (q *MappedFileQueue) takeOrCreate(from int64) (*MappedFile, error) {
-	if q.alloc != nil {
-		if mf := q.alloc.take(from); mf != nil {
-			return mf, nil
-		}
+	if q.alloc == nil {
+		return q.create(from)
 	}
-	return q.create(from)
+	if mf := q.alloc.take(from); mf != nil {
+		return mf, nil
+	}
+	mf, err := q.create(from)
+	if err == nil {
+		q.alloc.prefaultInBackground(mf)
+	}
+	return mf, err
 }
 
 // create makes a new file and syncs the directory, so that the file (and

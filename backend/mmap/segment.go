@@ -225,25 +225,18 @@ func (s *segment) Advise(advice int) error {
 }
 
 // Prefault reads the segment's pages into the page cache and maps them
-// (MADV_POPULATE_READ, Linux 5.14+; older kernels fall back to touching one
-// byte per page), without dirtying them: a fallocated file's pages come in
-// as clean zero pages, and the first write to each costs a minor fault.
+// (MADV_POPULATE_READ, Linux 5.14+) without dirtying them: a fallocated
+// file's pages come in as clean zero pages, and the first write to each
+// then costs a minor fault. It may run while the segment is being written.
+// Older kernels refuse the advice; the pages are then faulted on first use
+// as usual.
 func (s *segment) Prefault() error {
 	if s.closed.Load() || s.data == nil {
 		return nil
 	}
-	err := unix.Madvise(s.data, unix.MADV_POPULATE_READ)
-	if err == nil {
-		return nil
+	if err := unix.Madvise(s.data, unix.MADV_POPULATE_READ); err != nil {
+		return fmt.Errorf("mmap: prefault %s: %w", s.path, err)
 	}
-	var sink byte
-	for off := int64(0); off < s.size; off += pageSize {
-		if s.closed.Load() {
-			return nil
-		}
-		sink |= s.data[off]
-	}
-	_ = sink
 	return nil
 }
 
