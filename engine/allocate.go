@@ -113,15 +113,25 @@ func (a *allocator) prefaultInBackground(mf *MappedFile) {
 	}()
 }
 
-// stop waits for a preparation in flight and closes what it made.
+// stop waits for a preparation in flight and removes a prepared file
+// nobody took: it was never written, and left behind it would only cost
+// the next recovery a scan of its (zero) pages.
 func (a *allocator) stop() {
 	a.mu.Lock()
 	a.stopped = true
 	a.mu.Unlock()
 	a.wg.Wait()
 	a.mu.Lock()
+	defer a.mu.Unlock()
+	mf := a.mf
 	a.discardLocked()
-	a.mu.Unlock()
+	if mf == nil {
+		return
+	}
+	if err := a.q.fs.Remove(mf.name); err != nil {
+		return // harmless: recovery treats it as any file past the end
+	}
+	_ = a.q.fs.SyncDir(a.q.dir)
 }
 
 // prefault loads a new segment's pages into memory without dirtying them,
