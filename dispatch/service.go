@@ -92,6 +92,20 @@ func (s *Service) SetReputFrom(offset int64) {
 	s.mu.Unlock()
 }
 
+// Apply runs every dispatcher on req, outside any pass: abnormal recovery
+// dispatches each record as its scan validates it (one pass over the log,
+// as RocketMQ's recoverAbnormally does), before the service starts.
+func (s *Service) Apply(req *Request) error {
+	s.running.Lock()
+	defer s.running.Unlock()
+	for _, d := range s.dispatchers {
+		if err := d.Dispatch(req); err != nil {
+			return fmt.Errorf("dispatch at commitlog offset %d: %w", req.CommitLogOffset, err)
+		}
+	}
+	return nil
+}
+
 // Exclusive runs fn while no dispatch pass is in flight, so that fn may
 // remove what dispatchers write to (the engine deletes a topic's queues
 // this way).

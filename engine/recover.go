@@ -62,7 +62,16 @@ func (s *Store) recover(lastExitOK, cpValid bool) error {
 		start = s.abnormalStartFile(files)
 	}
 	r.ScanFrom = files[start].fileFromOffset
-	end, stop := s.scanCommitLog(files[start:])
+	if !lastExitOK {
+		// After a crash, units for records from the scan start may be
+		// torn: cut the queues there, and the scan rebuilds them.
+		if err := s.queues.all(func(cq *ConsumeQueue) error {
+			return cq.truncateDirtyLogicFiles(r.ScanFrom, s.unitCheck(cq))
+		}); err != nil {
+			return err
+		}
+	}
+	end, stop, dispatchErr := s.scanCommitLog(files[start:], !lastExitOK)
 	if errors.Is(stop, record.ErrUnsupportedVersion) {
 		return fmt.Errorf("%w: commitlog offset %d: %w", ErrCorruptStore, end, stop)
 	}
@@ -73,13 +82,17 @@ func (s *Store) recover(lastExitOK, cpValid bool) error {
 	if err := s.truncateCommitLog(end); err != nil {
 		return err
 	}
-	// Units for records past the end are gone; after a crash, units for
-	// records from the scan start may be torn, so they are rebuilt.
-	cut := end
 	if !lastExitOK {
-		cut = r.ScanFrom
+		if dispatchErr != nil {
+			s.cfg.Logger.Warn("consume queues inconsistent with the commitlog; rebuilding them", "err", dispatchErr)
+			return s.rebuildConsumeQueues()
+		}
+		s.reput.SetReputFrom(end)
+		s.recoverTopicQueueTable()
+		return nil
 	}
-	if err := s.queues.all(func(cq *ConsumeQueue) error { return cq.truncateDirtyLogicFiles(cut, s.unitCheck(cq)) }); err != nil {
+	// Units for records past the end are gone.
+	if err := s.queues.all(func(cq *ConsumeQueue) error { return cq.truncateDirtyLogicFiles(end, s.unitCheck(cq)) }); err != nil {
 		return err
 	}
 	return s.redispatch()
@@ -103,33 +116,39 @@ func (s *Store) abnormalStartFile(files []*MappedFile) int {
 // scanCommitLog checks records (with CRC unless disabled) from the start of
 // files[0] and returns the offset after the last good one and why it
 // stopped there.
-func (s *Store) scanCommitLog(files []*MappedFile) (int64, error) {
-	checks := record.Checks{
-		CRC:              !s.cfg.SkipCRCOnRecover && !s.cfg.Unsafe.NoCRCCheck,
-		NoPhysicalOffset: s.cfg.Unsafe.NoPhysicalOffsetCheck,
-	}
+func (s *Store) scanCommitLog(files []*MappedFile, dispatch bool) (end int64, stop, dispatchErr error) {
+	checkCRC := !s.cfg.SkipCRCOnRecover && !s.cfg.Unsafe.NoCRCCheck
 	for i, mf := range files {
 		b := mf.seg.View(0, mf.fileSize)
 		for pos := int64(0); ; {
-			info, err := record.CheckWith(b[pos:], mf.fileFromOffset+pos, checks)
+			req, size, blank, err := s.parser.Parse(b[pos:], mf.fileFromOffset+pos, checkCRC)
 			if err != nil {
-				return mf.fileFromOffset + pos, fmt.Errorf("%s at %d: %w", mf.name, pos, err)
+				return mf.fileFromOffset + pos, fmt.Errorf("%s at %d: %w", mf.name, pos, err), dispatchErr
 			}
-			if !info.Blank {
-				pos += int64(info.Size)
+			if !blank {
+				// Dispatch as the record is validated: one pass over the
+				// log. After a dispatch failure the queues are rebuilt
+				// anyway, so only the scan goes on.
+				if dispatch && dispatchErr == nil {
+					if dispatchErr = s.reput.Apply(&req); dispatchErr == nil {
+						s.recovery.Redispatched++
+					}
+				}
+				pos += int64(size)
 				continue
 			}
-			if pos+int64(info.Size) != mf.fileSize {
+			if pos+int64(size) != mf.fileSize {
 				return mf.fileFromOffset + pos, fmt.Errorf("%w: %s at %d: blank record of %d bytes does not end the file",
-					record.ErrCorrupt, mf.name, pos, info.Size)
+					record.ErrCorrupt, mf.name, pos, size), dispatchErr
 			}
 			if i == len(files)-1 {
-				return mf.fileFromOffset + mf.fileSize, nil
+				return mf.fileFromOffset + mf.fileSize, nil, dispatchErr
 			}
 			break
 		}
 	}
-	return files[len(files)-1].fileFromOffset + files[len(files)-1].fileSize, nil
+	last := files[len(files)-1]
+	return last.fileFromOffset + last.fileSize, nil, dispatchErr
 }
 
 // truncateCommitLog cuts the CommitLog at end, logging what was dropped.

@@ -42,6 +42,7 @@ type Store struct {
 	checkpoint *StoreCheckpoint
 	queues     consumeQueueTable
 	reput      *dispatch.Service
+	parser     *dispatch.Parser
 	flusher    *commitLogFlusher
 	cqFlusher  *ticker
 	cleaner    *ticker
@@ -112,6 +113,7 @@ func (s *Store) open(dispatchers []dispatch.Dispatcher) error {
 	}
 	s.checkpoint = cp
 	parser := &dispatch.Parser{DelayLevels: s.cfg.DelayLevels, NoPhysicalOffsetCheck: s.cfg.Unsafe.NoPhysicalOffsetCheck}
+	s.parser = parser
 	all := append([]dispatch.Dispatcher{dispatch.DispatcherFunc(s.buildConsumeQueue)}, dispatchers...)
 	s.reput = dispatch.NewService(commitLogReader{s.commitLog}, parser, 0, all...)
 	if err := s.recover(lastExitOK, cpValid); err != nil {
