@@ -58,6 +58,7 @@ type Op struct {
 	Len  int64
 }
 
+// String describes the operation for failure reports.
 func (o Op) String() string {
 	switch o.Kind {
 	case OpRename:
