@@ -465,6 +465,14 @@ func (q *MappedFileQueue) deleteFirstFiles(keep func(*MappedFile) bool) (int, er
 	// First file first, each removal durable before the next (see
 	// removeFile): a power cut leaves a shorter head, never a gap.
 	for i, mf := range files[:n] {
+		// Sync what the file holds before it goes: if a power cut
+		// undoes the removal, the file comes back whole. Otherwise an
+		// unsynced tail (say, its BLANK record) would end recovery there
+		// and cut away every later file, synced messages included.
+		if err := mf.seg.Sync(0, mf.wrote.Load()); err != nil {
+			mf.redirty(0, mf.wrote.Load())
+			return i, fmt.Errorf("%w: sync %s before removing it: %v", ErrFlushFailed, mf.name, err)
+		}
 		rest := append([]*MappedFile(nil), files[i+1:]...)
 		q.files.Store(&rest)
 		if err := q.removeFile(mf); err != nil {
