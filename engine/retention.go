@@ -1,11 +1,13 @@
 package engine
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/rocketstore/rocketstore/backend"
 	"github.com/rocketstore/rocketstore/engine/record"
 )
 
@@ -138,6 +140,14 @@ func (s *Store) DeleteExpiredFiles(now time.Time, p RetentionPolicy, force bool)
 		return rep, err
 	}
 	rep.MinOffset = s.commitLog.MinOffset()
+	// ConsumeQueue files go only once every CommitLog removal so far is
+	// durable (an earlier round's directory sync may have failed): else a
+	// power cut could bring back CommitLog files whose queue units are
+	// gone, and recovery from the checkpoint and from offset 0 would
+	// disagree on whether those messages exist.
+	if err := s.fs.SyncDir(commitLogDir); err != nil && !errors.Is(err, backend.ErrNotExist) {
+		return rep, fmt.Errorf("%w: sync dir %s: %v", ErrFlushFailed, commitLogDir, err)
+	}
 	rep.ConsumeQueueFiles, err = s.deleteConsumeQueueFilesBelow(rep.MinOffset)
 	if n > 0 {
 		s.cfg.Logger.Info("deleted expired files", "commitlogFiles", n, "consumeQueueFiles", rep.ConsumeQueueFiles,
