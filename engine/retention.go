@@ -132,11 +132,7 @@ func (s *Store) DeleteExpiredFiles(now time.Time, p RetentionPolicy, force bool)
 	})
 	rep.CommitLogFiles = n
 	if err != nil {
-		// The files already dropped from the queue are gone for readers:
-		// the queues' minimum offsets must follow, or they would point at
-		// deleted records (a removal whose directory sync failed).
-		phyMin := s.commitLog.MinOffset()
-		s.queues.all(func(cq *ConsumeQueue) error { cq.correctMinOffset(phyMin); return nil })
+		s.correctMinOffsets()
 		return rep, err
 	}
 	rep.MinOffset = s.commitLog.MinOffset()
@@ -146,6 +142,7 @@ func (s *Store) DeleteExpiredFiles(now time.Time, p RetentionPolicy, force bool)
 	// gone, and recovery from the checkpoint and from offset 0 would
 	// disagree on whether those messages exist.
 	if err := s.fs.SyncDir(commitLogDir); err != nil && !errors.Is(err, backend.ErrNotExist) {
+		s.correctMinOffsets()
 		return rep, fmt.Errorf("%w: sync dir %s: %v", ErrFlushFailed, commitLogDir, err)
 	}
 	rep.ConsumeQueueFiles, err = s.deleteConsumeQueueFilesBelow(rep.MinOffset)
@@ -154,6 +151,15 @@ func (s *Store) DeleteExpiredFiles(now time.Time, p RetentionPolicy, force bool)
 			"minOffset", rep.MinOffset)
 	}
 	return rep, err
+}
+
+// correctMinOffsets moves every queue's minimum to the CommitLog's after a
+// failed clean round: the files already dropped from the queue are gone for
+// readers, so the minimums must follow or they would point at deleted
+// records.
+func (s *Store) correctMinOffsets() {
+	phyMin := s.commitLog.MinOffset()
+	s.queues.all(func(cq *ConsumeQueue) error { cq.correctMinOffset(phyMin); return nil })
 }
 
 func (s *Store) nextFile(files []*MappedFile, mf *MappedFile) *MappedFile {
