@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"sync"
 	"testing"
+	"time"
 )
 
 // ReadFrame from a bufio.Reader (the connection's read path) reports
@@ -107,6 +108,11 @@ func TestWriteBatchingIntact(t *testing.T) {
 					t.Fatalf("writer %d frame %d: body corrupted", w, i)
 				}
 				next[w]++
+			}
+			// The reader has every frame, but the write loop may not yet have
+			// accounted for its last write: give it a moment to drain.
+			for deadline := time.Now().Add(2 * time.Second); c.outBytes.Load() != 0 && time.Now().Before(deadline); {
+				time.Sleep(time.Millisecond)
 			}
 			if n := st.bytesOut.Load(); n == 0 || c.outBytes.Load() != 0 {
 				t.Fatalf("bytesOut %d, outBytes %d", n, c.outBytes.Load())
