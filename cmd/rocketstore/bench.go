@@ -78,8 +78,15 @@ func runBench(cmd *cobra.Command, o benchOptions) error {
 	defer stop()
 	stderr := cmd.ErrOrStderr()
 	var bar *progressbar.ProgressBar
+	// A bar redraws with carriage returns: on a terminal only; logs (CI)
+	// get one line per workload instead.
+	tty := isTerminal(stderr)
 	rep, err := bench.Run(ctx, bench.Options{Spec: bench.DefaultSpec(o.quick), Dir: o.tmp, Backends: backends,
 		Progress: func(done, total int, step string) {
+			if !tty {
+				fmt.Fprintf(stderr, "[%d/%d] %s\n", done+1, total, step)
+				return
+			}
 			if bar == nil {
 				bar = progressbar.NewOptions(total, progressbar.OptionSetWriter(stderr),
 					progressbar.OptionSetWidth(30), progressbar.OptionShowCount(), progressbar.OptionSetElapsedTime(true),
