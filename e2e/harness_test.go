@@ -17,6 +17,7 @@ import (
 
 	"github.com/rocketstore/rocketstore/broker"
 	"github.com/rocketstore/rocketstore/broker/schedule"
+	"github.com/rocketstore/rocketstore/engine"
 	"github.com/rocketstore/rocketstore/server"
 )
 
@@ -33,6 +34,12 @@ func TestMain(m *testing.M) {
 // node starts a server on dir at listen (127.0.0.1:0 for a new port).
 func node(t testing.TB, dir, listen string) *server.Node {
 	t.Helper()
+	return nodeWithFlush(t, dir, listen, engine.AsyncFlush)
+}
+
+// nodeWithFlush is node with the given flush type.
+func nodeWithFlush(t testing.TB, dir, listen string, flush engine.FlushDiskType) *server.Node {
+	t.Helper()
 	levels, err := schedule.ParseLevels(testLevels)
 	if err != nil {
 		t.Fatal(err)
@@ -41,6 +48,7 @@ func node(t testing.TB, dir, listen string) *server.Node {
 	bc.Store.DelayLevels = levels
 	bc.Store.CommitLogFileSize = 8 << 20
 	bc.Store.ConsumeQueueUnits = 20000
+	bc.Store.FlushDiskType = flush
 	bc.FlushConsumerOffsetInterval = time.Second
 	n, err := server.StartNode(server.NodeConfig{Dir: dir, Listen: listen, Broker: bc,
 		Server: server.Config{ScanInterval: time.Second}})

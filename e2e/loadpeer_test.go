@@ -16,10 +16,7 @@ import (
 	"github.com/apache/rocketmq-client-go/v2/primitive"
 	"github.com/apache/rocketmq-client-go/v2/producer"
 
-	"github.com/rocketstore/rocketstore/broker"
-	"github.com/rocketstore/rocketstore/broker/schedule"
 	"github.com/rocketstore/rocketstore/engine"
-	"github.com/rocketstore/rocketstore/server"
 )
 
 // TestPeerLoad is TestLoadSeveralClients with the timing conventions of
@@ -49,7 +46,7 @@ func TestPeerLoad(t *testing.T) {
 		flush = engine.SyncFlush
 	}
 	const producers, perProducer, consumers = 4, 8, 2
-	n := peerLoadNode(t, t.TempDir(), flush)
+	n := nodeWithFlush(t, t.TempDir(), "127.0.0.1:0", flush)
 	defer stopNode(t, n)
 	topic := "TopicLoad"
 	ps := make([]producerAPI, producers)
@@ -170,25 +167,4 @@ func TestPeerLoad(t *testing.T) {
 		len(acked), failures.Load(), sendTime.Seconds(), float64(len(acked))/sendTime.Seconds(),
 		consumed.Load(), consumed.Load()-distinct, lost, allTime.Seconds(), float64(len(acked))/allTime.Seconds(),
 		us(lat), us(cl))
-}
-
-// peerLoadNode is node with the given flush type.
-func peerLoadNode(t testing.TB, dir string, flush engine.FlushDiskType) *server.Node {
-	t.Helper()
-	levels, err := schedule.ParseLevels(testLevels)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var bc broker.Config
-	bc.Store.DelayLevels = levels
-	bc.Store.CommitLogFileSize = 8 << 20
-	bc.Store.ConsumeQueueUnits = 20000
-	bc.Store.FlushDiskType = flush
-	bc.FlushConsumerOffsetInterval = time.Second
-	n, err := server.StartNode(server.NodeConfig{Dir: dir, Listen: "127.0.0.1:0", Broker: bc,
-		Server: server.Config{ScanInterval: time.Second}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return n
 }
