@@ -32,6 +32,17 @@ import (
 //	maxMessageSize: 4194304
 //	messageDelayLevel: "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h"
 //	autoCreateTopicEnable: true
+//	aclEnable: true             # RocketMQ plain ACL; rules in aclFile
+//	aclFile: /etc/rocketstore/plain_acl.yml   # default DIR/config/plain_acl.yml
+//	tlsServerMode: permissive   # disabled (default) | permissive | enforcing
+//	tlsServerCertPath: /etc/rocketstore/server.pem
+//	tlsServerKeyPath: /etc/rocketstore/server.key
+//	autoCreateTopicMaxPerClient: 100
+//	autoCreateTopicMaxTotal: 10000
+//	autoCreateTopicMaxQueueNums: 8
+//	connRequestRateLimit: 20000 # requests/s per connection
+//	connRequestBurst: 40000
+//	maxInFlightRequests: 4096
 type FileConfig struct {
 	BrokerName                  *string `yaml:"brokerName"`
 	BrokerClusterName           *string `yaml:"brokerClusterName"`
@@ -61,6 +72,19 @@ type FileConfig struct {
 	FlushDelayOffsetInterval    *int64  `yaml:"flushDelayOffsetInterval"`
 	ServerSocketMaxFrameSize    *int    `yaml:"serverSocketMaxFrameSize"`
 	ServerChannelMaxIdleSeconds *int    `yaml:"serverChannelMaxIdleTimeSeconds"`
+
+	// Security (see Security and README "Security").
+	AclEnable                   *bool    `yaml:"aclEnable"`
+	AclFile                     *string  `yaml:"aclFile"`
+	TLSServerMode               *string  `yaml:"tlsServerMode"`
+	TLSServerCertPath           *string  `yaml:"tlsServerCertPath"`
+	TLSServerKeyPath            *string  `yaml:"tlsServerKeyPath"`
+	AutoCreateTopicMaxPerClient *int     `yaml:"autoCreateTopicMaxPerClient"`
+	AutoCreateTopicMaxTotal     *int     `yaml:"autoCreateTopicMaxTotal"`
+	AutoCreateTopicMaxQueueNums *int     `yaml:"autoCreateTopicMaxQueueNums"`
+	ConnRequestRateLimit        *float64 `yaml:"connRequestRateLimit"`
+	ConnRequestBurst            *int     `yaml:"connRequestBurst"`
+	MaxInFlightRequests         *int     `yaml:"maxInFlightRequests"`
 }
 
 // LoadFileConfig reads and strictly decodes a YAML configuration file.
@@ -187,6 +211,9 @@ func (fc *FileConfig) Apply(nc *NodeConfig) error {
 	}
 	if fc.ServerChannelMaxIdleSeconds != nil {
 		nc.Server.Remoting.IdleTimeout = time.Duration(*fc.ServerChannelMaxIdleSeconds) * time.Second
+	}
+	if err := fc.applySecurity(&nc.Server.Security); err != nil {
+		return err
 	}
 	if err := nc.Broker.Validate(); err != nil {
 		return err
