@@ -84,7 +84,9 @@ func aclNode(t *testing.T, yml string, sec server.Security) (*server.Node, strin
 	return n, aclFile, m
 }
 
-func creds(ak, sk string) primitive.Credentials { return primitive.Credentials{AccessKey: ak, SecretKey: sk} }
+func creds(ak, sk string) primitive.Credentials {
+	return primitive.Credentials{AccessKey: ak, SecretKey: sk}
+}
 
 // wantRefused checks a send failed with NO_PERMISSION (16) and a remark
 // naming what.
