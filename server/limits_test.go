@@ -1,6 +1,8 @@
 package server
 
 import (
+	"log/slog"
+	"strings"
 	"testing"
 	"time"
 )
@@ -45,5 +47,24 @@ func TestInFlightFairShare(t *testing.T) {
 	l.forget(2)
 	if len(l.conns) != 0 {
 		t.Fatal("closed connections kept")
+	}
+}
+
+// TestDenialLogThrottled: a client refused in a loop cannot flood the log.
+func TestDenialLogThrottled(t *testing.T) {
+	now := time.Unix(1, 0)
+	var buf strings.Builder
+	sec := &security{s: &Server{cfg: Config{Now: func() time.Time { return now }},
+		log: slog.New(slog.NewTextHandler(&buf, nil))}}
+	for range 1000 {
+		sec.logDenial("acl: request denied")
+	}
+	if n := strings.Count(buf.String(), "\n"); n != denialLogBurst {
+		t.Fatalf("%d lines logged for 1000 denials in an instant, want the burst %d", n, denialLogBurst)
+	}
+	now = now.Add(time.Second)
+	sec.logDenial("acl: request denied")
+	if !strings.Contains(buf.String(), "suppressedSinceLastLine=950") {
+		t.Fatalf("suppressed count not reported:\n%s", buf.String()[len(buf.String())-200:])
 	}
 }

@@ -103,6 +103,42 @@ type security struct {
 	created map[string]int // auto-created topics by client
 
 	wg sync.WaitGroup // Listen's serving goroutines (TLS)
+
+	logMu      sync.Mutex // denial log throttle
+	logTokens  float64
+	logLast    time.Time
+	suppressed int
+}
+
+// Denial logs are throttled, so that a refused client retrying in a loop
+// cannot flood the log; the metric counts every denial.
+const (
+	denialLogRate  = 10 // lines per second
+	denialLogBurst = 50
+)
+
+// logDenial logs a refused request unless the throttle is empty.
+func (sec *security) logDenial(msg string, args ...any) {
+	sec.logMu.Lock()
+	now := sec.s.cfg.Now()
+	if sec.logLast.IsZero() {
+		sec.logTokens = denialLogBurst
+	} else {
+		sec.logTokens = min(denialLogBurst, sec.logTokens+now.Sub(sec.logLast).Seconds()*denialLogRate)
+	}
+	sec.logLast = now
+	if sec.logTokens < 1 {
+		sec.suppressed++
+		sec.logMu.Unlock()
+		return
+	}
+	sec.logTokens--
+	if sec.suppressed > 0 {
+		args = append(args, "suppressedSinceLastLine", sec.suppressed)
+		sec.suppressed = 0
+	}
+	sec.logMu.Unlock()
+	sec.s.log.Warn(msg, args...)
 }
 
 // newSecurity loads the ACL and TLS material of cfg; it returns nil when
@@ -193,7 +229,7 @@ func (s *Server) secure(next remoting.Handler) remoting.Handler {
 		if sec.acl != nil {
 			if d := sec.acl.Check(req, peer(c).Addr()); d != nil {
 				inc(sec.denied, d.Reason)
-				s.log.Warn("acl: request denied", "code", req.Code, "remote", peerString(c),
+				sec.logDenial("acl: request denied", "code", req.Code, "remote", peerString(c),
 					"accessKey", d.AccessKey, "reason", d.Reason, "remark", d.Remark)
 				return req.NewResponse(remoting.CodeNoPermission, d.Remark), nil
 			}
@@ -241,7 +277,7 @@ func (sec *security) autoCreate(c *remoting.Conn, req *remoting.RemotingCommand)
 	ak := req.ExtFields[acl.FieldAccessKey]
 	refuse := func(code int32, reason, remark string) (*remoting.RemotingCommand, func()) {
 		inc(sec.createRefused, reason)
-		sec.s.log.Warn("topic auto-creation refused", "topic", topic, "remote", peerString(c), "accessKey", ak, "reason", reason)
+		sec.logDenial("topic auto-creation refused", "topic", topic, "remote", peerString(c), "accessKey", ak, "reason", reason)
 		return req.NewResponse(code, remark), nil
 	}
 	if sec.acl != nil && !sec.acl.HasExplicitPub(ak, topic, peer(c).Addr()) {
