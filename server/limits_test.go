@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"log/slog"
 	"strings"
 	"testing"
@@ -13,26 +14,26 @@ func TestInFlightFairShare(t *testing.T) {
 	l := newLimiter(Limits{MaxInFlight: 4}, time.Now)
 	var heavy []func()
 	for i := range 4 {
-		rel, by := l.admit(1)
+		rel, by := l.admit(context.Background(), 1)
 		if rel == nil {
 			t.Fatalf("heavy request %d refused by %s below the bound", i, by)
 		}
 		heavy = append(heavy, rel)
 	}
-	if rel, by := l.admit(1); rel != nil || by != "in_flight" {
+	if rel, by := l.admit(context.Background(), 1); rel != nil || by != "in_flight" {
 		t.Fatalf("heavy connection over the bound admitted (%v)", by)
 	}
-	light, _ := l.admit(2)
+	light, _ := l.admit(context.Background(), 2)
 	if light == nil {
 		t.Fatal("a light connection was refused because of a heavy one")
 	}
 	// Two active connections: the fair share is 2, so the light one gets
 	// a second request but not a third.
-	light2, _ := l.admit(2)
+	light2, _ := l.admit(context.Background(), 2)
 	if light2 == nil {
 		t.Fatal("light connection refused within its fair share")
 	}
-	if rel, _ := l.admit(2); rel != nil {
+	if rel, _ := l.admit(context.Background(), 2); rel != nil {
 		t.Fatal("light connection admitted beyond its fair share while the bound is exceeded")
 	}
 	for _, rel := range heavy {

@@ -60,8 +60,11 @@ type Limits struct {
 	// preallocates a 6 MB ConsumeQueue file.
 	AutoCreateTopicMaxQueueNums int
 	// ConnRequestRate bounds the requests per second of one connection
-	// (a token bucket of ConnRequestBurst tokens, default 2×rate); a
-	// request over it is answered SYSTEM_BUSY at once.
+	// (a token bucket of ConnRequestBurst tokens, default 2×rate). A
+	// request over it waits for its token, which stops the server reading
+	// the connection once its MaxConcurrentRequests are waiting (TCP then
+	// slows the sender); one that would wait over a second is answered
+	// SYSTEM_BUSY.
 	ConnRequestRate float64
 	// ConnRequestBurst is the token bucket's size.
 	ConnRequestBurst int
@@ -218,7 +221,7 @@ func (s *Server) secure(next remoting.Handler) remoting.Handler {
 	}
 	return remoting.HandlerFunc(func(ctx context.Context, c *remoting.Conn, req *remoting.RemotingCommand) (*remoting.RemotingCommand, error) {
 		if sec.limiter != nil {
-			release, which := sec.limiter.admit(c.ID())
+			release, which := sec.limiter.admit(ctx, c.ID())
 			if release == nil {
 				inc(sec.limited, which)
 				return req.NewResponse(remoting.CodeSystemBusy,

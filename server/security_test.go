@@ -286,25 +286,33 @@ func TestConnectionRateLimit(t *testing.T) {
 		sc.Now = clock
 		sc.Security.Limits = server.Limits{ConnRequestRate: 2, ConnRequestBurst: 3}
 	})
+	timed := func(cl *remoting.Client) (*remoting.RemotingCommand, time.Duration) {
+		start := time.Now()
+		resp := call(t, cl, remoting.CodeGetMaxOffset, nil, "topic", "TBW102", "queueId", "0")
+		return resp, time.Since(start)
+	}
 	for i := range 3 {
-		if resp := e.call(remoting.CodeGetMaxOffset, nil, "topic", "TBW102", "queueId", "0"); resp.Code != remoting.CodeSuccess {
-			t.Fatalf("request %d within the burst: %d %s", i, resp.Code, resp.Remark)
+		if resp, d := timed(e.cl); resp.Code != remoting.CodeSuccess || d > 300*time.Millisecond {
+			t.Fatalf("request %d within the burst: %d %s after %v", i, resp.Code, resp.Remark, d)
 		}
 	}
-	resp := e.call(remoting.CodeGetMaxOffset, nil, "topic", "TBW102", "queueId", "0")
+	// The clock stands still: the 4th request waits 0.5 s for its token,
+	// the 5th 1 s, the 6th would wait 1.5 s and is refused.
+	for i, want := range []time.Duration{500 * time.Millisecond, time.Second} {
+		if resp, d := timed(e.cl); resp.Code != remoting.CodeSuccess || d < want-50*time.Millisecond {
+			t.Fatalf("request %d over the burst: %d after %v, want success after %v", 4+i, resp.Code, d, want)
+		}
+	}
+	resp, _ := timed(e.cl)
 	if resp.Code != remoting.CodeSystemBusy || !strings.Contains(resp.Remark, "connection_rate") {
-		t.Fatalf("request over the burst: %d %q", resp.Code, resp.Remark)
+		t.Fatalf("request over a second's wait: %d %q", resp.Code, resp.Remark)
 	}
 	// Another connection has its own bucket.
 	other := e.dial(nil)
 	defer other.Close()
-	wantCode(t, call(t, other, remoting.CodeGetMaxOffset, nil, "topic", "TBW102", "queueId", "0"), remoting.CodeSuccess)
-	mu.Lock()
-	now = now.Add(time.Second) // 2 tokens
-	mu.Unlock()
-	wantCode(t, e.call(remoting.CodeGetMaxOffset, nil, "topic", "TBW102", "queueId", "0"), remoting.CodeSuccess)
-	wantCode(t, e.call(remoting.CodeGetMaxOffset, nil, "topic", "TBW102", "queueId", "0"), remoting.CodeSuccess)
-	wantCode(t, e.call(remoting.CodeGetMaxOffset, nil, "topic", "TBW102", "queueId", "0"), remoting.CodeSystemBusy)
+	if resp, d := timed(other); resp.Code != remoting.CodeSuccess || d > 300*time.Millisecond {
+		t.Fatalf("another connection: %d after %v", resp.Code, d)
+	}
 }
 
 // testTLS writes a self-signed certificate for 127.0.0.1.
