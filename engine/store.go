@@ -143,7 +143,7 @@ func (s *Store) syncDirs() error {
 	dirs = append(dirs, commitLogDir, ".")
 	for _, d := range dirs {
 		if err := s.fs.SyncDir(d); err != nil && !errors.Is(err, backend.ErrNotExist) {
-			return fmt.Errorf("%w: sync dir %s: %v", ErrFlushFailed, d, err)
+			return fmt.Errorf("%w: sync dir %s: %w", ErrFlushFailed, d, err)
 		}
 	}
 	return nil

@@ -78,7 +78,7 @@ func ParseFileConfig(data []byte) (*FileConfig, error) {
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
 	if err := dec.Decode(&fc); err != nil && !errors.Is(err, io.EOF) {
-		return nil, fmt.Errorf("%w: %v", ErrConfig, err)
+		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
 	return &fc, nil
 }
@@ -138,7 +138,7 @@ func (fc *FileConfig) Apply(nc *NodeConfig) error {
 	if fc.MessageDelayLevel != nil {
 		levels, err := schedule.ParseLevels(*fc.MessageDelayLevel)
 		if err != nil {
-			return fmt.Errorf("%w: messageDelayLevel: %v", ErrConfig, err)
+			return fmt.Errorf("%w: messageDelayLevel: %w", ErrConfig, err)
 		}
 		sc.DelayLevels = levels
 	}

@@ -75,7 +75,7 @@ func StartNode(cfg NodeConfig) (*Node, error) {
 	ap, err := netip.ParseAddrPort(adv)
 	if err != nil {
 		closeAll()
-		return nil, fmt.Errorf("%w: broker address %q must be an IP literal and port: %v", ErrConfig, adv, err)
+		return nil, fmt.Errorf("%w: broker address %q must be an IP literal and port: %w", ErrConfig, adv, err)
 	}
 	cfg.Server.BrokerAddr = adv
 	cfg.Broker.Store.StoreHost = ap
