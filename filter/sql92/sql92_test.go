@@ -69,9 +69,9 @@ func TestNullSemantics(t *testing.T) {
 		// Numbers: the string converts to the constant's type; a failure
 		// does not match.
 		{"a > 5.5", map[string]string{"a": "5.75"}, True},
-		{"a > 5", map[string]string{"a": "5.75"}, Unknown},          // Integer.valueOf("5.75") throws
-		{"a > 5", map[string]string{"a": "3000000000"}, Unknown},    // out of Integer range
-		{"a > 5L", map[string]string{"a": "3000000000"}, Unknown},   // 5L fits an Integer, so it is one
+		{"a > 5", map[string]string{"a": "5.75"}, Unknown},        // Integer.valueOf("5.75") throws
+		{"a > 5", map[string]string{"a": "3000000000"}, Unknown},  // out of Integer range
+		{"a > 5L", map[string]string{"a": "3000000000"}, Unknown}, // 5L fits an Integer, so it is one
 		{"a > 2147483648", map[string]string{"a": "3000000000"}, True},
 		{"a > b", map[string]string{"a": "2.5", "b": "10"}, False}, // two strings: as doubles
 		{"a > b", map[string]string{"a": "x", "b": "10"}, Unknown},
