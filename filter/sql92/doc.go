@@ -6,7 +6,7 @@
 //
 //   - comparisons =, <>, >, >=, <, <=; [NOT] BETWEEN x AND y;
 //     [NOT] IN ('a', 'b'); IS [NOT] NULL; AND, OR, NOT; unary + and -;
-//   - literals: strings in single quotes (” is a quote), integers
+//   - literals: strings in single quotes (a doubled quote stands for one), integers
 //     (Integer when they fit in 32 bits, else Long; an l/L suffix is
 //     allowed), floating point (Double), TRUE, FALSE, NULL; keywords are
 //     case-insensitive; -- and /* */ comments;

@@ -377,7 +377,7 @@ func (p *parser) primary() (node, error) {
 	return nil, fmt.Errorf("%w: unexpected %v", ErrSyntax, t)
 }
 
-// unquote decodes a string literal: ” is one quote.
+// unquote decodes a string literal, where a doubled quote stands for one.
 func unquote(text string) string {
 	return strings.ReplaceAll(text[1:len(text)-1], "''", "'")
 }
