@@ -61,6 +61,7 @@ type FileConfig struct {
 	FlushDelayOffsetInterval    *int64  `yaml:"flushDelayOffsetInterval"`
 	ServerSocketMaxFrameSize    *int    `yaml:"serverSocketMaxFrameSize"`
 	ServerChannelMaxIdleSeconds *int    `yaml:"serverChannelMaxIdleTimeSeconds"`
+	FeatureKeys                 `yaml:",inline"`
 }
 
 // LoadFileConfig reads and strictly decodes a YAML configuration file.
@@ -182,6 +183,7 @@ func (fc *FileConfig) Apply(nc *NodeConfig) error {
 	if fc.FlushDelayOffsetInterval != nil {
 		bc.FlushDelayOffsetInterval = ms(*fc.FlushDelayOffsetInterval)
 	}
+	fc.FeatureKeys.apply(bc, fc.BrokerClusterName)
 	if fc.ServerSocketMaxFrameSize != nil {
 		nc.Server.Remoting.MaxFrameSize = *fc.ServerSocketMaxFrameSize
 	}

@@ -44,6 +44,7 @@ func (s *Server) register() {
 		remoting.CodeViewMessageByID:      s.viewMessageByID,
 		remoting.CodeUpdateAndCreateTopic: s.updateAndCreateTopic,
 		remoting.CodeDeleteTopicInBroker:  s.deleteTopicInBroker,
+		codeGetEarliestMsgStoretime:       s.getEarliestMsgStoretime,
 	} {
 		s.mux.RegisterFunc(code, h)
 	}
