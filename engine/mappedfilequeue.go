@@ -229,7 +229,7 @@ func (q *MappedFileQueue) takeOrCreate(from int64) (*MappedFile, error) {
 	}
 	mf, err := q.create(from)
 	if err == nil {
-		q.alloc.prefaultInBackground(mf)
+		q.alloc.prefaultAhead(mf, 0)
 	}
 	return mf, err
 }

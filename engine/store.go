@@ -281,7 +281,7 @@ func (s *Store) start() {
 	q := s.commitLog.q
 	q.alloc = newAllocator(q)
 	if last := q.lastFile(); last != nil {
-		q.alloc.prefaultInBackground(last)
+		q.alloc.prefaultAhead(last, last.wrote.Load())
 		q.alloc.prepare(last.fileFromOffset + q.fileSize)
 	}
 	s.reput.Start()

@@ -32,6 +32,8 @@ import (
 //	maxMessageSize: 4194304
 //	messageDelayLevel: "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h"
 //	autoCreateTopicEnable: true
+//	serverMaxConnections: 10000        # refuse connections beyond (default: no limit)
+//	serverMaxReceiveBytes: 134217728   # bytes of incoming frames held at once (default 128 MiB)
 type FileConfig struct {
 	BrokerName                  *string `yaml:"brokerName"`
 	BrokerClusterName           *string `yaml:"brokerClusterName"`
@@ -62,6 +64,9 @@ type FileConfig struct {
 	ServerSocketMaxFrameSize    *int    `yaml:"serverSocketMaxFrameSize"`
 	ServerChannelMaxIdleSeconds *int    `yaml:"serverChannelMaxIdleTimeSeconds"`
 	FeatureKeys                 `yaml:",inline"`
+	// Not RocketMQ keys: limits against hostile or runaway clients.
+	ServerMaxConnections  *int   `yaml:"serverMaxConnections"`
+	ServerMaxReceiveBytes *int64 `yaml:"serverMaxReceiveBytes"`
 }
 
 // LoadFileConfig reads and strictly decodes a YAML configuration file.
@@ -189,6 +194,12 @@ func (fc *FileConfig) Apply(nc *NodeConfig) error {
 	}
 	if fc.ServerChannelMaxIdleSeconds != nil {
 		nc.Server.Remoting.IdleTimeout = time.Duration(*fc.ServerChannelMaxIdleSeconds) * time.Second
+	}
+	if fc.ServerMaxConnections != nil {
+		nc.Server.Remoting.MaxConns = *fc.ServerMaxConnections
+	}
+	if fc.ServerMaxReceiveBytes != nil {
+		nc.Server.Remoting.MaxReceiveBytes = *fc.ServerMaxReceiveBytes
 	}
 	if err := nc.Broker.Validate(); err != nil {
 		return err
