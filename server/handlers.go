@@ -44,7 +44,13 @@ func (s *Server) register() {
 		remoting.CodeViewMessageByID:      s.viewMessageByID,
 		remoting.CodeUpdateAndCreateTopic: s.updateAndCreateTopic,
 		remoting.CodeDeleteTopicInBroker:  s.deleteTopicInBroker,
+		// name server: the broker registry (namesrv.go)
+		codeRegisterBroker:   s.registerBroker,
+		codeUnregisterBroker: s.unregisterBroker,
 	} {
+		if !s.plays(code) {
+			continue
+		}
 		s.mux.RegisterFunc(code, h)
 	}
 }
