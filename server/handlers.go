@@ -45,7 +45,13 @@ func (s *Server) register() {
 		remoting.CodeUpdateAndCreateTopic: s.updateAndCreateTopic,
 		remoting.CodeDeleteTopicInBroker:  s.deleteTopicInBroker,
 		codeGetEarliestMsgStoretime:       s.getEarliestMsgStoretime,
+		// name server: the broker registry (namesrv.go)
+		codeRegisterBroker:   s.registerBroker,
+		codeUnregisterBroker: s.unregisterBroker,
 	} {
+		if !s.plays(code) {
+			continue
+		}
 		s.mux.RegisterFunc(code, h)
 	}
 }
