@@ -26,6 +26,13 @@ type Server struct {
 
 	brokerAddr atomic.Pointer[string]
 
+	// Admin state (admin_*.go).
+	clientTable *clientTable
+	stats       *statsTable
+	kv          *kvTable
+	statsDone   chan struct{}
+	storeDir    string
+
 	// Held pulls. Invariant: once closing is set under pullMu no pull is
 	// added to pullWG, so Shutdown can wait for the held ones.
 	pullMu     sync.Mutex
@@ -61,6 +68,7 @@ func New(b *broker.Broker, cfg Config) (*Server, error) {
 	userClose := opts.OnClose
 	opts.OnClose = func(c *remoting.Conn, reason error) {
 		s.clients.connClosed(c)
+		s.adminConnClosed(c)
 		if userClose != nil {
 			userClose(c, reason)
 		}
@@ -73,6 +81,7 @@ func New(b *broker.Broker, cfg Config) (*Server, error) {
 	if s.metrics != nil {
 		s.metrics.attach(s)
 	}
+	s.startAdmin()
 	go s.housekeeping()
 	return s, nil
 }
@@ -158,6 +167,7 @@ func (s *Server) stopPulls() {
 func (s *Server) stopHousekeeping() {
 	s.closeOnce.Do(func() { close(s.stop) })
 	<-s.done
+	s.stopAdmin()
 }
 
 // housekeeping expires silent clients and stale locks
