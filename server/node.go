@@ -99,6 +99,7 @@ func StartNode(cfg NodeConfig) (*Node, error) {
 		closeAll()
 		return nil, errors.Join(err, b.Close())
 	}
+	s.storeDir = cfg.Dir
 	n := &Node{Broker: b, Server: s, Addr: advertised(ln.Addr()), BrokerAddr: adv}
 	for _, l := range lns {
 		n.wg.Add(1)
