@@ -211,4 +211,3 @@ func (t *natsTarget) Consume(i int, fn func([]byte)) (func(), error) {
 	}
 	return func() { cc.Stop(); nc.Close() }, nil
 }
-
