@@ -163,7 +163,7 @@ func DialTLS(ctx context.Context, addr string, cfg *tls.Config, opts ClientOptio
 		h = NewMux()
 	}
 	cl := &Client{done: make(chan struct{})}
-	cl.conn = newConn(context.Background(), clientIDs.Add(1), nc, h, opts.withDefaults(), &cl.stats)
+	cl.conn = newConn(context.Background(), clientIDs.Add(1), nc, h, opts.withDefaults(), &cl.stats, nil)
 	go func() {
 		defer close(cl.done)
 		cl.conn.run()

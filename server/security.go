@@ -237,7 +237,7 @@ func (s *Server) secure(next remoting.Handler) remoting.Handler {
 				return req.NewResponse(remoting.CodeNoPermission, d.Remark), nil
 			}
 		}
-		if isSendCode(req.Code) {
+		if isSendCode(req.Code) && s.b != nil {
 			resp, done := sec.autoCreate(c, req)
 			if resp != nil {
 				return resp, nil
@@ -256,7 +256,7 @@ func isSendCode(code int32) bool {
 
 // sendFields returns the names of a send header's topic and
 // defaultTopicQueueNums fields (V1 or V2).
-func sendFields(req *remoting.RemotingCommand) (topic, queueNums string) {
+func sendTopicFields(req *remoting.RemotingCommand) (topic, queueNums string) {
 	if _, v2 := req.ExtFields["b"]; v2 && req.Code != remoting.CodeSendMessage {
 		return "b", "d"
 	}
@@ -269,7 +269,7 @@ func sendFields(req *remoting.RemotingCommand) (topic, queueNums string) {
 // limits hold; the queue count is capped. It returns a refusal, or a
 // function to call once the send is answered.
 func (sec *security) autoCreate(c *remoting.Conn, req *remoting.RemotingCommand) (*remoting.RemotingCommand, func()) {
-	tf, qf := sendFields(req)
+	tf, qf := sendTopicFields(req)
 	topic := req.ExtFields[tf]
 	if topic == "" || strings.HasPrefix(topic, "%RETRY%") || strings.HasPrefix(topic, "%DLQ%") {
 		return nil, nil

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net"
 	"sync"
@@ -26,6 +27,16 @@ type Server struct {
 	sec     *security // nil without Config.Security
 
 	brokerAddr atomic.Pointer[string]
+	brokerID   atomic.Int64
+	routes     *routeTable // name-server role: registered brokers
+	reg        *registrar  // broker role with NamesrvAddr: registration
+
+	// Admin state (admin_*.go).
+	clientTable *clientTable
+	stats       *statsTable
+	kv          *kvTable
+	statsDone   chan struct{}
+	storeDir    string
 
 	// Held pulls. Invariant: once closing is set under pullMu no pull is
 	// added to pullWG, so Shutdown can wait for the held ones.
@@ -43,9 +54,13 @@ type Server struct {
 
 // New returns a server for b; it serves nothing until Listen or Serve.
 // The caller keeps ownership of b and closes it after Shutdown or Close.
+// b may be nil only for Config.Role RoleNameServer.
 func New(b *broker.Broker, cfg Config) (*Server, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
+	}
+	if cfg.Role.hasBroker() && b == nil {
+		return nil, fmt.Errorf("%w: role %s needs a broker", ErrConfig, cfg.Role)
 	}
 	cfg = cfg.withDefaults()
 	s := &Server{b: b, cfg: cfg, log: cfg.Logger, mux: remoting.NewMux(), metrics: cfg.Metrics,
@@ -62,6 +77,7 @@ func New(b *broker.Broker, cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s.sec = sec
+	s.initRoles()
 	s.register()
 	s.registerACLAdmin()
 	opts := cfg.Remoting
@@ -69,6 +85,8 @@ func New(b *broker.Broker, cfg Config) (*Server, error) {
 	opts.OnClose = func(c *remoting.Conn, reason error) {
 		s.clients.connClosed(c)
 		s.sec.connClosed(c)
+		s.brokerConnClosed(c)
+		s.adminConnClosed(c)
 		if userClose != nil {
 			userClose(c, reason)
 		}
@@ -79,10 +97,12 @@ func New(b *broker.Broker, cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s.rs = rs
-	if s.metrics != nil {
+	if s.metrics != nil && b != nil {
 		s.metrics.attach(s)
 	}
+	s.startAdmin()
 	go s.housekeeping()
+	s.startRegistrar()
 	return s, nil
 }
 
@@ -143,6 +163,7 @@ func (s *Server) Broker() *broker.Broker { return s.b }
 // connections. If ctx ends first the connections are closed at once and
 // ctx's error returned. The broker stays open.
 func (s *Server) Shutdown(ctx context.Context) error {
+	s.stopRegistrar(ctx, true)
 	s.stopPulls()
 	err := s.rs.Shutdown(ctx)
 	s.stopHousekeeping()
@@ -153,6 +174,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 // Close closes every connection at once, dropping held pulls, and waits
 // for the server's goroutines. The broker stays open.
 func (s *Server) Close() error {
+	s.stopRegistrar(context.Background(), false)
 	s.stopPulls()
 	err := s.rs.Close()
 	s.stopHousekeeping()
@@ -173,6 +195,7 @@ func (s *Server) stopPulls() {
 func (s *Server) stopHousekeeping() {
 	s.closeOnce.Do(func() { close(s.stop) })
 	<-s.done
+	s.stopAdmin()
 }
 
 // housekeeping expires silent clients and stale locks
@@ -188,6 +211,7 @@ func (s *Server) housekeeping() {
 		case <-t.C:
 			s.clients.expire()
 			s.locks.expire()
+			s.expireBrokers()
 		}
 	}
 }
