@@ -106,6 +106,8 @@ func TestCheckPermissions(t *testing.T) {
 		{"unknown key", req(remoting.CodeSendMessageV2, map[string]string{"AccessKey": "nobody1", "Signature": "x"}, ""), "", ReasonUnknownKey, "nobody1"},
 		{"PUB|SUB topic send", signed("producer1", remoting.CodeSendMessageV2, send("topicB"), "x"), "", "", ""},
 		{"PUB topic batch send", signed("producer1", remoting.CodeSendBatchMessage, send("topicP"), "x"), "", "", ""},
+		{"V2 code with a V1 header is checked on the V1 topic", signed("producer1", remoting.CodeSendMessageV2,
+			map[string]string{"b": "topicB", "topic": "topicA"}, "x"), "", ReasonNoPermission, "topic topicA"},
 		{"v1 send", signed("producer1", remoting.CodeSendMessage, map[string]string{"topic": "topicP"}, "x"), "", "", ""},
 		{"DENY topic send", signed("producer1", remoting.CodeSendMessageV2, send("topicA"), "x"), "", ReasonNoPermission, "no PUB permission on topic topicA"},
 		{"SUB topic send", signed("producer1", remoting.CodeSendMessageV2, send("topicC"), "x"), "", ReasonNoPermission, "topicC"},
