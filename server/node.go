@@ -84,7 +84,7 @@ func StartNode(cfg NodeConfig) (*Node, error) {
 	ap, err := netip.ParseAddrPort(adv)
 	if err != nil {
 		closeAll()
-		return nil, fmt.Errorf("%w: broker address %q must be an IP literal and port: %v", ErrConfig, adv, err)
+		return nil, fmt.Errorf("%w: broker address %q must be an IP literal and port: %w", ErrConfig, adv, err)
 	}
 	cfg.Server.BrokerAddr = adv
 	cfg.Broker.Store.StoreHost = ap
@@ -103,6 +103,7 @@ func StartNode(cfg NodeConfig) (*Node, error) {
 		closeAll()
 		return nil, errors.Join(err, b.Close())
 	}
+	s.storeDir = cfg.Dir
 	n := &Node{Broker: b, Server: s, Addr: advertised(ln.Addr()), BrokerAddr: adv}
 	for _, l := range lns {
 		n.wg.Add(1)

@@ -30,6 +30,13 @@ type Server struct {
 	routes     *routeTable // name-server role: registered brokers
 	reg        *registrar  // broker role with NamesrvAddr: registration
 
+	// Admin state (admin_*.go).
+	clientTable *clientTable
+	stats       *statsTable
+	kv          *kvTable
+	statsDone   chan struct{}
+	storeDir    string
+
 	// Held pulls. Invariant: once closing is set under pullMu no pull is
 	// added to pullWG, so Shutdown can wait for the held ones.
 	pullMu     sync.Mutex
@@ -71,6 +78,7 @@ func New(b *broker.Broker, cfg Config) (*Server, error) {
 	opts.OnClose = func(c *remoting.Conn, reason error) {
 		s.clients.connClosed(c)
 		s.brokerConnClosed(c)
+		s.adminConnClosed(c)
 		if userClose != nil {
 			userClose(c, reason)
 		}
@@ -83,6 +91,7 @@ func New(b *broker.Broker, cfg Config) (*Server, error) {
 	if s.metrics != nil && b != nil {
 		s.metrics.attach(s)
 	}
+	s.startAdmin()
 	go s.housekeeping()
 	s.startRegistrar()
 	return s, nil
@@ -171,6 +180,7 @@ func (s *Server) stopPulls() {
 func (s *Server) stopHousekeeping() {
 	s.closeOnce.Do(func() { close(s.stop) })
 	<-s.done
+	s.stopAdmin()
 }
 
 // housekeeping expires silent clients and stale locks
