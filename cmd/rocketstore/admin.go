@@ -132,19 +132,6 @@ func fmtTime(ms int64) string {
 	return time.UnixMilli(ms).Format("2006-01-02 15:04:05.000")
 }
 
-// brokerNames maps broker names to master addresses.
-func brokerNames(ctx context.Context, c *admin.Client) (map[string]string, error) {
-	ci, err := c.ClusterInfo(ctx)
-	if err != nil {
-		return nil, err
-	}
-	out := map[string]string{}
-	for n, bd := range ci.BrokerAddrTable {
-		out[n] = bd.BrokerAddrs["0"]
-	}
-	return out, nil
-}
-
 // topicBrokers returns the topic's brokers by name, or a clear error
 // when the name server has no route for it.
 func topicBrokers(ctx context.Context, c *admin.Client, topic string) (map[string]string, error) {
