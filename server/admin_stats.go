@@ -99,6 +99,9 @@ func (t *statsTable) get(name, key string) (*series, bool) {
 
 // sampleStats records every counter once.
 func (s *Server) sampleStats() {
+	if s.b == nil { // name-server-only role: no store to sample
+		return
+	}
 	at := s.cfg.Now().UnixMilli()
 	counts := map[string]int64{}
 	var put, got int64

@@ -44,6 +44,10 @@ func (s *Server) register() {
 		remoting.CodeViewMessageByID:      s.viewMessageByID,
 		remoting.CodeUpdateAndCreateTopic: s.updateAndCreateTopic,
 		remoting.CodeDeleteTopicInBroker:  s.deleteTopicInBroker,
+		codeGetEarliestMsgStoretime:       s.getEarliestMsgStoretime,
+		// name server: the broker registry (namesrv.go)
+		codeRegisterBroker:   s.registerBroker,
+		codeUnregisterBroker: s.unregisterBroker,
 		// admin (admin_*.go)
 		codeGetAllTopicConfig:               s.getAllTopicConfig,
 		codeUpdateBrokerConfig:              s.updateConfig,
@@ -82,6 +86,9 @@ func (s *Server) register() {
 		codeQueryConsumeQueue:               s.queryConsumeQueue,
 		codeQueryDataVersion:                s.queryDataVersion,
 	} {
+		if !s.plays(code) {
+			continue
+		}
 		s.mux.RegisterFunc(code, h)
 	}
 	for code := range unsupportedAdminCodes {
