@@ -209,7 +209,7 @@ func plotBench(file string, rep *bench.Report) error {
 			continue
 		}
 		if r.MsgsPerS > 0 {
-			names = append(names, strings.TrimPrefix(r.Name(), ""))
+			names = append(names, r.Name())
 			ours = append(ours, floor(r.MsgsPerS))
 			b, p := 0.0, 0.0 // absent
 			if r.Bound != nil {
