@@ -84,7 +84,11 @@ func runBench(cmd *cobra.Command, o benchOptions) error {
 	rep, err := bench.Run(ctx, bench.Options{Spec: bench.DefaultSpec(o.quick), Dir: o.tmp, Backends: backends,
 		Progress: func(done, total int, step string) {
 			if !tty {
-				fmt.Fprintf(stderr, "[%d/%d] %s\n", done+1, total, step)
+				if done < total { // the last call reports the end, not a step
+					fmt.Fprintf(stderr, "[%d/%d] %s\n", done+1, total, step)
+				} else {
+					fmt.Fprintf(stderr, "%d workloads done\n", total)
+				}
 				return
 			}
 			if bar == nil {
