@@ -100,17 +100,6 @@ type Report struct {
 // OK reports whether no violation was found.
 func (r *Report) OK() bool { return r.ViolationCount == 0 }
 
-// Count returns how many of the listed violations are of kind k.
-func (r *Report) Count(k Kind) int {
-	n := 0
-	for _, v := range r.Violations {
-		if v.Kind == k {
-			n++
-		}
-	}
-	return n
-}
-
 // Summary returns a few lines describing the store and the outcome.
 func (r *Report) Summary() string {
 	var b strings.Builder
