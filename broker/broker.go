@@ -33,6 +33,8 @@ type Broker struct {
 	hold      *longpoll.Hold
 	schedule  *schedule.Service
 	index     *index.Service // nil when the index is disabled
+	filters   *consumerFilters
+	sqlCache  sqlCache
 
 	closed  atomic.Bool
 	stop    chan struct{}
@@ -78,7 +80,10 @@ func (b *Broker) loadConfig() error {
 	if b.groups, err = config.LoadGroups(b.fs, !b.cfg.DisableAutoCreateSubscriptionGroup, b.cfg.Store.Now); err != nil {
 		return err
 	}
-	b.offsets, err = offset.Load(b.fs, offset.File, b.logger)
+	if b.offsets, err = offset.Load(b.fs, offset.File, b.logger); err != nil {
+		return err
+	}
+	b.filters, err = loadConsumerFilters(b.fs, b.cfg.Store.Now, b.logger.Warn)
 	return err
 }
 
@@ -171,6 +176,9 @@ func (b *Broker) persistLoop() {
 			if err := b.offsets.Persist(); err != nil {
 				b.logger.Error("persist consumer offsets", "err", err)
 			}
+			if err := b.filters.persist(); err != nil {
+				b.logger.Error("persist consumer filters", "err", err)
+			}
 			if b.index != nil {
 				if err := b.index.Flush(); err != nil {
 					b.logger.Error("flush index", "err", err)
@@ -192,7 +200,9 @@ func (b *Broker) PersistOffsets() error {
 
 // PersistConsumerOffsets saves the consumer offsets now (the
 // flushConsumerOffsetInterval task).
-func (b *Broker) PersistConsumerOffsets() error { return b.offsets.Persist() }
+func (b *Broker) PersistConsumerOffsets() error {
+	return errors.Join(b.offsets.Persist(), b.filters.persist())
+}
 
 // PersistDelayOffsets syncs the CommitLog and saves the delay offsets now
 // (the flushDelayOffsetInterval task).
@@ -256,7 +266,7 @@ func (b *Broker) Close() error {
 	b.hold.Close()
 	close(b.stop)
 	<-b.done
-	errs := []error{b.schedule.Close(), b.offsets.Persist()}
+	errs := []error{b.schedule.Close(), b.offsets.Persist(), b.filters.persist()}
 	return errors.Join(append(errs, b.closeStore())...)
 }
 

@@ -45,6 +45,7 @@ func (s *Server) register() {
 		remoting.CodeUpdateAndCreateTopic: s.updateAndCreateTopic,
 		remoting.CodeDeleteTopicInBroker:  s.deleteTopicInBroker,
 		codeGetEarliestMsgStoretime:       s.getEarliestMsgStoretime,
+		codeCheckClientConfig:             s.checkClientConfig,
 	} {
 		s.mux.RegisterFunc(code, h)
 	}
