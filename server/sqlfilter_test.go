@@ -109,4 +109,3 @@ func TestSQL92DisabledAndCheckClientConfig(t *testing.T) {
 	wantCode(t, on.call(46, nil), remoting.CodeSuccess)
 	wantCode(t, on.call(46, []byte("{not json")), remoting.CodeSystemError)
 }
-
