@@ -46,6 +46,8 @@ func (s *Server) register() {
 		remoting.CodeDeleteTopicInBroker:  s.deleteTopicInBroker,
 		codeGetEarliestMsgStoretime:       s.getEarliestMsgStoretime,
 		codeCheckClientConfig:             s.checkClientConfig,
+		codeSendReplyMessage:              s.sendReplyMessage,
+		codeSendReplyMessageV2:            s.sendReplyMessage,
 	} {
 		s.mux.RegisterFunc(code, h)
 	}

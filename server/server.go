@@ -21,8 +21,11 @@ type Server struct {
 	mux     *remoting.Mux
 	rs      *remoting.Server
 	clients *registry
-	locks   *lockManager
-	metrics *Metrics
+	// producers are the producer clients (request-reply, transaction
+	// check-back).
+	producers *producerRegistry
+	locks     *lockManager
+	metrics   *Metrics
 
 	brokerAddr atomic.Pointer[string]
 
@@ -50,6 +53,7 @@ func New(b *broker.Broker, cfg Config) (*Server, error) {
 	s := &Server{b: b, cfg: cfg, log: cfg.Logger, mux: remoting.NewMux(), metrics: cfg.Metrics,
 		locks: newLockManager(cfg.LockExpiry, cfg.Now), stop: make(chan struct{}), done: make(chan struct{})}
 	s.clients = newRegistry(s)
+	s.producers = newProducerRegistry()
 	s.pullCtx, s.pullCancel = context.WithCancel(context.Background())
 	s.heldByConn = make(map[uint64]int)
 	if cfg.BrokerAddr != "" {
@@ -61,6 +65,7 @@ func New(b *broker.Broker, cfg Config) (*Server, error) {
 	userClose := opts.OnClose
 	opts.OnClose = func(c *remoting.Conn, reason error) {
 		s.clients.connClosed(c)
+		s.producers.connClosed(c)
 		if userClose != nil {
 			userClose(c, reason)
 		}
@@ -172,6 +177,7 @@ func (s *Server) housekeeping() {
 			return
 		case <-t.C:
 			s.clients.expire()
+			s.producers.expire(s.cfg.Now().Add(-s.cfg.ChannelExpiry))
 			s.locks.expire()
 		}
 	}
