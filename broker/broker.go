@@ -14,6 +14,7 @@ import (
 	"github.com/rocketstore/rocketstore/broker/longpoll"
 	"github.com/rocketstore/rocketstore/broker/offset"
 	"github.com/rocketstore/rocketstore/broker/schedule"
+	"github.com/rocketstore/rocketstore/broker/transaction"
 	"github.com/rocketstore/rocketstore/dispatch"
 	"github.com/rocketstore/rocketstore/engine"
 	"github.com/rocketstore/rocketstore/index"
@@ -34,6 +35,7 @@ type Broker struct {
 	schedule  *schedule.Service
 	index     *index.Service // nil when the index is disabled
 	filters   *consumerFilters
+	tx        *transaction.Service
 	sqlCache  sqlCache
 
 	closed  atomic.Bool
@@ -146,7 +148,11 @@ func (b *Broker) startServices() error {
 			return err
 		}
 	}
+	if err := b.openTransactions(); err != nil {
+		return err
+	}
 	if err := b.schedule.Start(b.store); err != nil {
+		b.tx.Close()
 		return err
 	}
 	b.stop, b.done = make(chan struct{}), make(chan struct{})
@@ -248,6 +254,7 @@ func (b *Broker) Abandon() {
 	b.hold.Close()
 	close(b.stop)
 	<-b.done
+	b.tx.Close()
 	b.schedule.Abandon()
 	b.store.Abandon()
 	if b.index != nil {
@@ -266,6 +273,7 @@ func (b *Broker) Close() error {
 	b.hold.Close()
 	close(b.stop)
 	<-b.done
+	b.tx.Close()
 	errs := []error{b.schedule.Close(), b.offsets.Persist(), b.filters.persist()}
 	return errors.Join(append(errs, b.closeStore())...)
 }

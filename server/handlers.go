@@ -48,6 +48,7 @@ func (s *Server) register() {
 		codeCheckClientConfig:             s.checkClientConfig,
 		codeSendReplyMessage:              s.sendReplyMessage,
 		codeSendReplyMessageV2:            s.sendReplyMessage,
+		remoting.CodeEndTransaction:       s.endTransaction,
 	} {
 		s.mux.RegisterFunc(code, h)
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/rocketstore/rocketstore/broker"
+	"github.com/rocketstore/rocketstore/broker/transaction"
 	"github.com/rocketstore/rocketstore/remoting"
 )
 
@@ -61,6 +62,7 @@ func New(b *broker.Broker, cfg Config) (*Server, error) {
 		s.brokerAddr.Store(&a)
 	}
 	s.register()
+	b.SetTransactionChecker(transaction.CheckerFunc(s.checkTransactionState))
 	opts := cfg.Remoting
 	userClose := opts.OnClose
 	opts.OnClose = func(c *remoting.Conn, reason error) {
