@@ -8,6 +8,7 @@ import (
 
 	"pgregory.net/rapid"
 
+	"github.com/rocketstore/rocketstore/crashsim"
 	"github.com/rocketstore/rocketstore/engine"
 )
 
@@ -97,7 +98,7 @@ func (m *txMachine) commitCut(t *rapid.T) {
 	m.e.svc.End(context.Background(), endReq(tm.half, TypeCommit))
 	m.e.svc.Close()
 	m.e.store = nil
-	m.e.open()
+	m.e.reboot()
 	tm.ended = true // the real message is durable: it must count as committed
 }
 
@@ -168,8 +169,7 @@ func (m *txMachine) drain(t *rapid.T) {
 // rolled-back one never, and an undecided one is checked back.
 func TestTransactionsAcrossPowerCuts(t *testing.T) {
 	rapid.Check(t, func(rt *rapid.T) {
-		e := &env{t: rt, afs: nil, chk: &recorder{}}
-		e.afs = newAferoFs()
+		e := &env{t: rt, fs: newCrashFS(rt, nil), chooser: crashsim.RapidChooser{T: rt}, chk: &recorder{}}
 		e.clock.Store(1_700_000_000_000)
 		e.cfg = Config{Now: func() time.Time { return time.UnixMilli(e.clock.Load()) }, Logger: quiet, Manual: true,
 			CheckMax: 1000}

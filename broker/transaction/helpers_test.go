@@ -13,7 +13,7 @@ import (
 	"github.com/spf13/afero"
 	"go.uber.org/goleak"
 
-	"github.com/rocketstore/rocketstore/backend/memfs"
+	"github.com/rocketstore/rocketstore/crashsim"
 	"github.com/rocketstore/rocketstore/engine"
 	"github.com/rocketstore/rocketstore/engine/record"
 )
@@ -25,7 +25,10 @@ var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 // env is a Manual store on memfs with the service and a fake clock.
 type env struct {
 	t     tb
-	afs   afero.Fs
+	fs    *crashsim.FS
+	// chooser decides what unsynced state a power cut keeps (rapid draws
+	// it in the property test; unit tests lose everything unsynced).
+	chooser crashsim.Chooser
 	clock atomic.Int64 // ms
 	store *engine.Store
 	svc   *Service
@@ -64,7 +67,7 @@ func (r *recorder) take() []*engine.MessageExt {
 }
 
 func newEnv(t testing.TB) *env {
-	e := &env{t: t, afs: afero.NewMemMapFs(), chk: &recorder{}}
+	e := &env{t: t, fs: newCrashFS(t, nil), chooser: loseAll{}, chk: &recorder{}}
 	e.clock.Store(1_700_000_000_000)
 	e.cfg = Config{Now: func() time.Time { return time.UnixMilli(e.clock.Load()) }, Logger: quiet, Manual: true}
 	e.open()
@@ -79,7 +82,7 @@ func (e *env) storeConfig() engine.Config {
 
 func (e *env) open() {
 	e.t.Helper()
-	s, err := engine.Open(memfs.New(e.afs), e.storeConfig())
+	s, err := engine.Open(e.fs, e.storeConfig())
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -103,13 +106,32 @@ func (e *env) close() {
 }
 
 // powerCut abandons the store (nothing more is synced) and reopens it
-// on what was durable.
+// on a crash image of the disk.
 func (e *env) powerCut() {
 	e.svc.Close()
 	e.store.Abandon()
 	e.store = nil
+	e.reboot()
+}
+
+// reboot replaces the disk by its crash image and opens the store on it.
+func (e *env) reboot() {
+	e.fs = newCrashFS(e.t, e.fs.Crash(e.chooser))
 	e.open()
 }
+
+func newCrashFS(t tb, img afero.Fs) *crashsim.FS {
+	fs, err := crashsim.New(img, crashsim.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fs
+}
+
+// loseAll is the chooser of the unit tests: nothing unsynced survives.
+type loseAll struct{}
+
+func (loseAll) Choose(int, string) int { return 0 }
 
 // prepare sends a half message for topic T queue q with key k.
 func (e *env) prepare(k string) (engine.PutResult, *engine.MessageExt) {
@@ -167,5 +189,3 @@ func (e *env) delivered() []string {
 func (e *env) advance(d time.Duration) { e.clock.Add(d.Milliseconds()) }
 
 func itoa(i int) string { return strconv.Itoa(i) }
-
-func newAferoFs() afero.Fs { return afero.NewMemMapFs() }

@@ -214,7 +214,7 @@ func TestLostOpRecordRepaired(t *testing.T) {
 	}
 	e.svc.Close()
 	e.store = nil
-	e.open()
+	e.reboot()
 	if e.svc.Pending() != 0 {
 		t.Fatal("the committed transaction is open again")
 	}
@@ -243,7 +243,7 @@ func TestLostOpRecordBrokenVariant(t *testing.T) {
 	e.end(h, TypeCommit)
 	e.svc.Close()
 	e.store = nil
-	e.open()
+	e.reboot()
 	e.advance(time.Minute)
 	e.svc.Check(context.Background())
 	checks := e.chk.take()
