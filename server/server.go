@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/rocketstore/rocketstore/broker"
+	"github.com/rocketstore/rocketstore/broker/transaction"
 	"github.com/rocketstore/rocketstore/remoting"
 )
 
@@ -22,8 +23,11 @@ type Server struct {
 	mux     *remoting.Mux
 	rs      *remoting.Server
 	clients *registry
-	locks   *lockManager
-	metrics *Metrics
+	// producers are the producer clients (request-reply, transaction
+	// check-back).
+	producers *producerRegistry
+	locks     *lockManager
+	metrics   *Metrics
 
 	brokerAddr atomic.Pointer[string]
 	brokerID   atomic.Int64
@@ -65,6 +69,7 @@ func New(b *broker.Broker, cfg Config) (*Server, error) {
 	s := &Server{b: b, cfg: cfg, log: cfg.Logger, mux: remoting.NewMux(), metrics: cfg.Metrics,
 		locks: newLockManager(cfg.LockExpiry, cfg.Now), stop: make(chan struct{}), done: make(chan struct{})}
 	s.clients = newRegistry(s)
+	s.producers = newProducerRegistry()
 	s.pullCtx, s.pullCancel = context.WithCancel(context.Background())
 	s.heldByConn = make(map[uint64]int)
 	if cfg.BrokerAddr != "" {
@@ -73,12 +78,16 @@ func New(b *broker.Broker, cfg Config) (*Server, error) {
 	}
 	s.initRoles()
 	s.register()
+	if b != nil { // nil in the name-server-only role
+		b.SetTransactionChecker(transaction.CheckerFunc(s.checkTransactionState))
+	}
 	opts := cfg.Remoting
 	userClose := opts.OnClose
 	opts.OnClose = func(c *remoting.Conn, reason error) {
 		s.clients.connClosed(c)
 		s.brokerConnClosed(c)
 		s.adminConnClosed(c)
+		s.producers.connClosed(c)
 		if userClose != nil {
 			userClose(c, reason)
 		}
@@ -195,6 +204,7 @@ func (s *Server) housekeeping() {
 			return
 		case <-t.C:
 			s.clients.expire()
+			s.producers.expire(s.cfg.Now().Add(-s.cfg.ChannelExpiry))
 			s.locks.expire()
 			s.expireBrokers()
 		}
