@@ -32,6 +32,17 @@ import (
 //	maxMessageSize: 4194304
 //	messageDelayLevel: "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h"
 //	autoCreateTopicEnable: true
+//	aclEnable: true             # RocketMQ plain ACL; rules in aclFile
+//	aclFile: /etc/rocketstore/plain_acl.yml   # default DIR/config/plain_acl.yml
+//	tlsServerMode: permissive   # disabled (default) | permissive | enforcing
+//	tlsServerCertPath: /etc/rocketstore/server.pem
+//	tlsServerKeyPath: /etc/rocketstore/server.key
+//	autoCreateTopicMaxPerClient: 100
+//	autoCreateTopicMaxTotal: 10000
+//	autoCreateTopicMaxQueueNums: 8
+//	connRequestRateLimit: 20000 # requests/s per connection
+//	connRequestBurst: 40000
+//	maxInFlightRequests: 4096
 //	serverMaxConnections: 10000        # refuse connections beyond (default: no limit)
 //	serverMaxReceiveBytes: 134217728   # bytes of incoming frames held at once (default 128 MiB)
 //	namesrvAddr: 127.0.0.1:9876;127.0.0.1:9877  # register with these name servers
@@ -75,6 +86,19 @@ type FileConfig struct {
 	// Not RocketMQ keys: limits against hostile or runaway clients.
 	ServerMaxConnections  *int   `yaml:"serverMaxConnections"`
 	ServerMaxReceiveBytes *int64 `yaml:"serverMaxReceiveBytes"`
+
+	// Security (see Security and README "Security").
+	AclEnable                   *bool    `yaml:"aclEnable"`
+	AclFile                     *string  `yaml:"aclFile"`
+	TLSServerMode               *string  `yaml:"tlsServerMode"`
+	TLSServerCertPath           *string  `yaml:"tlsServerCertPath"`
+	TLSServerKeyPath            *string  `yaml:"tlsServerKeyPath"`
+	AutoCreateTopicMaxPerClient *int     `yaml:"autoCreateTopicMaxPerClient"`
+	AutoCreateTopicMaxTotal     *int     `yaml:"autoCreateTopicMaxTotal"`
+	AutoCreateTopicMaxQueueNums *int     `yaml:"autoCreateTopicMaxQueueNums"`
+	ConnRequestRateLimit        *float64 `yaml:"connRequestRateLimit"`
+	ConnRequestBurst            *int     `yaml:"connRequestBurst"`
+	MaxInFlightRequests         *int     `yaml:"maxInFlightRequests"`
 }
 
 // LoadFileConfig reads and strictly decodes a YAML configuration file.
@@ -211,6 +235,9 @@ func (fc *FileConfig) Apply(nc *NodeConfig) error {
 	}
 	if fc.ServerMaxReceiveBytes != nil {
 		nc.Server.Remoting.MaxReceiveBytes = *fc.ServerMaxReceiveBytes
+	}
+	if err := fc.applySecurity(&nc.Server.Security); err != nil {
+		return err
 	}
 	if err := nc.Broker.Validate(); err != nil {
 		return err

@@ -28,6 +28,7 @@ type Server struct {
 	producers *producerRegistry
 	locks     *lockManager
 	metrics   *Metrics
+	sec       *security // nil without Config.Security
 
 	brokerAddr atomic.Pointer[string]
 	brokerID   atomic.Int64
@@ -76,15 +77,22 @@ func New(b *broker.Broker, cfg Config) (*Server, error) {
 		a := cfg.BrokerAddr
 		s.brokerAddr.Store(&a)
 	}
+	sec, err := newSecurity(s, cfg.Security)
+	if err != nil {
+		return nil, err
+	}
+	s.sec = sec
 	s.initRoles()
 	s.register()
 	if b != nil { // nil in the name-server-only role
 		b.SetTransactionChecker(transaction.CheckerFunc(s.checkTransactionState))
 	}
+	s.registerACLAdmin()
 	opts := cfg.Remoting
 	userClose := opts.OnClose
 	opts.OnClose = func(c *remoting.Conn, reason error) {
 		s.clients.connClosed(c)
+		s.sec.connClosed(c)
 		s.brokerConnClosed(c)
 		s.adminConnClosed(c)
 		s.producers.connClosed(c)
@@ -94,6 +102,7 @@ func New(b *broker.Broker, cfg Config) (*Server, error) {
 	}
 	rs, err := remoting.NewServer(s.handler(), opts)
 	if err != nil {
+		s.sec.close()
 		return nil, err
 	}
 	s.rs = rs
@@ -106,14 +115,15 @@ func New(b *broker.Broker, cfg Config) (*Server, error) {
 	return s, nil
 }
 
-// handler wraps the mux with metrics.
+// handler wraps the mux with the security checks and metrics.
 func (s *Server) handler() remoting.Handler {
+	h := s.secure(s.mux)
 	if s.metrics == nil {
-		return s.mux
+		return h
 	}
 	return remoting.HandlerFunc(func(ctx context.Context, c *remoting.Conn, req *remoting.RemotingCommand) (*remoting.RemotingCommand, error) {
 		s.metrics.request(req.Code)
-		return s.mux.Handle(ctx, c, req)
+		return h.Handle(ctx, c, req)
 	})
 }
 
@@ -121,6 +131,9 @@ func (s *Server) handler() remoting.Handler {
 // address becomes the advertised broker address unless Config.BrokerAddr
 // set one.
 func (s *Server) Listen(addr string) (net.Addr, error) {
+	if s.sec != nil && s.sec.tls != nil {
+		return s.listenTLS(addr)
+	}
 	a, err := s.rs.Listen(addr)
 	if err != nil {
 		return nil, err
@@ -132,7 +145,7 @@ func (s *Server) Listen(addr string) (net.Addr, error) {
 // Serve serves ln until the server closes (see Listen for the address).
 func (s *Server) Serve(ln net.Listener) error {
 	s.advertise(ln.Addr())
-	return s.rs.Serve(ln)
+	return s.rs.Serve(s.sec.listener(ln))
 }
 
 func (s *Server) advertise(a net.Addr) {
@@ -163,6 +176,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	s.stopPulls()
 	err := s.rs.Shutdown(ctx)
 	s.stopHousekeeping()
+	s.sec.close()
 	return err
 }
 
@@ -173,6 +187,7 @@ func (s *Server) Close() error {
 	s.stopPulls()
 	err := s.rs.Close()
 	s.stopHousekeeping()
+	s.sec.close()
 	return err
 }
 
