@@ -121,6 +121,7 @@ func (s *Store) open(dispatchers []dispatch.Dispatcher) error {
 	s.parser = parser
 	all := append([]dispatch.Dispatcher{dispatch.DispatcherFunc(s.buildConsumeQueue)}, dispatchers...)
 	s.reput = dispatch.NewService(commitLogReader{s.commitLog}, parser, 0, all...)
+	s.reput.IgnoreErrors = s.cfg.Unsafe.IgnoreDispatchErrors
 	if err := s.recover(lastExitOK, cpValid); err != nil {
 		return err
 	}
@@ -458,7 +459,14 @@ func (s *Store) buildConsumeQueue(req *dispatch.Request) error {
 	if err != nil {
 		return err
 	}
-	if _, err := cq.putMessagePositionInfo(req.CommitLogOffset, req.MsgSize, req.TagsCode, req.ConsumeQueueOffset); err != nil {
+	_, err = cq.putMessagePositionInfo(req.CommitLogOffset, req.MsgSize, req.TagsCode, req.ConsumeQueueOffset)
+	if errors.Is(err, errQueueGap) && len(s.recovery.Damaged) > 0 {
+		// The missing units belong to damaged records recovery skipped.
+		if err = s.fillDamagedUnits(cq, req); err == nil {
+			_, err = cq.putMessagePositionInfo(req.CommitLogOffset, req.MsgSize, req.TagsCode, req.ConsumeQueueOffset)
+		}
+	}
+	if err != nil {
 		return err
 	}
 	s.checkpoint.setLogics(req.StoreTimestamp)
