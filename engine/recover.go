@@ -3,6 +3,7 @@ package engine
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 
 	"github.com/rocketstore/rocketstore/engine/record"
 )
@@ -40,6 +41,26 @@ type RecoveryReport struct {
 	// TruncatedAtDamage is set when recovery could not tell damage from a
 	// torn tail and, as the config allowed, cut the CommitLog there.
 	TruncatedAtDamage bool
+}
+
+// LogValue logs the report as key-value pairs instead of a Go struct.
+func (r RecoveryReport) LogValue() slog.Value {
+	attrs := []slog.Attr{slog.Bool("abnormal", r.Abnormal), slog.Bool("checkpointValid", r.CheckpointValid),
+		slog.Int64("scanFrom", r.ScanFrom), slog.Int64("commitLogEnd", r.CommitLogEnd),
+		slog.Int("redispatched", r.Redispatched), slog.Bool("consumeQueuesRebuilt", r.ConsumeQueuesRebuilt)}
+	if r.StopReason != nil {
+		attrs = append(attrs, slog.String("stopReason", r.StopReason.Error()), slog.Int("droppedBytes", r.DroppedBytes))
+	}
+	if len(r.PaddedFiles) > 0 {
+		attrs = append(attrs, slog.Any("paddedFiles", r.PaddedFiles))
+	}
+	if len(r.Damaged) > 0 {
+		attrs = append(attrs, slog.Int("damagedRecords", len(r.Damaged)))
+	}
+	if r.TruncatedAtDamage {
+		attrs = append(attrs, slog.Bool("truncatedAtDamage", true))
+	}
+	return slog.GroupValue(attrs...)
 }
 
 // recover brings the CommitLog and ConsumeQueues to a consistent state:

@@ -20,7 +20,7 @@ type DamagePolicy int
 
 const (
 	// DamageRefuse (the default) makes Open fail with ErrUndecidableDamage,
-	// naming the file and offset, and changes nothing on disk.
+	// naming the file and offset, before anything is truncated.
 	DamageRefuse DamagePolicy = iota
 	// DamageTruncate cuts the CommitLog at the damaged record, dropping
 	// everything after it (RocketMQ's behaviour).
@@ -72,6 +72,15 @@ func (s *Store) onDamage(files []*MappedFile, i int, pos int64, cause error) (re
 	resume = files[j].fileFromOffset + at
 	physic, _, _ := s.checkpoint.Timestamps()
 	proven := !s.recovery.Abnormal || (s.recovery.CheckpointValid && ts > 0 && ts < physic)
+	if !proven && tornWrite(files, i, pos, j, at) {
+		// Bytes that read as zero where a record must be are the mark of
+		// pages that never reached the disk (a fresh file is zero), not
+		// of a flipped bit: the crash tore the tail and the pages after
+		// it reached the disk first. Nothing there was acknowledged as
+		// synced (syncs go in log order), so the tail goes, as in
+		// RocketMQ.
+		return 0, true, nil
+	}
 	if !proven {
 		switch s.cfg.OnUndecidableDamage {
 		case DamageTruncate:
@@ -82,7 +91,7 @@ func (s *Store) onDamage(files []*MappedFile, i int, pos int64, cause error) (re
 		case DamageSkip:
 		default:
 			return 0, false, fmt.Errorf("%w: %s position %d (commitlog offset %d): %v; intact records follow at commitlog offset %d "+
-				"but were written after the last checkpoint, so this may be a write torn by the crash or damage. Nothing was changed. "+
+				"but were written after the last checkpoint, so this may be a write torn by the crash or damage. Nothing was truncated. "+
 				"To open the store, choose: truncate there (drops everything after it, RocketMQ's behaviour) or skip the damaged record "+
 				"(Config.OnUndecidableDamage; serve: recoverUndecidableDamage: truncate|skip)",
 				ErrUndecidableDamage, mf.name, pos, off, cause, resume)
@@ -180,4 +189,24 @@ func (s *Store) fillDamagedUnits(cq *ConsumeQueue, req *dispatch.Request) error 
 	s.cfg.Logger.Error("consume queue units for damaged records point at the damage and are skipped by consumers",
 		"topic", cq.topic, "queueId", cq.queueID, "fromOffset", cur, "count", missing)
 	return nil
+}
+
+// tornWrite reports whether the damaged bytes from files[i] position pos to
+// the next intact record (files[j] position at) hold, within some 512-byte
+// sector, a stretch of at least 8 zero bytes: what a sector or page that
+// was never written looks like in a preallocated file.
+func tornWrite(files []*MappedFile, i int, pos int64, j int, at int64) bool {
+	mf := files[i]
+	end := mf.fileSize
+	if j == i {
+		end = at
+	}
+	b := mf.seg.View(0, mf.fileSize)
+	for sec := pos - pos%record.SectorSize; sec < end; sec += record.SectorSize {
+		lo, hi := max(sec, pos), min(sec+record.SectorSize, end)
+		if hi-lo >= 8 && allZero(b[lo:hi]) {
+			return true
+		}
+	}
+	return false
 }

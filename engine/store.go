@@ -112,7 +112,7 @@ func (s *Store) open(dispatchers []dispatch.Dispatcher) error {
 			return err
 		}
 	}
-	cp, cpValid, err := openCheckpoint(s.fs, checkpointFile, s.cfg.Now())
+	cp, cpValid, err := openCheckpoint(s.fs, checkpointFile, s.cfg.Now(), s.cfg.Logger)
 	if err != nil {
 		return err
 	}

@@ -115,7 +115,7 @@ func runServe(parent context.Context, nc server.NodeConfig, metrics *server.Metr
 	log.Info("rocketstore serving", "nameServer", n.Addr, "broker", n.BrokerAddr, "dir", nc.Dir,
 		"brokerName", n.Server.Config().BrokerName, "cluster", n.Server.Config().ClusterName,
 		"flushDiskType", n.Broker.Store().Config().FlushDiskType.String(),
-		"recovery", fmt.Sprintf("%+v", n.Broker.Store().Recovery()))
+		"recovery", n.Broker.Store().Recovery())
 
 	var hs *http.Server
 	if metrics != nil {
