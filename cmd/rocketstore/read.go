@@ -80,6 +80,9 @@ func runRead(out, errOut io.Writer, o readOptions) error {
 		return err
 	}
 	defer s.Close()
+	if !hasQueue(s, o.topic, o.queue) {
+		return failed(fmt.Errorf("the store has no queue %s/%d", o.topic, o.queue))
+	}
 	offset := o.offset
 	if offset < 0 {
 		offset = s.MinOffsetInQueue(o.topic, o.queue)
@@ -168,4 +171,14 @@ func printMessage(out io.Writer, m readMessage, asJSON bool) error {
 	}
 	_, err := fmt.Fprintf(out, "  body(%s)=%s\n", m.BodyEncoding, m.Body)
 	return err
+}
+
+// hasQueue reports whether the store holds a ConsumeQueue for topic/queue.
+func hasQueue(s *engine.Store, topic string, queue int32) bool {
+	for _, id := range s.Topics()[topic] {
+		if id == queue {
+			return true
+		}
+	}
+	return false
 }
