@@ -36,7 +36,7 @@ queue offset, commitlog offset, offset message id, store time, tags, keys,
 properties and body (as text when it is UTF-8, else base64).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runRead(cmd.OutOrStdout(), cmd.ErrOrStderr(), o)
+			return faultsAsErrors(func() error { return runRead(cmd.OutOrStdout(), cmd.ErrOrStderr(), o) })
 		},
 	}
 	f := cmd.Flags()
