@@ -57,6 +57,7 @@ type Store struct {
 	// health holds the running flags that clear by themselves (disk
 	// full, dispatch failing) and the fault counters.
 	health     health
+	deleted    deletedTopics
 	cqFlushLog faultLog
 
 	recovery RecoveryReport
@@ -111,6 +112,9 @@ func (s *Store) open(dispatchers []dispatch.Dispatcher) error {
 		if err := s.syncDirs(); err != nil {
 			return err
 		}
+	}
+	if err := s.loadDeletedTopics(); err != nil {
+		return err
 	}
 	cp, cpValid, err := openCheckpoint(s.fs, checkpointFile, s.cfg.Now(), s.cfg.Logger)
 	if err != nil {
@@ -452,7 +456,7 @@ func (s *Store) ReputFromOffset() int64 { return s.reput.ReputFromOffset() }
 // buildConsumeQueue is the ConsumeQueue dispatcher (RocketMQ's
 // CommitLogDispatcherBuildConsumeQueue).
 func (s *Store) buildConsumeQueue(req *dispatch.Request) error {
-	if !req.Dispatchable() {
+	if !req.Dispatchable() || s.deletedBelow(req.Topic, req.CommitLogOffset) {
 		return nil
 	}
 	cq, err := s.queues.findOrCreate(s, req.Topic, req.QueueID)
