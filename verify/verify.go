@@ -115,6 +115,7 @@ func Run(fs backend.FS, opts Options) (rep Report, err error) {
 	c.progress.report()
 	c.scanCommitLog()
 	c.checkUnits()
+	c.checkIndex()
 	if err := c.checkCheckpoint(); err != nil {
 		return rep, err
 	}
