@@ -26,8 +26,8 @@ func openReadOnly(dir string, log io.Writer) (*engine.Store, error) {
 // openReadOnlyFS is openReadOnly that also returns the overlay the store
 // sits on, for reading the broker's config files through it.
 func openReadOnlyFS(dir string, log io.Writer) (*engine.Store, backend.FS, error) {
-	if fi, err := os.Stat(filepath.Join(dir, "commitlog")); err != nil || !fi.IsDir() {
-		return nil, nil, fmt.Errorf("%s is not a rocketstore or RocketMQ store: it has no commitlog directory", dir)
+	if !looksLikeStore(dir) {
+		return nil, nil, fmt.Errorf("%s is not a rocketstore or RocketMQ store: it has no commitlog, consumequeue, checkpoint or lock", dir)
 	}
 	base, err := mmap.NewReadOnly(dir)
 	if err != nil {
@@ -53,4 +53,15 @@ func openReadOnlyFS(dir string, log io.Writer) (*engine.Store, backend.FS, error
 			len(d), d[0].Offset, d[0].File)
 	}
 	return s, fs, nil
+}
+
+// looksLikeStore reports whether dir holds anything of a store, so that a
+// mistyped path is an error rather than an empty report.
+func looksLikeStore(dir string) bool {
+	for _, n := range []string{"commitlog", "consumequeue", "checkpoint", "lock"} {
+		if _, err := os.Stat(filepath.Join(dir, n)); err == nil {
+			return true
+		}
+	}
+	return false
 }
