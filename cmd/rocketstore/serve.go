@@ -136,7 +136,7 @@ func runServe(parent context.Context, nc server.NodeConfig, metrics *server.Metr
 			"namesrvAddr", strings.Join(nc.Server.NamesrvAddr, ";"), "dir", nc.Dir,
 			"brokerName", n.Server.Config().BrokerName, "cluster", n.Server.Config().ClusterName,
 			"flushDiskType", n.Broker.Store().Config().FlushDiskType.String(),
-			"recovery", fmt.Sprintf("%+v", n.Broker.Store().Recovery()),
+			"recovery", n.Broker.Store().Recovery(),
 			"aclEnable", nc.Server.Security.ACLEnable, "tlsServerMode", nc.Server.Security.TLSMode.String())
 	}
 
