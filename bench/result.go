@@ -63,9 +63,9 @@ type Result struct {
 	// the machine need not (async put: memcpy into a write-prefaulted
 	// mapping, no page faults at all).
 	Physical *Bound `json:"physical_bound,omitempty"`
-	Peer      *Peer    `json:"peer,omitempty"`
-	Note      string   `json:"note,omitempty"`
-	Err       string   `json:"error,omitempty"`
+	Peer     *Peer  `json:"peer,omitempty"`
+	Note     string `json:"note,omitempty"`
+	Err      string `json:"error,omitempty"`
 }
 
 // Key identifies a workload across stores (backend excluded).
