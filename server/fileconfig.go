@@ -34,7 +34,15 @@ import (
 //	autoCreateTopicEnable: true
 //	serverMaxConnections: 10000        # refuse connections beyond (default: no limit)
 //	serverMaxReceiveBytes: 134217728   # bytes of incoming frames held at once (default 128 MiB)
+//	namesrvAddr: 127.0.0.1:9876;127.0.0.1:9877  # register with these name servers
+//	brokerId: 0                 # 0 master, 1, 2, ... slaves
+//	brokerIP2: 127.0.0.1        # HA address host (default brokerIP1)
+//	haListenPort: 10912         # HA address port, registered as haServerAddr
 type FileConfig struct {
+	NamesrvAddr                 *string `yaml:"namesrvAddr"`
+	BrokerID                    *int64  `yaml:"brokerId"`
+	BrokerIP2                   *string `yaml:"brokerIP2"`
+	HAListenPort                *int    `yaml:"haListenPort"`
 	BrokerName                  *string `yaml:"brokerName"`
 	BrokerClusterName           *string `yaml:"brokerClusterName"`
 	BrokerIP1                   *string `yaml:"brokerIP1"`
@@ -63,6 +71,7 @@ type FileConfig struct {
 	FlushDelayOffsetInterval    *int64  `yaml:"flushDelayOffsetInterval"`
 	ServerSocketMaxFrameSize    *int    `yaml:"serverSocketMaxFrameSize"`
 	ServerChannelMaxIdleSeconds *int    `yaml:"serverChannelMaxIdleTimeSeconds"`
+	FeatureKeys                 `yaml:",inline"`
 	// Not RocketMQ keys: limits against hostile or runaway clients.
 	ServerMaxConnections  *int   `yaml:"serverMaxConnections"`
 	ServerMaxReceiveBytes *int64 `yaml:"serverMaxReceiveBytes"`
@@ -83,7 +92,7 @@ func ParseFileConfig(data []byte) (*FileConfig, error) {
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
 	if err := dec.Decode(&fc); err != nil && !errors.Is(err, io.EOF) {
-		return nil, fmt.Errorf("%w: %v", ErrConfig, err)
+		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
 	return &fc, nil
 }
@@ -103,6 +112,9 @@ func (fc *FileConfig) Apply(nc *NodeConfig) error {
 	set(&nc.Server.ClusterName, fc.BrokerClusterName)
 	set(&nc.Dir, fc.StorePathRootDir)
 	set(&nc.Listen, fc.NamesrvListen)
+	if err := fc.applyCluster(nc); err != nil {
+		return err
+	}
 	if fc.ListenPort != nil {
 		host := "127.0.0.1"
 		if fc.BrokerIP1 != nil {
@@ -143,7 +155,7 @@ func (fc *FileConfig) Apply(nc *NodeConfig) error {
 	if fc.MessageDelayLevel != nil {
 		levels, err := schedule.ParseLevels(*fc.MessageDelayLevel)
 		if err != nil {
-			return fmt.Errorf("%w: messageDelayLevel: %v", ErrConfig, err)
+			return fmt.Errorf("%w: messageDelayLevel: %w", ErrConfig, err)
 		}
 		sc.DelayLevels = levels
 	}
@@ -187,6 +199,7 @@ func (fc *FileConfig) Apply(nc *NodeConfig) error {
 	if fc.FlushDelayOffsetInterval != nil {
 		bc.FlushDelayOffsetInterval = ms(*fc.FlushDelayOffsetInterval)
 	}
+	fc.FeatureKeys.apply(bc, fc.BrokerClusterName)
 	if fc.ServerSocketMaxFrameSize != nil {
 		nc.Server.Remoting.MaxFrameSize = *fc.ServerSocketMaxFrameSize
 	}
@@ -203,4 +216,30 @@ func (fc *FileConfig) Apply(nc *NodeConfig) error {
 		return err
 	}
 	return nc.Server.Validate()
+}
+
+// applyCluster sets the name-server registration keys: namesrvAddr,
+// brokerId, and the HA address from brokerIP2 (or brokerIP1) and
+// haListenPort.
+func (fc *FileConfig) applyCluster(nc *NodeConfig) error {
+	if fc.NamesrvAddr != nil {
+		addrs, err := ParseNamesrvAddr(*fc.NamesrvAddr)
+		if err != nil {
+			return err
+		}
+		nc.Server.NamesrvAddr = addrs
+	}
+	if fc.BrokerID != nil {
+		nc.Server.BrokerID = *fc.BrokerID
+	}
+	if fc.HAListenPort != nil {
+		host := "127.0.0.1"
+		for _, h := range []*string{fc.BrokerIP1, fc.BrokerIP2} {
+			if h != nil {
+				host = *h
+			}
+		}
+		nc.Server.HAServerAddr = net.JoinHostPort(host, strconv.Itoa(*fc.HAListenPort))
+	}
+	return nil
 }

@@ -75,9 +75,10 @@ func (s *Server) sendMessage(ctx context.Context, c *remoting.Conn, req *remotin
 	}
 	if res.Code != broker.Success && res.Code != broker.FlushDiskTimeout {
 		s.log.Debug("send rejected", "topic", sr.Topic, "code", res.Code.String(), "remark", res.Remark, "remote", peerString(c))
-		return reply(req, res.Code, res.Remark), nil
+		return s.withTraceSwitch(reply(req, res.Code, res.Remark)), nil
 	}
-	resp := reply(req, res.Code, res.Remark)
+	s.topicUsed(sr.Topic)
+	resp := s.withTraceSwitch(reply(req, res.Code, res.Remark))
 	resp.SetExt("msgId", res.MsgID)
 	resp.SetExtInt("queueId", int64(res.QueueID))
 	resp.SetExtInt("queueOffset", res.QueueOffset)
