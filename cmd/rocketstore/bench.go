@@ -138,6 +138,15 @@ func runBench(cmd *cobra.Command, o benchOptions) error {
 			return fmt.Errorf("plot: %w", err)
 		}
 	}
+	var failed []string
+	for _, r := range rep.Results {
+		if r.Err != "" {
+			failed = append(failed, r.Name()+" "+r.Backend)
+		}
+	}
+	if len(failed) > 0 {
+		return fmt.Errorf("bench: %d workloads failed: %s", len(failed), strings.Join(failed, ", "))
+	}
 	return nil
 }
 
