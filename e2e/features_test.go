@@ -46,7 +46,9 @@ func featureNode(t testing.TB, dir string, mod func(*broker.Config)) *server.Nod
 	return n
 }
 
-func resolver(addr string) primitive.NsResolver { return primitive.NewPassthroughResolver([]string{addr}) }
+func resolver(addr string) primitive.NsResolver {
+	return primitive.NewPassthroughResolver([]string{addr})
+}
 
 // TestPullConsumerDefaultBatch: the Go client's pull consumer sends
 // maxMsgNums 0 unless WithPullBatchSize is set; 4.9 answers one message.
