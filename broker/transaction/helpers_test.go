@@ -39,16 +39,16 @@ var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 
 // env is a Manual store on memfs with the service and a fake clock.
 type env struct {
-	t     tb
-	fs    *crashsim.FS
+	t  tb
+	fs *crashsim.FS
 	// chooser decides what unsynced state a power cut keeps (rapid draws
 	// it in the property test; unit tests lose everything unsynced).
 	chooser crashsim.Chooser
-	clock atomic.Int64 // ms
-	store *engine.Store
-	svc   *Service
-	cfg   Config
-	chk   *recorder
+	clock   atomic.Int64 // ms
+	store   *engine.Store
+	svc     *Service
+	cfg     Config
+	chk     *recorder
 }
 
 // tb is what env needs of testing.TB and rapid.T.
