@@ -72,7 +72,7 @@ function confirmAction(text) {
 
 function render(...nodes) {
   const page = $("#page");
-  page.replaceChildren(...nodes.flat());
+  page.replaceChildren(...nodes.flat().filter((n) => n !== null && n !== undefined));
 }
 
 const link = (href, text) => el("a", { href }, text);
@@ -89,7 +89,7 @@ function drawChart(canvas, points, color) {
   ctx.clearRect(0, 0, w, h);
   ctx.strokeStyle = "#e3e7ee";
   for (let i = 1; i < 4; i++) { ctx.beginPath(); ctx.moveTo(0, (h * i) / 4); ctx.lineTo(w, (h * i) / 4); ctx.stroke(); }
-  const max = Math.max(1, ...points);
+  const max = Math.max(1, ...points) * 1.25; // headroom above the peak
   ctx.strokeStyle = color;
   ctx.lineWidth = 2;
   ctx.beginPath();
@@ -100,7 +100,8 @@ function drawChart(canvas, points, color) {
   });
   ctx.stroke();
   ctx.fillStyle = "#6b7588";
-  ctx.fillText(`max ${max.toFixed(1)}/s`, 4, 12);
+  ctx.fillText(`${max.toFixed(1)}/s`, 4, 12);
+  ctx.fillText("0", 4, h - 6);
 }
 
 async function pollStats() {
@@ -362,7 +363,7 @@ async function route() {
       case "dlq": return dlqPage(params);
       default:
         await clusterPage();
-        statsTimer = setInterval(pollStats, 2000);
+        statsTimer = setInterval(pollStats, 1000);
     }
   }, false);
 }
