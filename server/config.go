@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/rocketstore/rocketstore/internal/defaults"
 	"github.com/rocketstore/rocketstore/remoting"
 )
 
@@ -57,36 +58,16 @@ const (
 )
 
 func (c Config) withDefaults() Config {
-	if c.BrokerName == "" {
-		c.BrokerName = DefaultBrokerName
-	}
-	if c.ClusterName == "" {
-		c.ClusterName = DefaultClusterName
-	}
-	if c.ChannelExpiry == 0 {
-		c.ChannelExpiry = DefaultChannelExpiry
-	}
-	if c.LockExpiry == 0 {
-		c.LockExpiry = DefaultLockExpiry
-	}
-	if c.ScanInterval == 0 {
-		c.ScanInterval = DefaultScanInterval
-	}
-	if c.MaxHeldPullsPerConn == 0 {
-		c.MaxHeldPullsPerConn = DefaultMaxHeldPullsPerConn
-	}
-	if c.MaxSuspend == 0 {
-		c.MaxSuspend = DefaultMaxSuspend
-	}
-	if c.Logger == nil {
-		c.Logger = slog.Default()
-	}
-	if c.Remoting.Logger == nil {
-		c.Remoting.Logger = c.Logger
-	}
-	if c.Now == nil {
-		c.Now = time.Now
-	}
+	defaults.Set(&c.BrokerName, DefaultBrokerName)
+	defaults.Set(&c.ClusterName, DefaultClusterName)
+	defaults.Set(&c.ChannelExpiry, DefaultChannelExpiry)
+	defaults.Set(&c.LockExpiry, DefaultLockExpiry)
+	defaults.Set(&c.ScanInterval, DefaultScanInterval)
+	defaults.Set(&c.MaxHeldPullsPerConn, DefaultMaxHeldPullsPerConn)
+	defaults.Set(&c.MaxSuspend, DefaultMaxSuspend)
+	defaults.Set(&c.Logger, slog.Default())
+	defaults.Set(&c.Remoting.Logger, c.Logger)
+	defaults.Set(&c.Now, time.Now)
 	return c
 }
 
