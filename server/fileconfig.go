@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/netip"
 	"os"
 	"strconv"
 	"time"
@@ -74,6 +75,11 @@ type FileConfig struct {
 	LongPollingEnable           *bool   `yaml:"longPollingEnable"`
 	ShortPollingTimeMills       *int64  `yaml:"shortPollingTimeMills"`
 	MessageIndexEnable          *bool   `yaml:"messageIndexEnable"`
+	// RecoverUndecidableDamage is rocketstore's own: what recovery does
+	// with a damaged CommitLog record that intact records follow when it
+	// cannot prove the damage older than the crash: refuse (default),
+	// truncate (RocketMQ's behaviour) or skip.
+	RecoverUndecidableDamage    *string `yaml:"recoverUndecidableDamage"`
 	SyncFlushTimeout            *int64  `yaml:"syncFlushTimeout"`
 	FlushIntervalCommitLog      *int64  `yaml:"flushIntervalCommitLog"`
 	FlushCommitLogLeastPages    *int    `yaml:"flushCommitLogLeastPages"`
@@ -136,6 +142,13 @@ func (fc *FileConfig) Apply(nc *NodeConfig) error {
 	set(&nc.Server.ClusterName, fc.BrokerClusterName)
 	set(&nc.Dir, fc.StorePathRootDir)
 	set(&nc.Listen, fc.NamesrvListen)
+	if fc.BrokerIP1 != nil {
+		// Checked before any use: a host name would otherwise be
+		// resolved, or fail later with a less clear message.
+		if _, err := netip.ParseAddr(*fc.BrokerIP1); err != nil {
+			return fmt.Errorf("%w: brokerIP1 %q must be an IP literal (such as 192.0.2.10), not a host name", ErrConfig, *fc.BrokerIP1)
+		}
+	}
 	if err := fc.applyCluster(nc); err != nil {
 		return err
 	}
@@ -150,6 +163,18 @@ func (fc *FileConfig) Apply(nc *NodeConfig) error {
 		nc.Server.BrokerAddr = nc.BrokerListen
 	}
 	sc := &nc.Broker.Store
+	if fc.RecoverUndecidableDamage != nil {
+		switch *fc.RecoverUndecidableDamage {
+		case "refuse":
+			sc.OnUndecidableDamage = engine.DamageRefuse
+		case "truncate":
+			sc.OnUndecidableDamage = engine.DamageTruncate
+		case "skip":
+			sc.OnUndecidableDamage = engine.DamageSkip
+		default:
+			return fmt.Errorf("%w: recoverUndecidableDamage %q is not refuse, truncate or skip", ErrConfig, *fc.RecoverUndecidableDamage)
+		}
+	}
 	if fc.FlushDiskType != nil {
 		switch *fc.FlushDiskType {
 		case "ASYNC_FLUSH":
@@ -174,6 +199,9 @@ func (fc *FileConfig) Apply(nc *NodeConfig) error {
 		}
 	}
 	if fc.MaxMessageSize != nil {
+		if *fc.MaxMessageSize <= 0 {
+			return fmt.Errorf("%w: maxMessageSize %d must be positive (RocketMQ's default is 4194304)", ErrConfig, *fc.MaxMessageSize)
+		}
 		sc.MaxMessageSize = *fc.MaxMessageSize
 	}
 	if fc.MessageDelayLevel != nil {

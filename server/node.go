@@ -56,6 +56,10 @@ func StartNode(cfg NodeConfig) (*Node, error) {
 	if cfg.Server.Role == RoleNameServer {
 		return startNameServer(cfg)
 	}
+	if cfg.Server.Role == RoleBroker && cfg.BrokerListen != "" {
+		// No name server to listen for: the broker address is the only one.
+		cfg.Listen, cfg.BrokerListen = cfg.BrokerListen, ""
+	}
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
 		return nil, err

@@ -77,6 +77,7 @@ func (s *Server) sendMessage(ctx context.Context, c *remoting.Conn, req *remotin
 		s.log.Debug("send rejected", "topic", sr.Topic, "code", res.Code.String(), "remark", res.Remark, "remote", peerString(c))
 		return s.withTraceSwitch(reply(req, res.Code, res.Remark)), nil
 	}
+	s.topicUsed(sr.Topic)
 	resp := s.withTraceSwitch(reply(req, res.Code, res.Remark))
 	resp.SetExt("msgId", res.MsgID)
 	resp.SetExtInt("queueId", int64(res.QueueID))

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/rocketstore/rocketstore/broker"
+	"github.com/rocketstore/rocketstore/broker/transaction"
 	"github.com/rocketstore/rocketstore/remoting"
 )
 
@@ -22,9 +23,12 @@ type Server struct {
 	mux     *remoting.Mux
 	rs      *remoting.Server
 	clients *registry
-	locks   *lockManager
-	metrics *Metrics
-	sec     *security // nil without Config.Security
+	// producers are the producer clients (request-reply, transaction
+	// check-back).
+	producers *producerRegistry
+	locks     *lockManager
+	metrics   *Metrics
+	sec       *security // nil without Config.Security
 
 	brokerAddr atomic.Pointer[string]
 	brokerID   atomic.Int64
@@ -66,6 +70,7 @@ func New(b *broker.Broker, cfg Config) (*Server, error) {
 	s := &Server{b: b, cfg: cfg, log: cfg.Logger, mux: remoting.NewMux(), metrics: cfg.Metrics,
 		locks: newLockManager(cfg.LockExpiry, cfg.Now), stop: make(chan struct{}), done: make(chan struct{})}
 	s.clients = newRegistry(s)
+	s.producers = newProducerRegistry()
 	s.pullCtx, s.pullCancel = context.WithCancel(context.Background())
 	s.heldByConn = make(map[uint64]int)
 	if cfg.BrokerAddr != "" {
@@ -79,6 +84,9 @@ func New(b *broker.Broker, cfg Config) (*Server, error) {
 	s.sec = sec
 	s.initRoles()
 	s.register()
+	if b != nil { // nil in the name-server-only role
+		b.SetTransactionChecker(transaction.CheckerFunc(s.checkTransactionState))
+	}
 	s.registerACLAdmin()
 	opts := cfg.Remoting
 	userClose := opts.OnClose
@@ -87,6 +95,7 @@ func New(b *broker.Broker, cfg Config) (*Server, error) {
 		s.sec.connClosed(c)
 		s.brokerConnClosed(c)
 		s.adminConnClosed(c)
+		s.producers.connClosed(c)
 		if userClose != nil {
 			userClose(c, reason)
 		}
@@ -210,6 +219,7 @@ func (s *Server) housekeeping() {
 			return
 		case <-t.C:
 			s.clients.expire()
+			s.producers.expire(s.cfg.Now().Add(-s.cfg.ChannelExpiry))
 			s.locks.expire()
 			s.expireBrokers()
 		}

@@ -96,7 +96,11 @@ func runBench(cmd *cobra.Command, o benchOptions) error {
 	rep, err := bench.Run(ctx, bench.Options{Spec: bench.DefaultSpec(o.quick), Dir: o.tmp, Backends: backends,
 		Progress: func(done, total int, step string) {
 			if !tty {
-				fmt.Fprintf(stderr, "[%d/%d] %s\n", done+1, total, step)
+				if done < total { // the last call reports the end, not a step
+					fmt.Fprintf(stderr, "[%d/%d] %s\n", done+1, total, step)
+				} else {
+					fmt.Fprintf(stderr, "%d workloads done\n", total)
+				}
 				return
 			}
 			if bar == nil {
@@ -133,6 +137,15 @@ func runBench(cmd *cobra.Command, o benchOptions) error {
 		if err := plotBench(o.plot, rep); err != nil {
 			return fmt.Errorf("plot: %w", err)
 		}
+	}
+	var failed []string
+	for _, r := range rep.Results {
+		if r.Err != "" {
+			failed = append(failed, r.Name()+" "+r.Backend)
+		}
+	}
+	if len(failed) > 0 {
+		return fmt.Errorf("bench: %d workloads failed: %s", len(failed), strings.Join(failed, ", "))
 	}
 	return nil
 }
@@ -221,7 +234,7 @@ func plotBench(file string, rep *bench.Report) error {
 			continue
 		}
 		if r.MsgsPerS > 0 {
-			names = append(names, strings.TrimPrefix(r.Name(), ""))
+			names = append(names, r.Name())
 			ours = append(ours, floor(r.MsgsPerS))
 			b, p := 0.0, 0.0 // absent
 			if r.Bound != nil {

@@ -24,6 +24,7 @@ import (
 func newServeCmd() *cobra.Command {
 	var (
 		dir, listen, configFile, metricsAddr, logLevel, logFormat, role string
+		consoleFlag                                                     string
 		shutdownTimeout                                                 time.Duration
 	)
 	cmd := &cobra.Command{
@@ -81,7 +82,11 @@ finish, consumer offsets are persisted and the store is flushed and closed.`,
 				metrics = server.NewMetrics(nc.Dir)
 				nc.Server.Metrics = metrics
 			}
-			return runServe(cmd.Context(), nc, metrics, metricsAddr, shutdownTimeout, logger)
+			var extras []serveExtra
+			if consoleFlag != "" {
+				extras = append(extras, withConsole(consoleFlag))
+			}
+			return runServe(cmd.Context(), nc, metrics, metricsAddr, shutdownTimeout, logger, extras...)
 		},
 	}
 	f := cmd.Flags()
@@ -90,6 +95,7 @@ finish, consumer offsets are persisted and the store is flushed and closed.`,
 	f.StringVar(&configFile, "config", "", "YAML config file with RocketMQ setting names")
 	f.StringVar(&metricsAddr, "metrics", "", "serve Prometheus metrics at http://ADDR/metrics; a bare port binds 127.0.0.1 (loopback)")
 	f.StringVar(&role, "role", "both", "roles to run: both (name server and broker), broker (registers with namesrvAddr) or namesrv")
+	f.StringVar(&consoleFlag, "console", "", "serve the web console at http://ADDR/ (e.g. 127.0.0.1:8080; a bare port listens on loopback)")
 	f.StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	f.StringVar(&logFormat, "log-format", "text", "log format: text or json")
 	f.DurationVar(&shutdownTimeout, "shutdown-timeout", 30*time.Second, "how long a graceful shutdown may take")
@@ -112,7 +118,7 @@ func newLogger(cmd *cobra.Command, level, format string) (*slog.Logger, error) {
 }
 
 func runServe(parent context.Context, nc server.NodeConfig, metrics *server.Metrics, metricsAddr string,
-	shutdownTimeout time.Duration, log *slog.Logger) error {
+	shutdownTimeout time.Duration, log *slog.Logger, extras ...serveExtra) error {
 	if parent == nil {
 		parent = context.Background()
 	}
@@ -130,7 +136,7 @@ func runServe(parent context.Context, nc server.NodeConfig, metrics *server.Metr
 			"namesrvAddr", strings.Join(nc.Server.NamesrvAddr, ";"), "dir", nc.Dir,
 			"brokerName", n.Server.Config().BrokerName, "cluster", n.Server.Config().ClusterName,
 			"flushDiskType", n.Broker.Store().Config().FlushDiskType.String(),
-			"recovery", fmt.Sprintf("%+v", n.Broker.Store().Recovery()),
+			"recovery", n.Broker.Store().Recovery(),
 			"aclEnable", nc.Server.Security.ACLEnable, "tlsServerMode", nc.Server.Security.TLSMode.String())
 	}
 
@@ -154,6 +160,14 @@ func runServe(parent context.Context, nc server.NodeConfig, metrics *server.Metr
 		if !loopback {
 			log.Warn("the metrics endpoint is reachable from other hosts and has no authentication", "addr", ln.Addr().String())
 		}
+	}
+
+	for _, x := range extras {
+		stopExtra, err := x(ctx, n, nc, log)
+		if err != nil {
+			return errors.Join(&exitCodeError{code: exitError, err: err}, n.Close())
+		}
+		defer stopExtra()
 	}
 
 	<-ctx.Done()
