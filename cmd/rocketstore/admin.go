@@ -15,14 +15,17 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/rocketstore/rocketstore/acl"
 	"github.com/rocketstore/rocketstore/admin"
+	"github.com/rocketstore/rocketstore/remoting"
 )
 
 // adminGlobals are the flags every `rocketstore admin` command takes.
 type adminGlobals struct {
-	namesrv string
-	json    bool
-	timeout time.Duration
+	namesrv   string
+	json      bool
+	timeout   time.Duration
+	accessKey string // ACL account; its secret comes from $ROCKETSTORE_SECRET_KEY
 }
 
 // newAdminCmd is `rocketstore admin`: mqadmin's commands over the
@@ -47,6 +50,8 @@ epoch, "now", or mqadmin's yyyy-MM-dd#HH:mm:ss:SSS (local time).`,
 	pf.StringVarP(&g.namesrv, "namesrvAddr", "n", def, "name server address list, e.g. 127.0.0.1:9876;127.0.0.2:9876")
 	pf.BoolVar(&g.json, "json", false, "print JSON instead of a table")
 	pf.DurationVar(&g.timeout, "timeout", 5*time.Second, "timeout of each request")
+	pf.StringVar(&g.accessKey, "access-key", os.Getenv("ROCKETSTORE_ACCESS_KEY"),
+		"ACL access key to sign requests with (default $ROCKETSTORE_ACCESS_KEY); the secret key is read from $ROCKETSTORE_SECRET_KEY, never from a flag")
 	cmd.AddCommand(
 		newClusterListCmd(g), newTopicListCmd(g), newTopicStatusCmd(g), newTopicRouteCmd(g),
 		newUpdateTopicCmd(g), newDeleteTopicCmd(g), newBrokerStatusCmd(g),
@@ -75,6 +80,13 @@ func (g *adminGlobals) run(cmd *cobra.Command, f adminRun) error {
 		return &exitCodeError{code: exitError, err: err}
 	}
 	defer c.Close()
+	if ak := g.accessKey; ak != "" {
+		sk := os.Getenv("ROCKETSTORE_SECRET_KEY")
+		if sk == "" {
+			return usageError("--access-key %s needs the secret key in $ROCKETSTORE_SECRET_KEY", ak)
+		}
+		c.Sign = func(req *remoting.RemotingCommand) { acl.SignRequest(req, ak, sk, "") }
+	}
 	ctx := cmd.Context()
 	if ctx == nil {
 		ctx = context.Background()

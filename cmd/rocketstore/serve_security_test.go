@@ -75,3 +75,29 @@ func TestConsoleUsesServeACL(t *testing.T) {
 		}
 	}
 }
+
+// TestAdminCLISignsWithACL: `rocketstore admin` signs with --access-key and
+// $ROCKETSTORE_SECRET_KEY; without them an ACL server refuses it.
+func TestAdminCLISignsWithACL(t *testing.T) {
+	dir := t.TempDir()
+	aclFile := filepath.Join(dir, "plain_acl.yml")
+	yml := "accounts:\n  - accessKey: adminAK1\n    secretKey: admin-SK-1\n    admin: true\n"
+	if err := os.WriteFile(aclFile, []byte(yml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	n, err := server.StartNode(server.NodeConfig{Dir: filepath.Join(dir, "data"), Listen: "127.0.0.1:0",
+		Server: server.Config{Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+			Security: server.Security{ACLEnable: true, ACLFile: aclFile, ACLReloadInterval: time.Hour}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.Close()
+	t.Setenv("ROCKETSTORE_ACCESS_KEY", "")
+	t.Setenv("ROCKETSTORE_SECRET_KEY", "")
+	fails(t, n.Addr, "no AccessKey", "updateTopic", "-b", n.BrokerAddr, "-t", "AclTopic")
+	t.Setenv("ROCKETSTORE_SECRET_KEY", "admin-SK-1")
+	ok(t, n.Addr, "--access-key", "adminAK1", "updateTopic", "-b", n.BrokerAddr, "-t", "AclTopic")
+	if _, found := n.Broker.Topics().Get("AclTopic"); !found {
+		t.Fatal("the signed updateTopic did not create the topic")
+	}
+}
