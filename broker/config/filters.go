@@ -3,6 +3,7 @@ package config
 import (
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"sync"
 
 	"github.com/rocketstore/rocketstore/backend"
@@ -44,7 +45,7 @@ type FilterManager struct {
 // LoadFilters reads consumerFilter.json (or its .bak).
 func LoadFilters(fs backend.FS) (*FilterManager, error) {
 	var f filtersJSON
-	if _, _, err := configfile.Load(fs, FiltersFile, &f); err != nil {
+	if _, err := configfile.LoadLogged(fs, FiltersFile, &f, slog.Default()); err != nil {
 		return nil, err
 	}
 	m := &FilterManager{fs: fs, byTopic: f.FilterDataByTopic}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"maps"
 	"sync"
 
@@ -40,7 +41,7 @@ type GroupManager struct {
 func LoadGroups(fs backend.FS, autoCreate bool, now func() int64) (*GroupManager, error) {
 	m := &GroupManager{fs: fs, autoCreate: autoCreate, now: now, table: make(map[string]SubscriptionGroupConfig)}
 	var f groupsJSON
-	if _, _, err := configfile.Load(fs, GroupsFile, &f); err != nil {
+	if _, err := configfile.LoadLogged(fs, GroupsFile, &f, slog.Default()); err != nil {
 		return nil, err
 	}
 	for name, raw := range f.SubscriptionGroupTable {

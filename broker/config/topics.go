@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"maps"
 	"sync"
 
@@ -51,7 +52,7 @@ type TopicManager struct {
 func LoadTopics(fs backend.FS, opts TopicOptions) (*TopicManager, error) {
 	m := &TopicManager{fs: fs, opts: opts, table: make(map[string]TopicConfig)}
 	var f topicsJSON
-	if _, _, err := configfile.Load(fs, TopicsFile, &f); err != nil {
+	if _, err := configfile.LoadLogged(fs, TopicsFile, &f, slog.Default()); err != nil {
 		return nil, err
 	}
 	for name, raw := range f.TopicConfigTable {
