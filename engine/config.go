@@ -211,7 +211,7 @@ func (c Config) withDefaults() Config {
 		c.Logger = slog.Default()
 	}
 	if c.Now == nil {
-		c.Now = func() int64 { return time.Now().UnixMilli() }
+		c.Now = wallMillis()
 	}
 	return c
 }

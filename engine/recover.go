@@ -248,7 +248,7 @@ func (s *Store) syncRange(from, to int64) error {
 			continue
 		}
 		if err := mf.seg.Sync(lo, hi-lo); err != nil {
-			return fmt.Errorf("%w: sync recovered %s [%d,%d): %v", ErrFlushFailed, mf.name, lo, hi, err)
+			return fmt.Errorf("%w: sync recovered %s [%d,%d): %w", ErrFlushFailed, mf.name, lo, hi, err)
 		}
 	}
 	return nil

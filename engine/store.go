@@ -155,7 +155,7 @@ func (s *Store) syncDirs() error {
 	dirs = append(dirs, commitLogDir, ".")
 	for _, d := range dirs {
 		if err := s.fs.SyncDir(d); err != nil && !errors.Is(err, backend.ErrNotExist) {
-			return fmt.Errorf("%w: sync dir %s: %v", ErrFlushFailed, d, err)
+			return fmt.Errorf("%w: sync dir %s: %w", ErrFlushFailed, d, err)
 		}
 	}
 	return nil
@@ -293,7 +293,7 @@ func (s *Store) start() {
 	q := s.commitLog.q
 	q.alloc = newAllocator(q)
 	if last := q.lastFile(); last != nil {
-		q.alloc.prefaultInBackground(last)
+		q.alloc.prefaultAhead(last, last.wrote.Load())
 		q.alloc.prepare(last.fileFromOffset + q.fileSize)
 	}
 	s.reput.Start()

@@ -3,7 +3,6 @@ package proptest
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"log/slog"
 
@@ -236,8 +235,4 @@ func bodyFor(k queueKey, tags string, room, delta int64) int {
 		return -1
 	}
 	return int(n)
-}
-
-func (m *machine) String() string {
-	return fmt.Sprintf("store file %d, %d messages in the model", m.st.fileSize, len(m.md.log))
 }

@@ -92,6 +92,10 @@ func (m *Metrics) attach(s *Server) {
 			g("rocketstore_recovery_damaged_records", "Damaged CommitLog ranges the last recovery skipped (see the log and `rocketstore verify`).",
 				func() float64 { return float64(st.Health().DamagedRecords) }),
 			g("rocketstore_connections", "Open remoting connections.", func() float64 { return float64(s.rs.Stats().ConnsOpen) }),
+			g("rocketstore_receive_buffer_bytes", "Bytes of incoming frames held (capped by serverMaxReceiveBytes).",
+				func() float64 { return float64(s.rs.Stats().ReceiveBytesInUse) }),
+			g("rocketstore_connections_refused", "Connections refused (serverMaxConnections) or closed waiting for receive buffer budget.",
+				func() float64 { st := s.rs.Stats(); return float64(st.ConnsRejected + st.ReceiveBudgetCloses) }),
 			g("rocketstore_consumer_groups", "Consumer groups with online clients.", func() float64 { g, _ := s.clients.counts(); return float64(g) }),
 			g("rocketstore_consumers", "Online (group, client) registrations.", func() float64 { _, n := s.clients.counts(); return float64(n) }),
 		)

@@ -42,12 +42,13 @@ properties and body (as text when it is UTF-8, else base64).`,
 	f := cmd.Flags()
 	f.StringVar(&o.dir, "dir", "", "store directory (required)")
 	f.StringVar(&o.topic, "topic", "", "topic (required)")
-	f.Int32Var(&o.queue, "queue", 0, "queue id")
+	f.Int32Var(&o.queue, "queue", 0, "queue id (required: a topic has several)")
 	f.Int64Var(&o.offset, "offset", -1, "first queue offset (default: the queue's minimum)")
 	f.IntVar(&o.max, "max", 32, "maximum number of messages")
 	f.BoolVar(&o.json, "json", false, "print one JSON object per message")
 	cmd.MarkFlagRequired("dir")
 	cmd.MarkFlagRequired("topic")
+	cmd.MarkFlagRequired("queue")
 	return cmd
 }
 
