@@ -146,6 +146,13 @@ type Unsafe struct {
 	// IgnoreDispatchErrors lets the dispatcher step over a record whose
 	// dispatch failed instead of retrying it.
 	IgnoreDispatchErrors bool
+	// NoRecoverySync skips the sync of the recovered CommitLog range
+	// after a crash (records that only the page cache held are then
+	// reported as flushed).
+	NoRecoverySync bool
+	// NoRedirty leaves the pages of a failed CommitLog sync clean, as
+	// Linux marks them, instead of writing them again.
+	NoRedirty bool
 }
 
 // Default values, as in RocketMQ 4.9.4.
