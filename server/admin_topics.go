@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"encoding/json"
 	"maps"
 	"slices"
 	"strings"
@@ -177,12 +176,14 @@ func (s *Server) writePermHandler(add bool) handlerFunc {
 // queryDataVersion answers QUERY_DATA_VERSION (322): body a DataVersion;
 // ext changed tells whether it differs from the topic table's, and the
 // body is the table's version.
-func (s *Server) queryDataVersion(_ context.Context, _ *remoting.Conn, req *remoting.RemotingCommand) (*remoting.RemotingCommand, error) {
+func (s *Server) queryDataVersion(_ context.Context, c *remoting.Conn, req *remoting.RemotingCommand) (*remoting.RemotingCommand, error) {
 	var got admin.DataVersion
 	if len(req.Body) > 0 {
-		if err := json.Unmarshal(req.Body, &got); err != nil {
-			return badRequest(req, err)
+		dv, err := parseDataVersionBody(req.Body)
+		if err != nil {
+			return s.refuse(req, c, err)
 		}
+		got = admin.DataVersion{Timestamp: dv.Timestamp, Counter: dv.Counter}
 	}
 	_, v := s.b.Topics().All()
 	have := admin.DataVersion{Timestamp: v.Timestamp, Counter: v.Counter}
