@@ -121,6 +121,11 @@ func TestRefusalsLoggedAtWarn(t *testing.T) {
 	if json.Unmarshal([]byte(body), &anyJSON) != nil {
 		t.Fatal("test body is not JSON")
 	}
+	// A header field: logged with the field and the value too.
+	wantCode(t, e.call(remoting.CodeQueryConsumerOffset, nil, "consumerGroup", "G", "topic", "T", "queueId", "zero"), remoting.CodeSystemError)
+	if out := logs.String(); !strings.Contains(out, `\"queueId\" = \"zero\"`) {
+		t.Fatalf("header refusal not logged:\n%s", out)
+	}
 }
 
 // syncBuffer is a bytes.Buffer safe for a logger and a test.

@@ -434,3 +434,18 @@ func TestSendCreatingTopicRegistersBeforeAnswer(t *testing.T) {
 		t.Fatalf("Fresh not routed right after the send: %v", got)
 	}
 }
+
+func TestNameServerOnlyServesKVConfig(t *testing.T) {
+	_, ns := nameServer(t, nil)
+	cl := dialAddr(t, ns)
+	wantCode(t, call(t, cl, 100, nil, "namespace", "ORDER_TOPIC_CONFIG", "key", "T", "value", "broker-a:4"), remoting.CodeSuccess)
+	resp := call(t, cl, 101, nil, "namespace", "ORDER_TOPIC_CONFIG", "key", "T")
+	wantCode(t, resp, remoting.CodeSuccess)
+	if resp.ExtFields["value"] != "broker-a:4" {
+		t.Fatalf("kv %v", resp.ExtFields)
+	}
+	// Codes that read a local broker are not served without one.
+	for _, code := range []int32{205, 224, 322, remoting.CodeHeartBeat, remoting.CodePullMessage} {
+		wantCode(t, call(t, cl, code, nil, "brokerName", "b", "cluster", "c"), remoting.CodeRequestCodeNotSupported)
+	}
+}

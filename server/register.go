@@ -2,7 +2,9 @@ package server
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"strings"
 	"hash/crc32"
 
 	"github.com/rocketstore/rocketstore/broker/config"
@@ -136,10 +138,27 @@ func (s *Server) unregisterBroker(_ context.Context, c *remoting.Conn, req *remo
 // logs it at WARN with the field and value, so that an incompatible
 // client is found from the server's log.
 func (s *Server) refuse(req *remoting.RemotingCommand, c *remoting.Conn, err error) (*remoting.RemotingCommand, error) {
+	if errors.Is(err, remoting.ErrBadField) || errors.Is(err, remoting.ErrMissingField) {
+		return badRequest(req, err) // logged by warnHeaderRefused
+	}
 	attrs := []any{"code", req.Code, "remote", peerString(c), "err", err.Error()}
 	if fe := asFieldError(err); fe != nil {
 		attrs = append(attrs, "body", fe.Body, "field", fe.Field, "value", fe.Value)
 	}
 	s.log.Warn("request refused", attrs...)
 	return badRequest(req, err)
+}
+
+// warnHeaderRefused logs at WARN an answer that refused a header field
+// (every handler answers those with the remoting package's field error,
+// which names the field and its value), so that a client that writes a
+// header differently is found from the server's log.
+func (s *Server) warnHeaderRefused(c *remoting.Conn, req *remoting.RemotingCommand, resp *remoting.RemotingCommand) {
+	for _, sentinel := range []error{remoting.ErrBadField, remoting.ErrMissingField} {
+		if strings.HasPrefix(resp.Remark, sentinel.Error()) {
+			s.log.Warn("request refused: header field", "code", req.Code, "language", req.Language.String(),
+				"remote", peerString(c), "err", resp.Remark)
+			return
+		}
+	}
 }

@@ -97,14 +97,18 @@ func New(b *broker.Broker, cfg Config) (*Server, error) {
 	return s, nil
 }
 
-// handler wraps the mux with metrics.
+// handler wraps the mux with metrics and the WARN log of refused
+// header fields.
 func (s *Server) handler() remoting.Handler {
-	if s.metrics == nil {
-		return s.mux
-	}
 	return remoting.HandlerFunc(func(ctx context.Context, c *remoting.Conn, req *remoting.RemotingCommand) (*remoting.RemotingCommand, error) {
-		s.metrics.request(req.Code)
-		return s.mux.Handle(ctx, c, req)
+		if s.metrics != nil {
+			s.metrics.request(req.Code)
+		}
+		resp, err := s.mux.Handle(ctx, c, req)
+		if resp != nil && resp.Code == remoting.CodeSystemError {
+			s.warnHeaderRefused(c, req, resp)
+		}
+		return resp, err
 	})
 }
 
