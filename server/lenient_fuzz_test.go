@@ -1,9 +1,13 @@
 package server
 
 import (
+	"bytes"
+	"compress/zlib"
+	"encoding/binary"
 	"encoding/json"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/rocketstore/rocketstore/broker/config"
@@ -175,6 +179,37 @@ func FuzzDataVersionBody(f *testing.F) {
 		again, err := parseDataVersionBody(b)
 		if err != nil || again != dv {
 			t.Fatalf("round trip %+v -> %s -> %+v, %v", dv, b, again, err)
+		}
+	})
+}
+
+func FuzzCompressedRegisterBody(f *testing.F) {
+	var raw bytes.Buffer
+	for _, c := range [][]byte{[]byte(`{"counter":7,"timestamp":1}`)} {
+		_ = binary.Write(&raw, binary.BigEndian, int32(len(c)))
+		raw.Write(c)
+	}
+	_ = binary.Write(&raw, binary.BigEndian, int32(1))
+	line := []byte("T 4 4 6 SINGLE_TAG")
+	_ = binary.Write(&raw, binary.BigEndian, int32(len(line)))
+	raw.Write(line)
+	_ = binary.Write(&raw, binary.BigEndian, int32(2))
+	raw.WriteString("[]")
+	var z bytes.Buffer
+	zw := zlib.NewWriter(&z)
+	_, _ = zw.Write(raw.Bytes())
+	_ = zw.Close()
+	f.Add(z.Bytes())
+	f.Fuzz(func(t *testing.T, body []byte) {
+		rb, err := parseCompressedRegisterBody(body)
+		if err != nil {
+			mustFieldError(t, err)
+			return
+		}
+		for name, tc := range rb.topics {
+			if name != tc.TopicName || config.ValidateTopicConfig(tc) != nil || strings.Contains(name, " ") {
+				t.Fatalf("accepted %q: %+v", name, tc)
+			}
 		}
 	})
 }

@@ -1,10 +1,14 @@
 package server_test
 
 import (
+	"bytes"
+	"compress/zlib"
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"hash/crc32"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -447,5 +451,61 @@ func TestNameServerOnlyServesKVConfig(t *testing.T) {
 	// Codes that read a local broker are not served without one.
 	for _, code := range []int32{205, 224, 322, remoting.CodeHeartBeat, remoting.CodePullMessage} {
 		wantCode(t, call(t, cl, code, nil, "brokerName", "b", "cluster", "c"), remoting.CodeRequestCodeNotSupported)
+	}
+}
+
+// javaCompressedRegisterBody is RegisterBrokerBody.encode(true) of a Java
+// 4.9 broker (compressedRegister=true).
+func javaCompressedRegisterBody(t testing.TB, lines ...string) []byte {
+	t.Helper()
+	var raw bytes.Buffer
+	chunk := func(b []byte) {
+		_ = binary.Write(&raw, binary.BigEndian, int32(len(b)))
+		raw.Write(b)
+	}
+	chunk([]byte(`{"counter":7,"timestamp":1700000000000}`))
+	_ = binary.Write(&raw, binary.BigEndian, int32(len(lines)))
+	for _, l := range lines {
+		chunk([]byte(l))
+	}
+	chunk([]byte(`[]`))
+	var z bytes.Buffer
+	zw, _ := zlib.NewWriterLevel(&z, zlib.BestCompression)
+	_, _ = zw.Write(raw.Bytes())
+	_ = zw.Close()
+	return z.Bytes()
+}
+
+func TestNameServerCompressedRegistration(t *testing.T) {
+	_, ns := nameServer(t, nil)
+	cl := dialAddr(t, ns)
+	// An order topic configured in the KV config comes back in the answer.
+	wantCode(t, call(t, cl, 100, nil, "namespace", "ORDER_TOPIC_CONFIG", "key", "Ordered", "value", "broker-z:4"), remoting.CodeSuccess)
+	body := javaCompressedRegisterBody(t, "Zipped 3 5 6 SINGLE_TAG", "Multi 1 1 4 MULTI_TAG")
+	resp := call(t, cl, 103, body, "brokerName", "broker-z", "brokerAddr", "127.0.0.1:4", "clusterName", "C",
+		"haServerAddr", "", "brokerId", "0", "compressed", "true",
+		"bodyCrc32", strconv.FormatInt(int64(crc32.ChecksumIEEE(body)&0x7FFFFFFF), 10))
+	wantCode(t, resp, remoting.CodeSuccess)
+	if !strings.Contains(string(resp.Body), `"Ordered":"broker-z:4"`) {
+		t.Fatalf("answer body %s", resp.Body)
+	}
+	rd := getRoute(t, cl, "Zipped")
+	if rd == nil || rd.QueueDatas[0].ReadQueueNums != 3 || rd.QueueDatas[0].WriteQueueNums != 5 || rd.QueueDatas[0].Perm != 6 {
+		t.Fatalf("route %+v", rd)
+	}
+	for _, bad := range [][]byte{
+		javaCompressedRegisterBody(t, "Zipped 3 5 6"),              // 4 fields
+		javaCompressedRegisterBody(t, "Zipped 3 5 6 NO_SUCH_TYPE"), // unknown filter type
+		javaCompressedRegisterBody(t, "Zipped x 5 6 SINGLE_TAG"),   // not a number
+		body[:len(body)/2], // truncated stream
+	} {
+		resp := call(t, cl, 103, bad, "brokerName", "broker-y", "brokerAddr", "127.0.0.1:5", "clusterName", "C",
+			"haServerAddr", "", "brokerId", "0", "compressed", "true")
+		if resp.Code != remoting.CodeSystemError {
+			t.Fatalf("bad compressed body: code %d", resp.Code)
+		}
+	}
+	if getRoute(t, cl, "Zipped").addrsOf("broker-y") != nil {
+		t.Fatal("a refused body registered")
 	}
 }

@@ -100,10 +100,12 @@ func (s *Server) registerBroker(_ context.Context, c *remoting.Conn, req *remoti
 		return s.refuse(req, c, fmt.Errorf("%w: brokerId %d < 0", remoting.ErrBadField, r.id))
 	case crc != 0 && crc != bodyCRC32(req.Body):
 		return s.refuse(req, c, fmt.Errorf("crc32 not match: header bodyCrc32 %d, body %d", crc, bodyCRC32(req.Body)))
-	case compressed:
-		return s.refuse(req, c, fmt.Errorf("compressed registration bodies are not supported; set compressedRegister=false on broker %s", r.name))
 	}
-	rb, err := parseRegisterBody(req.Body)
+	parse := parseRegisterBody
+	if compressed && len(req.Body) > 0 {
+		parse = parseCompressedRegisterBody
+	}
+	rb, err := parse(req.Body)
 	if err != nil {
 		return s.refuse(req, c, err)
 	}
@@ -112,6 +114,7 @@ func (s *Server) registerBroker(_ context.Context, c *remoting.Conn, req *remoti
 	s.log.Debug("broker registered", "cluster", r.cluster, "brokerName", r.name, "brokerId", r.id,
 		"brokerAddr", r.addr, "topics", len(r.topics), "remote", peerString(c))
 	resp := req.NewResponse(remoting.CodeSuccess, "")
+	resp.Body = s.orderTopicConfig()
 	if master != "" {
 		resp.SetExt("masterAddr", master)
 	}
