@@ -509,3 +509,20 @@ func TestNameServerCompressedRegistration(t *testing.T) {
 		t.Fatal("a refused body registered")
 	}
 }
+
+func TestReadOnlyBrokerRegistersItsPermission(t *testing.T) {
+	_, ns := nameServer(t, nil)
+	n := dialAddr(t, ns)
+	newEnv(t, func(bc *broker.Config, sc *server.Config) {
+		bc.BrokerPermission = 4 // read only
+		sc.Role, sc.NamesrvAddr = server.RoleBroker, []string{ns}
+	})
+	waitUntil(t, "registration", func() bool { return getRoute(t, n, "TBW102") != nil })
+	if rd := getRoute(t, n, "TBW102"); rd.QueueDatas[0].Perm != 4 {
+		t.Fatalf("TBW102 routed with perm %d, want the broker's 4", rd.QueueDatas[0].Perm)
+	}
+	single := newEnv(t, func(bc *broker.Config, _ *server.Config) { bc.BrokerPermission = 4 })
+	if rd := getRoute(t, single.cl, "TBW102"); rd.QueueDatas[0].Perm != 4 {
+		t.Fatalf("single node routes TBW102 with perm %d", rd.QueueDatas[0].Perm)
+	}
+}

@@ -79,6 +79,10 @@ func (r *registrar) registerAll(force bool) {
 	if !force && r.registered != nil && *r.registered == version {
 		return
 	}
+	for name, tc := range topics {
+		tc.Perm = r.s.routePerm(tc.Perm)
+		topics[name] = tc
+	}
 	addr := r.s.BrokerAddr()
 	if addr == "" {
 		return // not listening yet
@@ -250,6 +254,18 @@ func (r *registrar) topicUsed(topic string) {
 			r.registerAll(false)
 		}
 	}
+}
+
+// routePerm is the perm a topic is routed with: a broker that is not both
+// readable and writable (brokerPermission) registers its own permission
+// for every topic, as RocketMQ's registerBrokerAll, so that clients stop
+// sending to (or pulling from) it.
+func (s *Server) routePerm(topicPerm int) int {
+	bp := s.b.Config().BrokerPermission
+	if !config.IsWritable(bp) || !config.IsReadable(bp) {
+		return bp
+	}
+	return topicPerm
 }
 
 // SetBrokerID changes the broker id the server registers with (0 is the
