@@ -48,6 +48,9 @@ type Config struct {
 	// Index configures the index files (5,000,000 slots, 20,000,000
 	// items per file).
 	Index index.Config
+	// Writer, when set, stores the messages the broker writes instead of
+	// the store itself (see Writer; nil: the store).
+	Writer Writer
 }
 
 // Default values of BrokerConfig.
