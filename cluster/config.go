@@ -67,6 +67,10 @@ type Config struct {
 	SnapshotInterval  time.Duration
 	SnapshotThreshold uint64
 	TrailingLogs      uint64
+	// LogSegmentSize is the size of the Raft log's segment files
+	// (raft-wal's, 64 MiB). Compaction removes whole segments, so the
+	// log on disk is about TrailingLogs entries plus one segment.
+	LogSegmentSize int
 	// StateInterval is how often the leader replicates changed consumer
 	// offsets, delay offsets and topics (1 s).
 	StateInterval time.Duration
@@ -96,6 +100,7 @@ const (
 	DefaultStateInterval      = time.Second
 	DefaultApplyTimeout       = 10 * time.Second
 	DefaultScrubBytes         = 4 << 20
+	DefaultLogSegmentSize     = 64 << 20
 )
 
 func (c Config) withDefaults() Config {
@@ -119,6 +124,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.TrailingLogs == 0 {
 		c.TrailingLogs = DefaultTrailingLogs
+	}
+	if c.LogSegmentSize == 0 {
+		c.LogSegmentSize = DefaultLogSegmentSize
 	}
 	if c.ScrubBytes == 0 {
 		c.ScrubBytes = DefaultScrubBytes

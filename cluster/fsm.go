@@ -40,7 +40,10 @@ type fsm struct {
 	brokerName string
 	peers      []string // configured, canonical
 	syncFlush  bool
-	ident      *identityFile
+	// joined is set on a node added after the group started, whose
+	// peer list is longer than the group's first one.
+	joined bool
+	ident  *identityFile
 
 	mu sync.Mutex
 	// cursor is the CommitLog offset where the next applied record
@@ -130,7 +133,7 @@ func (f *fsm) apply(l *raft.Log) (*applyResult, bool) {
 		if err := json.Unmarshal(l.Data[1:], &g); err != nil {
 			return &applyResult{err: f.fail(fmt.Errorf("%w: group entry %d: %v", ErrDiverged, l.Index, err))}, false
 		}
-		return &applyResult{err: f.applyGroup(&g, true)}, false
+		return &applyResult{err: f.applyGroup(&g, !f.joined)}, false
 	}
 	return &applyResult{err: fmt.Errorf("%w: kind %d at index %d", ErrBadEntry, l.Data[0], l.Index)}, false
 }

@@ -74,8 +74,8 @@ func (g *group) nodeConfig(i int) cluster.NodeConfig {
 		BrokerName: "broker-a",
 		StoreHost:  netip.MustParseAddrPort(fmt.Sprintf("127.0.0.%d:10911", i+1)),
 		Cluster: cluster.Config{NodeID: g.peers[i].ID, Peers: g.peers,
-			HeartbeatTimeout: 300 * time.Millisecond, ElectionTimeout: 300 * time.Millisecond,
-			LeaderLeaseTimeout: 150 * time.Millisecond, CommitTimeout: 5 * time.Millisecond,
+			HeartbeatTimeout: time.Second, ElectionTimeout: time.Second,
+			LeaderLeaseTimeout: 500 * time.Millisecond, CommitTimeout: 5 * time.Millisecond,
 			StateInterval: 20 * time.Millisecond, Logger: logger()},
 	}
 	id := g.peers[i].ID
@@ -142,7 +142,7 @@ func (g *group) closeAll() {
 // leader waits for a writable leader and returns its index.
 func (g *group) leader() int {
 	g.t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(20 * time.Second)
 	for time.Now().Before(deadline) {
 		for i, n := range g.nodes {
 			if n != nil && n.Writable() {
@@ -151,7 +151,7 @@ func (g *group) leader() int {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
-	g.t.Fatal("no leader within 10 s")
+	g.t.Fatal("no leader within 20 s")
 	return -1
 }
 

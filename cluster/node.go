@@ -137,7 +137,7 @@ func (n *Node) openBroker() error {
 		return err
 	}
 	n.fsm = &fsm{b: n.b, store: n.b.Store(), log: n.log, nodeID: n.ccfg.NodeID, brokerName: n.cfg.BrokerName,
-		peers: peerList(n.ccfg.Peers), syncFlush: syncFlush,
+		peers: peerList(n.ccfg.Peers), syncFlush: syncFlush, joined: n.ccfg.Join,
 		ident: &identityFile{path: filepath.Join(n.cfg.Dir, "raft", "group.json")}}
 	return nil
 }
@@ -164,7 +164,8 @@ func (n *Node) openRaft(raftDir string) error {
 	// The WAL does not close a meta store it opened itself; this one is
 	// closed by closeWAL.
 	n.meta = &metadb.BoltMetaDB{}
-	if n.wal, err = wal.Open(filepath.Join(raftDir, "wal"), wal.WithMetaStore(n.meta)); err != nil {
+	if n.wal, err = wal.Open(filepath.Join(raftDir, "wal"), wal.WithMetaStore(n.meta),
+		wal.WithSegmentSize(n.ccfg.LogSegmentSize)); err != nil {
 		return errors.Join(fmt.Errorf("cluster: open the raft log: %w", err), n.meta.Close())
 	}
 	rc := raft.DefaultConfig()
@@ -176,7 +177,7 @@ func (n *Node) openRaft(raftDir string) error {
 	rc.SnapshotInterval, rc.SnapshotThreshold, rc.TrailingLogs = c.SnapshotInterval, c.SnapshotThreshold, c.TrailingLogs
 	rc.NoSnapshotRestoreOnStart = true // the CommitLog is the state
 	rc.NotifyCh = n.notify
-	rc.Logger = hclog.New(&hclog.LoggerOptions{Name: "raft", Level: hclog.Warn, Output: slogWriter{n.log}, DisableTime: true})
+	rc.Logger = hclog.New(&hclog.LoggerOptions{Name: "raft", Level: raftLogLevel(), Output: slogWriter{n.log}, DisableTime: true})
 	existing, err := raft.HasExistingState(n.wal, n.wal, n.snaps)
 	if err != nil {
 		return errors.Join(err, n.closeWAL())
@@ -499,3 +500,11 @@ func (w slogWriter) Write(p []byte) (int, error) {
 }
 
 var _ io.Writer = slogWriter{}
+
+// raftLogLevel is Warn, or ROCKETSTORE_RAFT_LOG (e.g. "info", "debug").
+func raftLogLevel() hclog.Level {
+	if v := os.Getenv("ROCKETSTORE_RAFT_LOG"); v != "" {
+		return hclog.LevelFromString(v)
+	}
+	return hclog.Warn
+}
