@@ -51,10 +51,11 @@ type Config struct {
 	// Transport carries Raft's RPCs (raft.NewTCPTransport, or an
 	// InmemTransport in tests). Required.
 	Transport raft.Transport
-	// HeartbeatTimeout and ElectionTimeout are Raft's (500 ms each).
+	// HeartbeatTimeout and ElectionTimeout are Raft's (1 s each): a
+	// leader is replaced about that long after it fails.
 	HeartbeatTimeout time.Duration
 	ElectionTimeout  time.Duration
-	// LeaderLeaseTimeout is Raft's (250 ms).
+	// LeaderLeaseTimeout is Raft's (500 ms).
 	LeaderLeaseTimeout time.Duration
 	// CommitTimeout is Raft's (10 ms).
 	CommitTimeout time.Duration
@@ -89,9 +90,9 @@ type Config struct {
 
 // Defaults of Config.
 const (
-	DefaultHeartbeatTimeout   = 500 * time.Millisecond
-	DefaultElectionTimeout    = 500 * time.Millisecond
-	DefaultLeaderLeaseTimeout = 250 * time.Millisecond
+	DefaultHeartbeatTimeout   = time.Second
+	DefaultElectionTimeout    = time.Second
+	DefaultLeaderLeaseTimeout = 500 * time.Millisecond
 	DefaultCommitTimeout      = 10 * time.Millisecond
 	DefaultMaxAppendEntries   = 256
 	DefaultSnapshotInterval   = 30 * time.Second

@@ -15,21 +15,26 @@ import (
 // the peer list: bind itself, or a proxy in front of it). Connections to
 // peers leave from bind's IP, so that a proxy or firewall between the
 // nodes can tell them apart even on one host (127.0.0.11, 127.0.0.12,
-// ...).
+// ...). An empty advertise is the bound address (bind may then have port
+// 0).
 func NewTCPTransport(bind, advertise string, logger *slog.Logger) (*raft.NetworkTransport, error) {
 	if logger == nil {
 		logger = slog.Default()
 	}
-	adv, err := net.ResolveTCPAddr("tcp", advertise)
-	if err != nil {
-		return nil, fmt.Errorf("%w: raft address %q: %v", ErrConfig, advertise, err)
-	}
-	if adv.IP == nil || adv.IP.IsUnspecified() {
-		return nil, fmt.Errorf("%w: raft address %q is not one peers can dial", ErrConfig, advertise)
-	}
 	ln, err := net.Listen("tcp", bind)
 	if err != nil {
 		return nil, fmt.Errorf("cluster: raft bind: %w", err)
+	}
+	if advertise == "" {
+		advertise = ln.Addr().String()
+	}
+	adv, err := net.ResolveTCPAddr("tcp", advertise)
+	if err == nil && (adv.IP == nil || adv.IP.IsUnspecified()) {
+		err = fmt.Errorf("%w: raft address %q is not one peers can dial", ErrConfig, advertise)
+	}
+	if err != nil {
+		_ = ln.Close()
+		return nil, fmt.Errorf("%w: raft address %q: %v", ErrConfig, advertise, err)
 	}
 	l := &tcpLayer{Listener: ln, adv: adv}
 	if ip := ln.Addr().(*net.TCPAddr).IP; !ip.IsUnspecified() {

@@ -27,7 +27,7 @@ type raftFileConfig struct {
 	Peers  []string `yaml:"peers"`
 	Join   bool     `yaml:"join"`
 	// HeartbeatTimeoutMs and ElectionTimeoutMs tune failure detection
-	// (500 each).
+	// (1000 each).
 	HeartbeatTimeoutMs int `yaml:"heartbeatTimeoutMs"`
 	ElectionTimeoutMs  int `yaml:"electionTimeoutMs"`
 	// SnapshotThreshold is the number of entries between snapshots (4096).
