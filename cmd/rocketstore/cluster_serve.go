@@ -183,3 +183,6 @@ wait:
 	log.Info("stopped")
 	return nil
 }
+
+// namesrvLine is the namesrvAddr line of a generated config file.
+func namesrvLine(list string) string { return "" }

@@ -85,6 +85,6 @@ getMessage semantics.`,
 		SilenceErrors: true,
 		SilenceUsage:  true,
 	}
-	root.AddCommand(newDemoCmd(), newVerifyCmd(), newReadCmd(), newStatsCmd(), newBenchCmd(), newServeCmd())
+	root.AddCommand(newDemoCmd(), newVerifyCmd(), newReadCmd(), newStatsCmd(), newBenchCmd(), newServeCmd(), newClusterDemoCmd())
 	return root
 }
