@@ -56,7 +56,7 @@ the files are written into DIR.`,
 				fmt.Fprintf(out, "  n%d: name server %s, broker %s, raft 127.0.0.1:%d, config %s\n", i+1, cn.addr, cn.brokerAddr,
 					port+1000+i, filepath.Join(dir, fmt.Sprintf("n%d.yaml", i+1)))
 			}
-			fmt.Fprintf(out, "clients: name server %s (e.g. cd e2e && go run ./example -namesrv '%s')\n", nsList, nsList)
+			fmt.Fprintf(out, "clients: name server %s (e.g. cd e2e && go run ./example -namesrv %s)\n", nsList, nodes[0].addr)
 			t := time.NewTicker(time.Second)
 			defer t.Stop()
 			leader := ""
