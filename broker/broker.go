@@ -71,7 +71,7 @@ func (b *Broker) loadConfig() error {
 	var err error
 	b.topics, err = config.LoadTopics(b.fs, config.TopicOptions{AutoCreateTopicEnable: !b.cfg.DisableAutoCreateTopic,
 		DefaultTopicQueueNums: b.cfg.DefaultTopicQueueNums, ScheduleQueueNums: len(b.cfg.Store.DelayLevels),
-		Now: b.cfg.Store.Now})
+		Now: b.cfg.Store.Now, SingleQueueTopics: b.systemTopics()})
 	if err != nil {
 		return err
 	}

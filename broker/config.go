@@ -51,6 +51,29 @@ type Config struct {
 	// Writer, when set, stores the messages the broker writes instead of
 	// the store itself (see Writer; nil: the store).
 	Writer Writer
+
+	// BrokerClusterName names the cluster; the broker creates
+	// {BrokerClusterName}_REPLY_TOPIC at start for request-reply
+	// ("DefaultCluster").
+	BrokerClusterName string
+	// TraceOff turns off traceOn (true): send responses then carry
+	// TRACE_ON=false, and the clients write no producer trace records.
+	TraceOff bool
+	// RegionID is regionId, the MSG_REGION of send responses
+	// ("DefaultRegion").
+	RegionID string
+	// TraceTopicEnable is traceTopicEnable (false): create
+	// MsgTraceTopicName (1 queue) at start.
+	TraceTopicEnable bool
+	// MsgTraceTopicName is msgTraceTopicName (RMQ_SYS_TRACE_TOPIC).
+	MsgTraceTopicName string
+	// EnablePropertyFilter is enablePropertyFilter (false): whether SQL92
+	// subscriptions are evaluated. When off they are refused with
+	// SYSTEM_ERROR, as RocketMQ does.
+	EnablePropertyFilter bool
+	// Transaction configures transactional messages (see
+	// TransactionConfig).
+	Transaction TransactionConfig
 }
 
 // Default values of BrokerConfig.
@@ -89,6 +112,7 @@ func (c Config) withDefaults() Config {
 	if c.FlushDelayOffsetInterval == 0 {
 		c.FlushDelayOffsetInterval = DefaultFlushDelayOffsetInterval
 	}
+	c = c.withFeatureDefaults()
 	if len(c.Store.DelayLevels) == 0 {
 		c.Store.DelayLevels = engine.DefaultDelayLevels()
 	}
@@ -124,5 +148,5 @@ func (c Config) Validate() error {
 	case c.ShortPollingTime < 0 || c.FlushConsumerOffsetInterval < 0 || c.FlushDelayOffsetInterval < 0:
 		return fmt.Errorf("%w: negative interval", ErrConfig)
 	}
-	return nil
+	return c.validateFeatures()
 }

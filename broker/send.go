@@ -80,10 +80,11 @@ type SendResult struct {
 var validTopic = regexp.MustCompile(`^[%|a-zA-Z0-9_-]+$`)
 
 // notAllowedSendTopics are system topics producers may not write
-// (TopicValidator.NOT_ALLOWED_SEND_TOPIC_SET).
+// (RocketMQ 4.9's TopicValidator.NOT_ALLOWED_SEND_TOPIC_SET; the trace
+// topic is not among them: traced clients write it).
 var notAllowedSendTopics = map[string]bool{
 	config.SelfTestTopic: true, config.ScheduleTopic: true, config.TransHalfTopic: true,
-	"RMQ_SYS_TRANS_OP_HALF_TOPIC": true, "TRANS_CHECK_MAX_TIME_TOPIC": true, "RMQ_SYS_TRACE_TOPIC": true,
+	TransOpHalfTopic: true, "TRANS_CHECK_MAX_TIME_TOPIC": true, config.OffsetMovedEventTopic: true,
 }
 
 // ErrBadBatch reports a SEND_BATCH_MESSAGE body that does not decode.

@@ -46,7 +46,7 @@ func openCheckpoint(fs backend.FS, name string, now int64) (cp *StoreCheckpoint,
 		// Its first flush must not be lost with its name.
 		if err := fs.SyncDir(path.Dir(name)); err != nil {
 			seg.Close()
-			return nil, false, fmt.Errorf("%w: sync dir of checkpoint %s: %v", ErrFlushFailed, name, err)
+			return nil, false, fmt.Errorf("%w: sync dir of checkpoint %s: %w", ErrFlushFailed, name, err)
 		}
 		return &StoreCheckpoint{seg: seg}, false, nil
 	}
@@ -142,7 +142,7 @@ func (c *StoreCheckpoint) Flush() error {
 		return fmt.Errorf("write checkpoint: %w", err)
 	}
 	if err := c.seg.Sync(0, checkpointUsedBytes); err != nil {
-		return fmt.Errorf("%w: sync checkpoint: %v", ErrFlushFailed, err)
+		return fmt.Errorf("%w: sync checkpoint: %w", ErrFlushFailed, err)
 	}
 	return nil
 }

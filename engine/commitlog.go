@@ -62,6 +62,9 @@ type CommitLog struct {
 	topicQueueTable map[topicQueueKey]int64
 	lastStoreTs     int64
 	blank           [record.BlankLength]byte
+	// prefaultMark is the CommitLog offset at which the put path next
+	// moves the write-prefaulted window ahead (see allocator.prefaultAhead).
+	prefaultMark int64
 }
 
 func newCommitLog(fs backend.FS, dir string, cfg *Config) *CommitLog {
@@ -129,6 +132,7 @@ func (c *CommitLog) put(m *record.Message, o *Origin) (PutResult, error) {
 	}
 	mf.publish(end)
 	mf.storeTimestamp.Store(ts)
+	c.prefaultAhead(mf, end)
 	if advance {
 		c.topicQueueTable[key] = qoff + 1
 	}
@@ -175,6 +179,7 @@ func (c *CommitLog) putBatch(msgs []*record.Message, o *Origin) (PutResult, erro
 	// The whole batch becomes visible at once.
 	mf.publish(pos)
 	mf.storeTimestamp.Store(ts)
+	c.prefaultAhead(mf, pos)
 	c.topicQueueTable[key] = qoff + int64(len(msgs))
 	return res, nil
 }
@@ -196,6 +201,15 @@ func checkBatch(msgs []*record.Message) error {
 		}
 	}
 	return nil
+}
+
+// prefaultAhead moves the write-prefaulted window once every prefaultStep
+// bytes. The caller holds mu.
+func (c *CommitLog) prefaultAhead(mf *MappedFile, pos int64) {
+	if off := mf.fileFromOffset + pos; off >= c.prefaultMark && c.q.alloc != nil {
+		c.prefaultMark = off + prefaultStep
+		c.q.alloc.prefaultAhead(mf, pos)
+	}
 }
 
 // checkFits rejects records that could never fit in one file, which would

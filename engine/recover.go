@@ -33,6 +33,13 @@ type RecoveryReport struct {
 	// ConsumeQueuesRebuilt is set when the ConsumeQueues were inconsistent
 	// with the CommitLog and were rebuilt from it entirely.
 	ConsumeQueuesRebuilt bool
+	// Damaged lists the damaged CommitLog ranges that recovery kept in
+	// place and skipped (nothing in them is dispatched) because intact
+	// records follow them; see recoverdamage.go.
+	Damaged []DamagedRange
+	// TruncatedAtDamage is set when recovery could not tell damage from a
+	// torn tail and, as the config allowed, cut the CommitLog there.
+	TruncatedAtDamage bool
 }
 
 // recover brings the CommitLog and ConsumeQueues to a consistent state:
@@ -191,7 +198,7 @@ func (s *Store) syncRange(from, to int64) error {
 			continue
 		}
 		if err := mf.seg.Sync(lo, hi-lo); err != nil {
-			return fmt.Errorf("%w: sync recovered %s [%d,%d): %v", ErrFlushFailed, mf.name, lo, hi, err)
+			return fmt.Errorf("%w: sync recovered %s [%d,%d): %w", ErrFlushFailed, mf.name, lo, hi, err)
 		}
 	}
 	return nil

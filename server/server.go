@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net"
 	"sync"
@@ -25,6 +26,16 @@ type Server struct {
 	metrics *Metrics
 
 	brokerAddr atomic.Pointer[string]
+	brokerID   atomic.Int64
+	routes     *routeTable // name-server role: registered brokers
+	reg        *registrar  // broker role with NamesrvAddr: registration
+
+	// Admin state (admin_*.go).
+	clientTable *clientTable
+	stats       *statsTable
+	kv          *kvTable
+	statsDone   chan struct{}
+	storeDir    string
 
 	// Held pulls. Invariant: once closing is set under pullMu no pull is
 	// added to pullWG, so Shutdown can wait for the held ones.
@@ -42,9 +53,13 @@ type Server struct {
 
 // New returns a server for b; it serves nothing until Listen or Serve.
 // The caller keeps ownership of b and closes it after Shutdown or Close.
+// b may be nil only for Config.Role RoleNameServer.
 func New(b *broker.Broker, cfg Config) (*Server, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
+	}
+	if cfg.Role.hasBroker() && b == nil {
+		return nil, fmt.Errorf("%w: role %s needs a broker", ErrConfig, cfg.Role)
 	}
 	cfg = cfg.withDefaults()
 	s := &Server{b: b, cfg: cfg, log: cfg.Logger, mux: remoting.NewMux(), metrics: cfg.Metrics,
@@ -56,11 +71,14 @@ func New(b *broker.Broker, cfg Config) (*Server, error) {
 		a := cfg.BrokerAddr
 		s.brokerAddr.Store(&a)
 	}
+	s.initRoles()
 	s.register()
 	opts := cfg.Remoting
 	userClose := opts.OnClose
 	opts.OnClose = func(c *remoting.Conn, reason error) {
 		s.clients.connClosed(c)
+		s.brokerConnClosed(c)
+		s.adminConnClosed(c)
 		if userClose != nil {
 			userClose(c, reason)
 		}
@@ -70,21 +88,27 @@ func New(b *broker.Broker, cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s.rs = rs
-	if s.metrics != nil {
+	if s.metrics != nil && b != nil {
 		s.metrics.attach(s)
 	}
+	s.startAdmin()
 	go s.housekeeping()
+	s.startRegistrar()
 	return s, nil
 }
 
-// handler wraps the mux with metrics.
+// handler wraps the mux with metrics and the WARN log of refused
+// header fields.
 func (s *Server) handler() remoting.Handler {
-	if s.metrics == nil {
-		return s.mux
-	}
 	return remoting.HandlerFunc(func(ctx context.Context, c *remoting.Conn, req *remoting.RemotingCommand) (*remoting.RemotingCommand, error) {
-		s.metrics.request(req.Code)
-		return s.mux.Handle(ctx, c, req)
+		if s.metrics != nil {
+			s.metrics.request(req.Code)
+		}
+		resp, err := s.mux.Handle(ctx, c, req)
+		if resp != nil && resp.Code == remoting.CodeSystemError {
+			s.warnHeaderRefused(c, req, resp)
+		}
+		return resp, err
 	})
 }
 
@@ -130,6 +154,7 @@ func (s *Server) Broker() *broker.Broker { return s.b }
 // connections. If ctx ends first the connections are closed at once and
 // ctx's error returned. The broker stays open.
 func (s *Server) Shutdown(ctx context.Context) error {
+	s.stopRegistrar(ctx, true)
 	s.stopPulls()
 	err := s.rs.Shutdown(ctx)
 	s.stopHousekeeping()
@@ -139,6 +164,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 // Close closes every connection at once, dropping held pulls, and waits
 // for the server's goroutines. The broker stays open.
 func (s *Server) Close() error {
+	s.stopRegistrar(context.Background(), false)
 	s.stopPulls()
 	err := s.rs.Close()
 	s.stopHousekeeping()
@@ -158,6 +184,7 @@ func (s *Server) stopPulls() {
 func (s *Server) stopHousekeeping() {
 	s.closeOnce.Do(func() { close(s.stop) })
 	<-s.done
+	s.stopAdmin()
 }
 
 // housekeeping expires silent clients and stale locks
@@ -173,6 +200,7 @@ func (s *Server) housekeeping() {
 		case <-t.C:
 			s.clients.expire()
 			s.locks.expire()
+			s.expireBrokers()
 		}
 	}
 }

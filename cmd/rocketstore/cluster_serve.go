@@ -95,6 +95,7 @@ func startClusterNode(nc server.NodeConfig, rc *raftFileConfig, log *slog.Logger
 		return nil, err
 	}
 	mu.Lock()
+	nc.Server.BrokerID = cn.node.BrokerID()
 	cn.srv, err = server.New(cn.node.Broker(), nc.Server)
 	if err == nil {
 		setBrokerID(cn.srv, cn.node.BrokerID())
@@ -115,9 +116,10 @@ func startClusterNode(nc server.NodeConfig, rc *raftFileConfig, log *slog.Logger
 	return cn, nil
 }
 
-// setBrokerID tells the server its broker id (registration with the name
-// servers of namesrvAddr).
-func setBrokerID(s *server.Server, id int64) { _ = s; _ = id }
+// setBrokerID tells the server its broker id: it re-registers with every
+// name server of namesrvAddr at once, so that routes name the new leader
+// as brokerId 0.
+func setBrokerID(s *server.Server, id int64) { s.SetBrokerID(id) }
 
 // dialable turns a listener address into one clients can dial.
 func dialable(a net.Addr) string {
@@ -185,4 +187,4 @@ wait:
 }
 
 // namesrvLine is the namesrvAddr line of a generated config file.
-func namesrvLine(list string) string { return "" }
+func namesrvLine(list string) string { return "namesrvAddr: " + list + "\n" }

@@ -23,8 +23,8 @@ import (
 // and broker in one process.
 func newServeCmd() *cobra.Command {
 	var (
-		dir, listen, configFile, metricsAddr, logLevel, logFormat string
-		shutdownTimeout                                           time.Duration
+		dir, listen, configFile, metricsAddr, logLevel, logFormat, role string
+		shutdownTimeout                                                 time.Duration
 	)
 	cmd := &cobra.Command{
 		Use:   "serve [--dir DIR] [--listen ADDR] [--config FILE] [--metrics ADDR]",
@@ -66,6 +66,9 @@ finish, consumer offsets are persisted and the store is flushed and closed.`,
 			if cmd.Flags().Changed("listen") {
 				nc.Listen = listen
 			}
+			if nc.Server.Role, err = server.ParseRole(role); err != nil {
+				return &exitCodeError{code: exitError, err: err}
+			}
 			nc.Server.Logger = logger
 			nc.Broker.Store.Logger = logger
 			var metrics *server.Metrics
@@ -84,6 +87,7 @@ finish, consumer offsets are persisted and the store is flushed and closed.`,
 	f.StringVar(&listen, "listen", "127.0.0.1:9876", "name-server (and broker) address")
 	f.StringVar(&configFile, "config", "", "YAML config file with RocketMQ setting names")
 	f.StringVar(&metricsAddr, "metrics", "", "serve Prometheus metrics at http://ADDR/metrics (e.g. 127.0.0.1:9100)")
+	f.StringVar(&role, "role", "both", "roles to run: both (name server and broker), broker (registers with namesrvAddr) or namesrv")
 	f.StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	f.StringVar(&logFormat, "log-format", "text", "log format: text or json")
 	f.DurationVar(&shutdownTimeout, "shutdown-timeout", 30*time.Second, "how long a graceful shutdown may take")
@@ -117,10 +121,15 @@ func runServe(parent context.Context, nc server.NodeConfig, metrics *server.Metr
 	if err != nil {
 		return &exitCodeError{code: exitError, err: err}
 	}
-	log.Info("rocketstore serving", "nameServer", n.Addr, "broker", n.BrokerAddr, "dir", nc.Dir,
-		"brokerName", n.Server.Config().BrokerName, "cluster", n.Server.Config().ClusterName,
-		"flushDiskType", n.Broker.Store().Config().FlushDiskType.String(),
-		"recovery", fmt.Sprintf("%+v", n.Broker.Store().Recovery()))
+	if n.Broker == nil {
+		log.Info("rocketstore name server serving", "nameServer", n.Addr)
+	} else {
+		log.Info("rocketstore serving", "role", nc.Server.Role.String(), "nameServer", n.Addr, "broker", n.BrokerAddr,
+			"namesrvAddr", strings.Join(nc.Server.NamesrvAddr, ";"), "dir", nc.Dir,
+			"brokerName", n.Server.Config().BrokerName, "cluster", n.Server.Config().ClusterName,
+			"flushDiskType", n.Broker.Store().Config().FlushDiskType.String(),
+			"recovery", fmt.Sprintf("%+v", n.Broker.Store().Recovery()))
+	}
 
 	var hs *http.Server
 	if metrics != nil {
