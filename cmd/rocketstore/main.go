@@ -85,6 +85,7 @@ getMessage semantics.`,
 		SilenceErrors: true,
 		SilenceUsage:  true,
 	}
-	root.AddCommand(newDemoCmd(), newVerifyCmd(), newReadCmd(), newStatsCmd(), newBenchCmd(), newServeCmd(), newAdminCmd())
+	root.AddCommand(newDemoCmd(), newVerifyCmd(), newReadCmd(), newStatsCmd(), newBenchCmd(), newServeCmd(), newAdminCmd(),
+		newClusterDemoCmd())
 	return root
 }

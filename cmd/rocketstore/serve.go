@@ -57,8 +57,10 @@ finish, consumer offsets are persisted and the store is flushed and closed.`,
 				return &exitCodeError{code: exitError, err: err}
 			}
 			nc := server.NodeConfig{Dir: "./rocketstore-data", Listen: "127.0.0.1:9876"}
+			var rc *raftFileConfig // a replica of a broker group (cluster_serve.go)
 			if configFile != "" {
-				fc, err := server.LoadFileConfig(configFile)
+				var fc *server.FileConfig
+				fc, rc, err = loadServeConfig(configFile)
 				if err != nil {
 					return &exitCodeError{code: exitError, err: err}
 				}
@@ -81,6 +83,9 @@ finish, consumer offsets are persisted and the store is flushed and closed.`,
 			if metricsAddr != "" {
 				metrics = server.NewMetrics(nc.Dir)
 				nc.Server.Metrics = metrics
+			}
+			if rc != nil {
+				return runClusterServe(cmd.Context(), nc, rc, shutdownTimeout, logger)
 			}
 			var extras []serveExtra
 			if consoleFlag != "" {
