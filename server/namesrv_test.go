@@ -454,8 +454,8 @@ func TestNameServerOnlyServesKVConfig(t *testing.T) {
 	if resp.ExtFields["value"] != "broker-a:4" {
 		t.Fatalf("kv %v", resp.ExtFields)
 	}
-	// Codes that read a local broker are not served without one.
-	for _, code := range []int32{205, 224, 322, remoting.CodeHeartBeat, remoting.CodePullMessage} {
+	// Broker codes are not served without a broker.
+	for _, code := range []int32{remoting.CodeHeartBeat, remoting.CodePullMessage, remoting.CodeSendMessage} {
 		wantCode(t, call(t, cl, code, nil, "brokerName", "b", "cluster", "c"), remoting.CodeRequestCodeNotSupported)
 	}
 }
