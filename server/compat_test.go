@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -127,6 +128,24 @@ func TestRefusalsLoggedAtWarn(t *testing.T) {
 	}
 }
 
+// syncBuffer is a bytes.Buffer safe for a logger and a test.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
 func warnLogger(w io.Writer) *slog.Logger {
 	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelWarn}))
 }
@@ -138,7 +157,7 @@ func rawJSONRequest(t *testing.T, header string, body []byte) *remoting.Remoting
 	frame := binary.BigEndian.AppendUint32(nil, uint32(4+len(header)+len(body)))
 	frame = binary.BigEndian.AppendUint32(frame, uint32(len(header)))
 	frame = append(append(frame, header...), body...)
-	cmd, err := remoting.ReadFrame(bytes.NewReader(frame), 1<<20)
+	cmd, err := remoting.DecodeFrame(frame, 1<<20)
 	if err != nil {
 		t.Fatal(err)
 	}

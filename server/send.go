@@ -15,8 +15,8 @@ import (
 // fields (codes 310 and 320).
 var (
 	sendFields = [...]string{"producerGroup", "topic", "defaultTopic", "defaultTopicQueueNums", "queueId", "sysFlag",
-		"bornTimestamp", "flag", "properties", "reconsumeTimes", "unitMode", "maxReconsumeTimes", "batch"}
-	sendFieldsV2 = [...]string{"a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "k", "l", "m"}
+		"bornTimestamp", "flag", "properties", "reconsumeTimes", "unitMode", "maxReconsumeTimes"}
+	sendFieldsV2 = [...]string{"a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "k", "l"}
 )
 
 // sendHeader decodes a send request's header, V1 or V2. A V2 header is
@@ -44,7 +44,11 @@ func sendHeader(req *remoting.RemotingCommand) (*broker.SendRequest, error) {
 		UnitMode:              f.OptBool(names[10], false),
 		Body:                  req.Body,
 	}
-	batch, err := batchFlag(req, names[12])
+	batchName := "batch"
+	if names == &sendFieldsV2 {
+		batchName = "m"
+	}
+	batch, err := batchFlag(req, batchName)
 	if err != nil {
 		return nil, err
 	}
