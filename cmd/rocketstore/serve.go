@@ -43,6 +43,10 @@ mapedFileSizeCommitLog, maxMessageSize, messageDelayLevel, autoCreateTopicEnable
 (aclEnable, aclFile, tlsServerMode, tlsServerCertPath, tlsServerKeyPath and the
 limits) are described in README "Security".
 
+--role broker runs the broker only and --role namesrv the name server only (no
+store); a broker registers with every name server of the YAML key namesrvAddr
+("host:port;host:port"), as RocketMQ's brokers do.
+
 Everything binds to loopback unless told otherwise: --listen defaults to
 127.0.0.1:9876, and --metrics given only a port (":9100" or "9100") binds
 127.0.0.1; name 0.0.0.0 or an interface address to expose it (the metrics
