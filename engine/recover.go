@@ -125,10 +125,16 @@ func (s *Store) abnormalStartFile(files []*MappedFile) int {
 // stopped there.
 func (s *Store) scanCommitLog(files []*MappedFile, dispatch bool) (end int64, stop, dispatchErr error) {
 	checkCRC := !s.cfg.SkipCRCOnRecover && !s.cfg.Unsafe.NoCRCCheck
+	// One Request for the whole scan: Apply takes its address, so a
+	// Request per record would be a heap allocation per record.
+	var req dispatchRequest
 	for i, mf := range files {
 		b := mf.seg.View(0, mf.fileSize)
 		for pos := int64(0); ; {
-			req, size, blank, err := s.parser.Parse(b[pos:], mf.fileFromOffset+pos, checkCRC)
+			var size int32
+			var blank bool
+			var err error
+			req, size, blank, err = s.parser.Parse(b[pos:], mf.fileFromOffset+pos, checkCRC)
 			if err != nil {
 				return mf.fileFromOffset + pos, fmt.Errorf("%s at %d: %w", mf.name, pos, err), dispatchErr
 			}
