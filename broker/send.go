@@ -176,15 +176,12 @@ func (b *Broker) SendMessage(ctx context.Context, req *SendRequest) SendResult {
 	if qid < 0 {
 		qid = int32(rand.IntN(99999999) % max(1, tc.WriteQueueNums))
 	}
-	if record.TransactionType(req.SysFlag) == record.TransactionPrepared {
-		return SendResult{Code: NoPermission, Remark: "the broker does not support transaction messages"}
-	}
 	if req.Batch {
 		return b.sendBatch(ctx, req, qid)
 	}
 	props := record.ParseProperties([]byte(req.Properties))
-	if v, _ := strconv.ParseBool(props[record.PropertyTransactionPrep]); v {
-		return SendResult{Code: NoPermission, Remark: "the broker does not support transaction messages"}
+	if isHalfMessage(req, props) {
+		return b.prepareTransaction(ctx, req, qid, props)
 	}
 	topic := req.Topic
 	if strings.HasPrefix(topic, config.RetryGroupTopicPrefix) {

@@ -5,6 +5,8 @@ import (
 	"log/slog"
 	"net/netip"
 	"time"
+
+	"github.com/rocketstore/rocketstore/internal/defaults"
 )
 
 // FlushDiskType selects when a put is acknowledged relative to the disk.
@@ -102,6 +104,13 @@ type Config struct {
 	// or at any hour when the disk is over 75 % full; see
 	// RetentionPolicy). The clean service runs unless Manual is set.
 	Retention RetentionPolicy
+	// OnUndecidableDamage says what recovery does with a damaged CommitLog
+	// record that intact records follow, when it cannot prove that the
+	// damage lies in the part of the log that was durable before a crash
+	// (DamageRefuse: Open fails naming the file and offset). Damage it
+	// can prove is always skipped and reported (RecoveryReport.Damaged);
+	// a torn tail with nothing intact after it is always truncated.
+	OnUndecidableDamage DamagePolicy
 	// Unsafe is for tests only: each field disables one safety step so
 	// that the crash tests can show they catch its absence. Never set it
 	// on a real store.
@@ -131,6 +140,19 @@ type Unsafe struct {
 	// NoCRCCheck skips the body CRC check on recovery (as
 	// SkipCRCOnRecover).
 	NoCRCCheck bool
+	// TruncateAtDamage cuts the CommitLog at the first damaged record,
+	// as RocketMQ does, instead of resynchronising past it.
+	TruncateAtDamage bool
+	// IgnoreDispatchErrors lets the dispatcher step over a record whose
+	// dispatch failed instead of retrying it.
+	IgnoreDispatchErrors bool
+	// NoRecoverySync skips the sync of the recovered CommitLog range
+	// after a crash (records that only the page cache held are then
+	// reported as flushed).
+	NoRecoverySync bool
+	// NoRedirty leaves the pages of a failed CommitLog sync clean, as
+	// Linux marks them, instead of writing them again.
+	NoRedirty bool
 }
 
 // Default values, as in RocketMQ 4.9.4.
@@ -149,50 +171,28 @@ func DefaultDelayLevels() []time.Duration {
 
 // withDefaults returns c with every zero field replaced by its default.
 func (c Config) withDefaults() Config {
-	def := func(p *time.Duration, v time.Duration) {
-		if *p == 0 {
-			*p = v
-		}
-	}
-	defInt := func(p *int, v int) {
-		if *p == 0 {
-			*p = v
-		}
-	}
-	if c.CommitLogFileSize == 0 {
-		c.CommitLogFileSize = DefaultCommitLogFileSize
-	}
-	if c.ConsumeQueueUnits == 0 {
-		c.ConsumeQueueUnits = DefaultConsumeQueueUnits
-	}
-	def(&c.SyncFlushTimeout, 5*time.Second)
-	def(&c.FlushIntervalCommitLog, 500*time.Millisecond)
-	def(&c.FlushCommitLogThoroughInterval, 10*time.Second)
-	def(&c.FlushIntervalConsumeQueue, time.Second)
-	def(&c.FlushConsumeQueueThoroughInterval, 60*time.Second)
-	defInt(&c.FlushCommitLogLeastPages, 4)
-	defInt(&c.FlushConsumeQueueLeastPages, 2)
-	defInt(&c.MaxMessageSize, DefaultMaxMessageSize)
-	defInt(&c.MaxTransferBytesOnMessageInMemory, 256*1024)
-	defInt(&c.MaxTransferCountOnMessageInMemory, 32)
-	defInt(&c.MaxTransferBytesOnMessageInDisk, 64*1024)
-	defInt(&c.MaxTransferCountOnMessageInDisk, 8)
-	defInt(&c.AccessMessageInMemoryMaxRatio, 40)
-	if c.TotalPhysicalMemory == 0 {
-		c.TotalPhysicalMemory = physicalMemory()
-	}
+	defaults.Set(&c.CommitLogFileSize, DefaultCommitLogFileSize)
+	defaults.Set(&c.ConsumeQueueUnits, DefaultConsumeQueueUnits)
+	defaults.Set(&c.SyncFlushTimeout, 5*time.Second)
+	defaults.Set(&c.FlushIntervalCommitLog, 500*time.Millisecond)
+	defaults.Set(&c.FlushCommitLogThoroughInterval, 10*time.Second)
+	defaults.Set(&c.FlushIntervalConsumeQueue, time.Second)
+	defaults.Set(&c.FlushConsumeQueueThoroughInterval, 60*time.Second)
+	defaults.Set(&c.FlushCommitLogLeastPages, 4)
+	defaults.Set(&c.FlushConsumeQueueLeastPages, 2)
+	defaults.Set(&c.MaxMessageSize, DefaultMaxMessageSize)
+	defaults.Set(&c.MaxTransferBytesOnMessageInMemory, 256*1024)
+	defaults.Set(&c.MaxTransferCountOnMessageInMemory, 32)
+	defaults.Set(&c.MaxTransferBytesOnMessageInDisk, 64*1024)
+	defaults.Set(&c.MaxTransferCountOnMessageInDisk, 8)
+	defaults.Set(&c.AccessMessageInMemoryMaxRatio, 40)
+	defaults.Lazy(&c.TotalPhysicalMemory, physicalMemory)
 	if !c.StoreHost.IsValid() {
 		c.StoreHost = netip.AddrPortFrom(netip.AddrFrom4([4]byte{127, 0, 0, 1}), 10911)
 	}
-	if len(c.DelayLevels) == 0 {
-		c.DelayLevels = DefaultDelayLevels()
-	}
-	if c.Logger == nil {
-		c.Logger = slog.Default()
-	}
-	if c.Now == nil {
-		c.Now = wallMillis()
-	}
+	defaults.Lazy(&c.DelayLevels, DefaultDelayLevels)
+	defaults.Set(&c.Logger, slog.Default())
+	defaults.Lazy(&c.Now, wallMillis)
 	return c
 }
 
@@ -211,6 +211,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: MaxMessageSize %d is negative", ErrConfig, c.MaxMessageSize)
 	case c.FlushDiskType != AsyncFlush && c.FlushDiskType != SyncFlush:
 		return fmt.Errorf("%w: unknown FlushDiskType %d", ErrConfig, c.FlushDiskType)
+	case c.OnUndecidableDamage < DamageRefuse || c.OnUndecidableDamage > DamageSkip:
+		return fmt.Errorf("%w: unknown OnUndecidableDamage %d", ErrConfig, c.OnUndecidableDamage)
 	case c.AccessMessageInMemoryMaxRatio < 0 || c.AccessMessageInMemoryMaxRatio > 100:
 		return fmt.Errorf("%w: AccessMessageInMemoryMaxRatio %d not in 0..100", ErrConfig, c.AccessMessageInMemoryMaxRatio)
 	}

@@ -96,7 +96,11 @@ func runBench(cmd *cobra.Command, o benchOptions) error {
 	rep, err := bench.Run(ctx, bench.Options{Spec: bench.DefaultSpec(o.quick), Dir: o.tmp, Backends: backends,
 		Progress: func(done, total int, step string) {
 			if !tty {
-				fmt.Fprintf(stderr, "[%d/%d] %s\n", done+1, total, step)
+				if done < total { // the last call reports the end, not a step
+					fmt.Fprintf(stderr, "[%d/%d] %s\n", done+1, total, step)
+				} else {
+					fmt.Fprintf(stderr, "%d workloads done\n", total)
+				}
 				return
 			}
 			if bar == nil {
@@ -230,7 +234,7 @@ func plotBench(file string, rep *bench.Report) error {
 			continue
 		}
 		if r.MsgsPerS > 0 {
-			names = append(names, strings.TrimPrefix(r.Name(), ""))
+			names = append(names, r.Name())
 			ours = append(ours, floor(r.MsgsPerS))
 			b, p := 0.0, 0.0 // absent
 			if r.Bound != nil {
