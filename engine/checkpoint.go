@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"log/slog"
 	"path"
 	"sync"
 
@@ -37,8 +38,20 @@ type StoreCheckpoint struct {
 // openCheckpoint opens or creates the checkpoint file. valid is false when
 // the file was missing or held values that cannot be timestamps; the
 // timestamps are then 0, which makes recovery start from the first file.
-func openCheckpoint(fs backend.FS, name string, now int64) (cp *StoreCheckpoint, valid bool, err error) {
+func openCheckpoint(fs backend.FS, name string, now int64, log *slog.Logger) (cp *StoreCheckpoint, valid bool, err error) {
 	seg, err := fs.Open(name)
+	if err == nil && seg.Size() < checkpointUsedBytes {
+		// A short checkpoint holds no timestamps, like a missing one
+		// (issue 11): recovery replays from the first file, and a
+		// full-sized checkpoint replaces it.
+		log.Warn("checkpoint too short to hold its timestamps; replaced, and recovery replays the commitlog from its first file",
+			"file", name, "size", seg.Size(), "want", checkpointSize)
+		seg.Close()
+		if err = fs.Remove(name); err != nil {
+			return nil, false, fmt.Errorf("replace short checkpoint %s: %w", name, err)
+		}
+		err = backend.ErrNotExist
+	}
 	if errors.Is(err, backend.ErrNotExist) {
 		if seg, err = fs.Create(name, checkpointSize); err != nil {
 			return nil, false, fmt.Errorf("create checkpoint %s: %w", name, err)
@@ -46,16 +59,12 @@ func openCheckpoint(fs backend.FS, name string, now int64) (cp *StoreCheckpoint,
 		// Its first flush must not be lost with its name.
 		if err := fs.SyncDir(path.Dir(name)); err != nil {
 			seg.Close()
-			return nil, false, fmt.Errorf("%w: sync dir of checkpoint %s: %v", ErrFlushFailed, name, err)
+			return nil, false, fmt.Errorf("%w: sync dir of checkpoint %s: %w", ErrFlushFailed, name, err)
 		}
 		return &StoreCheckpoint{seg: seg}, false, nil
 	}
 	if err != nil {
 		return nil, false, fmt.Errorf("open checkpoint %s: %w", name, err)
-	}
-	if seg.Size() < checkpointUsedBytes {
-		seg.Close()
-		return nil, false, fmt.Errorf("%w: checkpoint %s is %d bytes, want %d", ErrCorruptStore, name, seg.Size(), checkpointSize)
 	}
 	cp = &StoreCheckpoint{seg: seg}
 	ts, valid := decodeCheckpoint(seg.View(0, checkpointUsedBytes), now)
@@ -142,7 +151,7 @@ func (c *StoreCheckpoint) Flush() error {
 		return fmt.Errorf("write checkpoint: %w", err)
 	}
 	if err := c.seg.Sync(0, checkpointUsedBytes); err != nil {
-		return fmt.Errorf("%w: sync checkpoint: %v", ErrFlushFailed, err)
+		return fmt.Errorf("%w: sync checkpoint: %w", ErrFlushFailed, err)
 	}
 	return nil
 }

@@ -170,7 +170,7 @@ func (mf *MappedFile) flush(leastPages int) (int64, error) {
 	from, to := mf.flushed.Load(), mf.wrote.Load()
 	if err := mf.seg.Sync(from, to-from); err != nil {
 		mf.redirty(from, to-from)
-		return from, fmt.Errorf("%w: sync %s [%d,%d): %v", ErrFlushFailed, mf.name, from, to, err)
+		return from, fmt.Errorf("%w: sync %s [%d,%d): %w", ErrFlushFailed, mf.name, from, to, err)
 	}
 	mf.flushed.Store(to)
 	return to, nil
@@ -211,7 +211,7 @@ func (mf *MappedFile) zeroTail(pos int64) (int, error) {
 	}
 	if err := mf.seg.Sync(dirtyFrom, dirtyTo-dirtyFrom); err != nil {
 		mf.redirty(dirtyFrom, dirtyTo-dirtyFrom)
-		return 0, fmt.Errorf("%w: sync zeroed tail of %s: %v", ErrFlushFailed, mf.name, err)
+		return 0, fmt.Errorf("%w: sync zeroed tail of %s: %w", ErrFlushFailed, mf.name, err)
 	}
 	return int(dirtyTo - dirtyFrom), nil
 }

@@ -229,7 +229,7 @@ func (q *MappedFileQueue) takeOrCreate(from int64) (*MappedFile, error) {
 	}
 	mf, err := q.create(from)
 	if err == nil {
-		q.alloc.prefaultInBackground(mf)
+		q.alloc.prefaultAhead(mf, 0)
 	}
 	return mf, err
 }
@@ -260,7 +260,7 @@ func (q *MappedFileQueue) create(from int64) (*MappedFile, error) {
 	}
 	if err := q.fs.SyncDir(q.dir); err != nil {
 		seg.Close()
-		return nil, fmt.Errorf("%w: sync dir %s: %v", ErrFlushFailed, q.dir, err)
+		return nil, fmt.Errorf("%w: sync dir %s: %w", ErrFlushFailed, q.dir, err)
 	}
 	if newDir {
 		if err := syncParents(q.fs, q.dir); err != nil {
@@ -277,7 +277,7 @@ func syncParents(fs backend.FS, dir string) error {
 	for d := dir; d != "." && d != "/" && d != ""; {
 		d = path.Dir(d)
 		if err := fs.SyncDir(d); err != nil {
-			return fmt.Errorf("%w: sync dir %s: %v", ErrFlushFailed, d, err)
+			return fmt.Errorf("%w: sync dir %s: %w", ErrFlushFailed, d, err)
 		}
 	}
 	return nil
@@ -293,7 +293,7 @@ func (q *MappedFileQueue) removeFile(mf *MappedFile) error {
 		return fmt.Errorf("remove %s: %w", mf.name, err)
 	}
 	if err := q.fs.SyncDir(q.dir); err != nil {
-		return fmt.Errorf("%w: sync dir %s: %v", ErrFlushFailed, q.dir, err)
+		return fmt.Errorf("%w: sync dir %s: %w", ErrFlushFailed, q.dir, err)
 	}
 	return nil
 }
@@ -471,7 +471,7 @@ func (q *MappedFileQueue) deleteFirstFiles(keep func(*MappedFile) bool) (int, er
 		// and cut away every later file, synced messages included.
 		if err := mf.seg.Sync(0, mf.wrote.Load()); err != nil {
 			mf.redirty(0, mf.wrote.Load())
-			return i, fmt.Errorf("%w: sync %s before removing it: %v", ErrFlushFailed, mf.name, err)
+			return i, fmt.Errorf("%w: sync %s before removing it: %w", ErrFlushFailed, mf.name, err)
 		}
 		rest := append([]*MappedFile(nil), files[i+1:]...)
 		q.files.Store(&rest)

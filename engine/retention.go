@@ -143,7 +143,7 @@ func (s *Store) DeleteExpiredFiles(now time.Time, p RetentionPolicy, force bool)
 	// disagree on whether those messages exist.
 	if err := s.fs.SyncDir(commitLogDir); err != nil && !errors.Is(err, backend.ErrNotExist) {
 		s.correctMinOffsets()
-		return rep, fmt.Errorf("%w: sync dir %s: %v", ErrFlushFailed, commitLogDir, err)
+		return rep, fmt.Errorf("%w: sync dir %s: %w", ErrFlushFailed, commitLogDir, err)
 	}
 	rep.ConsumeQueueFiles, err = s.deleteConsumeQueueFilesBelow(rep.MinOffset)
 	if n > 0 {

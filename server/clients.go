@@ -272,6 +272,7 @@ func (s *Server) heartbeat(_ context.Context, c *remoting.Conn, req *remoting.Re
 	if code, remark := s.b.Heartbeat(clientID, consumers); code != broker.Success {
 		return reply(req, code, remark), nil
 	}
+	s.adminHeartbeat(c, req)
 	now := s.cfg.Now()
 	s.producers.heartbeat(req.Body, c, now)
 	for _, d := range consumers {

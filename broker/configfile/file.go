@@ -60,7 +60,7 @@ func Load(fs backend.FS, name string, v any) (src Source, mainErr error, err err
 		return Missing, mainErr, fmt.Errorf("configfile: read %s%s: %w", name, backend.BackupSuffix, berr)
 	}
 	if derr := Decode(bak, v); derr != nil {
-		return Missing, mainErr, fmt.Errorf("%w: %s%s: %w (main: %v)", ErrCorrupt, name, backend.BackupSuffix, derr, mainErr)
+		return Missing, mainErr, fmt.Errorf("%w: %s%s: %w (main: %w)", ErrCorrupt, name, backend.BackupSuffix, derr, mainErr)
 	}
 	return Backup, mainErr, nil
 }

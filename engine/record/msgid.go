@@ -39,7 +39,7 @@ func ParseOffsetMsgID(id string) (netip.AddrPort, int64, error) {
 	}
 	raw, err := hex.DecodeString(strings.ToLower(id))
 	if err != nil {
-		return netip.AddrPort{}, 0, fmt.Errorf("%w %q: %v", ErrBadMsgID, id, err)
+		return netip.AddrPort{}, 0, fmt.Errorf("%w %q: %w", ErrBadMsgID, id, err)
 	}
 	n := len(raw) - 8
 	return parseHost(raw[:n]), int64(be.Uint64(raw[n:])), nil
