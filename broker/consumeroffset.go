@@ -76,12 +76,18 @@ func (b *Broker) Heartbeat(clientID string, consumers []ConsumerData) (ResponseC
 			}
 		}
 		b.consumers.register(clientID, d)
+		b.registerFilters(d)
 	}
 	return Success, ""
 }
 
 // Unregister answers UNREGISTER_CLIENT (35) for a consumer.
-func (b *Broker) Unregister(clientID, group string) { b.consumers.unregister(clientID, group) }
+func (b *Broker) Unregister(clientID, group string) {
+	b.consumers.unregister(clientID, group)
+	if b.consumers.find(group) == nil {
+		b.filters.unregister(group)
+	}
+}
 
 // ConsumerGroup returns what the broker knows of an online group, or nil.
 func (b *Broker) ConsumerGroup(group string) *ConsumerGroupInfo { return b.consumers.find(group) }

@@ -2,7 +2,6 @@ package broker_test
 
 import (
 	"encoding/json"
-	"errors"
 	"os"
 	"path/filepath"
 	"testing"
@@ -12,7 +11,6 @@ import (
 	"github.com/rocketstore/rocketstore/backend"
 	"github.com/rocketstore/rocketstore/backend/memfs"
 	"github.com/rocketstore/rocketstore/broker/config"
-	"github.com/rocketstore/rocketstore/broker/configfile"
 	"github.com/rocketstore/rocketstore/broker/offset"
 )
 
@@ -72,10 +70,6 @@ func TestRocketMQConfigFixturesLoad(t *testing.T) {
 			t.Fatalf("offset of queue %d = %d, want 250", q, got)
 		}
 	}
-	filters, err := config.LoadFilters(fs)
-	if err != nil || filters.Topics() != 0 {
-		t.Fatalf("filters: %d topics, %v", filters.Topics(), err)
-	}
 }
 
 // Saving what was loaded writes standard JSON that loads back the same.
@@ -89,11 +83,7 @@ func TestRocketMQConfigFixturesRoundTrip(t *testing.T) {
 	if err := offs.Persist(); err != nil {
 		t.Fatal(err)
 	}
-	filters, _ := config.LoadFilters(fs)
-	if err := filters.Save(); err != nil {
-		t.Fatal(err)
-	}
-	for _, name := range []string{offset.File, config.FiltersFile} {
+	for _, name := range []string{offset.File} {
 		data, err := backend.ReadFile(fs, name)
 		if err != nil {
 			t.Fatal(err)
@@ -139,11 +129,5 @@ func TestRocketMQConfigCutShortUsesBackup(t *testing.T) {
 	}
 	if _, ok := topics.Get("TopicTest"); !ok {
 		t.Fatal("TopicTest missing after falling back to topics.json.bak")
-	}
-	// Without a backup a corrupt file is an error, never an empty table
-	// that would later overwrite it.
-	fs = fixtureFS(t, map[string][]byte{"config/consumerFilter.json": []byte("{\"filterDataByTopic\":")})
-	if _, err := config.LoadFilters(fs); !errors.Is(err, configfile.ErrCorrupt) {
-		t.Fatalf("corrupt consumerFilter.json without .bak: %v", err)
 	}
 }

@@ -102,6 +102,13 @@ type Config struct {
 	// or at any hour when the disk is over 75 % full; see
 	// RetentionPolicy). The clean service runs unless Manual is set.
 	Retention RetentionPolicy
+	// OnUndecidableDamage says what recovery does with a damaged CommitLog
+	// record that intact records follow, when it cannot prove that the
+	// damage lies in the part of the log that was durable before a crash
+	// (DamageRefuse: Open fails naming the file and offset). Damage it
+	// can prove is always skipped and reported (RecoveryReport.Damaged);
+	// a torn tail with nothing intact after it is always truncated.
+	OnUndecidableDamage DamagePolicy
 	// Unsafe is for tests only: each field disables one safety step so
 	// that the crash tests can show they catch its absence. Never set it
 	// on a real store.
@@ -131,6 +138,12 @@ type Unsafe struct {
 	// NoCRCCheck skips the body CRC check on recovery (as
 	// SkipCRCOnRecover).
 	NoCRCCheck bool
+	// TruncateAtDamage cuts the CommitLog at the first damaged record,
+	// as RocketMQ does, instead of resynchronising past it.
+	TruncateAtDamage bool
+	// IgnoreDispatchErrors lets the dispatcher step over a record whose
+	// dispatch failed instead of retrying it.
+	IgnoreDispatchErrors bool
 }
 
 // Default values, as in RocketMQ 4.9.4.
@@ -191,7 +204,7 @@ func (c Config) withDefaults() Config {
 		c.Logger = slog.Default()
 	}
 	if c.Now == nil {
-		c.Now = func() int64 { return time.Now().UnixMilli() }
+		c.Now = wallMillis()
 	}
 	return c
 }
@@ -211,6 +224,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: MaxMessageSize %d is negative", ErrConfig, c.MaxMessageSize)
 	case c.FlushDiskType != AsyncFlush && c.FlushDiskType != SyncFlush:
 		return fmt.Errorf("%w: unknown FlushDiskType %d", ErrConfig, c.FlushDiskType)
+	case c.OnUndecidableDamage < DamageRefuse || c.OnUndecidableDamage > DamageSkip:
+		return fmt.Errorf("%w: unknown OnUndecidableDamage %d", ErrConfig, c.OnUndecidableDamage)
 	case c.AccessMessageInMemoryMaxRatio < 0 || c.AccessMessageInMemoryMaxRatio > 100:
 		return fmt.Errorf("%w: AccessMessageInMemoryMaxRatio %d not in 0..100", ErrConfig, c.AccessMessageInMemoryMaxRatio)
 	}

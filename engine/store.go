@@ -57,6 +57,7 @@ type Store struct {
 	// health holds the running flags that clear by themselves (disk
 	// full, dispatch failing) and the fault counters.
 	health     health
+	deleted    deletedTopics
 	cqFlushLog faultLog
 
 	recovery RecoveryReport
@@ -112,7 +113,10 @@ func (s *Store) open(dispatchers []dispatch.Dispatcher) error {
 			return err
 		}
 	}
-	cp, cpValid, err := openCheckpoint(s.fs, checkpointFile, s.cfg.Now())
+	if err := s.loadDeletedTopics(); err != nil {
+		return err
+	}
+	cp, cpValid, err := openCheckpoint(s.fs, checkpointFile, s.cfg.Now(), s.cfg.Logger)
 	if err != nil {
 		return err
 	}
@@ -121,6 +125,7 @@ func (s *Store) open(dispatchers []dispatch.Dispatcher) error {
 	s.parser = parser
 	all := append([]dispatch.Dispatcher{dispatch.DispatcherFunc(s.buildConsumeQueue)}, dispatchers...)
 	s.reput = dispatch.NewService(commitLogReader{s.commitLog}, parser, 0, all...)
+	s.reput.IgnoreErrors = s.cfg.Unsafe.IgnoreDispatchErrors
 	if err := s.recover(lastExitOK, cpValid); err != nil {
 		return err
 	}
@@ -451,14 +456,21 @@ func (s *Store) ReputFromOffset() int64 { return s.reput.ReputFromOffset() }
 // buildConsumeQueue is the ConsumeQueue dispatcher (RocketMQ's
 // CommitLogDispatcherBuildConsumeQueue).
 func (s *Store) buildConsumeQueue(req *dispatch.Request) error {
-	if !req.Dispatchable() {
+	if !req.Dispatchable() || s.deletedBelow(req.Topic, req.CommitLogOffset) {
 		return nil
 	}
 	cq, err := s.queues.findOrCreate(s, req.Topic, req.QueueID)
 	if err != nil {
 		return err
 	}
-	if _, err := cq.putMessagePositionInfo(req.CommitLogOffset, req.MsgSize, req.TagsCode, req.ConsumeQueueOffset); err != nil {
+	_, err = cq.putMessagePositionInfo(req.CommitLogOffset, req.MsgSize, req.TagsCode, req.ConsumeQueueOffset)
+	if errors.Is(err, errQueueGap) && len(s.recovery.Damaged) > 0 {
+		// The missing units belong to damaged records recovery skipped.
+		if err = s.fillDamagedUnits(cq, req); err == nil {
+			_, err = cq.putMessagePositionInfo(req.CommitLogOffset, req.MsgSize, req.TagsCode, req.ConsumeQueueOffset)
+		}
+	}
+	if err != nil {
 		return err
 	}
 	s.checkpoint.setLogics(req.StoreTimestamp)

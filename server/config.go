@@ -44,6 +44,8 @@ type Config struct {
 	Logger *slog.Logger
 	// Metrics, when set, receives the server's counters.
 	Metrics *Metrics
+	// Security configures ACL, TLS and client limits (none by default).
+	Security Security
 	// Now returns the current time (time.Now).
 	Now func() time.Time
 
@@ -212,6 +214,9 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: brokerId %d < 0", ErrConfig, c.BrokerID)
 	case c.MaxHeldPullsPerConn < 0:
 		return fmt.Errorf("%w: MaxHeldPullsPerConn %d < 0", ErrConfig, c.MaxHeldPullsPerConn)
+	}
+	if err := c.Security.validate(); err != nil {
+		return err
 	}
 	return c.Remoting.Validate()
 }

@@ -422,3 +422,15 @@ func equalStrings(a, b []string) bool {
 	}
 	return true
 }
+
+func TestSendCreatingTopicRegistersBeforeAnswer(t *testing.T) {
+	_, ns := nameServer(t, nil)
+	n := dialAddr(t, ns)
+	a := brokerEnv(t, "broker-a", ns)
+	waitUntil(t, "first registration", func() bool { return getRoute(t, n, "TBW102") != nil })
+	// An auto-created topic is routed as soon as the send is answered.
+	wantCode(t, a.send("Fresh", 0, "x", ""), remoting.CodeSuccess)
+	if got := getRoute(t, n, "Fresh").addrsOf("broker-a"); got["0"] != a.adr {
+		t.Fatalf("Fresh not routed right after the send: %v", got)
+	}
+}

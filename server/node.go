@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"path/filepath"
 	"sync"
 
 	"github.com/rocketstore/rocketstore/backend/mmap"
@@ -55,6 +56,10 @@ func StartNode(cfg NodeConfig) (*Node, error) {
 	if cfg.Server.Role == RoleNameServer {
 		return startNameServer(cfg)
 	}
+	if cfg.Server.Role == RoleBroker && cfg.BrokerListen != "" {
+		// No name server to listen for: the broker address is the only one.
+		cfg.Listen, cfg.BrokerListen = cfg.BrokerListen, ""
+	}
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
 		return nil, err
@@ -83,6 +88,9 @@ func StartNode(cfg NodeConfig) (*Node, error) {
 		return nil, fmt.Errorf("%w: broker address %q must be an IP literal and port: %w", ErrConfig, adv, err)
 	}
 	cfg.Server.BrokerAddr = adv
+	if sc := &cfg.Server.Security; sc.ACLEnable && sc.ACLFile == "" {
+		sc.ACLFile = filepath.Join(cfg.Dir, "config", DefaultACLFile)
+	}
 	cfg.Broker.Store.StoreHost = ap
 	fsys, err := mmap.New(cfg.Dir)
 	if err != nil {

@@ -27,6 +27,11 @@ type registrar struct {
 	// registered is the topic-table version of the last round that
 	// reached every name server; nil forces the next check to register.
 	registered *config.DataVersion
+	// sent holds the topics of the last round attempted, so that a send
+	// to a topic the name servers have not been told about registers at
+	// once (RocketMQ registers from createTopicInSendMessageMethod).
+	sentMu sync.RWMutex
+	sent   map[string]bool
 
 	mu      sync.Mutex
 	clients map[string]*remoting.Client
@@ -86,6 +91,13 @@ func (r *registrar) registerAll(force bool) {
 		r.s.log.Error("encode registration", "err", err)
 		return
 	}
+	names := make(map[string]bool, len(topics))
+	for n := range topics {
+		names[n] = true
+	}
+	r.sentMu.Lock()
+	r.sent = names
+	r.sentMu.Unlock()
 	id := r.s.BrokerID()
 	var wg sync.WaitGroup
 	errs := make([]error, len(r.addrs))
@@ -224,6 +236,19 @@ func (r *registrar) close(ctx context.Context, unregister bool) {
 	r.mu.Unlock()
 	for _, cl := range cls {
 		_ = cl.Close()
+	}
+}
+
+// topicUsed registers with the name servers before it returns when topic
+// is not in the last registered topic table (a topic a send just created).
+func (r *registrar) topicUsed(topic string) {
+	r.sentMu.RLock()
+	known := r.sent[topic]
+	r.sentMu.RUnlock()
+	if !known {
+		if _, ok := r.s.b.Topics().Get(topic); ok {
+			r.registerAll(false)
+		}
 	}
 }
 

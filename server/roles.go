@@ -68,3 +68,13 @@ func (s *Server) expireBrokers() {
 			"brokerAddr", b.addr, "expiry", s.cfg.BrokerExpiry)
 	}
 }
+
+// topicUsed is called after a successful send: a topic the name servers
+// do not know yet (created by this send) is registered before the answer,
+// as RocketMQ's broker does, so that a consumer started right after the
+// producer finds its route.
+func (s *Server) topicUsed(topic string) {
+	if s.reg != nil {
+		s.reg.topicUsed(topic)
+	}
+}

@@ -101,7 +101,7 @@ func TestBinaryRefusesLockedStore(t *testing.T) {
 	}
 	defer s.Close()
 	for _, args := range [][]string{
-		{"read", "--dir", dir, "--topic", "t"},
+		{"read", "--dir", dir, "--topic", "t", "--queue", "0"},
 		{"stats", "--dir", dir},
 	} {
 		_, errOut, code := runBinary(t, args...)

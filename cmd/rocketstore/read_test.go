@@ -124,3 +124,13 @@ func TestStatsFixtureWithBrokerConfig(t *testing.T) {
 		t.Fatalf("stats output:\n%s", out.String())
 	}
 }
+
+// read names one queue: without --queue it is a usage error (exit 2), not
+// a silent read of queue 0.
+func TestReadRequiresQueue(t *testing.T) {
+	var out, errOut bytes.Buffer
+	code := execute([]string{"read", "--dir", t.TempDir(), "--topic", "abc"}, &out, &errOut)
+	if code != exitError || !strings.Contains(errOut.String(), `"queue" not set`) {
+		t.Fatalf("exit %d, stderr %q; want %d and a missing --queue", code, errOut.String(), exitError)
+	}
+}
