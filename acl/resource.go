@@ -117,9 +117,11 @@ func Needs(req *remoting.RemotingCommand) ([]Need, error) {
 	case remoting.CodeSendMessage:
 		add(topicNeed(ext("topic"), PermPub))
 	case remoting.CodeSendMessageV2, remoting.CodeSendBatchMessage:
-		t := ext("b")
-		if _, v2 := req.ExtFields["b"]; !v2 {
-			t = ext("topic")
+		// The broker reads a V2 header (b = topic) when field a is present
+		// and a V1 header otherwise; the check must read the same field.
+		t := ext("topic")
+		if _, v2 := req.ExtFields["a"]; v2 {
+			t = ext("b")
 		}
 		add(topicNeed(t, PermPub))
 	case remoting.CodeConsumerSendMsgBack:

@@ -5,6 +5,8 @@ import (
 	"log/slog"
 	"net/netip"
 	"time"
+
+	"github.com/rocketstore/rocketstore/internal/defaults"
 )
 
 // FlushDiskType selects when a put is acknowledged relative to the disk.
@@ -144,6 +146,13 @@ type Unsafe struct {
 	// IgnoreDispatchErrors lets the dispatcher step over a record whose
 	// dispatch failed instead of retrying it.
 	IgnoreDispatchErrors bool
+	// NoRecoverySync skips the sync of the recovered CommitLog range
+	// after a crash (records that only the page cache held are then
+	// reported as flushed).
+	NoRecoverySync bool
+	// NoRedirty leaves the pages of a failed CommitLog sync clean, as
+	// Linux marks them, instead of writing them again.
+	NoRedirty bool
 }
 
 // Default values, as in RocketMQ 4.9.4.
@@ -162,50 +171,28 @@ func DefaultDelayLevels() []time.Duration {
 
 // withDefaults returns c with every zero field replaced by its default.
 func (c Config) withDefaults() Config {
-	def := func(p *time.Duration, v time.Duration) {
-		if *p == 0 {
-			*p = v
-		}
-	}
-	defInt := func(p *int, v int) {
-		if *p == 0 {
-			*p = v
-		}
-	}
-	if c.CommitLogFileSize == 0 {
-		c.CommitLogFileSize = DefaultCommitLogFileSize
-	}
-	if c.ConsumeQueueUnits == 0 {
-		c.ConsumeQueueUnits = DefaultConsumeQueueUnits
-	}
-	def(&c.SyncFlushTimeout, 5*time.Second)
-	def(&c.FlushIntervalCommitLog, 500*time.Millisecond)
-	def(&c.FlushCommitLogThoroughInterval, 10*time.Second)
-	def(&c.FlushIntervalConsumeQueue, time.Second)
-	def(&c.FlushConsumeQueueThoroughInterval, 60*time.Second)
-	defInt(&c.FlushCommitLogLeastPages, 4)
-	defInt(&c.FlushConsumeQueueLeastPages, 2)
-	defInt(&c.MaxMessageSize, DefaultMaxMessageSize)
-	defInt(&c.MaxTransferBytesOnMessageInMemory, 256*1024)
-	defInt(&c.MaxTransferCountOnMessageInMemory, 32)
-	defInt(&c.MaxTransferBytesOnMessageInDisk, 64*1024)
-	defInt(&c.MaxTransferCountOnMessageInDisk, 8)
-	defInt(&c.AccessMessageInMemoryMaxRatio, 40)
-	if c.TotalPhysicalMemory == 0 {
-		c.TotalPhysicalMemory = physicalMemory()
-	}
+	defaults.Set(&c.CommitLogFileSize, DefaultCommitLogFileSize)
+	defaults.Set(&c.ConsumeQueueUnits, DefaultConsumeQueueUnits)
+	defaults.Set(&c.SyncFlushTimeout, 5*time.Second)
+	defaults.Set(&c.FlushIntervalCommitLog, 500*time.Millisecond)
+	defaults.Set(&c.FlushCommitLogThoroughInterval, 10*time.Second)
+	defaults.Set(&c.FlushIntervalConsumeQueue, time.Second)
+	defaults.Set(&c.FlushConsumeQueueThoroughInterval, 60*time.Second)
+	defaults.Set(&c.FlushCommitLogLeastPages, 4)
+	defaults.Set(&c.FlushConsumeQueueLeastPages, 2)
+	defaults.Set(&c.MaxMessageSize, DefaultMaxMessageSize)
+	defaults.Set(&c.MaxTransferBytesOnMessageInMemory, 256*1024)
+	defaults.Set(&c.MaxTransferCountOnMessageInMemory, 32)
+	defaults.Set(&c.MaxTransferBytesOnMessageInDisk, 64*1024)
+	defaults.Set(&c.MaxTransferCountOnMessageInDisk, 8)
+	defaults.Set(&c.AccessMessageInMemoryMaxRatio, 40)
+	defaults.Lazy(&c.TotalPhysicalMemory, physicalMemory)
 	if !c.StoreHost.IsValid() {
 		c.StoreHost = netip.AddrPortFrom(netip.AddrFrom4([4]byte{127, 0, 0, 1}), 10911)
 	}
-	if len(c.DelayLevels) == 0 {
-		c.DelayLevels = DefaultDelayLevels()
-	}
-	if c.Logger == nil {
-		c.Logger = slog.Default()
-	}
-	if c.Now == nil {
-		c.Now = wallMillis()
-	}
+	defaults.Lazy(&c.DelayLevels, DefaultDelayLevels)
+	defaults.Set(&c.Logger, slog.Default())
+	defaults.Lazy(&c.Now, wallMillis)
 	return c
 }
 

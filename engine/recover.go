@@ -226,7 +226,7 @@ func (s *Store) truncateCommitLog(end int64) error {
 	if err := q.truncateDirtyFiles(end); err != nil {
 		return err
 	}
-	if s.recovery.Abnormal {
+	if s.recovery.Abnormal && !s.cfg.Unsafe.NoRecoverySync {
 		// After a kill the recovered records may exist only in the page
 		// cache; they are reported as flushed from now on, so sync them
 		// (msync of pages that are already clean costs little). Before

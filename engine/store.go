@@ -98,6 +98,7 @@ func (s *Store) open(dispatchers []dispatch.Dispatcher) error {
 	}
 	s.commitLog = newCommitLog(s.fs, commitLogDir, &s.cfg)
 	s.commitLog.q.noTailZeroing = s.cfg.Unsafe.NoTailZeroing
+	s.commitLog.q.noRedirty = s.cfg.Unsafe.NoRedirty
 	if err := s.commitLog.q.load(); err != nil {
 		return err
 	}

@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"os"
 	"path"
-	"path/filepath"
 	"testing"
 
 	"github.com/spf13/afero"
@@ -18,29 +17,19 @@ import (
 	"github.com/rocketstore/rocketstore/broker/offset"
 	"github.com/rocketstore/rocketstore/engine"
 	"github.com/rocketstore/rocketstore/engine/record"
+	"github.com/rocketstore/rocketstore/internal/fixture"
 )
 
-// addFixture seeds f with a RocketMQ-written file from
-// shared/testdata/rocketmq-4x (found above the working directory, where
-// the repository sits beside shared/). The committed corpus under
-// testdata/fuzz holds the same seeds, so a missing file only loses a
-// duplicate.
+// addFixture seeds f with a RocketMQ-written file from the shared
+// fixtures (see internal/fixture). The committed corpus under testdata/fuzz
+// holds the same seeds, so a missing file only loses a duplicate.
 func addFixture(f *testing.F, name string, limit int) {
-	dir, err := os.Getwd()
+	p, err := fixture.Find(name)
 	if err != nil {
 		return
 	}
-	for {
-		b, err := os.ReadFile(filepath.Join(dir, "shared", "testdata", "rocketmq-4x", filepath.FromSlash(name)))
-		if err == nil {
-			f.Add(b[:min(len(b), limit)])
-			return
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return
-		}
-		dir = parent
+	if b, err := os.ReadFile(p); err == nil {
+		f.Add(b[:min(len(b), limit)])
 	}
 }
 

@@ -257,7 +257,7 @@ func isSendCode(code int32) bool {
 // sendFields returns the names of a send header's topic and
 // defaultTopicQueueNums fields (V1 or V2).
 func sendTopicFields(req *remoting.RemotingCommand) (topic, queueNums string) {
-	if _, v2 := req.ExtFields["b"]; v2 && req.Code != remoting.CodeSendMessage {
+	if _, v2 := req.ExtFields["a"]; v2 && req.Code != remoting.CodeSendMessage { // as sendHeader
 		return "b", "d"
 	}
 	return "topic", "defaultTopicQueueNums"

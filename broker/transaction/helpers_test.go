@@ -2,6 +2,7 @@ package transaction
 
 import (
 	"context"
+	"flag"
 	"io"
 	"log/slog"
 	"strconv"
@@ -18,7 +19,21 @@ import (
 	"github.com/rocketstore/rocketstore/engine/record"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) {
+	flag.Parse()
+	if raceEnabled && !flagSet("rapid.checks") {
+		// 100 cases take about a minute under the race detector; CI runs
+		// the full 100 without it.
+		_ = flag.Set("rapid.checks", "15")
+	}
+	goleak.VerifyTestMain(m)
+}
+
+func flagSet(name string) bool {
+	set := false
+	flag.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
+}
 
 var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 

@@ -26,7 +26,6 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
-	"os"
 	"path/filepath"
 	"sync/atomic"
 	"testing"
@@ -292,28 +291,6 @@ func allFiles(t *testing.T, fs backend.FS, dir string) map[string][]byte {
 	}
 	walk(dir)
 	return out
-}
-
-// fixtureDir finds shared/testdata/rocketmq-4x/name above the working
-// directory (the repository sits beside shared/ on CI too). A missing
-// fixture fails the test: it is never silently skipped.
-func fixtureDir(t *testing.T, name string) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		p := filepath.Join(dir, "shared", "testdata", "rocketmq-4x", name)
-		if _, err := os.Stat(p); err == nil {
-			return p
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatalf("fixture shared/testdata/rocketmq-4x/%s not found above the working directory", name)
-		}
-		dir = parent
-	}
 }
 
 var (

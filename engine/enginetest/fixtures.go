@@ -8,6 +8,7 @@ import (
 
 	"github.com/rocketstore/rocketstore/engine"
 	"github.com/rocketstore/rocketstore/engine/record"
+	"github.com/rocketstore/rocketstore/internal/fixture"
 )
 
 var fixtureTests = []test{
@@ -96,7 +97,7 @@ func testFixtureTruncatedMidRecord(t *testing.T, h *harness) {
 // loadFixture copies a RocketMQ-written store into h.fs (the originals
 // are read-only).
 func loadFixture(t *testing.T, h *harness, name string) {
-	dir := fixtureDir(t, name)
+	dir := fixture.Path(t, name)
 	err := filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
 			return err
