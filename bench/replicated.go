@@ -14,8 +14,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/hashicorp/raft"
-
 	"github.com/rocketstore/rocketstore/backend/mmap"
 	"github.com/rocketstore/rocketstore/broker"
 	"github.com/rocketstore/rocketstore/cluster"
@@ -134,7 +132,7 @@ var quietLog = slog.New(slog.NewTextHandler(io.Discard, nil))
 // startGroup opens n replicas on loopback TCP.
 func startGroup(parent string, n int, bc broker.Config) ([]*cluster.Node, error) {
 	var peers []cluster.Peer
-	var trans []*raft.NetworkTransport
+	var trans []*cluster.TCPTransport
 	var nodes []*cluster.Node
 	for i := range n {
 		tr, err := cluster.NewTCPTransport("127.0.0.1:0", "", quietLog)

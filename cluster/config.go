@@ -48,7 +48,8 @@ type Config struct {
 	// Join starts a node that is not in Peers' bootstrap: it waits to be
 	// added by the leader (Node.AddVoter) and is caught up by a snapshot.
 	Join bool
-	// Transport carries Raft's RPCs (raft.NewTCPTransport, or an
+	// Transport carries Raft's RPCs (NewTCPTransport, which the Node
+	// then owns and closes and which also carries repairs; or an
 	// InmemTransport in tests). Required.
 	Transport raft.Transport
 	// HeartbeatTimeout and ElectionTimeout are Raft's (1 s each): a

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -42,15 +43,31 @@ type group struct {
 	trans  []*raft.InmemTransport
 	tune   func(*cluster.NodeConfig)
 	events chan string
+	// tcp runs the replicas on loopback TCP (which carries repairs)
+	// instead of in-memory transports.
+	tcp bool
 }
 
 const testFileSize = 64 << 10
 
 func newGroup(t *testing.T, n int, tune func(*cluster.NodeConfig)) *group {
+	return newGroupOn(t, n, false, tune)
+}
+
+func newGroupOn(t *testing.T, n int, tcp bool, tune func(*cluster.NodeConfig)) *group {
 	t.Helper()
-	g := &group{t: t, tune: tune, events: make(chan string, 1024)}
+	g := &group{t: t, tune: tune, events: make(chan string, 1024), tcp: tcp}
 	for i := range n {
-		g.peers = append(g.peers, cluster.Peer{ID: fmt.Sprintf("n%d", i+1), Addr: fmt.Sprintf("10.0.0.%d:7000", i+1)})
+		addr := fmt.Sprintf("10.0.0.%d:7000", i+1)
+		if tcp {
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			addr = ln.Addr().String()
+			_ = ln.Close()
+		}
+		g.peers = append(g.peers, cluster.Peer{ID: fmt.Sprintf("n%d", i+1), Addr: addr})
 		g.dirs = append(g.dirs, t.TempDir())
 	}
 	g.nodes = make([]*cluster.Node, n)
@@ -102,6 +119,18 @@ func (g *group) start(i int) {
 }
 
 func (g *group) open(i int, nc cluster.NodeConfig) (*cluster.Node, error) {
+	if g.tcp {
+		tr, err := cluster.NewTCPTransport(g.peers[i].Addr, "", quiet)
+		if err != nil {
+			return nil, err
+		}
+		nc.Cluster.Transport = tr
+		n, err := cluster.Open(nc)
+		if err != nil {
+			_ = tr.Close()
+		}
+		return n, err
+	}
 	_, tr := raft.NewInmemTransport(raft.ServerAddress(g.peers[i].Addr))
 	for j, o := range g.trans {
 		if o != nil && j != i {
@@ -124,6 +153,9 @@ func (g *group) stop(i int) {
 		g.t.Errorf("close %s: %v", g.peers[i].ID, err)
 	}
 	g.nodes[i] = nil
+	if g.trans[i] == nil {
+		return
+	}
 	for j, o := range g.trans {
 		if o != nil && j != i {
 			o.Disconnect(raft.ServerAddress(g.peers[i].Addr))

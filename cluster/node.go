@@ -79,6 +79,8 @@ type Node struct {
 	proposeMu    sync.Mutex
 	lastAssigned int64
 
+	repaired atomic.Int64
+
 	notify    chan bool
 	stop      chan struct{}
 	wg        sync.WaitGroup
@@ -111,9 +113,17 @@ func Open(cfg NodeConfig) (*Node, error) {
 		return nil, errors.Join(err, n.b.Close())
 	}
 	n.brokerID.Store(n.followerID())
+	if t, ok := n.ccfg.Transport.(*TCPTransport); ok {
+		h := n.serveRepair
+		t.layer.repair.Store(&h)
+	}
 	n.wg.Add(2)
 	go n.watchLeadership()
 	go n.replicateState()
+	if n.ccfg.ScrubInterval > 0 {
+		n.wg.Add(1)
+		go n.scrubLoop()
+	}
 	return n, nil
 }
 
@@ -476,14 +486,18 @@ func (n *Node) Snapshot() error { return n.raft.Snapshot().Error() }
 // Raft returns the node's Raft instance (stats, membership).
 func (n *Node) Raft() *raft.Raft { return n.raft }
 
-// Close stops the replica, then the broker (which persists offsets and
-// flushes the store). It is idempotent.
+// Close stops the replica and its TCPTransport, then the broker (which
+// persists offsets and flushes the store). It is idempotent.
 func (n *Node) Close() error {
 	n.closeOnce.Do(func() {
 		n.writable.Store(false)
 		close(n.stop)
 		n.wg.Wait()
 		err := n.raft.Shutdown().Error()
+		if t, ok := n.ccfg.Transport.(*TCPTransport); ok {
+			t.CloseStreams() // pooled connections: their readers on the peers end
+			err = errors.Join(err, t.Close())
+		}
 		n.closeErr = errors.Join(err, n.b.Close(), n.closeWAL())
 	})
 	return n.closeErr

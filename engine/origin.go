@@ -2,7 +2,10 @@ package engine
 
 import (
 	"context"
+	"fmt"
 	"net/netip"
+
+	"github.com/rocketstore/rocketstore/engine/record"
 )
 
 // Origin is the store timestamp and store host that a replicated broker
@@ -45,4 +48,35 @@ func (c *CommitLog) ReadAt(p []byte, off int64) int {
 	}
 	defer mf.release()
 	return copy(p, b)
+}
+
+// Repair overwrites the record at off with rec, a healthy replica's copy
+// of it, and syncs it: a replicated group's replicas hold the same bytes,
+// so a record damaged on one (a flipped bit, a torn sector) is rewritten
+// instead of skipped or truncated. rec must be one whole valid record
+// (its CRC checked) for position off, below the published end.
+func (c *CommitLog) Repair(off int64, rec []byte) error {
+	info, err := record.Check(rec, off, true)
+	if err != nil {
+		return fmt.Errorf("repair at %d: the replacement is not a valid record: %w", off, err)
+	}
+	if info.Blank || int(info.Size) != len(rec) {
+		return fmt.Errorf("repair at %d: the replacement is %d bytes, its record %d", off, len(rec), info.Size)
+	}
+	mf := c.q.findMappedFileByOffset(off, false)
+	if mf == nil || !mf.hold() {
+		return fmt.Errorf("repair at %d: offset not held", off)
+	}
+	defer mf.release()
+	pos := off - mf.fileFromOffset
+	if pos+int64(len(rec)) > mf.wrote.Load() {
+		return fmt.Errorf("repair at %d: %d bytes pass the published end of %s", off, len(rec), mf.name)
+	}
+	if _, err := mf.seg.WriteAt(rec, pos); err != nil {
+		return fmt.Errorf("repair %s at %d: %w", mf.name, pos, err)
+	}
+	if err := mf.seg.Sync(pos, int64(len(rec))); err != nil {
+		return fmt.Errorf("%w: sync repaired record in %s at %d: %v", ErrFlushFailed, mf.name, pos, err)
+	}
+	return nil
 }
