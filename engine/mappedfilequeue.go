@@ -37,7 +37,7 @@ type MappedFileQueue struct {
 	flushedWhere   atomic.Int64
 	storeTimestamp atomic.Int64
 
-	// noTailZeroing is Config.Unsafe.NoTailZeroing (tests only).
+	// noTailZeroing is hooks.Engine.NoTailZeroing (tests only).
 	noTailZeroing bool
 }
 

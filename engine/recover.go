@@ -117,7 +117,7 @@ func (s *Store) abnormalStartFile(files []*MappedFile) int {
 // files[0] and returns the offset after the last good one and why it
 // stopped there.
 func (s *Store) scanCommitLog(files []*MappedFile, dispatch bool) (end int64, stop, dispatchErr error) {
-	checkCRC := !s.cfg.SkipCRCOnRecover && !s.cfg.Unsafe.NoCRCCheck
+	checkCRC := !s.cfg.SkipCRCOnRecover && !s.cfg.hooks.NoCRCCheck
 	for i, mf := range files {
 		b := mf.seg.View(0, mf.fileSize)
 		for pos := int64(0); ; {

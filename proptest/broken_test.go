@@ -12,6 +12,7 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/rocketstore/rocketstore/engine"
+	"github.com/rocketstore/rocketstore/internal/hooks"
 )
 
 var brokenVariants = flag.Bool("brokenvariants", false, "run the broken-variant tests (each must FIND a counterexample)")
@@ -22,9 +23,9 @@ type variant struct {
 	modify func(*setup)
 }
 
-// unsafeVariant switches one engine safety step off (engine.Config.Unsafe).
-func unsafeVariant(f func(*engine.Unsafe)) func(*setup) {
-	return func(s *setup) { s.cfgHook = func(c *engine.Config) { f(&c.Unsafe) } }
+// unsafeVariant switches one engine safety step off (internal/hooks).
+func unsafeVariant(f func(*hooks.Engine)) func(*setup) {
+	return func(s *setup) { s.cfgHook = func(c *engine.Config) { f(hooks.EngineOf(c)) } }
 }
 
 // allVariants lists one variant per safety step: the directory sync is
@@ -32,10 +33,10 @@ func unsafeVariant(f func(*engine.Unsafe)) func(*setup) {
 func allVariants() []variant {
 	return []variant{
 		{"NoDirSync", func(s *setup) { s.fsOpts.IgnoreSyncDir = true }},
-		{"NoCRCCheck", unsafeVariant(func(u *engine.Unsafe) { u.NoCRCCheck = true })},
-		{"NoTailZeroing", unsafeVariant(func(u *engine.Unsafe) { u.NoTailZeroing = true })},
-		{"NoPhysicalOffsetCheck", unsafeVariant(func(u *engine.Unsafe) { u.NoPhysicalOffsetCheck = true })},
-		{"NoMaxPhysicOffsetCheck", unsafeVariant(func(u *engine.Unsafe) { u.NoMaxPhysicOffsetCheck = true })},
+		{"NoCRCCheck", unsafeVariant(func(u *hooks.Engine) { u.NoCRCCheck = true })},
+		{"NoTailZeroing", unsafeVariant(func(u *hooks.Engine) { u.NoTailZeroing = true })},
+		{"NoPhysicalOffsetCheck", unsafeVariant(func(u *hooks.Engine) { u.NoPhysicalOffsetCheck = true })},
+		{"NoMaxPhysicOffsetCheck", unsafeVariant(func(u *hooks.Engine) { u.NoMaxPhysicOffsetCheck = true })},
 	}
 }
 
