@@ -9,6 +9,7 @@ import (
 
 	"github.com/rocketstore/rocketstore/backend/mmap"
 	"github.com/rocketstore/rocketstore/engine"
+	"github.com/rocketstore/rocketstore/internal/hooks"
 )
 
 // Abnormal recovery (every record CRC-checked and re-dispatched) does not
@@ -24,7 +25,7 @@ func TestRecoveryAllocs(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		s, err := engine.Open(fs, engine.Config{CommitLogFileSize: 16 << 20, ConsumeQueueUnits: 1 << 16, Manual: true})
+		s, err := engine.Open(fs, hooks.Manual(engine.Config{CommitLogFileSize: 16 << 20, ConsumeQueueUnits: 1 << 16}))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -150,7 +150,7 @@ func (s *Store) abnormalStartFile(files []*MappedFile) int {
 // stopped there. A damaged record with intact records after it is skipped
 // or refused (see onDamage), never a reason to drop what follows.
 func (s *Store) scanCommitLog(files []*MappedFile, dispatch bool) (end int64, stop, dispatchErr error) {
-	checkCRC := !s.cfg.SkipCRCOnRecover && !s.cfg.Unsafe.NoCRCCheck
+	checkCRC := !s.cfg.SkipCRCOnRecover && !s.cfg.hooks.NoCRCCheck
 	resume := int64(-1)
 	// One Request for the whole scan: Apply takes its address, so a
 	// Request per record would be a heap allocation per record.
@@ -178,7 +178,7 @@ func (s *Store) scanCommitLog(files []*MappedFile, dispatch bool) (end int64, st
 			}
 			if err != nil {
 				stop := fmt.Errorf("%s at %d: %w", mf.name, pos, err)
-				if errors.Is(err, record.ErrUnsupportedVersion) || s.cfg.Unsafe.TruncateAtDamage {
+				if errors.Is(err, record.ErrUnsupportedVersion) || s.cfg.hooks.TruncateAtDamage {
 					return mf.fileFromOffset + pos, stop, dispatchErr
 				}
 				next, truncate, derr := s.onDamage(files, i, pos, err)
@@ -239,7 +239,7 @@ func (s *Store) truncateCommitLog(end int64) error {
 	if err := q.truncateDirtyFiles(end); err != nil {
 		return err
 	}
-	if s.recovery.Abnormal && !s.cfg.Unsafe.NoRecoverySync {
+	if s.recovery.Abnormal && !s.cfg.hooks.NoRecoverySync {
 		// After a kill the recovered records may exist only in the page
 		// cache; they are reported as flushed from now on, so sync them
 		// (msync of pages that are already clean costs little). Before

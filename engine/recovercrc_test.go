@@ -8,6 +8,7 @@ import (
 
 	"github.com/rocketstore/rocketstore/backend/mmap"
 	"github.com/rocketstore/rocketstore/engine"
+	"github.com/rocketstore/rocketstore/internal/hooks"
 )
 
 // With the CRC checked beside the scan (files large enough for the helper
@@ -21,7 +22,8 @@ func TestRecoveryFindsBodyDamageWithCRCAhead(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		cfg.CommitLogFileSize, cfg.ConsumeQueueUnits, cfg.Manual = 16<<20, 1<<16, true
+		cfg.CommitLogFileSize, cfg.ConsumeQueueUnits = 16<<20, 1<<16
+		cfg = hooks.Manual(cfg)
 		return engine.Open(fs, cfg)
 	}
 	s, err := open(engine.Config{})

@@ -41,7 +41,6 @@ accounts:
     admin: true
 `
 
-
 type secEnv struct {
 	*env
 	logs    *syncBuffer
