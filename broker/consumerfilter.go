@@ -2,6 +2,7 @@ package broker
 
 import (
 	"fmt"
+	"log/slog"
 	"sync"
 
 	"github.com/rocketstore/rocketstore/backend"
@@ -48,7 +49,7 @@ type filterTopicJSON struct {
 func loadConsumerFilters(fs backend.FS, now func() int64, warn func(msg string, args ...any)) (*consumerFilters, error) {
 	m := &consumerFilters{fs: fs, now: now, data: map[string]map[string]*filterData{}}
 	var f filterFileJSON
-	if _, _, err := configfile.Load(fs, config.FiltersFile, &f); err != nil {
+	if _, err := configfile.LoadLogged(fs, config.FiltersFile, &f, slog.Default()); err != nil {
 		return nil, err
 	}
 	for topic, tf := range f.FilterDataByTopic {

@@ -35,10 +35,19 @@ func (b *Broker) checkInDiskByConsumeOffset(topic string, queueID int32, off int
 
 // UpdateConsumerOffset answers UPDATE_CONSUMER_OFFSET (15): an
 // unconditional commit. Negative offsets are refused with SystemError (a
-// RocketMQ broker stores them; no consumer sends one).
+// RocketMQ broker stores them; no consumer sends one), an empty group or
+// topic likewise, and a topic the broker does not have with
+// TopicNotExist: none of them could ever be read back by a consumer, and
+// persisted they would only clutter consumerOffset.json (issue 11).
 func (b *Broker) UpdateConsumerOffset(clientHost, group, topic string, queueID int32, off int64) (ResponseCode, string) {
 	if off < 0 || queueID < 0 {
 		return SystemError, "negative offset or queue id"
+	}
+	if group == "" || topic == "" {
+		return SystemError, "consumer group and topic must not be empty"
+	}
+	if _, ok := b.topics.Get(topic); !ok {
+		return TopicNotExist, "topic[" + topic + "] not exist, apply first please!"
 	}
 	b.offsets.Commit(clientHost, group, topic, queueID, off)
 	return Success, ""

@@ -18,6 +18,7 @@ import (
 	"github.com/rocketstore/rocketstore/engine"
 	"github.com/rocketstore/rocketstore/engine/record"
 	"github.com/rocketstore/rocketstore/internal/fixture"
+	"github.com/rocketstore/rocketstore/internal/hooks"
 )
 
 // addFixture seeds f with a RocketMQ-written file from the shared
@@ -74,8 +75,7 @@ func openFuzzStore(t *testing.T, name string, data []byte) {
 	if err := afero.WriteFile(afs, name, data, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	s, err := engine.Open(memfs.New(afs), engine.Config{CommitLogFileSize: 4096, ConsumeQueueUnits: 16,
-		Manual: true, Logger: quiet})
+	s, err := engine.Open(memfs.New(afs), hooks.Manual(engine.Config{CommitLogFileSize: 4096, ConsumeQueueUnits: 16, Logger: quiet}))
 	if err != nil {
 		return
 	}

@@ -270,15 +270,6 @@ func (sec *security) checkViewed(c *remoting.Conn, req, resp *remoting.RemotingC
 	return resp
 }
 
-// ACL returns the server's ACL validator, nil with ACL off (the console
-// authenticates its users with it).
-func (s *Server) ACL() *acl.Validator {
-	if s.sec == nil {
-		return nil
-	}
-	return s.sec.acl
-}
-
 // listener wraps ln for the configured TLS mode.
 func (sec *security) listener(ln net.Listener) net.Listener {
 	if sec == nil || sec.tls == nil {

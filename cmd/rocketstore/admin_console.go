@@ -45,9 +45,9 @@ func withConsole(flag string) serveExtra {
 		if len(namesrv) == 0 {
 			namesrv = []string{n.Addr}
 		}
-		// With aclEnable the console requires an ACL admin account and
-		// signs its requests with it.
-		c, err := console.New(console.Config{NameServers: namesrv, Logger: log, ACL: n.Server.ACL()})
+		// With aclEnable the console requires an admin account of the
+		// server's ACL and signs its requests with it.
+		c, err := console.New(console.Config{NameServers: namesrv, Logger: log, ACL: n.Server.ACLValidator()})
 		if err != nil {
 			return nil, err
 		}

@@ -76,8 +76,8 @@ func TestConsoleUsesServeACL(t *testing.T) {
 	}
 }
 
-// TestAdminCLISignsWithACL: `rocketstore admin` signs with --access-key and
-// $ROCKETSTORE_SECRET_KEY; without them an ACL server refuses it.
+// TestAdminCLISignsWithACL: `rocketstore admin` signs with --accessKey and
+// $ROCKETMQ_SECRET_KEY; without them an ACL server refuses it.
 func TestAdminCLISignsWithACL(t *testing.T) {
 	dir := t.TempDir()
 	aclFile := filepath.Join(dir, "plain_acl.yml")
@@ -92,11 +92,11 @@ func TestAdminCLISignsWithACL(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer n.Close()
-	t.Setenv("ROCKETSTORE_ACCESS_KEY", "")
-	t.Setenv("ROCKETSTORE_SECRET_KEY", "")
+	t.Setenv("ROCKETMQ_ACCESS_KEY", "")
+	t.Setenv("ROCKETMQ_SECRET_KEY", "")
 	fails(t, n.Addr, "no AccessKey", "updateTopic", "-b", n.BrokerAddr, "-t", "AclTopic")
-	t.Setenv("ROCKETSTORE_SECRET_KEY", "admin-SK-1")
-	ok(t, n.Addr, "--access-key", "adminAK1", "updateTopic", "-b", n.BrokerAddr, "-t", "AclTopic")
+	t.Setenv("ROCKETMQ_SECRET_KEY", "admin-SK-1")
+	ok(t, n.Addr, "--accessKey", "adminAK1", "updateTopic", "-b", n.BrokerAddr, "-t", "AclTopic")
 	if _, found := n.Broker.Topics().Get("AclTopic"); !found {
 		t.Fatal("the signed updateTopic did not create the topic")
 	}

@@ -32,6 +32,7 @@ import (
 
 	"github.com/rocketstore/rocketstore/backend"
 	"github.com/rocketstore/rocketstore/engine"
+	"github.com/rocketstore/rocketstore/internal/hooks"
 )
 
 // Backend makes the file systems the suite runs on.
@@ -99,7 +100,7 @@ func clock() func() int64 {
 // tinyConfig is a deterministic store with tiny files: no goroutines,
 // 4 KiB CommitLog files, 8-unit ConsumeQueue files.
 func tinyConfig() engine.Config {
-	return engine.Config{CommitLogFileSize: 4096, ConsumeQueueUnits: 8, Manual: true, Now: clock()}
+	return hooks.Manual(engine.Config{CommitLogFileSize: 4096, ConsumeQueueUnits: 8, Now: clock()})
 }
 
 // open opens the store on h.fs and registers a Close at cleanup.
