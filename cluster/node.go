@@ -318,9 +318,35 @@ func (n *Node) lead() {
 	n.lastAssigned = max(n.lastAssigned, n.fsm.lastTs.Load())
 	n.proposeMu.Unlock()
 	n.writable.Store(true)
+	n.addConfiguredPeers()
 	n.b.Schedule().Wake()
 	n.log.Info("leading the broker group", "brokerName", n.cfg.BrokerName)
 	n.setBrokerID(0)
+}
+
+// addConfiguredPeers adds the configured peers that are not members yet
+// (nodes started with Join), so that adding a node is a config change.
+func (n *Node) addConfiguredPeers() {
+	if n.fsm.Err() != nil {
+		return
+	}
+	fut := n.raft.GetConfiguration()
+	if fut.Error() != nil {
+		return
+	}
+	have := map[string]bool{}
+	for _, s := range fut.Configuration().Servers {
+		have[string(s.ID)] = true
+	}
+	for _, p := range n.ccfg.Peers {
+		if !have[p.ID] {
+			if err := n.AddVoter(p.ID, p.Addr); err != nil {
+				n.log.Warn("add configured peer", "peer", p, "err", err)
+				continue
+			}
+			n.log.Info("added configured peer to the group", "peer", p)
+		}
+	}
 }
 
 func (n *Node) follow() {
