@@ -304,6 +304,7 @@ func (n *Node) watchLeadership() {
 }
 
 func (n *Node) lead() {
+	n.fsm.leading.Store(true)
 	// The barrier applies every entry of earlier terms, so that the
 	// state machine's last timestamp is the log's.
 	if err := n.raft.Barrier(n.ccfg.ApplyTimeout).Error(); err != nil {
@@ -351,6 +352,7 @@ func (n *Node) addConfiguredPeers() {
 
 func (n *Node) follow() {
 	n.writable.Store(false)
+	n.fsm.leading.Store(false)
 	n.log.Info("following", "leader", n.LeaderID())
 	n.setBrokerID(n.followerID())
 }
