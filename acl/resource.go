@@ -27,13 +27,20 @@ const (
 	dlqPrefix   = "%DLQ%"
 )
 
-// adminCodes need an admin account: RocketMQ's Permission.ADMIN_CODE plus
-// the name server's topic deletion and the ACL admin codes, which
-// RocketMQ 4.9 lets any signed account use.
+// adminCodes need an admin account: RocketMQ's Permission.ADMIN_CODE
+// (17, 25, 215, 200, 207) plus every other request that changes the
+// broker's or name server's configuration or other groups' state, which
+// RocketMQ 4.9 lets any signed account send: the name server's topic
+// deletion (216) and config update (318), KV config writes (100, 102),
+// broker write permission (205, 327), offset resets and clones (222,
+// 314), and the ACL admin codes (50–54). Read-only admin queries
+// (statistics, configs, connections) need only a valid signature, as in
+// RocketMQ.
 var adminCodes = map[int32]bool{
 	remoting.CodeUpdateAndCreateTopic: true, codeUpdateBrokerConfig: true,
 	remoting.CodeDeleteTopicInBroker: true, remoting.CodeDeleteTopicInNamesrv: true,
 	codeUpdateAndCreateSubGroup: true, codeDeleteSubGroup: true,
+	100: true, 102: true, 205: true, 327: true, 318: true, 222: true, 314: true,
 	CodeUpdateAndCreateACLConfig: true, CodeDeleteACLConfig: true, CodeGetBrokerClusterACLInfo: true,
 	CodeUpdateGlobalWhiteAddrsConfig: true, CodeGetBrokerClusterACLConfig: true,
 }
@@ -43,10 +50,12 @@ func IsAdminCode(code int32) bool { return adminCodes[code] }
 
 // openCodes are answered without credentials: the name server's route
 // queries, which RocketMQ's name server never checks (it has no ACL), and
-// which clients that sign only broker requests still need.
+// which clients that sign only broker requests still need; and broker
+// registration (103, 104), which brokers send unsigned to a RocketMQ name
+// server.
 var openCodes = map[int32]bool{
 	remoting.CodeGetRouteInfoByTopic: true, remoting.CodeGetBrokerClusterInfo: true,
-	remoting.CodeGetAllTopicListFromNamesrv: true,
+	remoting.CodeGetAllTopicListFromNamesrv: true, 103: true, 104: true,
 }
 
 // IsOpenCode reports whether code is answered without a signature.
@@ -108,9 +117,11 @@ func Needs(req *remoting.RemotingCommand) ([]Need, error) {
 	case remoting.CodeSendMessage:
 		add(topicNeed(ext("topic"), PermPub))
 	case remoting.CodeSendMessageV2, remoting.CodeSendBatchMessage:
-		t := ext("b")
-		if _, v2 := req.ExtFields["b"]; !v2 {
-			t = ext("topic")
+		// The broker reads a V2 header (b = topic) when field a is present
+		// and a V1 header otherwise; the check must read the same field.
+		t := ext("topic")
+		if _, v2 := req.ExtFields["a"]; v2 {
+			t = ext("b")
 		}
 		add(topicNeed(t, PermPub))
 	case remoting.CodeConsumerSendMsgBack:

@@ -1,6 +1,7 @@
 package acl
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"fmt"
 	"io"
@@ -62,6 +63,7 @@ type Validator struct {
 
 	mu      sync.Mutex // serialises reloads and updates of the file
 	lastSum [sha256.Size]byte
+	pending [sha256.Size]byte // a changed content seen once by the watcher (watcher only)
 
 	stop, done chan struct{}
 	closeOnce  sync.Once
@@ -120,12 +122,31 @@ func (v *Validator) watch() {
 		case <-v.stop:
 			return
 		case <-t.C:
-			_, _ = v.Reload()
+			v.poll()
 		}
 	}
 }
 
-// Reload rereads the file. If its content changed and parses, the new
+// poll reloads the file once a change has been stable for one interval,
+// so that an editor's truncate-then-write is not read half-written.
+func (v *Validator) poll() {
+	data, err := readFile(v.cfg.File)
+	if err != nil {
+		_, _ = v.Reload() // reports the error (once)
+		return
+	}
+	sum := sha256.Sum256(data)
+	v.mu.Lock()
+	unchanged := sum == v.lastSum
+	v.mu.Unlock()
+	if unchanged || sum != v.pending {
+		v.pending = sum
+		return
+	}
+	_, _ = v.Reload()
+}
+
+// Reload rereads the file. If its content changed, is not empty and parses, the new
 // rules replace the old ones at once (requests see either the old or the
 // new rules, never a mix); if it does not parse, the last good rules stay
 // and the error is logged at ERROR and returned. changed reports whether
@@ -138,6 +159,9 @@ func (v *Validator) Reload() (changed bool, err error) {
 		return false, nil
 	}
 	var r *rules
+	if err == nil && len(bytes.TrimSpace(data)) == 0 {
+		err = fmt.Errorf("%w: the file is empty (to refuse everyone, keep an accounts list without the accounts)", ErrBadFile)
+	}
 	if err == nil {
 		_, r, err = parseAndCompile(data)
 	}
@@ -226,6 +250,34 @@ func (a *account) grants(n Need) bool {
 	}
 	return def.allows(n.Perm)
 }
+
+// CheckResource decides whether the account of req, which Check already
+// admitted, holds need: for requests whose resource is known only after
+// they are served (VIEW_MESSAGE_BY_ID names a message by offset; its topic
+// is in the message). White addresses pass, as in Check.
+func (v *Validator) CheckResource(req *remoting.RemotingCommand, remote netip.Addr, need Need) *Denial {
+	r := v.rules.Load()
+	remote = remote.Unmap()
+	for _, m := range r.global {
+		if m.match(remote) {
+			return nil
+		}
+	}
+	ak := req.ExtFields[FieldAccessKey]
+	acc := r.accounts[ak]
+	if acc == nil {
+		return &Denial{Reason: ReasonUnknownKey, AccessKey: ak, Remark: fmt.Sprintf("ACL: no account for accessKey=%s", ak)}
+	}
+	if acc.white.match(remote) || acc.grants(need) {
+		return nil
+	}
+	return &Denial{Reason: ReasonNoPermission, AccessKey: ak,
+		Remark: fmt.Sprintf("ACL: accessKey=%s has no %s permission on %s %s", ak, need.Perm, need.Kind, need.Name)}
+}
+
+// TopicNeed returns the permission perm on topic, where a retry or
+// dead-letter topic is its consumer group's.
+func TopicNeed(topic string, perm Perm) Need { return topicNeed(topic, perm) }
 
 // HasExplicitPub reports whether accessKey may create topic: it is an
 // admin, or its topicPerms name topic with PUB. A default topic

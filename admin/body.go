@@ -282,9 +282,33 @@ type TopicRouteData struct {
 
 // ConsumeMessageDirectlyResult is a client's answer to CONSUME_MESSAGE_DIRECTLY (309).
 type ConsumeMessageDirectlyResult struct {
-	Order          bool   `json:"order"`
-	AutoCommit     bool   `json:"autoCommit"`
-	ConsumeResult  string `json:"consumeResult"`
-	Remark         string `json:"remark"`
-	SpentTimeMills int64  `json:"spentTimeMills"`
+	Order          bool     `json:"order"`
+	AutoCommit     bool     `json:"autoCommit"`
+	ConsumeResult  CMResult `json:"consumeResult"`
+	Remark         string   `json:"remark"`
+	SpentTimeMills int64    `json:"spentTimeMills"`
+}
+
+// CMResult is a direct consume's result: Java's CMResult name
+// ("CR_SUCCESS", "CR_LATER", ...). The Go client sends its ConsumeResult
+// number instead; UnmarshalJSON maps it to the Java name.
+type CMResult string
+
+// UnmarshalJSON reads a CMResult name or the Go client's number.
+func (r *CMResult) UnmarshalJSON(b []byte) error {
+	var name string
+	if err := json.Unmarshal(b, &name); err == nil {
+		*r = CMResult(name)
+		return nil
+	}
+	var n int
+	if err := json.Unmarshal(b, &n); err != nil {
+		return fmt.Errorf("admin: consumeResult %s is neither a name nor a number", b)
+	}
+	names := []CMResult{"CR_SUCCESS", "CR_LATER", "CR_COMMIT", "CR_ROLLBACK", "CR_LATER"}
+	if n < 0 || n >= len(names) {
+		return fmt.Errorf("admin: consumeResult %d unknown", n)
+	}
+	*r = names[n]
+	return nil
 }

@@ -26,6 +26,7 @@ const (
 	CodeGetAllTopicConfig              int32 = 21
 	CodeGetBrokerConfig                int32 = 26
 	CodeGetBrokerRuntimeInfo           int32 = 28
+	CodeGetAllConsumerOffset           int32 = 43
 	CodeSearchOffsetByTimestamp        int32 = 29
 	CodeGetMaxOffset                   int32 = 30
 	CodeGetMinOffset                   int32 = 31
@@ -331,6 +332,16 @@ func (c *Client) AllSubscriptionGroups(ctx context.Context, addr string) (*Subsc
 		return nil, err
 	}
 	var w SubscriptionGroupWrapper
+	return &w, decode(resp, &w)
+}
+
+// AllConsumerOffsets asks a broker for its consumer offset table.
+func (c *Client) AllConsumerOffsets(ctx context.Context, addr string) (*ConsumerOffsetSerializeWrapper, error) {
+	resp, err := c.Invoke(ctx, addr, CodeGetAllConsumerOffset, nil)
+	if err != nil {
+		return nil, err
+	}
+	var w ConsumerOffsetSerializeWrapper
 	return &w, decode(resp, &w)
 }
 

@@ -33,7 +33,8 @@ func ReadFile(fs FS, name string) (data []byte, err error) {
 }
 
 // WriteFileAtomic replaces name with data so that a crash at any point
-// leaves the old or the new content readable by ReadFileWithBackup. The
+// leaves the old or the new content readable (name, or name.bak while
+// name is missing or empty; broker/configfile.Load reads it so). The
 // steps, and what a crash after each one leaves, are:
 //
 //  1. remove a stale name.tmp, create it, write data, Sync, Close:
@@ -83,30 +84,6 @@ func writeSynced(fs FS, name string, data []byte) error {
 		return errors.Join(err, seg.Close())
 	}
 	return seg.Close()
-}
-
-// ReadFileWithBackup reads a file written with WriteFileAtomic. If name is
-// missing or empty, it reads name.bak instead and reports fromBackup. A
-// missing name.bak then yields name's result: the empty content, or the
-// error wrapping ErrNotExist.
-//
-// A caller that finds the content of name corrupt should call ReadBackup.
-func ReadFileWithBackup(fs FS, name string) (data []byte, fromBackup bool, err error) {
-	data, err = ReadFile(fs, name)
-	if err == nil && len(data) > 0 {
-		return data, false, nil
-	}
-	if err != nil && !errors.Is(err, ErrNotExist) {
-		return nil, false, err
-	}
-	bak, berr := ReadBackup(fs, name)
-	if berr == nil {
-		return bak, true, nil
-	}
-	if !errors.Is(berr, ErrNotExist) {
-		return nil, false, berr
-	}
-	return data, false, err
 }
 
 // ReadBackup reads name.bak, the previous content that WriteFileAtomic kept.

@@ -118,7 +118,7 @@ func TestReadFileWithBackup(t *testing.T) {
 			if tc.bak != nil {
 				put(t, fs, "c.bak", tc.bak)
 			}
-			data, fromBackup, err := backend.ReadFileWithBackup(fs, "c")
+			data, fromBackup, err := readFileWithBackup(fs, "c")
 			if !errors.Is(err, tc.err) || (tc.err == nil) != (err == nil) {
 				t.Fatalf("err = %v, want %v", err, tc.err)
 			}
@@ -229,7 +229,7 @@ func crashOnce(t *testing.T, prior string, crashAt int, drop map[int]bool) (done
 		}
 		done = err == nil || cfs.ops <= crashAt
 
-		data, _, err := backend.ReadFileWithBackup(memfs.New(base.Afero()), "c")
+		data, _, err := readFileWithBackup(memfs.New(base.Afero()), "c")
 		switch {
 		case err == nil && (string(data) == "new" || string(data) == "old" && prior != "none"):
 		case errors.Is(err, backend.ErrNotExist) && prior == "none":
@@ -241,4 +241,29 @@ func crashOnce(t *testing.T, prior string, crashAt int, drop map[int]bool) (done
 		}
 	})
 	return done
+}
+
+// readFileWithBackup reads a file written with WriteFileAtomic, as a
+// reader that trusts name unless it is missing or empty would. If name is
+// missing or empty, it reads name.bak instead and reports fromBackup. A
+// missing name.bak then yields name's result: the empty content, or the
+// error wrapping backend.ErrNotExist.
+//
+// A caller that finds the content of name corrupt should call ReadBackup.
+func readFileWithBackup(fs backend.FS, name string) (data []byte, fromBackup bool, err error) {
+	data, err = backend.ReadFile(fs, name)
+	if err == nil && len(data) > 0 {
+		return data, false, nil
+	}
+	if err != nil && !errors.Is(err, backend.ErrNotExist) {
+		return nil, false, err
+	}
+	bak, berr := backend.ReadBackup(fs, name)
+	if berr == nil {
+		return bak, true, nil
+	}
+	if !errors.Is(berr, backend.ErrNotExist) {
+		return nil, false, berr
+	}
+	return data, false, err
 }

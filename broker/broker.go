@@ -14,9 +14,11 @@ import (
 	"github.com/rocketstore/rocketstore/broker/longpoll"
 	"github.com/rocketstore/rocketstore/broker/offset"
 	"github.com/rocketstore/rocketstore/broker/schedule"
+	"github.com/rocketstore/rocketstore/broker/transaction"
 	"github.com/rocketstore/rocketstore/dispatch"
 	"github.com/rocketstore/rocketstore/engine"
 	"github.com/rocketstore/rocketstore/index"
+	"github.com/rocketstore/rocketstore/internal/hooks"
 )
 
 // Broker is the consumption layer over one store.
@@ -33,17 +35,22 @@ type Broker struct {
 	hold      *longpoll.Hold
 	schedule  *schedule.Service
 	index     *index.Service // nil when the index is disabled
+	filters   *consumerFilters
+	tx        *transaction.Service
+	sqlCache  sqlCache
 
 	closed  atomic.Bool
 	stop    chan struct{}
 	done    chan struct{}
 	closeMu sync.Mutex
 
-	// beforeSuspend, when set (tests only, via export_test.go), runs
-	// between a pull finding nothing and the request being held: the
-	// window of RocketMQ's lost wake-up race.
-	beforeSuspend func()
+	// hooks are the test switches (set by export_test.go).
+	hooks hooks.Broker
 }
+
+// manual reports whether the store runs in manual mode (internal/hooks):
+// then the broker starts no goroutine either.
+func (b *Broker) manual() bool { return hooks.EngineOf(&b.cfg.Store).Manual }
 
 // Open loads the broker's configuration files from fs, opens the store on
 // fs with the index, long-poll and delayed-delivery dispatchers, clamps the
@@ -78,14 +85,17 @@ func (b *Broker) loadConfig() error {
 	if b.groups, err = config.LoadGroups(b.fs, !b.cfg.DisableAutoCreateSubscriptionGroup, b.cfg.Store.Now); err != nil {
 		return err
 	}
-	b.offsets, err = offset.Load(b.fs, offset.File, b.logger)
+	if b.offsets, err = offset.Load(b.fs, offset.File, b.logger); err != nil {
+		return err
+	}
+	b.filters, err = loadConsumerFilters(b.fs, b.cfg.Store.Now, b.logger.Warn)
 	return err
 }
 
 // openStore opens the index first (recovery dispatches to it), then the
 // engine with the broker's dispatchers.
 func (b *Broker) openStore() error {
-	sc := schedule.Config{Levels: b.cfg.Store.DelayLevels, Logger: b.logger, Now: b.cfg.Store.Now, Manual: b.cfg.Store.Manual}
+	sc := schedule.Config{Levels: b.cfg.Store.DelayLevels, Logger: b.logger, Now: b.cfg.Store.Now, Manual: b.manual()}
 	if w := b.cfg.Writer; w != nil {
 		sc.Put, sc.Standby = w.Put, func() bool { return !w.Writable() }
 	}
@@ -144,11 +154,15 @@ func (b *Broker) startServices() error {
 			return err
 		}
 	}
+	if err := b.openTransactions(); err != nil {
+		return err
+	}
 	if err := b.schedule.Start(b.store); err != nil {
+		b.tx.Close()
 		return err
 	}
 	b.stop, b.done = make(chan struct{}), make(chan struct{})
-	if b.cfg.Store.Manual {
+	if b.manual() {
 		// No background work: the owner calls PersistOffsets,
 		// DeliverDelayed and the store's flush methods.
 		close(b.done)
@@ -174,6 +188,9 @@ func (b *Broker) persistLoop() {
 			if err := b.offsets.Persist(); err != nil {
 				b.logger.Error("persist consumer offsets", "err", err)
 			}
+			if err := b.filters.persist(); err != nil {
+				b.logger.Error("persist consumer filters", "err", err)
+			}
 			if b.index != nil {
 				if err := b.index.Flush(); err != nil {
 					b.logger.Error("flush index", "err", err)
@@ -195,22 +212,24 @@ func (b *Broker) PersistOffsets() error {
 
 // PersistConsumerOffsets saves the consumer offsets now (the
 // flushConsumerOffsetInterval task).
-func (b *Broker) PersistConsumerOffsets() error { return b.offsets.Persist() }
+func (b *Broker) PersistConsumerOffsets() error {
+	return errors.Join(b.offsets.Persist(), b.filters.persist())
+}
 
 // PersistDelayOffsets syncs the CommitLog and saves the delay offsets now
 // (the flushDelayOffsetInterval task).
 func (b *Broker) PersistDelayOffsets() error { return b.schedule.Persist() }
 
 // DeliverDelayed runs one delayed-delivery pass in the caller's
-// goroutine: it dispatches the store when it is Manual, delivers every
+// goroutine: it dispatches the store when it is in manual mode, delivers every
 // message due now, and dispatches the deliveries. It returns how long
-// until the next message is due (-1: none). Manual brokers use it in
+// until the next message is due (-1: none). Brokers in manual mode use it in
 // place of the delivery goroutine.
 func (b *Broker) DeliverDelayed(ctx context.Context) (time.Duration, error) {
 	if b.closed.Load() {
 		return 0, ErrClosed
 	}
-	if b.cfg.Store.Manual {
+	if b.manual() {
 		if _, err := b.store.Dispatch(); err != nil {
 			return 0, err
 		}
@@ -219,7 +238,7 @@ func (b *Broker) DeliverDelayed(ctx context.Context) (time.Duration, error) {
 	if err != nil {
 		return 0, err
 	}
-	if b.cfg.Store.Manual {
+	if b.manual() {
 		if _, err := b.store.Dispatch(); err != nil {
 			return 0, err
 		}
@@ -241,6 +260,7 @@ func (b *Broker) Abandon() {
 	b.hold.Close()
 	close(b.stop)
 	<-b.done
+	b.tx.Close()
 	b.schedule.Abandon()
 	b.store.Abandon()
 	if b.index != nil {
@@ -259,7 +279,8 @@ func (b *Broker) Close() error {
 	b.hold.Close()
 	close(b.stop)
 	<-b.done
-	errs := []error{b.schedule.Close(), b.offsets.Persist()}
+	b.tx.Close()
+	errs := []error{b.schedule.Close(), b.offsets.Persist(), b.filters.persist()}
 	return errors.Join(append(errs, b.closeStore())...)
 }
 

@@ -2,7 +2,6 @@ package broker_test
 
 import (
 	"encoding/json"
-	"errors"
 	"os"
 	"path/filepath"
 	"testing"
@@ -12,15 +11,15 @@ import (
 	"github.com/rocketstore/rocketstore/backend"
 	"github.com/rocketstore/rocketstore/backend/memfs"
 	"github.com/rocketstore/rocketstore/broker/config"
-	"github.com/rocketstore/rocketstore/broker/configfile"
 	"github.com/rocketstore/rocketstore/broker/offset"
+	"github.com/rocketstore/rocketstore/internal/fixture"
 )
 
 // fixtureFS loads shared/testdata/rocketmq-4x/broker-config (written by a
 // real RocketMQ broker) into a memfs, optionally replacing files.
 func fixtureFS(t *testing.T, replace map[string][]byte) *memfs.FS {
 	t.Helper()
-	src := fixturePath(t, "broker-config")
+	src := fixture.Path(t, "broker-config")
 	afs := afero.NewMemMapFs()
 	err := filepath.Walk(src, func(p string, fi os.FileInfo, err error) error {
 		if err != nil {
@@ -72,10 +71,6 @@ func TestRocketMQConfigFixturesLoad(t *testing.T) {
 			t.Fatalf("offset of queue %d = %d, want 250", q, got)
 		}
 	}
-	filters, err := config.LoadFilters(fs)
-	if err != nil || filters.Topics() != 0 {
-		t.Fatalf("filters: %d topics, %v", filters.Topics(), err)
-	}
 }
 
 // Saving what was loaded writes standard JSON that loads back the same.
@@ -89,11 +84,7 @@ func TestRocketMQConfigFixturesRoundTrip(t *testing.T) {
 	if err := offs.Persist(); err != nil {
 		t.Fatal(err)
 	}
-	filters, _ := config.LoadFilters(fs)
-	if err := filters.Save(); err != nil {
-		t.Fatal(err)
-	}
-	for _, name := range []string{offset.File, config.FiltersFile} {
+	for _, name := range []string{offset.File} {
 		data, err := backend.ReadFile(fs, name)
 		if err != nil {
 			t.Fatal(err)
@@ -116,7 +107,7 @@ func TestRocketMQConfigFixturesRoundTrip(t *testing.T) {
 
 // A main file cut short falls back to the .bak beside it.
 func TestRocketMQConfigCutShortUsesBackup(t *testing.T) {
-	full, err := os.ReadFile(fixturePath(t, "broker-config/config/consumerOffset.json"))
+	full, err := os.ReadFile(fixture.Path(t, "broker-config/config/consumerOffset.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,7 +119,7 @@ func TestRocketMQConfigCutShortUsesBackup(t *testing.T) {
 	if got := offs.Query("please_rename_unique_group_name_4", "TopicTest", 0); got != 250 {
 		t.Fatalf("offset from .bak = %d, want 250", got)
 	}
-	topicsFull, err := os.ReadFile(fixturePath(t, "broker-config/config/topics.json"))
+	topicsFull, err := os.ReadFile(fixture.Path(t, "broker-config/config/topics.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -139,11 +130,5 @@ func TestRocketMQConfigCutShortUsesBackup(t *testing.T) {
 	}
 	if _, ok := topics.Get("TopicTest"); !ok {
 		t.Fatal("TopicTest missing after falling back to topics.json.bak")
-	}
-	// Without a backup a corrupt file is an error, never an empty table
-	// that would later overwrite it.
-	fs = fixtureFS(t, map[string][]byte{"config/consumerFilter.json": []byte("{\"filterDataByTopic\":")})
-	if _, err := config.LoadFilters(fs); !errors.Is(err, configfile.ErrCorrupt) {
-		t.Fatalf("corrupt consumerFilter.json without .bak: %v", err)
 	}
 }

@@ -135,6 +135,11 @@ func (n *Node) openBroker() error {
 	bc.Store.FlushDiskType = engine.AsyncFlush
 	bc.Store.StoreHost = n.cfg.StoreHost
 	bc.Writer = n
+	// The transaction service writes half and op messages and keeps
+	// state rebuilt from them at open, outside the group's log: a
+	// replicated group refuses transactional messages (NO_PERMISSION,
+	// rejectTransactionMessage) rather than let replicas diverge.
+	bc.Transaction.Reject = true
 	n.now = bc.Store.Now
 	if n.now == nil {
 		n.now = func() int64 { return time.Now().UnixMilli() }

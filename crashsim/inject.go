@@ -1,10 +1,6 @@
 package crashsim
 
-import (
-	"math/rand/v2"
-	"strings"
-	"sync"
-)
+import "sync"
 
 // Injector decides whether an operation fails, and how. It is called with
 // the FS lock held, so it must not call back into the FS. A nil error lets
@@ -19,8 +15,8 @@ type InjectorFunc func(op Op) error
 // Inject calls f(op).
 func (f InjectorFunc) Inject(op Op) error { return f(op) }
 
-// Predicate selects operations. Predicates built by Nth and Random keep
-// state, so each one should be used by one Injector only.
+// Predicate selects operations. A predicate built by Nth keeps state, so
+// each one should be used by one Injector only.
 type Predicate func(op Op) bool
 
 // Fail returns an Injector that fails the operations p selects with err.
@@ -68,25 +64,6 @@ func OnKind(kinds ...OpKind) Predicate {
 // Mutating selects the operations that change the file system.
 func Mutating() Predicate { return func(op Op) bool { return op.Kind.Mutating() } }
 
-// UnderPath selects operations on prefix or on the files below it.
-func UnderPath(prefix string) Predicate {
-	prefix = clean(prefix)
-	return func(op Op) bool { return within(prefix, clean(op.Path)) }
-}
-
-// And selects operations that every p selects; it stops at the first no,
-// so stateful predicates placed last only count what the others passed.
-func And(ps ...Predicate) Predicate {
-	return func(op Op) bool {
-		for _, p := range ps {
-			if !p(op) {
-				return false
-			}
-		}
-		return true
-	}
-}
-
 // Nth selects the k-th operation (1-based) that p selects, and no other.
 func Nth(k int, p Predicate) Predicate {
 	var mu sync.Mutex
@@ -102,37 +79,8 @@ func Nth(k int, p Predicate) Predicate {
 	}
 }
 
-// FromNth selects the k-th operation that p selects and every later one.
-func FromNth(k int, p Predicate) Predicate {
-	var mu sync.Mutex
-	n := 0
-	return func(op Op) bool {
-		if !p(op) {
-			return false
-		}
-		mu.Lock()
-		defer mu.Unlock()
-		n++
-		return n >= k
-	}
-}
-
-// Random selects each operation that p selects with probability
-// percent/100, from a generator seeded with seed (replayable).
-func Random(seed uint64, percent int, p Predicate) Predicate {
-	var mu sync.Mutex
-	r := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
-	return func(op Op) bool {
-		if !p(op) {
-			return false
-		}
-		mu.Lock()
-		defer mu.Unlock()
-		return r.IntN(100) < percent
-	}
-}
-
-// PathContains selects operations whose path contains s.
-func PathContains(s string) Predicate {
-	return func(op Op) bool { return strings.Contains(op.Path, s) }
+// UnderPath selects operations on prefix or on the files below it.
+func UnderPath(prefix string) Predicate {
+	prefix = clean(prefix)
+	return func(op Op) bool { return within(prefix, clean(op.Path)) }
 }

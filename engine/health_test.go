@@ -159,3 +159,20 @@ func TestCommitLogDiskFullResumes(t *testing.T) {
 		t.Fatalf("close after a disk-full episode: %v", err)
 	}
 }
+
+// TestRecoveryReportLogsAsKeyValues is issue 11 item 8: the report is
+// logged as key=value pairs, not as a raw Go struct.
+func TestRecoveryReportLogsAsKeyValues(t *testing.T) {
+	var b bytes.Buffer
+	r := engine.RecoveryReport{Abnormal: true, CommitLogEnd: 42, Damaged: []engine.DamagedRange{{Offset: 1, End: 2}}}
+	slog.New(slog.NewTextHandler(&b, nil)).Info("opened", "recovery", r)
+	l := b.String()
+	for _, want := range []string{"recovery.abnormal=true", "recovery.commitLogEnd=42", "recovery.damagedRecords=1"} {
+		if !strings.Contains(l, want) {
+			t.Errorf("log line %q lacks %q", l, want)
+		}
+	}
+	if strings.Contains(l, "{") {
+		t.Errorf("log line %q holds a Go struct", l)
+	}
+}

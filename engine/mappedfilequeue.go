@@ -37,8 +37,10 @@ type MappedFileQueue struct {
 	flushedWhere   atomic.Int64
 	storeTimestamp atomic.Int64
 
-	// noTailZeroing is Config.Unsafe.NoTailZeroing (tests only).
+	// noTailZeroing is hooks.Engine.NoTailZeroing (tests only).
 	noTailZeroing bool
+	// noRedirty is the NoRedirty hook (tests only).
+	noRedirty bool
 }
 
 func newMappedFileQueue(fs backend.FS, dir string, fileSize int64) *MappedFileQueue {
@@ -101,6 +103,7 @@ func (q *MappedFileQueue) load() error {
 			return fmt.Errorf("open %s: %w", p, err)
 		}
 		mf := newMappedFile(seg, p, from)
+		mf.noRedirty = q.noRedirty
 		mf.setPositions(q.fileSize)
 		files = append(files, mf)
 	}
@@ -268,7 +271,9 @@ func (q *MappedFileQueue) create(from int64) (*MappedFile, error) {
 			return nil, err
 		}
 	}
-	return newMappedFile(seg, p, from), nil
+	mf := newMappedFile(seg, p, from)
+	mf.noRedirty = q.noRedirty
+	return mf, nil
 }
 
 // syncParents syncs every directory above dir, deepest first, up to the

@@ -3,6 +3,7 @@ package engine
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 
 	"github.com/rocketstore/rocketstore/engine/record"
 )
@@ -40,6 +41,26 @@ type RecoveryReport struct {
 	// TruncatedAtDamage is set when recovery could not tell damage from a
 	// torn tail and, as the config allowed, cut the CommitLog there.
 	TruncatedAtDamage bool
+}
+
+// LogValue logs the report as key-value pairs instead of a Go struct.
+func (r RecoveryReport) LogValue() slog.Value {
+	attrs := []slog.Attr{slog.Bool("abnormal", r.Abnormal), slog.Bool("checkpointValid", r.CheckpointValid),
+		slog.Int64("scanFrom", r.ScanFrom), slog.Int64("commitLogEnd", r.CommitLogEnd),
+		slog.Int("redispatched", r.Redispatched), slog.Bool("consumeQueuesRebuilt", r.ConsumeQueuesRebuilt)}
+	if r.StopReason != nil {
+		attrs = append(attrs, slog.String("stopReason", r.StopReason.Error()), slog.Int("droppedBytes", r.DroppedBytes))
+	}
+	if len(r.PaddedFiles) > 0 {
+		attrs = append(attrs, slog.Any("paddedFiles", r.PaddedFiles))
+	}
+	if len(r.Damaged) > 0 {
+		attrs = append(attrs, slog.Int("damagedRecords", len(r.Damaged)))
+	}
+	if r.TruncatedAtDamage {
+		attrs = append(attrs, slog.Bool("truncatedAtDamage", true))
+	}
+	return slog.GroupValue(attrs...)
 }
 
 // recover brings the CommitLog and ConsumeQueues to a consistent state:
@@ -82,6 +103,10 @@ func (s *Store) recover(lastExitOK, cpValid bool) error {
 	if errors.Is(stop, record.ErrUnsupportedVersion) {
 		return fmt.Errorf("%w: commitlog offset %d: %w", ErrCorruptStore, end, stop)
 	}
+	if errors.Is(stop, ErrUndecidableDamage) {
+		return stop
+	}
+	s.recordDamage()
 	if !errors.Is(stop, record.ErrNoRecord) {
 		r.StopReason = stop
 	}
@@ -122,15 +147,57 @@ func (s *Store) abnormalStartFile(files []*MappedFile) int {
 
 // scanCommitLog checks records (with CRC unless disabled) from the start of
 // files[0] and returns the offset after the last good one and why it
-// stopped there.
+// stopped there. A damaged record with intact records after it is skipped
+// or refused (see onDamage), never a reason to drop what follows.
 func (s *Store) scanCommitLog(files []*MappedFile, dispatch bool) (end int64, stop, dispatchErr error) {
-	checkCRC := !s.cfg.SkipCRCOnRecover && !s.cfg.Unsafe.NoCRCCheck
-	for i, mf := range files {
+	checkCRC := !s.cfg.SkipCRCOnRecover && !s.cfg.hooks.NoCRCCheck
+	resume := int64(-1)
+	// One Request for the whole scan: Apply takes its address, so a
+	// Request per record would be a heap allocation per record.
+	var req dispatchRequest
+	var ahead *crcAhead // CRCs of the current file, checked beside the walk
+	defer func() { ahead.close() }()
+	for i := 0; i < len(files); i++ {
+		mf := files[i]
 		b := mf.seg.View(0, mf.fileSize)
-		for pos := int64(0); ; {
-			req, size, blank, err := s.parser.Parse(b[pos:], mf.fileFromOffset+pos, checkCRC)
+		pos := int64(0)
+		if resume > mf.fileFromOffset {
+			pos = resume - mf.fileFromOffset
+		}
+		ahead.close()
+		ahead = s.startCRCAhead(mf, pos, checkCRC)
+		onChain := true // pos was reached from the helper's start by record sizes
+		for {
+			var size int32
+			var blank bool
+			var err error
+			crc := checkCRC && !(onChain && ahead.covers(pos))
+			req, size, blank, err = s.parser.Parse(b[pos:], mf.fileFromOffset+pos, crc)
+			if err == nil && blank && pos+int64(size) != mf.fileSize {
+				err = fmt.Errorf("%w: blank record of %d bytes does not end the file", record.ErrCorrupt, size)
+			}
 			if err != nil {
-				return mf.fileFromOffset + pos, fmt.Errorf("%s at %d: %w", mf.name, pos, err), dispatchErr
+				stop := fmt.Errorf("%s at %d: %w", mf.name, pos, err)
+				if errors.Is(err, record.ErrUnsupportedVersion) || s.cfg.hooks.TruncateAtDamage {
+					return mf.fileFromOffset + pos, stop, dispatchErr
+				}
+				next, truncate, derr := s.onDamage(files, i, pos, err)
+				if derr != nil {
+					return mf.fileFromOffset + pos, derr, dispatchErr
+				}
+				if truncate {
+					return mf.fileFromOffset + pos, stop, dispatchErr
+				}
+				if next < mf.fileFromOffset+mf.fileSize {
+					pos = next - mf.fileFromOffset
+					onChain = false // resynchronised: check CRCs here
+					continue
+				}
+				resume = next
+				for i+1 < len(files) && files[i+1].fileFromOffset+files[i+1].fileSize <= next {
+					i++
+				}
+				break
 			}
 			if !blank {
 				// Dispatch as the record is validated: one pass over the
@@ -143,10 +210,6 @@ func (s *Store) scanCommitLog(files []*MappedFile, dispatch bool) (end int64, st
 				}
 				pos += int64(size)
 				continue
-			}
-			if pos+int64(size) != mf.fileSize {
-				return mf.fileFromOffset + pos, fmt.Errorf("%w: %s at %d: blank record of %d bytes does not end the file",
-					record.ErrCorrupt, mf.name, pos, size), dispatchErr
 			}
 			if i == len(files)-1 {
 				return mf.fileFromOffset + mf.fileSize, nil, dispatchErr
@@ -176,7 +239,7 @@ func (s *Store) truncateCommitLog(end int64) error {
 	if err := q.truncateDirtyFiles(end); err != nil {
 		return err
 	}
-	if s.recovery.Abnormal {
+	if s.recovery.Abnormal && !s.cfg.hooks.NoRecoverySync {
 		// After a kill the recovered records may exist only in the page
 		// cache; they are reported as flushed from now on, so sync them
 		// (msync of pages that are already clean costs little). Before

@@ -57,6 +57,7 @@ type Store struct {
 	// health holds the running flags that clear by themselves (disk
 	// full, dispatch failing) and the fault counters.
 	health     health
+	deleted    deletedTopics
 	cqFlushLog faultLog
 
 	recovery RecoveryReport
@@ -96,7 +97,8 @@ func (s *Store) open(dispatchers []dispatch.Dispatcher) error {
 		return err
 	}
 	s.commitLog = newCommitLog(s.fs, commitLogDir, &s.cfg)
-	s.commitLog.q.noTailZeroing = s.cfg.Unsafe.NoTailZeroing
+	s.commitLog.q.noTailZeroing = s.cfg.hooks.NoTailZeroing
+	s.commitLog.q.noRedirty = s.cfg.hooks.NoRedirty
 	if err := s.commitLog.q.load(); err != nil {
 		return err
 	}
@@ -112,15 +114,19 @@ func (s *Store) open(dispatchers []dispatch.Dispatcher) error {
 			return err
 		}
 	}
-	cp, cpValid, err := openCheckpoint(s.fs, checkpointFile, s.cfg.Now())
+	if err := s.loadDeletedTopics(); err != nil {
+		return err
+	}
+	cp, cpValid, err := openCheckpoint(s.fs, checkpointFile, s.cfg.Now(), s.cfg.Logger)
 	if err != nil {
 		return err
 	}
 	s.checkpoint = cp
-	parser := &dispatch.Parser{DelayLevels: s.cfg.DelayLevels, NoPhysicalOffsetCheck: s.cfg.Unsafe.NoPhysicalOffsetCheck}
+	parser := &dispatch.Parser{DelayLevels: s.cfg.DelayLevels, NoPhysicalOffsetCheck: s.cfg.hooks.NoPhysicalOffsetCheck}
 	s.parser = parser
 	all := append([]dispatch.Dispatcher{dispatch.DispatcherFunc(s.buildConsumeQueue)}, dispatchers...)
 	s.reput = dispatch.NewService(commitLogReader{s.commitLog}, parser, 0, all...)
+	s.reput.IgnoreErrors = s.cfg.hooks.IgnoreDispatchErrors
 	if err := s.recover(lastExitOK, cpValid); err != nil {
 		return err
 	}
@@ -281,7 +287,7 @@ func (s *Store) markRunning() error {
 }
 
 func (s *Store) start() {
-	if s.cfg.Manual {
+	if s.cfg.hooks.Manual {
 		return
 	}
 	q := s.commitLog.q
@@ -388,7 +394,7 @@ func (s *Store) putError(err error) error {
 }
 
 func (s *Store) afterPut(ctx context.Context, res PutResult, wait bool) error {
-	if s.cfg.Manual {
+	if s.cfg.hooks.Manual {
 		if s.cfg.FlushDiskType == SyncFlush && wait {
 			return s.FlushCommitLog(0)
 		}
@@ -411,7 +417,7 @@ func (s *Store) afterPut(ctx context.Context, res PutResult, wait bool) error {
 // its ConsumeQueue (a put's WroteOffset+WroteBytes), so that it can be read
 // with GetMessage.
 func (s *Store) WaitDispatched(ctx context.Context, off int64) error {
-	if s.cfg.Manual {
+	if s.cfg.hooks.Manual {
 		if _, err := s.Dispatch(); err != nil {
 			return err
 		}
@@ -419,8 +425,8 @@ func (s *Store) WaitDispatched(ctx context.Context, off int64) error {
 	return s.reput.WaitFor(ctx, off)
 }
 
-// Dispatch runs one reput pass in the caller's goroutine (for Manual
-// stores and tools) and returns how many records it dispatched.
+// Dispatch runs one reput pass in the caller's goroutine (for stores in
+// manual mode, which dispatch only when asked) and returns how many records it dispatched.
 func (s *Store) Dispatch() (int, error) {
 	// Held shared so that Close cannot shut the files down under a pass
 	// (a pass on shut-down queues would create new ConsumeQueue files).
@@ -459,14 +465,21 @@ func (s *Store) ReputFromOffset() int64 { return s.reput.ReputFromOffset() }
 // buildConsumeQueue is the ConsumeQueue dispatcher (RocketMQ's
 // CommitLogDispatcherBuildConsumeQueue).
 func (s *Store) buildConsumeQueue(req *dispatch.Request) error {
-	if !req.Dispatchable() {
+	if !req.Dispatchable() || s.deletedBelow(req.Topic, req.CommitLogOffset) {
 		return nil
 	}
 	cq, err := s.queues.findOrCreate(s, req.Topic, req.QueueID)
 	if err != nil {
 		return err
 	}
-	if _, err := cq.putMessagePositionInfo(req.CommitLogOffset, req.MsgSize, req.TagsCode, req.ConsumeQueueOffset); err != nil {
+	_, err = cq.putMessagePositionInfo(req.CommitLogOffset, req.MsgSize, req.TagsCode, req.ConsumeQueueOffset)
+	if errors.Is(err, errQueueGap) && len(s.recovery.Damaged) > 0 {
+		// The missing units belong to damaged records recovery skipped.
+		if err = s.fillDamagedUnits(cq, req); err == nil {
+			_, err = cq.putMessagePositionInfo(req.CommitLogOffset, req.MsgSize, req.TagsCode, req.ConsumeQueueOffset)
+		}
+	}
+	if err != nil {
 		return err
 	}
 	s.checkpoint.setLogics(req.StoreTimestamp)
@@ -492,7 +505,7 @@ func (s *Store) Close() error {
 	if s.cqFlusher != nil {
 		s.cqFlusher.close()
 	}
-	if s.cfg.Manual && s.failed.Load() == nil {
+	if s.cfg.hooks.Manual && s.failed.Load() == nil {
 		// Nothing dispatched in the background: drain here, so that a
 		// Manual store also closes cleanly (RocketMQ's shutdown waits
 		// for dispatchBehindBytes to reach 0).

@@ -13,7 +13,7 @@
 //     hash code (e.g. "Aa" and "BB") are indistinguishable.
 //
 // A TagFilter built with NewTagFilter keeps RocketMQ's hash-only semantics.
-// NewExactTagFilter (or mode MatchExact) additionally compares the record's
+// NewSubscriptionFilter in mode MatchExact additionally compares the record's
 // TAGS property with the subscribed tags in step 2, removing hash collisions
 // at the cost of decoding properties.
 //

@@ -29,9 +29,10 @@ func Example() {
 
 // "Aa" and "BB" have the same Java hash code, so only the exact filter can
 // tell them apart, and only once the record's properties are read.
-func ExampleNewExactTagFilter() {
+func ExampleNewSubscriptionFilter() {
 	hash, _ := filter.NewTagFilter("Aa")
-	exact, _ := filter.NewExactTagFilter("Aa")
+	sd, _ := filter.BuildSubscriptionData("TopicTest", "Aa")
+	exact, _ := filter.NewSubscriptionFilter(sd, filter.MatchExact)
 	bb := map[string]string{"TAGS": "BB"}
 	fmt.Println(hash.IsMatchedByConsumeQueue(record.TagsCode("BB")), hash.IsMatchedByCommitLog(bb))
 	fmt.Println(exact.IsMatchedByConsumeQueue(record.TagsCode("BB")), exact.IsMatchedByCommitLog(bb))

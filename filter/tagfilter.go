@@ -88,12 +88,6 @@ func NewTagFilter(expr string) (*TagFilter, error) {
 	return newFromExpr(expr, MatchHash)
 }
 
-// NewExactTagFilter parses expr with BuildSubscriptionData and returns a
-// filter that also checks the record's TAGS property (MatchExact).
-func NewExactTagFilter(expr string) (*TagFilter, error) {
-	return newFromExpr(expr, MatchExact)
-}
-
 func newFromExpr(expr string, mode Mode) (*TagFilter, error) {
 	sd, err := BuildSubscriptionData("", expr)
 	if err != nil {

@@ -10,6 +10,9 @@ import (
 	"github.com/rocketstore/rocketstore/engine/record"
 )
 
+// newExactTagFilter is NewTagFilter in mode MatchExact.
+func newExactTagFilter(expr string) (*TagFilter, error) { return newFromExpr(expr, MatchExact) }
+
 func mustFilter(t testing.TB, build func(string) (*TagFilter, error), expr string) *TagFilter {
 	t.Helper()
 	f, err := build(expr)
@@ -34,7 +37,7 @@ func TestConsumeQueueMatch(t *testing.T) {
 		{"hit", mustFilter(t, NewTagFilter, "TagA||TagB"), record.TagsCode("TagB"), true},
 		{"miss", mustFilter(t, NewTagFilter, "TagA||TagB"), record.TagsCode("TagC"), false},
 		{"untagged message", mustFilter(t, NewTagFilter, "TagA"), record.TagsCode(""), false},
-		{"collision passes the CQ", mustFilter(t, NewExactTagFilter, "Aa"), record.TagsCode("BB"), true},
+		{"collision passes the CQ", mustFilter(t, newExactTagFilter, "Aa"), record.TagsCode("BB"), true},
 		// Negative hash codes are stored sign-extended.
 		{"negative sign-extended", mustFilter(t, NewTagFilter, "order-created"), -392709271, true},
 		{"min int32", mustFilter(t, NewTagFilter, "polygenelubricants"), math.MinInt32, true},
@@ -80,7 +83,7 @@ func TestLargeCodeSet(t *testing.T) {
 // both, the exact filter only the subscribed one.
 func TestCollision(t *testing.T) {
 	hash := mustFilter(t, NewTagFilter, "Aa")
-	exact := mustFilter(t, NewExactTagFilter, "Aa")
+	exact := mustFilter(t, newExactTagFilter, "Aa")
 	tests := []struct {
 		name  string
 		f     *TagFilter
@@ -95,7 +98,7 @@ func TestCollision(t *testing.T) {
 		{"exact/no TAGS", exact, map[string]string{"KEYS": "k"}, false},
 		{"exact/empty props", exact, map[string]string{}, false},
 		{"exact/nil props falls back to hash", exact, nil, true},
-		{"exact star", mustFilter(t, NewExactTagFilter, "*"), map[string]string{"TAGS": "BB"}, true},
+		{"exact star", mustFilter(t, newExactTagFilter, "*"), map[string]string{"TAGS": "BB"}, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -111,8 +114,8 @@ func TestCollision(t *testing.T) {
 
 func TestMatchTag(t *testing.T) {
 	hash := mustFilter(t, NewTagFilter, "Aa || TagA")
-	exact := mustFilter(t, NewExactTagFilter, "Aa || TagA")
-	all := mustFilter(t, NewExactTagFilter, "*")
+	exact := mustFilter(t, newExactTagFilter, "Aa || TagA")
+	all := mustFilter(t, newExactTagFilter, "*")
 	tests := []struct {
 		tags                string
 		wantHash, wantExact bool
@@ -180,7 +183,7 @@ func TestFilterCopiesSubscription(t *testing.T) {
 }
 
 func TestAccessors(t *testing.T) {
-	f := mustFilter(t, NewExactTagFilter, "A||B")
+	f := mustFilter(t, newExactTagFilter, "A||B")
 	if f.Mode() != MatchExact || f.MatchesAll() {
 		t.Errorf("Mode, MatchesAll = %v, %v", f.Mode(), f.MatchesAll())
 	}
@@ -197,7 +200,7 @@ func TestAccessors(t *testing.T) {
 }
 
 func TestConcurrentUse(t *testing.T) {
-	f := mustFilter(t, NewExactTagFilter, "TagA||TagB")
+	f := mustFilter(t, newExactTagFilter, "TagA||TagB")
 	props := map[string]string{"TAGS": "TagB"}
 	var wg sync.WaitGroup
 	for range 8 {
@@ -214,7 +217,7 @@ func TestConcurrentUse(t *testing.T) {
 }
 
 func TestMatchDoesNotAllocate(t *testing.T) {
-	small := mustFilter(t, NewExactTagFilter, "TagA||TagB||order-created")
+	small := mustFilter(t, newExactTagFilter, "TagA||TagB||order-created")
 	sd := &SubscriptionData{SubString: "many"}
 	for i := range 4 * smallSet {
 		sd.addTag(fmt.Sprintf("Tag%d", i))
@@ -259,7 +262,7 @@ func BenchmarkIsMatchedByConsumeQueue(b *testing.B) {
 }
 
 func BenchmarkIsMatchedByCommitLogExact(b *testing.B) {
-	f := mustFilter(b, NewExactTagFilter, "TagA||TagB")
+	f := mustFilter(b, newExactTagFilter, "TagA||TagB")
 	props := map[string]string{"TAGS": "TagB", "KEYS": "k1"}
 	b.ReportAllocs()
 	for b.Loop() {

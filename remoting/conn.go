@@ -51,6 +51,7 @@ type Conn struct {
 	workers  int         // started so far; only the read goroutine touches it
 	wg       sync.WaitGroup
 	handlers sync.WaitGroup // requests dispatched and not yet answered
+	inflight atomic.Int32   // the same count, readable: the writer waits for answers on their way
 
 	pmu     sync.Mutex
 	pending map[int32]chan *RemotingCommand // Invoke waiters by opaque
@@ -258,6 +259,7 @@ func (c *Conn) readCommand(r io.Reader) (*RemotingCommand, int64, error) {
 func (c *Conn) dispatch(j job) error {
 	c.stats.requests.Add(1)
 	c.handlers.Add(1)
+	c.inflight.Add(1)
 	select {
 	case c.work <- j:
 		return nil
@@ -274,6 +276,7 @@ func (c *Conn) dispatch(j job) error {
 		return nil
 	case <-c.closed:
 		c.budget.release(j.charged)
+		c.inflight.Add(-1)
 		c.handlers.Done()
 		return c.closeErr
 	}
@@ -293,6 +296,7 @@ func (c *Conn) serveRequest(j job) {
 	req := j.req
 	defer func() {
 		c.budget.release(j.charged)
+		c.inflight.Add(-1)
 		c.handlers.Done()
 	}()
 	resp, err := c.callHandler(req)

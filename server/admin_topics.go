@@ -4,7 +4,6 @@ import (
 	"context"
 	"maps"
 	"slices"
-	"strings"
 
 	"github.com/rocketstore/rocketstore/admin"
 	"github.com/rocketstore/rocketstore/broker/config"
@@ -84,21 +83,6 @@ func (s *Server) topicNames() []string {
 	return slices.Sorted(maps.Keys(all))
 }
 
-// getTopicsByCluster answers GET_TOPICS_BY_CLUSTER (224): header
-// cluster; the topics of the cluster's brokers (none for another cluster).
-func (s *Server) getTopicsByCluster(_ context.Context, _ *remoting.Conn, req *remoting.RemotingCommand) (*remoting.RemotingCommand, error) {
-	f := req.Fields()
-	cluster := f.String("cluster")
-	if err := f.Err(); err != nil {
-		return badRequest(req, err)
-	}
-	topics := []string{}
-	if cluster == s.cfg.ClusterName {
-		topics = s.topicNames()
-	}
-	return adminBody(req, admin.TopicList{TopicList: topics})
-}
-
 // systemTopics is TopicValidator.getSystemTopicSet() of RocketMQ 4.9.4.
 func systemTopicList() []string {
 	return []string{config.DefaultTopic, config.SelfTestTopic, config.OffsetMovedEventTopic, config.ScheduleTopic,
@@ -109,88 +93,4 @@ func systemTopicList() []string {
 // getSystemTopicListFromBroker answers GET_SYSTEM_TOPIC_LIST_FROM_BROKER (305).
 func (s *Server) getSystemTopicListFromBroker(_ context.Context, _ *remoting.Conn, req *remoting.RemotingCommand) (*remoting.RemotingCommand, error) {
 	return adminBody(req, admin.TopicList{TopicList: systemTopicList()})
-}
-
-// getSystemTopicListFromNs answers GET_SYSTEM_TOPIC_LIST_FROM_NS (304): as
-// RouteInfoManager.getSystemTopicList, the cluster and broker names, with
-// the broker's address.
-func (s *Server) getSystemTopicListFromNs(_ context.Context, _ *remoting.Conn, req *remoting.RemotingCommand) (*remoting.RemotingCommand, error) {
-	return adminBody(req, admin.TopicList{TopicList: []string{s.cfg.BrokerName, s.cfg.ClusterName}, BrokerAddr: s.BrokerAddr()})
-}
-
-// setWritePerm adds or removes the write permission of every topic but
-// the system ones, and returns how many changed (the name server's
-// wipe/addWritePermOfBroker: here the route is the topic table).
-func (s *Server) setWritePerm(add bool) (int, error) {
-	all, _ := s.b.Topics().All()
-	n := 0
-	for _, name := range slices.Sorted(maps.Keys(all)) {
-		tc := all[name]
-		if systemTopics[name] || strings.HasPrefix(name, "rmq_sys_") {
-			continue
-		}
-		perm := tc.Perm &^ config.PermWrite
-		if add {
-			perm = tc.Perm | config.PermWrite
-		}
-		if perm == tc.Perm {
-			continue
-		}
-		tc.Perm = perm
-		if err := s.b.Topics().Update(tc); err != nil {
-			return n, err
-		}
-		n++
-	}
-	return n, nil
-}
-
-// wipeWritePerm answers WIPE_WRITE_PERM_OF_BROKER (205) and
-// ADD_WRITE_PERM_OF_BROKER (327): header brokerName; ext wipeTopicCount
-// or addTopicCount. Another broker name changes nothing (count 0).
-func (s *Server) writePermHandler(add bool) handlerFunc {
-	return func(_ context.Context, c *remoting.Conn, req *remoting.RemotingCommand) (*remoting.RemotingCommand, error) {
-		f := req.Fields()
-		name := f.String("brokerName")
-		if err := f.Err(); err != nil {
-			return badRequest(req, err)
-		}
-		n := 0
-		if name == s.cfg.BrokerName {
-			var err error
-			if n, err = s.setWritePerm(add); err != nil {
-				return req.NewResponse(remoting.CodeSystemError, err.Error()), nil
-			}
-			s.log.Info("broker write permission changed", "add", add, "topics", n, "remote", peerString(c))
-		}
-		resp := req.NewResponse(remoting.CodeSuccess, "")
-		if add {
-			resp.SetExtInt("addTopicCount", int64(n))
-		} else {
-			resp.SetExtInt("wipeTopicCount", int64(n))
-		}
-		return resp, nil
-	}
-}
-
-// queryDataVersion answers QUERY_DATA_VERSION (322): body a DataVersion;
-// ext changed tells whether it differs from the topic table's, and the
-// body is the table's version.
-func (s *Server) queryDataVersion(_ context.Context, c *remoting.Conn, req *remoting.RemotingCommand) (*remoting.RemotingCommand, error) {
-	var got admin.DataVersion
-	if len(req.Body) > 0 {
-		dv, err := parseDataVersionBody(req.Body)
-		if err != nil {
-			return s.refuse(req, c, err)
-		}
-		got = admin.DataVersion{Timestamp: dv.Timestamp, Counter: dv.Counter}
-	}
-	_, v := s.b.Topics().All()
-	have := admin.DataVersion{Timestamp: v.Timestamp, Counter: v.Counter}
-	resp, err := adminBody(req, have)
-	if err != nil {
-		return nil, err
-	}
-	resp.SetExtBool("changed", got != have)
-	return resp, nil
 }

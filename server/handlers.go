@@ -85,6 +85,10 @@ func (s *Server) register() {
 		codeGetNamesrvConfig:                s.getNamesrvConfig,
 		codeQueryConsumeQueue:               s.queryConsumeQueue,
 		codeQueryDataVersion:                s.queryDataVersion,
+		codeCheckClientConfig:               s.checkClientConfig,
+		codeSendReplyMessage:                s.sendReplyMessage,
+		codeSendReplyMessageV2:              s.sendReplyMessage,
+		remoting.CodeEndTransaction:         s.endTransaction,
 	} {
 		if !s.plays(code) {
 			continue

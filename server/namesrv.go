@@ -18,17 +18,8 @@ const (
 )
 
 // nameServerCodes are the request codes the name-server role answers;
-// every other registered code belongs to the broker role. The admin codes
-// that RocketMQ sends to the name server but that read the local broker's
-// tables here (WIPE/ADD_WRITE_PERM_OF_BROKER, GET_TOPICS_BY_CLUSTER,
-// GET_SYSTEM_TOPIC_LIST_FROM_NS, QUERY_DATA_VERSION, the name-server
-// config codes) stay with the broker role, so a name-server-only process
-// answers them REQUEST_CODE_NOT_SUPPORTED.
+// every other registered code belongs to the broker role.
 var nameServerCodes = map[int32]bool{
-	codePutKVConfig:                         true,
-	codeGetKVConfig:                         true,
-	codeDeleteKVConfig:                      true,
-	codeGetKVListByNamespace:                true,
 	remoting.CodeGetRouteInfoByTopic:        true,
 	remoting.CodeGetBrokerClusterInfo:       true,
 	remoting.CodeGetAllTopicListFromNamesrv: true,

@@ -7,13 +7,19 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"hash/crc32"
+	"io"
+	"net"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/spf13/afero"
+
+	"github.com/rocketstore/rocketstore/backend/memfs"
 	"github.com/rocketstore/rocketstore/broker"
+	"github.com/rocketstore/rocketstore/engine"
 	"github.com/rocketstore/rocketstore/remoting"
 	"github.com/rocketstore/rocketstore/server"
 )
@@ -448,8 +454,10 @@ func TestNameServerOnlyServesKVConfig(t *testing.T) {
 	if resp.ExtFields["value"] != "broker-a:4" {
 		t.Fatalf("kv %v", resp.ExtFields)
 	}
-	// Codes that read a local broker are not served without one.
-	for _, code := range []int32{205, 224, 322, remoting.CodeHeartBeat, remoting.CodePullMessage} {
+	// Codes that read a local broker are not served without one. (205, 224
+	// and 322 are name-server codes: admin_namesrv.go answers them from the
+	// registered brokers.)
+	for _, code := range []int32{remoting.CodeHeartBeat, remoting.CodePullMessage} {
 		wantCode(t, call(t, cl, code, nil, "brokerName", "b", "cluster", "c"), remoting.CodeRequestCodeNotSupported)
 	}
 }
@@ -524,5 +532,48 @@ func TestReadOnlyBrokerRegistersItsPermission(t *testing.T) {
 	single := newEnv(t, func(bc *broker.Config, _ *server.Config) { bc.BrokerPermission = 4 })
 	if rd := getRoute(t, single.cl, "TBW102"); rd.QueueDatas[0].Perm != 4 {
 		t.Fatalf("single node routes TBW102 with perm %d", rd.QueueDatas[0].Perm)
+	}
+}
+
+func TestCloseDoesNotWaitForSilentNameServer(t *testing.T) {
+	// A name server that accepts connections and never answers.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	var conns sync.WaitGroup
+	defer conns.Wait()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			conns.Add(1)
+			go func() {
+				defer conns.Done()
+				_, _ = io.Copy(io.Discard, c)
+			}()
+		}
+	}()
+	bc := broker.Config{Store: engine.Config{CommitLogFileSize: 1 << 20, ConsumeQueueUnits: 1000, Logger: quiet}}
+	b, err := broker.Open(memfs.New(afero.NewMemMapFs()), bc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	s, err := server.New(b, server.Config{Logger: quiet, Role: server.RoleBroker, NamesrvAddr: []string{ln.Addr().String()},
+		BrokerAddr: "127.0.0.1:1", RegisterTimeout: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(100 * time.Millisecond) // the first registration is in flight
+	start := time.Now()
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(start); d > 10*time.Second {
+		t.Fatalf("Close took %v behind a silent name server", d)
 	}
 }

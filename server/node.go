@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"path/filepath"
 	"sync"
 
 	"github.com/rocketstore/rocketstore/backend/mmap"
@@ -87,6 +88,9 @@ func StartNode(cfg NodeConfig) (*Node, error) {
 		return nil, fmt.Errorf("%w: broker address %q must be an IP literal and port: %w", ErrConfig, adv, err)
 	}
 	cfg.Server.BrokerAddr = adv
+	if sc := &cfg.Server.Security; sc.ACLEnable && sc.ACLFile == "" {
+		sc.ACLFile = filepath.Join(cfg.Dir, "config", DefaultACLFile)
+	}
 	cfg.Broker.Store.StoreHost = ap
 	fsys, err := mmap.New(cfg.Dir)
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/rocketstore/rocketstore/broker"
+	"github.com/rocketstore/rocketstore/broker/transaction"
 	"github.com/rocketstore/rocketstore/remoting"
 )
 
@@ -22,8 +23,12 @@ type Server struct {
 	mux     *remoting.Mux
 	rs      *remoting.Server
 	clients *registry
-	locks   *lockManager
-	metrics *Metrics
+	// producers are the producer clients (request-reply, transaction
+	// check-back).
+	producers *producerRegistry
+	locks     *lockManager
+	metrics   *Metrics
+	sec       *security // nil without Config.Security
 
 	brokerAddr atomic.Pointer[string]
 	brokerID   atomic.Int64
@@ -65,26 +70,39 @@ func New(b *broker.Broker, cfg Config) (*Server, error) {
 	s := &Server{b: b, cfg: cfg, log: cfg.Logger, mux: remoting.NewMux(), metrics: cfg.Metrics,
 		locks: newLockManager(cfg.LockExpiry, cfg.Now), stop: make(chan struct{}), done: make(chan struct{})}
 	s.clients = newRegistry(s)
+	s.producers = newProducerRegistry()
 	s.pullCtx, s.pullCancel = context.WithCancel(context.Background())
 	s.heldByConn = make(map[uint64]int)
 	if cfg.BrokerAddr != "" {
 		a := cfg.BrokerAddr
 		s.brokerAddr.Store(&a)
 	}
+	sec, err := newSecurity(s, cfg.Security)
+	if err != nil {
+		return nil, err
+	}
+	s.sec = sec
 	s.initRoles()
 	s.register()
+	if b != nil { // nil in the name-server-only role
+		b.SetTransactionChecker(transaction.CheckerFunc(s.checkTransactionState))
+	}
+	s.registerACLAdmin()
 	opts := cfg.Remoting
 	userClose := opts.OnClose
 	opts.OnClose = func(c *remoting.Conn, reason error) {
 		s.clients.connClosed(c)
+		s.sec.connClosed(c)
 		s.brokerConnClosed(c)
 		s.adminConnClosed(c)
+		s.producers.connClosed(c)
 		if userClose != nil {
 			userClose(c, reason)
 		}
 	}
 	rs, err := remoting.NewServer(s.handler(), opts)
 	if err != nil {
+		s.sec.close()
 		return nil, err
 	}
 	s.rs = rs
@@ -97,14 +115,15 @@ func New(b *broker.Broker, cfg Config) (*Server, error) {
 	return s, nil
 }
 
-// handler wraps the mux with metrics and the WARN log of refused
-// header fields.
+// handler wraps the mux with the security checks, metrics and the WARN
+// log of refused header fields.
 func (s *Server) handler() remoting.Handler {
+	h := s.secure(s.mux)
 	return remoting.HandlerFunc(func(ctx context.Context, c *remoting.Conn, req *remoting.RemotingCommand) (*remoting.RemotingCommand, error) {
 		if s.metrics != nil {
 			s.metrics.request(req.Code)
 		}
-		resp, err := s.mux.Handle(ctx, c, req)
+		resp, err := h.Handle(ctx, c, req)
 		if resp != nil && resp.Code == remoting.CodeSystemError {
 			s.warnHeaderRefused(c, req, resp)
 		}
@@ -116,6 +135,9 @@ func (s *Server) handler() remoting.Handler {
 // address becomes the advertised broker address unless Config.BrokerAddr
 // set one.
 func (s *Server) Listen(addr string) (net.Addr, error) {
+	if s.sec != nil && s.sec.tls != nil {
+		return s.listenTLS(addr)
+	}
 	a, err := s.rs.Listen(addr)
 	if err != nil {
 		return nil, err
@@ -127,7 +149,7 @@ func (s *Server) Listen(addr string) (net.Addr, error) {
 // Serve serves ln until the server closes (see Listen for the address).
 func (s *Server) Serve(ln net.Listener) error {
 	s.advertise(ln.Addr())
-	return s.rs.Serve(ln)
+	return s.rs.Serve(s.sec.listener(ln))
 }
 
 func (s *Server) advertise(a net.Addr) {
@@ -158,6 +180,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	s.stopPulls()
 	err := s.rs.Shutdown(ctx)
 	s.stopHousekeeping()
+	s.sec.close()
 	return err
 }
 
@@ -168,6 +191,7 @@ func (s *Server) Close() error {
 	s.stopPulls()
 	err := s.rs.Close()
 	s.stopHousekeeping()
+	s.sec.close()
 	return err
 }
 
@@ -199,6 +223,7 @@ func (s *Server) housekeeping() {
 			return
 		case <-t.C:
 			s.clients.expire()
+			s.producers.expire(s.cfg.Now().Add(-s.cfg.ChannelExpiry))
 			s.locks.expire()
 			s.expireBrokers()
 		}

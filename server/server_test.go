@@ -112,7 +112,8 @@ func TestSendAutoCreatesAndAnswersOffsets(t *testing.T) {
 	wantCode(t, e.send("bad topic!", 0, "x", ""), remoting.CodeSystemError)
 	wantCode(t, e.send("TBW102", 0, "x", ""), remoting.CodeSystemError)
 	wantCode(t, e.send("SCHEDULE_TOPIC_XXXX", 0, "x", ""), remoting.CodeNoPermission)
-	wantCode(t, e.send("Auto", 0, "x", props("TRAN_MSG", "true")), remoting.CodeNoPermission)
+	// A half message is accepted (transactions), into RMQ_SYS_TRANS_HALF_TOPIC.
+	wantCode(t, e.send("Auto", 0, "x", props("TRAN_MSG", "true", "PGROUP", "PG")), remoting.CodeSuccess)
 	// Missing and bad header fields.
 	wantCode(t, e.call(remoting.CodeSendMessage, []byte("x"), "topic", "Auto"), remoting.CodeSystemError)
 	wantCode(t, e.send("Auto", 0, "x", "", "sysFlag", "zz"), remoting.CodeSystemError)
@@ -536,7 +537,7 @@ func TestAdminTopics(t *testing.T) {
 
 func TestUnsupportedCodes(t *testing.T) {
 	e := newEnv(t)
-	for _, code := range []int32{remoting.CodeEndTransaction, 9999, 13, 212} {
+	for _, code := range []int32{9999, 13, 212} {
 		wantCode(t, e.call(code, nil), remoting.CodeRequestCodeNotSupported)
 	}
 }

@@ -41,6 +41,9 @@ const (
 	// KindCheckpoint: a checkpoint that is missing, mis-sized, negative or
 	// ahead of the CommitLog.
 	KindCheckpoint Kind = "checkpoint"
+	// KindIndex: an IndexFile entry that points past the CommitLog end or
+	// not at the start of a record, or an unreadable index file.
+	KindIndex Kind = "index"
 )
 
 // Violation is one broken rule, found at a byte offset of a file.

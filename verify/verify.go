@@ -7,6 +7,7 @@ import (
 
 	"github.com/rocketstore/rocketstore/backend"
 	"github.com/rocketstore/rocketstore/engine"
+	"github.com/rocketstore/rocketstore/internal/defaults"
 )
 
 // Names inside a store root (RocketMQ's layout).
@@ -52,15 +53,11 @@ type Options struct {
 }
 
 func (o Options) withDefaults() Options {
-	if o.DelayLevels == nil {
+	if o.DelayLevels == nil { // an empty list is a choice: no delay levels
 		o.DelayLevels = engine.DefaultDelayLevels()
 	}
-	switch {
-	case o.CheckpointMargin == 0:
-		o.CheckpointMargin = 3 * time.Second
-	case o.CheckpointMargin < 0:
-		o.CheckpointMargin = 0
-	}
+	defaults.Set(&o.CheckpointMargin, 3*time.Second)
+	o.CheckpointMargin = max(o.CheckpointMargin, 0)
 	if o.MaxViolations <= 0 {
 		o.MaxViolations = 1000
 	}
@@ -69,11 +66,12 @@ func (o Options) withDefaults() Options {
 
 // checker holds the state of one Run.
 type checker struct {
-	fs     backend.FS
-	opts   Options
-	rep    *Report
-	log    *commitLog
-	queues map[string]map[int32]*queue
+	fs      backend.FS
+	deleted map[string]int64 // engine.DeletedTopicsFile
+	opts    Options
+	rep     *Report
+	log     *commitLog
+	queues  map[string]map[int32]*queue
 	// order lists the queues in directory order, for a stable report.
 	order    []*queue
 	progress progress
@@ -101,6 +99,10 @@ func Run(fs backend.FS, opts Options) (rep Report, err error) {
 	if _, err := fs.Stat(abortFile); err == nil {
 		rep.Unclean = true
 	}
+	// Records of a deleted topic stay in the CommitLog without queues.
+	if c.deleted, err = engine.ReadDeletedTopics(fs); err != nil {
+		return rep, err
+	}
 	if err := c.openCommitLog(); err != nil {
 		return rep, err
 	}
@@ -110,6 +112,7 @@ func Run(fs backend.FS, opts Options) (rep Report, err error) {
 	c.progress.report()
 	c.scanCommitLog()
 	c.checkUnits()
+	c.checkIndex()
 	if err := c.checkCheckpoint(); err != nil {
 		return rep, err
 	}

@@ -7,6 +7,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/jonboulle/clockwork"
+
 	"github.com/rocketstore/rocketstore/dispatch"
 )
 
@@ -52,7 +54,9 @@ type Hold struct {
 	// notify is false in short-polling mode: arrivals do not wake
 	// requests, which wait for their (short) timeout.
 	notify bool
-	held   atomic.Int64 // number of held requests; lets Dispatch skip the lock
+	// clock times the suspend timeouts; tests hand in a fake one.
+	clock clockwork.Clock
+	held  atomic.Int64 // number of held requests; lets Dispatch skip the lock
 
 	mu struct {
 		sync.Mutex
@@ -68,7 +72,14 @@ type Hold struct {
 // New returns a Hold. With notifyOnArrival false (short polling) arrivals
 // do not wake held requests.
 func New(notifyOnArrival bool) *Hold {
-	h := &Hold{notify: notifyOnArrival, done: make(chan struct{})}
+	return NewWithClock(notifyOnArrival, clockwork.NewRealClock())
+}
+
+// NewWithClock is New with the clock that times suspend timeouts (a
+// clockwork.FakeClock in tests, so that a timeout passes exactly when the
+// test advances the clock).
+func NewWithClock(notifyOnArrival bool, clock clockwork.Clock) *Hold {
+	h := &Hold{notify: notifyOnArrival, clock: clock, done: make(chan struct{})}
 	h.mu.table = make(map[string]map[int32]queueWaiters)
 	h.mu.added = make(chan struct{})
 	return h
@@ -117,12 +128,12 @@ func (h *Hold) Wait(ctx context.Context, topic string, queueID int32, pullFrom i
 		h.remove(topic, queueID, w)
 		return Arrived, nil
 	}
-	t := time.NewTimer(max(0, timeout))
+	t := h.clock.NewTimer(max(0, timeout))
 	defer t.Stop()
 	select {
 	case <-w.wake:
 		return Arrived, nil
-	case <-t.C:
+	case <-t.Chan():
 		h.remove(topic, queueID, w)
 		return TimedOut, nil
 	case <-ctx.Done():

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jonboulle/clockwork"
 	"go.uber.org/goleak"
 
 	"github.com/rocketstore/rocketstore/dispatch"
@@ -16,8 +17,9 @@ import (
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-// slack bounds how late a timer may fire on a loaded 2-core CI machine.
-const slack = 2 * time.Second
+// slack bounds how long a goroutine may take to report what it has
+// already done (a failure guard only: timeouts run on a fake clock).
+const slack = 10 * time.Second
 
 type tagFilter int64
 
@@ -106,16 +108,33 @@ func TestNilFilterMatchesAll(t *testing.T) {
 	}
 }
 
+// armed waits until the request's suspend timer is set on clk.
+func armed(t *testing.T, clk *clockwork.FakeClock, n int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), slack)
+	defer cancel()
+	if err := clk.BlockUntilContext(ctx, n); err != nil {
+		t.Fatalf("%d suspend timers not armed: %v", n, err)
+	}
+}
+
 func TestTimeout(t *testing.T) {
-	h := longpoll.New(true)
+	clk := clockwork.NewFakeClock()
+	h := longpoll.NewWithClock(true, clk)
 	defer h.Close()
 	var max atomic.Int64
 	const timeout = 30 * time.Millisecond
-	start := time.Now()
-	out, err := h.Wait(context.Background(), "T", 0, 0, nil, timeout, max.Load)
-	d := time.Since(start)
-	if out != longpoll.TimedOut || err != nil || d < timeout || d > timeout+slack {
-		t.Fatalf("%v %v after %v", out, err, d)
+	ch := wait(t, h, context.Background(), 0, nil, timeout, &max)
+	armed(t, clk, 1)
+	clk.Advance(timeout - time.Nanosecond)
+	select {
+	case r := <-ch:
+		t.Fatalf("returned %v before the timeout passed", r)
+	default:
+	}
+	clk.Advance(time.Nanosecond)
+	if r := recv(t, ch); r.out != longpoll.TimedOut || r.err != nil {
+		t.Fatal(r)
 	}
 	if h.Held() != 0 {
 		t.Fatal("a timed-out request is still held")
@@ -200,13 +219,16 @@ func TestDispatchHook(t *testing.T) {
 	var max atomic.Int64
 	// Short polling: Dispatch does not notify; the request ends by its
 	// timeout.
-	short := longpoll.New(false)
+	clk := clockwork.NewFakeClock()
+	short := longpoll.NewWithClock(false, clk)
 	defer short.Close()
 	ch := wait(t, short, context.Background(), 0, nil, 20*time.Millisecond, &max)
+	armed(t, clk, 1)
 	short.Dispatch(req)
 	if short.Held() != 1 {
 		t.Fatal("short polling woken by an arrival")
 	}
+	clk.Advance(20 * time.Millisecond)
 	if r := recv(t, ch); r.out != longpoll.TimedOut {
 		t.Fatal(r)
 	}

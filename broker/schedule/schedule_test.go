@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jonboulle/clockwork"
 	"github.com/spf13/afero"
 	"go.uber.org/goleak"
 
@@ -20,6 +21,7 @@ import (
 	"github.com/rocketstore/rocketstore/broker/schedule"
 	"github.com/rocketstore/rocketstore/engine"
 	"github.com/rocketstore/rocketstore/engine/record"
+	"github.com/rocketstore/rocketstore/internal/hooks"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -66,14 +68,19 @@ type env struct {
 }
 
 func engineConfig(levels []time.Duration, now func() int64, manual bool) engine.Config {
-	return engine.Config{CommitLogFileSize: 64 << 10, ConsumeQueueUnits: 64, Logger: quiet,
-		DelayLevels: levels, Now: now, Manual: manual}
+	return hooks.WithManual(engine.Config{CommitLogFileSize: 64 << 10, ConsumeQueueUnits: 64, Logger: quiet,
+		DelayLevels: levels, Now: now}, manual)
 }
 
 func start(t *testing.T, afs afero.Fs, levels []time.Duration, now func() int64, manual bool) *env {
+	return startClock(t, afs, levels, nil, now, manual)
+}
+
+// startClock is start with the clock that times the service's waits.
+func startClock(t *testing.T, afs afero.Fs, levels []time.Duration, clk clockwork.Clock, now func() int64, manual bool) *env {
 	t.Helper()
 	e := &env{afs: afs, fs: memfs.New(afs), hold: longpoll.New(true)}
-	e.svc = schedule.New(e.fs, schedule.Config{Levels: levels, Logger: quiet, Now: now, Manual: manual})
+	e.svc = schedule.New(e.fs, schedule.Config{Levels: levels, Logger: quiet, Clock: clk, Now: now, Manual: manual})
 	s, err := engine.Open(e.fs, engineConfig(levels, now, manual), e.hold, e.svc)
 	if err != nil {
 		t.Fatal(err)
@@ -139,27 +146,42 @@ func (e *env) delivered(t *testing.T, off int64, within time.Duration) *record.M
 	}
 }
 
-// TestDueOrderAndLatency: messages are delivered by due time across
-// levels, never early and within a tolerance of their due time (the loop
-// sleeps on a timer until the earliest head is due).
+// TestDueOrderAndLatency: the delivery goroutine sleeps on its clock until
+// the earliest head is due, then delivers it: with a fake clock advanced
+// from due time to due time, every message is delivered at exactly its due
+// time (its new store timestamp), in due order across levels.
 func TestDueOrderAndLatency(t *testing.T) {
 	levels := []time.Duration{120 * time.Millisecond, 40 * time.Millisecond, 200 * time.Millisecond}
-	e := start(t, afero.NewMemMapFs(), levels, nil, false)
+	clk := clockwork.NewFakeClockAt(time.UnixMilli(1_700_000_000_000))
+	now := func() int64 { return clk.Now().UnixMilli() }
+	e := startClock(t, afero.NewMemMapFs(), levels, clk, now, false)
 	due := map[string]int64{}
+	var end int64
 	for _, lv := range []int{3, 1, 2, 2} {
 		key := "L" + strconv.Itoa(lv) + "-" + strconv.Itoa(len(due))
 		r := e.putDelayed(t, lv, key)
 		due[key] = r.StoreTimestamp + levels[lv-1].Milliseconds()
+		end = r.WroteOffset + int64(r.WroteBytes)
 	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := e.store.WaitDispatched(ctx, end); err != nil {
+		t.Fatal(err)
+	}
+	// Due order: the two level-2 messages at +40 ms, level 1 at +120 ms,
+	// level 3 at +200 ms.
 	var last int64
-	for i := range int64(4) {
-		m := e.delivered(t, i, 5*time.Second)
+	for i, at := range []int64{40, 40, 120, 200} {
+		if err := clk.BlockUntilContext(ctx, 1); err != nil { // the loop waits for the next due time
+			t.Fatal(err)
+		}
+		if d := time.Duration(1_700_000_000_000+at-now()) * time.Millisecond; d > 0 {
+			clk.Advance(d)
+		}
+		m := e.delivered(t, int64(i), 10*time.Second)
 		key := m.Properties["KEYS"]
-		late := m.StoreTimestamp - due[key]
-		t.Logf("%s delivered %d ms after due", key, late)
-		// Tolerance for a loaded 2-core CI machine; typically 0–2 ms.
-		if late < 0 || late > 500 {
-			t.Errorf("%s delivered %d ms after its due time", key, late)
+		if m.StoreTimestamp != due[key] {
+			t.Errorf("%s delivered at %d, %d ms from its due time", key, m.StoreTimestamp, m.StoreTimestamp-due[key])
 		}
 		if due[key] < last {
 			t.Errorf("%s delivered out of due order", key)

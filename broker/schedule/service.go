@@ -9,6 +9,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/jonboulle/clockwork"
+
 	"github.com/rocketstore/rocketstore/backend"
 	"github.com/rocketstore/rocketstore/dispatch"
 	"github.com/rocketstore/rocketstore/engine"
@@ -36,7 +38,11 @@ type Config struct {
 	RetryInterval time.Duration
 	// Logger receives delivery problems.
 	Logger *slog.Logger
-	// Now returns the time in ms (time.Now).
+	// Clock times the waits for the next due message and after a failed
+	// put (a real clock); tests hand in a clockwork.FakeClock.
+	Clock clockwork.Clock
+	// Now returns the time in ms that deliver times are compared with; it
+	// must be the store's clock (engine.Config.Now). Nil: Clock's time.
 	Now func() int64
 	// Manual starts no goroutine: the owner calls DeliverDue (mirroring
 	// engine.Config.Manual, for deterministic tests and tools).
@@ -78,8 +84,12 @@ func New(fs backend.FS, cfg Config) *Service {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
+	if cfg.Clock == nil {
+		cfg.Clock = clockwork.NewRealClock()
+	}
 	if cfg.Now == nil {
-		cfg.Now = func() int64 { return time.Now().UnixMilli() }
+		clock := cfg.Clock
+		cfg.Now = func() int64 { return clock.Now().UnixMilli() }
 	}
 	return &Service{fs: fs, cfg: cfg, wake: make(chan struct{}, 1)}
 }
@@ -157,29 +167,29 @@ func (s *Service) DeliverDue(ctx context.Context) (time.Duration, error) {
 
 func (s *Service) loop(ctx context.Context) {
 	defer close(s.done)
-	timer := time.NewTimer(time.Hour)
-	defer timer.Stop()
 	for {
 		wait, err := s.deliverDue(ctx)
 		if err != nil {
 			return
 		}
-		if !timer.Stop() {
-			select {
-			case <-timer.C:
-			default:
-			}
-		}
+		// A timer only while something is pending, so that a fake clock
+		// in tests counts exactly the wait for the next due message.
+		var timer clockwork.Timer
 		var tc <-chan time.Time
 		if wait >= 0 {
-			timer.Reset(wait)
-			tc = timer.C
+			timer = s.cfg.Clock.NewTimer(wait)
+			tc = timer.Chan()
 		}
 		select {
 		case <-ctx.Done():
-			return
 		case <-s.wake:
 		case <-tc:
+		}
+		if timer != nil {
+			timer.Stop()
+		}
+		if ctx.Err() != nil {
+			return
 		}
 	}
 }

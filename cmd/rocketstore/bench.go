@@ -36,6 +36,7 @@ type benchOptions struct {
 	peer    bool
 	tmp     string
 	peerDir string
+	server  serverBenchOptions
 	// replicated adds the replicated-send workload (bench.Replicated).
 	replicated bool
 }
@@ -64,6 +65,14 @@ the ratio. Temporary stores are removed; a default run takes a few minutes,
 	f.StringVar(&o.tmp, "tmp", "", "parent `DIR` of the temporary stores (default: the system's temp dir)")
 	f.BoolVar(&o.replicated, "replicated", false, "also send through a 3-replica broker group on loopback against one SYNC_FLUSH broker")
 	f.StringVar(&o.peerDir, "peer-dir", "", "`DIR` of the bench/nats module (default: found above the working directory)")
+	f.BoolVar(&o.server.on, "server", false, "instead: load `rocketstore serve` and nats-server JetStream over TCP with the same pipelined generator")
+	f.IntVar(&o.server.conns, "server-conns", 4, "--server: producer connections")
+	f.IntVar(&o.server.window, "server-window", 256, "--server: messages in flight per connection")
+	f.StringVar(&o.server.sizes, "server-sizes", "128,4096", "--server: body sizes in bytes, comma-separated")
+	f.StringVar(&o.server.flush, "server-flush", "async", "--server: async, sync or async,sync")
+	f.DurationVar(&o.server.duration, "server-duration", 5*time.Second, "--server: how long each run sends")
+	f.BoolVar(&o.server.consumers, "server-consumers", true, "--server: one long-polling consumer per producer stream")
+	f.IntVar(&o.server.repeat, "server-repeat", 1, "--server: run every configuration this many times (alternating the systems)")
 	return cmd
 }
 
@@ -84,6 +93,9 @@ func runBench(cmd *cobra.Command, o benchOptions) error {
 	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt)
 	defer stop()
 	stderr := cmd.ErrOrStderr()
+	if o.server.on {
+		return runServerBench(ctx, cmd.OutOrStdout(), stderr, o)
+	}
 	var bar *progressbar.ProgressBar
 	// A bar redraws with carriage returns: on a terminal only; logs (CI)
 	// get one line per workload instead.
@@ -97,7 +109,11 @@ func runBench(cmd *cobra.Command, o benchOptions) error {
 	rep, err := run(ctx, bench.Options{Spec: bench.DefaultSpec(o.quick), Dir: o.tmp, Backends: backends,
 		Progress: func(done, total int, step string) {
 			if !tty {
-				fmt.Fprintf(stderr, "[%d/%d] %s\n", done+1, total, step)
+				if done < total { // the last call reports the end, not a step
+					fmt.Fprintf(stderr, "[%d/%d] %s\n", done+1, total, step)
+				} else {
+					fmt.Fprintf(stderr, "%d workloads done\n", total)
+				}
 				return
 			}
 			if bar == nil {
@@ -146,6 +162,15 @@ func runBench(cmd *cobra.Command, o benchOptions) error {
 		if err := plotBench(o.plot, rep); err != nil {
 			return fmt.Errorf("plot: %w", err)
 		}
+	}
+	var failed []string
+	for _, r := range rep.Results {
+		if r.Err != "" {
+			failed = append(failed, r.Name()+" "+r.Backend)
+		}
+	}
+	if len(failed) > 0 {
+		return fmt.Errorf("bench: %d workloads failed: %s", len(failed), strings.Join(failed, ", "))
 	}
 	return nil
 }
@@ -234,7 +259,7 @@ func plotBench(file string, rep *bench.Report) error {
 			continue
 		}
 		if r.MsgsPerS > 0 {
-			names = append(names, strings.TrimPrefix(r.Name(), ""))
+			names = append(names, r.Name())
 			ours = append(ours, floor(r.MsgsPerS))
 			b, p := 0.0, 0.0 // absent
 			if r.Bound != nil {

@@ -8,15 +8,14 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/rocketstore/rocketstore/internal/fixture"
 )
 
 // copyFixture copies a RocketMQ fixture store into a writable temp dir.
 func copyFixture(t *testing.T, name string) string {
 	t.Helper()
-	src := filepath.Join("..", "..", "..", "shared", "testdata", "rocketmq-4x", name)
-	if _, err := os.Stat(src); err != nil {
-		src = filepath.Join("/work/shared/testdata/rocketmq-4x", name)
-	}
+	src := fixture.Path(t, name)
 	dst := t.TempDir()
 	err := filepath.Walk(src, func(p string, fi os.FileInfo, err error) error {
 		if err != nil {
@@ -122,5 +121,15 @@ func TestStatsFixtureWithBrokerConfig(t *testing.T) {
 	}
 	if !strings.Contains(out.String(), "abc    0      0    47") {
 		t.Fatalf("stats output:\n%s", out.String())
+	}
+}
+
+// read names one queue: without --queue it is a usage error (exit 2), not
+// a silent read of queue 0.
+func TestReadRequiresQueue(t *testing.T) {
+	var out, errOut bytes.Buffer
+	code := execute([]string{"read", "--dir", t.TempDir(), "--topic", "abc"}, &out, &errOut)
+	if code != exitError || !strings.Contains(errOut.String(), `"queue" not set`) {
+		t.Fatalf("exit %d, stderr %q; want %d and a missing --queue", code, errOut.String(), exitError)
 	}
 }

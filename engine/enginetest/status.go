@@ -157,7 +157,7 @@ func testTagFilter(t *testing.T, h *harness) {
 		{"tag with spaces", []int{5}},
 		{"Z", nil},
 	} {
-		for _, mk := range []func(string) (*filter.TagFilter, error){filter.NewTagFilter, filter.NewExactTagFilter} {
+		for _, mk := range []func(string) (*filter.TagFilter, error){filter.NewTagFilter, newExactTagFilter} {
 			f, err := mk(c.expr)
 			if err != nil {
 				t.Fatal(err)
@@ -192,4 +192,14 @@ func testTagFilter(t *testing.T, h *harness) {
 	if len(g.msgs) != 1 {
 		t.Fatalf("resumed scan: %v", g)
 	}
+}
+
+// newExactTagFilter builds the MatchExact filter of a subscription
+// expression.
+func newExactTagFilter(expr string) (*filter.TagFilter, error) {
+	sd, err := filter.BuildSubscriptionData("", expr)
+	if err != nil {
+		return nil, err
+	}
+	return filter.NewSubscriptionFilter(sd, filter.MatchExact)
 }
