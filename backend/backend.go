@@ -85,12 +85,20 @@ type FS interface {
 }
 
 // Prefaulter is implemented by segments that can load their pages into
-// memory ahead of use without dirtying them (mmap: MADV_POPULATE_READ), so
-// that the first write to a page of a new file does not pay for allocating
-// and zeroing it. The engine calls it in the background on the next
-// CommitLog file; it is an optimisation only.
+// memory ahead of use without dirtying them (mmap: MADV_POPULATE_READ). The
+// pages still take a (minor) fault on their first write; the engine uses
+// WritePrefaulter instead.
 type Prefaulter interface {
 	Prefault() error
+}
+
+// WritePrefaulter is implemented by segments that can map a range of their
+// pages writable ahead of use (mmap: MADV_POPULATE_WRITE), so that the
+// writes that follow take no page fault at all. The content is unchanged.
+// The engine calls it in the background on a window just ahead of the
+// CommitLog's write position; it is an optimisation only.
+type WritePrefaulter interface {
+	PrefaultWrite(off, n int64) error
 }
 
 // Unlocker releases a lock taken with FS.Lock.

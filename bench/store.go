@@ -162,6 +162,24 @@ func (s countingSegment) Sync(off, n int64) error {
 	return s.Segment.Sync(off, n)
 }
 
+// PrefaultWrite passes the engine's write-ahead prefault through, so that a
+// sync-flush run pays the same page faults as an async one (the wrapper
+// must not hide the backend's capabilities).
+func (s countingSegment) PrefaultWrite(off, n int64) error {
+	if p, ok := s.Segment.(backend.WritePrefaulter); ok {
+		return p.PrefaultWrite(off, n)
+	}
+	return nil
+}
+
+// Prefault passes read-prefaulting through.
+func (s countingSegment) Prefault() error {
+	if p, ok := s.Segment.(backend.Prefaulter); ok {
+		return p.Prefault()
+	}
+	return nil
+}
+
 // Advise passes madvise hints through to mmap segments.
 func (s countingSegment) Advise(advice int) error {
 	if a, ok := s.Segment.(mmap.Adviser); ok {

@@ -14,6 +14,7 @@ import (
 	"github.com/rocketstore/rocketstore/broker/longpoll"
 	"github.com/rocketstore/rocketstore/broker/offset"
 	"github.com/rocketstore/rocketstore/broker/schedule"
+	"github.com/rocketstore/rocketstore/broker/transaction"
 	"github.com/rocketstore/rocketstore/dispatch"
 	"github.com/rocketstore/rocketstore/engine"
 	"github.com/rocketstore/rocketstore/index"
@@ -34,6 +35,9 @@ type Broker struct {
 	hold      *longpoll.Hold
 	schedule  *schedule.Service
 	index     *index.Service // nil when the index is disabled
+	filters   *consumerFilters
+	tx        *transaction.Service
+	sqlCache  sqlCache
 
 	closed  atomic.Bool
 	stop    chan struct{}
@@ -74,14 +78,17 @@ func (b *Broker) loadConfig() error {
 	var err error
 	b.topics, err = config.LoadTopics(b.fs, config.TopicOptions{AutoCreateTopicEnable: !b.cfg.DisableAutoCreateTopic,
 		DefaultTopicQueueNums: b.cfg.DefaultTopicQueueNums, ScheduleQueueNums: len(b.cfg.Store.DelayLevels),
-		Now: b.cfg.Store.Now})
+		Now: b.cfg.Store.Now, SingleQueueTopics: b.systemTopics()})
 	if err != nil {
 		return err
 	}
 	if b.groups, err = config.LoadGroups(b.fs, !b.cfg.DisableAutoCreateSubscriptionGroup, b.cfg.Store.Now); err != nil {
 		return err
 	}
-	b.offsets, err = offset.Load(b.fs, offset.File, b.logger)
+	if b.offsets, err = offset.Load(b.fs, offset.File, b.logger); err != nil {
+		return err
+	}
+	b.filters, err = loadConsumerFilters(b.fs, b.cfg.Store.Now, b.logger.Warn)
 	return err
 }
 
@@ -144,7 +151,11 @@ func (b *Broker) startServices() error {
 			return err
 		}
 	}
+	if err := b.openTransactions(); err != nil {
+		return err
+	}
 	if err := b.schedule.Start(b.store); err != nil {
+		b.tx.Close()
 		return err
 	}
 	b.stop, b.done = make(chan struct{}), make(chan struct{})
@@ -174,6 +185,9 @@ func (b *Broker) persistLoop() {
 			if err := b.offsets.Persist(); err != nil {
 				b.logger.Error("persist consumer offsets", "err", err)
 			}
+			if err := b.filters.persist(); err != nil {
+				b.logger.Error("persist consumer filters", "err", err)
+			}
 			if b.index != nil {
 				if err := b.index.Flush(); err != nil {
 					b.logger.Error("flush index", "err", err)
@@ -195,7 +209,9 @@ func (b *Broker) PersistOffsets() error {
 
 // PersistConsumerOffsets saves the consumer offsets now (the
 // flushConsumerOffsetInterval task).
-func (b *Broker) PersistConsumerOffsets() error { return b.offsets.Persist() }
+func (b *Broker) PersistConsumerOffsets() error {
+	return errors.Join(b.offsets.Persist(), b.filters.persist())
+}
 
 // PersistDelayOffsets syncs the CommitLog and saves the delay offsets now
 // (the flushDelayOffsetInterval task).
@@ -241,6 +257,7 @@ func (b *Broker) Abandon() {
 	b.hold.Close()
 	close(b.stop)
 	<-b.done
+	b.tx.Close()
 	b.schedule.Abandon()
 	b.store.Abandon()
 	if b.index != nil {
@@ -259,7 +276,8 @@ func (b *Broker) Close() error {
 	b.hold.Close()
 	close(b.stop)
 	<-b.done
-	errs := []error{b.schedule.Close(), b.offsets.Persist()}
+	b.tx.Close()
+	errs := []error{b.schedule.Close(), b.offsets.Persist(), b.filters.persist()}
 	return errors.Join(append(errs, b.closeStore())...)
 }
 

@@ -49,6 +49,29 @@ type Config struct {
 	// Index configures the index files (5,000,000 slots, 20,000,000
 	// items per file).
 	Index index.Config
+
+	// BrokerClusterName names the cluster; the broker creates
+	// {BrokerClusterName}_REPLY_TOPIC at start for request-reply
+	// ("DefaultCluster").
+	BrokerClusterName string
+	// TraceOff turns off traceOn (true): send responses then carry
+	// TRACE_ON=false, and the clients write no producer trace records.
+	TraceOff bool
+	// RegionID is regionId, the MSG_REGION of send responses
+	// ("DefaultRegion").
+	RegionID string
+	// TraceTopicEnable is traceTopicEnable (false): create
+	// MsgTraceTopicName (1 queue) at start.
+	TraceTopicEnable bool
+	// MsgTraceTopicName is msgTraceTopicName (RMQ_SYS_TRACE_TOPIC).
+	MsgTraceTopicName string
+	// EnablePropertyFilter is enablePropertyFilter (false): whether SQL92
+	// subscriptions are evaluated. When off they are refused with
+	// SYSTEM_ERROR, as RocketMQ does.
+	EnablePropertyFilter bool
+	// Transaction configures transactional messages (see
+	// TransactionConfig).
+	Transaction TransactionConfig
 }
 
 // Default values of BrokerConfig.
@@ -75,6 +98,7 @@ func (c Config) withDefaults() Config {
 	defaults.Set(&c.ShortPollingTime, DefaultShortPollingTime)
 	defaults.Set(&c.FlushConsumerOffsetInterval, DefaultFlushConsumerOffsetInterval)
 	defaults.Set(&c.FlushDelayOffsetInterval, DefaultFlushDelayOffsetInterval)
+	c = c.withFeatureDefaults()
 	defaults.Lazy(&c.Store.DelayLevels, engine.DefaultDelayLevels)
 	defaults.Set(&c.Store.Logger, slog.Default())
 	defaults.Set(&c.Store.Now, func() int64 { return time.Now().UnixMilli() })
@@ -100,5 +124,5 @@ func (c Config) Validate() error {
 	case c.ShortPollingTime < 0 || c.FlushConsumerOffsetInterval < 0 || c.FlushDelayOffsetInterval < 0:
 		return fmt.Errorf("%w: negative interval", ErrConfig)
 	}
-	return nil
+	return c.validateFeatures()
 }

@@ -35,10 +35,19 @@ func (b *Broker) checkInDiskByConsumeOffset(topic string, queueID int32, off int
 
 // UpdateConsumerOffset answers UPDATE_CONSUMER_OFFSET (15): an
 // unconditional commit. Negative offsets are refused with SystemError (a
-// RocketMQ broker stores them; no consumer sends one).
+// RocketMQ broker stores them; no consumer sends one), an empty group or
+// topic likewise, and a topic the broker does not have with
+// TopicNotExist: none of them could ever be read back by a consumer, and
+// persisted they would only clutter consumerOffset.json (issue 11).
 func (b *Broker) UpdateConsumerOffset(clientHost, group, topic string, queueID int32, off int64) (ResponseCode, string) {
 	if off < 0 || queueID < 0 {
 		return SystemError, "negative offset or queue id"
+	}
+	if group == "" || topic == "" {
+		return SystemError, "consumer group and topic must not be empty"
+	}
+	if _, ok := b.topics.Get(topic); !ok {
+		return TopicNotExist, "topic[" + topic + "] not exist, apply first please!"
 	}
 	b.offsets.Commit(clientHost, group, topic, queueID, off)
 	return Success, ""
@@ -76,12 +85,18 @@ func (b *Broker) Heartbeat(clientID string, consumers []ConsumerData) (ResponseC
 			}
 		}
 		b.consumers.register(clientID, d)
+		b.registerFilters(d)
 	}
 	return Success, ""
 }
 
 // Unregister answers UNREGISTER_CLIENT (35) for a consumer.
-func (b *Broker) Unregister(clientID, group string) { b.consumers.unregister(clientID, group) }
+func (b *Broker) Unregister(clientID, group string) {
+	b.consumers.unregister(clientID, group)
+	if b.consumers.find(group) == nil {
+		b.filters.unregister(group)
+	}
+}
 
 // ConsumerGroup returns what the broker knows of an online group, or nil.
 func (b *Broker) ConsumerGroup(group string) *ConsumerGroupInfo { return b.consumers.find(group) }

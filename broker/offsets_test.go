@@ -91,6 +91,8 @@ func TestOffsetsClampedToQueueMax(t *testing.T) {
 func TestOffsetsCorruptFile(t *testing.T) {
 	fs := memfs.New(nil)
 	b := open(t, fs, testConfig())
+	createTopic(t, b, "T", 1)
+	put(t, b, msg("T", 0, "A", ""))
 	b.UpdateConsumerOffset("h", "g", "T", 0, 0)
 	b.Close()
 	// Corrupt main, good backup → the backup is used.
@@ -154,4 +156,36 @@ func TestReadsRocketMQConfigFiles(t *testing.T) {
 		t.Fatalf("clamped offset %d", got)
 	}
 	_ = context.Background()
+}
+
+// TestOffsetCommitsThatCannotBeReadBack is issue 11 item 6: a negative
+// offset, an empty group or topic, and a topic the broker does not have
+// are refused with RocketMQ codes and never persisted.
+func TestOffsetCommitsThatCannotBeReadBack(t *testing.T) {
+	fs := memfs.New(nil)
+	b := open(t, fs, testConfig())
+	defer b.Close()
+	createTopic(t, b, "T", 1)
+	put(t, b, msg("T", 0, "A", ""))
+	for _, c := range []struct {
+		group, topic string
+		off          int64
+		want         broker.ResponseCode
+	}{
+		{"g", "T", -5, broker.SystemError},
+		{"", "T", 1, broker.SystemError},
+		{"g", "", 1, broker.SystemError},
+		{"g", "NoSuchTopic", 1, broker.TopicNotExist},
+	} {
+		if code, _ := b.UpdateConsumerOffset("h", c.group, c.topic, 0, c.off); code != c.want {
+			t.Errorf("commit %q/%q %d: %v, want %v", c.group, c.topic, c.off, code, c.want)
+		}
+	}
+	if tab := b.Offsets().Table(); len(tab) != 0 {
+		t.Fatalf("refused commits were stored: %v", tab)
+	}
+	b.Offsets().Commit("h", "g", "T", 0, -5) // the pull path's commit
+	if got := b.Offsets().Query("g", "T", 0); got != -1 {
+		t.Fatalf("negative offset stored through Commit: %d", got)
+	}
 }

@@ -106,9 +106,9 @@ func (b *Broker) processPull(req *PullRequest, allowSuspend bool) (*PullResponse
 }
 
 // checkPull applies PullMessageProcessor's checks in their order.
-func (b *Broker) checkPull(req *PullRequest) (config.SubscriptionGroupConfig, *filter.TagFilter, *PullResponse) {
+func (b *Broker) checkPull(req *PullRequest) (config.SubscriptionGroupConfig, pullFilter, *PullResponse) {
 	var g config.SubscriptionGroupConfig
-	fail := func(code ResponseCode, format string, args ...any) (config.SubscriptionGroupConfig, *filter.TagFilter, *PullResponse) {
+	fail := func(code ResponseCode, format string, args ...any) (config.SubscriptionGroupConfig, pullFilter, *PullResponse) {
 		return g, nil, &PullResponse{Code: code, Remark: fmt.Sprintf(format, args...)}
 	}
 	if !config.IsReadable(b.cfg.BrokerPermission) {
@@ -139,6 +139,13 @@ func (b *Broker) checkPull(req *PullRequest) (config.SubscriptionGroupConfig, *f
 	if code != Success {
 		return fail(code, "%s", remark)
 	}
+	if isSQLType(sd.ExpressionType) {
+		sf, code, remark := b.sqlFilter(req, sd)
+		if code != Success {
+			return fail(code, "%s", remark)
+		}
+		return g, sf, nil
+	}
 	tf, err := filter.NewSubscriptionFilter(sd, filter.MatchHash)
 	if err != nil {
 		return fail(SubscriptionParseFailed, "parse the consumer's subscription failed: %v", err)
@@ -151,8 +158,8 @@ func (b *Broker) checkPull(req *PullRequest) (config.SubscriptionGroupConfig, *f
 func (b *Broker) subscription(req *PullRequest, g config.SubscriptionGroupConfig) (*filter.SubscriptionData, ResponseCode, string) {
 	if req.SysFlag.Has(FlagSubscription) {
 		if req.ExpressionType == filter.ExpressionTypeSQL92 {
-			// enablePropertyFilter is false: SQL92 is not supported.
-			return nil, SystemError, "The broker does not support consumer to filter message by SQL92"
+			return &filter.SubscriptionData{Topic: req.Topic, SubString: req.Subscription, SubVersion: req.SubVersion,
+				ExpressionType: req.ExpressionType}, Success, ""
 		}
 		if req.ExpressionType != "" && req.ExpressionType != filter.ExpressionTypeTag {
 			return nil, SubscriptionParseFailed, "unknown expression type " + req.ExpressionType
@@ -176,9 +183,6 @@ func (b *Broker) subscription(req *PullRequest, g config.SubscriptionGroupConfig
 	}
 	if sd.SubVersion < req.SubVersion {
 		return nil, SubscriptionNotLatest, "the consumer's subscription not latest"
-	}
-	if sd.ExpressionType != "" && sd.ExpressionType != filter.ExpressionTypeTag {
-		return nil, SystemError, "The broker does not support consumer to filter message by " + sd.ExpressionType
 	}
 	return sd, Success, ""
 }

@@ -78,3 +78,9 @@ func Nth(k int, p Predicate) Predicate {
 		return n == k
 	}
 }
+
+// UnderPath selects operations on prefix or on the files below it.
+func UnderPath(prefix string) Predicate {
+	prefix = clean(prefix)
+	return func(op Op) bool { return within(prefix, clean(op.Path)) }
+}

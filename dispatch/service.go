@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // Dispatcher receives each record in CommitLog order. It must be idempotent
@@ -39,6 +40,23 @@ type Log interface {
 // ErrStopped reports a wait on a service that was closed.
 var ErrStopped = errors.New("dispatch: service stopped")
 
+// DefaultRetryInterval is how long the service waits before it retries a
+// failed pass (RocketMQ's putMessagePositionInfoWrapper sleeps 1 s between
+// its retries).
+const DefaultRetryInterval = time.Second
+
+// Hooks tell the owner of a Service about failures, so that it can refuse
+// new messages while they cannot be made consumable (RocketMQ's
+// LOGICS_QUEUE_ERROR running flag) and accept them again once a retry
+// succeeds. Both are called from the dispatching goroutine.
+type Hooks struct {
+	// Failed is called after every failed pass, with its error.
+	Failed func(err error)
+	// Resumed is called after the first successful pass that follows a
+	// failure.
+	Resumed func()
+}
+
 // Service is the reput service: it dispatches every record from
 // reputFromOffset to the end of the log. One goroutine (started by Start)
 // or the caller of DoReput does the work; never both at once.
@@ -66,7 +84,36 @@ type Service struct {
 	// the channel only when someone waits, so that a pass with no waiter
 	// allocates nothing (dispatch runs after every put).
 	waiters int
-	err     error // first dispatch failure; the service stops
+	err     error // the failure of the last pass, nil once a pass succeeds
+
+	hooks Hooks
+	// RetryInterval is the wait between a failed pass and its retry
+	// (DefaultRetryInterval when zero). Set it before Start.
+	RetryInterval time.Duration
+	// IgnoreErrors makes a failed record count as dispatched: the broken
+	// variant of the crash tests that shows they catch a lost unit. Never
+	// set it on a real store.
+	IgnoreErrors bool
+
+	// skips maps the start of each damaged CommitLog range that recovery
+	// found (and left in place, see engine's recovery) to its end; a pass
+	// jumps over it instead of parsing it. Written before Start only.
+	skips map[int64]int64
+}
+
+// SetHooks installs h; call it before Start.
+func (s *Service) SetHooks(h Hooks) { s.hooks = h }
+
+// Skip makes every later pass jump from CommitLog offset from to to
+// without dispatching anything in between: recovery found a damaged record
+// there and kept the data after it. Call it before Start.
+func (s *Service) Skip(from, to int64) {
+	s.running.Lock()
+	defer s.running.Unlock()
+	if s.skips == nil {
+		s.skips = make(map[int64]int64)
+	}
+	s.skips[from] = to
 }
 
 // NewService returns a service that will dispatch from reputFrom.
@@ -81,15 +128,13 @@ func NewService(log Log, parser *Parser, reputFrom int64, dispatchers ...Dispatc
 // dispatch.
 func (s *Service) ReputFromOffset() int64 { return s.reputFrom.Load() }
 
-// SetReputFrom moves the next offset to dispatch and clears a failure
-// (recovery uses it before Start, to replay from a chosen offset).
+// SetReputFrom moves the next offset to dispatch (recovery uses it before
+// Start, to replay from a chosen offset). A failure stays reported until
+// a pass succeeds.
 func (s *Service) SetReputFrom(offset int64) {
 	s.running.Lock()
 	defer s.running.Unlock()
 	s.reputFrom.Store(offset)
-	s.mu.Lock()
-	s.err = nil
-	s.mu.Unlock()
 }
 
 // Apply runs every dispatcher on req, outside any pass: abnormal recovery
@@ -141,9 +186,24 @@ func (s *Service) Start() {
 
 func (s *Service) loop() {
 	defer close(s.done)
+	retry := s.RetryInterval
+	if retry <= 0 {
+		retry = DefaultRetryInterval
+	}
 	for {
 		if _, err := s.DoReput(); err != nil {
-			return
+			// Retry later rather than stop: the cause (a full disk,
+			// typically) may go away, and the owner refuses new
+			// messages meanwhile. Wakes are ignored until then, so a
+			// failing pass does not run once per put.
+			t := time.NewTimer(retry)
+			select {
+			case <-t.C:
+				continue
+			case <-s.stop:
+				t.Stop()
+				return
+			}
 		}
 		select {
 		case <-s.wake:
@@ -193,7 +253,7 @@ func (s *Service) Halt() error {
 func (s *Service) DoReput() (int, error) {
 	s.running.Lock()
 	defer s.running.Unlock()
-	if err := s.Err(); err != nil && !errors.Is(err, ErrStopped) {
+	if err := s.Err(); errors.Is(err, ErrStopped) {
 		return 0, err
 	}
 	if min := s.log.MinOffset(); s.reputFrom.Load() < min {
@@ -211,8 +271,23 @@ func (s *Service) DoReput() (int, error) {
 			break
 		}
 	}
-	s.notify()
+	s.succeeded()
 	return n, nil
+}
+
+// succeeded clears a failure after a pass that completed, telling the
+// owner, and wakes waiters.
+func (s *Service) succeeded() {
+	s.mu.Lock()
+	failed := s.err != nil && !errors.Is(s.err, ErrStopped)
+	if failed {
+		s.err = nil
+	}
+	s.mu.Unlock()
+	if failed && s.hooks.Resumed != nil {
+		s.hooks.Resumed()
+	}
+	s.notify()
 }
 
 // dispatchFile dispatches the records of the file holding reputFrom.
@@ -225,6 +300,18 @@ func (s *Service) dispatchFile() (int, error) {
 	defer r.Release()
 	n := 0
 	for pos := 0; pos < len(b); {
+		if len(s.skips) > 0 {
+			if to, ok := s.skips[from+int64(pos)]; ok {
+				if to-from > int64(len(b)) {
+					// The damage reaches into a later file.
+					s.reputFrom.Store(to)
+					return n, nil
+				}
+				pos = int(to - from)
+				s.reputFrom.Store(to)
+				continue
+			}
+		}
 		req, size, blank, err := s.parser.Parse(b[pos:], from+int64(pos), false)
 		s.req = req
 		switch {
@@ -236,7 +323,7 @@ func (s *Service) dispatchFile() (int, error) {
 			return n, nil
 		}
 		for _, d := range s.dispatchers {
-			if err := d.Dispatch(&s.req); err != nil {
+			if err := d.Dispatch(&s.req); err != nil && !s.IgnoreErrors {
 				s.reputFrom.Store(from + int64(pos))
 				return n, fmt.Errorf("dispatch at commitlog offset %d: %w", from+int64(pos), err)
 			}
@@ -257,12 +344,18 @@ func (s *Service) moved() bool {
 	return b != nil
 }
 
+// fail records the failure of a pass (the latest one: a retry may fail
+// differently) and tells the owner.
 func (s *Service) fail(err error) {
 	s.mu.Lock()
-	if s.err == nil {
+	stopped := errors.Is(s.err, ErrStopped)
+	if !stopped {
 		s.err = err
 	}
 	s.mu.Unlock()
+	if !stopped && s.hooks.Failed != nil {
+		s.hooks.Failed(err)
+	}
 	s.notify()
 }
 

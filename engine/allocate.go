@@ -9,7 +9,10 @@ import (
 // allocator prepares the next CommitLog file in the background while the
 // current one fills (RocketMQ's AllocateMappedFileService), so that rolling
 // to a new file costs the put path neither the create nor the page faults
-// of a fresh mapping.
+// of a fresh mapping. It also keeps a window just ahead of the write
+// position mapped writable (write-prefaulted): puts then copy into pages
+// that take no fault, and only that window, not whole 1 GiB files, is made
+// resident ahead of use.
 //
 // The prepared file is created (and its directory synced) like any other,
 // but it is not in the queue's file list until the queue takes it: scans,
@@ -27,9 +30,84 @@ type allocator struct {
 	err     error
 	stopped bool
 	wg      sync.WaitGroup
+
+	// The write-ahead prefaulter: one goroutine, started on first use,
+	// populates [ahead.done, ahead.to) of ahead.mf.
+	ahead struct {
+		mf      *MappedFile
+		done    int64 // file position populated up to
+		to      int64 // file position to populate up to
+		kick    chan struct{}
+		started bool
+	}
 }
 
+// Write-ahead prefault: the window kept populated ahead of the write
+// position, and the step by which the put path moves it (a put pays one
+// comparison; every prefaultStep bytes it hands the populator a new target).
+const (
+	prefaultWindow = 8 << 20
+	prefaultStep   = 1 << 20
+)
+
 func newAllocator(q *MappedFileQueue) *allocator { return &allocator{q: q, from: -1} }
+
+// prefaultAhead asks for [pos, pos+prefaultWindow) of mf to be populated
+// for writing, in the background. It never blocks.
+func (a *allocator) prefaultAhead(mf *MappedFile, pos int64) {
+	if _, ok := mf.seg.(backend.WritePrefaulter); !ok {
+		return
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.stopped {
+		return
+	}
+	if a.ahead.mf != mf {
+		a.ahead.mf, a.ahead.done, a.ahead.to = mf, pos, 0
+	}
+	// Pages behind the writer are already faulted: skip them when the
+	// populator lags.
+	a.ahead.done = max(a.ahead.done, pos)
+	a.ahead.to = min(max(a.ahead.to, pos+prefaultWindow), mf.fileSize)
+	if !a.ahead.started {
+		a.ahead.started = true
+		a.ahead.kick = make(chan struct{}, 1)
+		a.wg.Add(1)
+		go a.prefaultLoop()
+	}
+	select {
+	case a.ahead.kick <- struct{}{}:
+	default:
+	}
+}
+
+// prefaultLoop populates the requested window step by step until stop.
+func (a *allocator) prefaultLoop() {
+	defer a.wg.Done()
+	for range a.ahead.kick {
+		for {
+			a.mu.Lock()
+			mf, from, to, stopped := a.ahead.mf, a.ahead.done, a.ahead.to, a.stopped
+			if stopped || from >= to || !mf.hold() {
+				a.mu.Unlock()
+				break
+			}
+			n := min(to-from, prefaultStep)
+			a.ahead.done = from + n
+			a.mu.Unlock()
+			// An optimisation only: failure costs speed, not data.
+			_ = mf.seg.(backend.WritePrefaulter).PrefaultWrite(from, n)
+			mf.release()
+		}
+		a.mu.Lock()
+		stopped := a.stopped
+		a.mu.Unlock()
+		if stopped {
+			return
+		}
+	}
+}
 
 // prepare starts creating the file at from unless it is already under way.
 func (a *allocator) prepare(from int64) {
@@ -55,12 +133,14 @@ func (a *allocator) prepare(from int64) {
 		}
 		a.mu.Unlock()
 		close(done)
-		// Prefault after handing the file over: a put that needs the file
-		// now never waits for it, and pages it writes first are simply
-		// faulted by the writer. stop waits for this, so the segment is
-		// never unmapped under it.
+		// Populate the first window after handing the file over: a put
+		// that needs the file now never waits for it, and pages it writes
+		// first are simply faulted by the writer. stop waits for this, so
+		// the segment is never unmapped under it.
 		if err == nil && !superseded {
-			prefault(mf.seg)
+			if p, ok := mf.seg.(backend.WritePrefaulter); ok {
+				_ = p.PrefaultWrite(0, prefaultWindow)
+			}
 		}
 	}()
 }
@@ -97,28 +177,16 @@ func (a *allocator) discardLocked() {
 	a.from, a.done, a.settled, a.mf, a.err = -1, nil, nil, nil, nil
 }
 
-// prefaultInBackground prefaults a file already in use (the active file at
-// Open, or one created on the put path), tracked like a preparation so that
-// stop waits for it before the file can be unmapped.
-func (a *allocator) prefaultInBackground(mf *MappedFile) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if a.stopped {
-		return
-	}
-	a.wg.Add(1)
-	go func() {
-		defer a.wg.Done()
-		prefault(mf.seg)
-	}()
-}
-
 // stop waits for a preparation in flight and removes a prepared file
 // nobody took: it was never written, and left behind it would only cost
 // the next recovery a scan of its (zero) pages.
 func (a *allocator) stop() {
 	a.mu.Lock()
 	a.stopped = true
+	if a.ahead.started {
+		close(a.ahead.kick)
+	}
+	a.ahead.mf = nil
 	a.mu.Unlock()
 	a.wg.Wait()
 	a.mu.Lock()
@@ -132,13 +200,4 @@ func (a *allocator) stop() {
 		return // harmless: recovery treats it as any file past the end
 	}
 	_ = a.q.fs.SyncDir(a.q.dir)
-}
-
-// prefault loads a new segment's pages into memory without dirtying them,
-// where the backend can: the first write to each page then costs a minor
-// fault instead of allocating and zeroing a page under the put lock.
-func prefault(seg backend.Segment) {
-	if p, ok := seg.(backend.Prefaulter); ok {
-		_ = p.Prefault() // an optimisation only: failure costs speed, not data
-	}
 }

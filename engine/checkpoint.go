@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"log/slog"
 	"path"
 	"sync"
 
@@ -37,8 +38,20 @@ type StoreCheckpoint struct {
 // openCheckpoint opens or creates the checkpoint file. valid is false when
 // the file was missing or held values that cannot be timestamps; the
 // timestamps are then 0, which makes recovery start from the first file.
-func openCheckpoint(fs backend.FS, name string, now int64) (cp *StoreCheckpoint, valid bool, err error) {
+func openCheckpoint(fs backend.FS, name string, now int64, log *slog.Logger) (cp *StoreCheckpoint, valid bool, err error) {
 	seg, err := fs.Open(name)
+	if err == nil && seg.Size() < checkpointUsedBytes {
+		// A short checkpoint holds no timestamps, like a missing one
+		// (issue 11): recovery replays from the first file, and a
+		// full-sized checkpoint replaces it.
+		log.Warn("checkpoint too short to hold its timestamps; replaced, and recovery replays the commitlog from its first file",
+			"file", name, "size", seg.Size(), "want", checkpointSize)
+		seg.Close()
+		if err = fs.Remove(name); err != nil {
+			return nil, false, fmt.Errorf("replace short checkpoint %s: %w", name, err)
+		}
+		err = backend.ErrNotExist
+	}
 	if errors.Is(err, backend.ErrNotExist) {
 		if seg, err = fs.Create(name, checkpointSize); err != nil {
 			return nil, false, fmt.Errorf("create checkpoint %s: %w", name, err)
@@ -52,10 +65,6 @@ func openCheckpoint(fs backend.FS, name string, now int64) (cp *StoreCheckpoint,
 	}
 	if err != nil {
 		return nil, false, fmt.Errorf("open checkpoint %s: %w", name, err)
-	}
-	if seg.Size() < checkpointUsedBytes {
-		seg.Close()
-		return nil, false, fmt.Errorf("%w: checkpoint %s is %d bytes, want %d", ErrCorruptStore, name, seg.Size(), checkpointSize)
 	}
 	cp = &StoreCheckpoint{seg: seg}
 	ts, valid := decodeCheckpoint(seg.View(0, checkpointUsedBytes), now)

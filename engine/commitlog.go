@@ -57,11 +57,16 @@ type CommitLog struct {
 	cfg       *Config
 	storeHost netip.AddrPort
 
-	mu              sync.Mutex
-	enc             record.Encoder
-	topicQueueTable map[topicQueueKey]int64
+	mu  sync.Mutex
+	enc record.Encoder
+	// topicQueueTable holds each queue's next queue offset behind a
+	// pointer, so that a put hashes its topic once (read and advance).
+	topicQueueTable map[topicQueueKey]*int64
 	lastStoreTs     int64
 	blank           [record.BlankLength]byte
+	// prefaultMark is the CommitLog offset at which the put path next
+	// moves the write-prefaulted window ahead (see allocator.prefaultAhead).
+	prefaultMark int64
 }
 
 func newCommitLog(fs backend.FS, dir string, cfg *Config) *CommitLog {
@@ -69,7 +74,7 @@ func newCommitLog(fs backend.FS, dir string, cfg *Config) *CommitLog {
 		q:               newMappedFileQueue(fs, dir, cfg.CommitLogFileSize),
 		cfg:             cfg,
 		storeHost:       cfg.StoreHost,
-		topicQueueTable: make(map[topicQueueKey]int64),
+		topicQueueTable: make(map[topicQueueKey]*int64),
 	}
 }
 
@@ -116,7 +121,11 @@ func (c *CommitLog) put(m *record.Message) (PutResult, error) {
 	}
 	ts := c.storeTime()
 	key := topicQueueKey{m.Topic, m.QueueID}
-	qoff, advance := c.queueOffset(key, m.SysFlag)
+	slot := c.queueOffset(key, m.SysFlag)
+	var qoff int64
+	if slot != nil {
+		qoff = *slot
+	}
 	res := PutResult{WroteOffset: mf.fileFromOffset + pos, WroteBytes: int32(p.Size), QueueOffset: qoff,
 		MsgNum: 1, StoreTimestamp: ts, StoreHost: c.storeHost, Topic: m.Topic, QueueID: m.QueueID}
 	head, body, tail := enc.Encode(p, record.Stamp{QueueOffset: qoff, PhysicalOffset: res.WroteOffset,
@@ -127,8 +136,9 @@ func (c *CommitLog) put(m *record.Message) (PutResult, error) {
 	}
 	mf.publish(end)
 	mf.storeTimestamp.Store(ts)
-	if advance {
-		c.topicQueueTable[key] = qoff + 1
+	c.prefaultAhead(mf, end)
+	if slot != nil {
+		*slot = qoff + 1
 	}
 	return res, nil
 }
@@ -158,7 +168,8 @@ func (c *CommitLog) putBatch(msgs []*record.Message) (PutResult, error) {
 	}
 	ts := c.storeTime()
 	key := topicQueueKey{msgs[0].Topic, msgs[0].QueueID}
-	qoff := c.topicQueueTable[key]
+	slot := c.queueSlot(key)
+	qoff := *slot
 	res := PutResult{WroteOffset: mf.fileFromOffset + pos, WroteBytes: int32(total), QueueOffset: qoff,
 		MsgNum: int32(len(msgs)), StoreTimestamp: ts, StoreHost: c.storeHost, Topic: key.topic, QueueID: key.queueID}
 	for i, m := range msgs {
@@ -172,7 +183,8 @@ func (c *CommitLog) putBatch(msgs []*record.Message) (PutResult, error) {
 	// The whole batch becomes visible at once.
 	mf.publish(pos)
 	mf.storeTimestamp.Store(ts)
-	c.topicQueueTable[key] = qoff + int64(len(msgs))
+	c.prefaultAhead(mf, pos)
+	*slot = qoff + int64(len(msgs))
 	return res, nil
 }
 
@@ -193,6 +205,15 @@ func checkBatch(msgs []*record.Message) error {
 		}
 	}
 	return nil
+}
+
+// prefaultAhead moves the write-prefaulted window once every prefaultStep
+// bytes. The caller holds mu.
+func (c *CommitLog) prefaultAhead(mf *MappedFile, pos int64) {
+	if off := mf.fileFromOffset + pos; off >= c.prefaultMark && c.q.alloc != nil {
+		c.prefaultMark = off + prefaultStep
+		c.q.alloc.prefaultAhead(mf, pos)
+	}
 }
 
 // checkFits rejects records that could never fit in one file, which would
@@ -238,21 +259,36 @@ func (c *CommitLog) storeTime() int64 {
 	return ts
 }
 
-// queueOffset returns the queue offset for a message and whether the table
-// advances: prepared and rollback transaction records store 0 and take no
-// place in the ConsumeQueue.
-func (c *CommitLog) queueOffset(key topicQueueKey, sysFlag int32) (int64, bool) {
+// queueOffset returns the table slot holding the message's queue offset,
+// which the put advances, or nil: prepared and rollback transaction records
+// store 0 and take no place in the ConsumeQueue.
+func (c *CommitLog) queueOffset(key topicQueueKey, sysFlag int32) *int64 {
 	switch record.TransactionType(sysFlag) {
 	case record.TransactionPrepared, record.TransactionRollback:
-		return 0, false
+		return nil
 	}
-	return c.topicQueueTable[key], true
+	return c.queueSlot(key)
+}
+
+// queueSlot returns key's entry in the queue-offset table, adding it at 0.
+// The caller holds mu.
+func (c *CommitLog) queueSlot(key topicQueueKey) *int64 {
+	p := c.topicQueueTable[key]
+	if p == nil {
+		p = new(int64)
+		c.topicQueueTable[key] = p
+	}
+	return p
 }
 
 // setTopicQueueTable replaces the queue-offset table after recovery.
 func (c *CommitLog) setTopicQueueTable(t map[topicQueueKey]int64) {
+	pt := make(map[topicQueueKey]*int64, len(t))
+	for k, v := range t {
+		pt[k] = &v
+	}
 	c.mu.Lock()
-	c.topicQueueTable = t
+	c.topicQueueTable = pt
 	c.mu.Unlock()
 }
 

@@ -100,6 +100,13 @@ type Config struct {
 	// or at any hour when the disk is over 75 % full; see
 	// RetentionPolicy). The clean service runs with the other services.
 	Retention RetentionPolicy
+	// OnUndecidableDamage says what recovery does with a damaged CommitLog
+	// record that intact records follow, when it cannot prove that the
+	// damage lies in the part of the log that was durable before a crash
+	// (DamageRefuse: Open fails naming the file and offset). Damage it
+	// can prove is always skipped and reported (RecoveryReport.Damaged);
+	// a torn tail with nothing intact after it is always truncated.
+	OnUndecidableDamage DamagePolicy
 
 	// hooks are the test switches (internal/hooks), out of the API.
 	hooks hooks.Engine
@@ -146,7 +153,7 @@ func (c Config) withDefaults() Config {
 	}
 	defaults.Lazy(&c.DelayLevels, DefaultDelayLevels)
 	defaults.Set(&c.Logger, slog.Default())
-	defaults.Set(&c.Now, func() int64 { return time.Now().UnixMilli() })
+	defaults.Lazy(&c.Now, wallMillis)
 	return c
 }
 
@@ -165,6 +172,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: MaxMessageSize %d is negative", ErrConfig, c.MaxMessageSize)
 	case c.FlushDiskType != AsyncFlush && c.FlushDiskType != SyncFlush:
 		return fmt.Errorf("%w: unknown FlushDiskType %d", ErrConfig, c.FlushDiskType)
+	case c.OnUndecidableDamage < DamageRefuse || c.OnUndecidableDamage > DamageSkip:
+		return fmt.Errorf("%w: unknown OnUndecidableDamage %d", ErrConfig, c.OnUndecidableDamage)
 	case c.AccessMessageInMemoryMaxRatio < 0 || c.AccessMessageInMemoryMaxRatio > 100:
 		return fmt.Errorf("%w: AccessMessageInMemoryMaxRatio %d not in 0..100", ErrConfig, c.AccessMessageInMemoryMaxRatio)
 	}

@@ -137,8 +137,8 @@ func (cq *ConsumeQueue) putMessagePositionInfo(offset int64, size int32, tagsCod
 	if expect != cur {
 		// RocketMQ logs "[BUG]logic queue order maybe wrong" and appends
 		// anyway; a gap would make every later index wrong, so refuse.
-		return false, fmt.Errorf("%w: consume queue %s/%d: unit %d written at index %d",
-			ErrCorruptStore, cq.topic, cq.queueID, cqOffset, cur/CQUnitSize)
+		return false, fmt.Errorf("%w: %w: consume queue %s/%d: unit %d written at index %d",
+			ErrCorruptStore, errQueueGap, cq.topic, cq.queueID, cqOffset, cur/CQUnitSize)
 	}
 	b := Unit{offset, size, tagsCode}.put(cq.buf[:0])
 	pos := mf.wrote.Load()

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -101,8 +102,10 @@ func (s *Store) consumeQueueFlushTick(lastThorough *time.Time) {
 		*lastThorough = time.Now()
 		least = 0
 	}
-	if err := s.flushConsumeQueues(least); err != nil {
-		s.cfg.Logger.Error("flush consume queues", "err", err)
+	if err := s.flushConsumeQueues(least); err != nil && !errors.Is(err, ErrReadOnly) {
+		// A store already read-only said so once (fail); this logs a
+		// new failure, then at most once a minute while it lasts.
+		s.cqFlushLog.failed(s.cfg.Logger, "flush consume queues", err)
 	}
 }
 

@@ -166,6 +166,13 @@ func (s *Store) scanQueue(res *GetMessageResult, cq *ConsumeQueue, offset int64,
 			}
 			continue
 		}
+		if len(s.recovery.Damaged) > 0 && s.damaged(u.CommitLogOffset) {
+			// Recovery found this record damaged: never delivered.
+			if len(res.Messages) == 0 {
+				res.Status = NoMatchedMessage
+			}
+			continue
+		}
 		b, mf := s.commitLog.view(u.CommitLogOffset, int(u.Size))
 		if b == nil {
 			if len(res.Messages) == 0 {

@@ -39,6 +39,8 @@ type MappedFileQueue struct {
 
 	// noTailZeroing is hooks.Engine.NoTailZeroing (tests only).
 	noTailZeroing bool
+	// noRedirty is hooks.Engine.NoRedirty (tests only).
+	noRedirty bool
 }
 
 func newMappedFileQueue(fs backend.FS, dir string, fileSize int64) *MappedFileQueue {
@@ -101,6 +103,7 @@ func (q *MappedFileQueue) load() error {
 			return fmt.Errorf("open %s: %w", p, err)
 		}
 		mf := newMappedFile(seg, p, from)
+		mf.noRedirty = q.noRedirty
 		mf.setPositions(q.fileSize)
 		files = append(files, mf)
 	}
@@ -229,7 +232,7 @@ func (q *MappedFileQueue) takeOrCreate(from int64) (*MappedFile, error) {
 	}
 	mf, err := q.create(from)
 	if err == nil {
-		q.alloc.prefaultInBackground(mf)
+		q.alloc.prefaultAhead(mf, 0)
 	}
 	return mf, err
 }
@@ -268,7 +271,9 @@ func (q *MappedFileQueue) create(from int64) (*MappedFile, error) {
 			return nil, err
 		}
 	}
-	return newMappedFile(seg, p, from), nil
+	mf := newMappedFile(seg, p, from)
+	mf.noRedirty = q.noRedirty
+	return mf, nil
 }
 
 // syncParents syncs every directory above dir, deepest first, up to the

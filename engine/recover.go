@@ -3,6 +3,7 @@ package engine
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 
 	"github.com/rocketstore/rocketstore/engine/record"
 )
@@ -33,6 +34,33 @@ type RecoveryReport struct {
 	// ConsumeQueuesRebuilt is set when the ConsumeQueues were inconsistent
 	// with the CommitLog and were rebuilt from it entirely.
 	ConsumeQueuesRebuilt bool
+	// Damaged lists the damaged CommitLog ranges that recovery kept in
+	// place and skipped (nothing in them is dispatched) because intact
+	// records follow them; see recoverdamage.go.
+	Damaged []DamagedRange
+	// TruncatedAtDamage is set when recovery could not tell damage from a
+	// torn tail and, as the config allowed, cut the CommitLog there.
+	TruncatedAtDamage bool
+}
+
+// LogValue logs the report as key-value pairs instead of a Go struct.
+func (r RecoveryReport) LogValue() slog.Value {
+	attrs := []slog.Attr{slog.Bool("abnormal", r.Abnormal), slog.Bool("checkpointValid", r.CheckpointValid),
+		slog.Int64("scanFrom", r.ScanFrom), slog.Int64("commitLogEnd", r.CommitLogEnd),
+		slog.Int("redispatched", r.Redispatched), slog.Bool("consumeQueuesRebuilt", r.ConsumeQueuesRebuilt)}
+	if r.StopReason != nil {
+		attrs = append(attrs, slog.String("stopReason", r.StopReason.Error()), slog.Int("droppedBytes", r.DroppedBytes))
+	}
+	if len(r.PaddedFiles) > 0 {
+		attrs = append(attrs, slog.Any("paddedFiles", r.PaddedFiles))
+	}
+	if len(r.Damaged) > 0 {
+		attrs = append(attrs, slog.Int("damagedRecords", len(r.Damaged)))
+	}
+	if r.TruncatedAtDamage {
+		attrs = append(attrs, slog.Bool("truncatedAtDamage", true))
+	}
+	return slog.GroupValue(attrs...)
 }
 
 // recover brings the CommitLog and ConsumeQueues to a consistent state:
@@ -75,6 +103,10 @@ func (s *Store) recover(lastExitOK, cpValid bool) error {
 	if errors.Is(stop, record.ErrUnsupportedVersion) {
 		return fmt.Errorf("%w: commitlog offset %d: %w", ErrCorruptStore, end, stop)
 	}
+	if errors.Is(stop, ErrUndecidableDamage) {
+		return stop
+	}
+	s.recordDamage()
 	if !errors.Is(stop, record.ErrNoRecord) {
 		r.StopReason = stop
 	}
@@ -115,15 +147,44 @@ func (s *Store) abnormalStartFile(files []*MappedFile) int {
 
 // scanCommitLog checks records (with CRC unless disabled) from the start of
 // files[0] and returns the offset after the last good one and why it
-// stopped there.
+// stopped there. A damaged record with intact records after it is skipped
+// or refused (see onDamage), never a reason to drop what follows.
 func (s *Store) scanCommitLog(files []*MappedFile, dispatch bool) (end int64, stop, dispatchErr error) {
 	checkCRC := !s.cfg.SkipCRCOnRecover && !s.cfg.hooks.NoCRCCheck
-	for i, mf := range files {
+	resume := int64(-1)
+	for i := 0; i < len(files); i++ {
+		mf := files[i]
 		b := mf.seg.View(0, mf.fileSize)
-		for pos := int64(0); ; {
+		pos := int64(0)
+		if resume > mf.fileFromOffset {
+			pos = resume - mf.fileFromOffset
+		}
+		for {
 			req, size, blank, err := s.parser.Parse(b[pos:], mf.fileFromOffset+pos, checkCRC)
+			if err == nil && blank && pos+int64(size) != mf.fileSize {
+				err = fmt.Errorf("%w: blank record of %d bytes does not end the file", record.ErrCorrupt, size)
+			}
 			if err != nil {
-				return mf.fileFromOffset + pos, fmt.Errorf("%s at %d: %w", mf.name, pos, err), dispatchErr
+				stop := fmt.Errorf("%s at %d: %w", mf.name, pos, err)
+				if errors.Is(err, record.ErrUnsupportedVersion) || s.cfg.hooks.TruncateAtDamage {
+					return mf.fileFromOffset + pos, stop, dispatchErr
+				}
+				next, truncate, derr := s.onDamage(files, i, pos, err)
+				if derr != nil {
+					return mf.fileFromOffset + pos, derr, dispatchErr
+				}
+				if truncate {
+					return mf.fileFromOffset + pos, stop, dispatchErr
+				}
+				if next < mf.fileFromOffset+mf.fileSize {
+					pos = next - mf.fileFromOffset
+					continue
+				}
+				resume = next
+				for i+1 < len(files) && files[i+1].fileFromOffset+files[i+1].fileSize <= next {
+					i++
+				}
+				break
 			}
 			if !blank {
 				// Dispatch as the record is validated: one pass over the
@@ -136,10 +197,6 @@ func (s *Store) scanCommitLog(files []*MappedFile, dispatch bool) (end int64, st
 				}
 				pos += int64(size)
 				continue
-			}
-			if pos+int64(size) != mf.fileSize {
-				return mf.fileFromOffset + pos, fmt.Errorf("%w: %s at %d: blank record of %d bytes does not end the file",
-					record.ErrCorrupt, mf.name, pos, size), dispatchErr
 			}
 			if i == len(files)-1 {
 				return mf.fileFromOffset + mf.fileSize, nil, dispatchErr
@@ -169,7 +226,7 @@ func (s *Store) truncateCommitLog(end int64) error {
 	if err := q.truncateDirtyFiles(end); err != nil {
 		return err
 	}
-	if s.recovery.Abnormal {
+	if s.recovery.Abnormal && !s.cfg.hooks.NoRecoverySync {
 		// After a kill the recovered records may exist only in the page
 		// cache; they are reported as flushed from now on, so sync them
 		// (msync of pages that are already clean costs little). Before

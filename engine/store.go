@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/rocketstore/rocketstore/backend"
 	"github.com/rocketstore/rocketstore/dispatch"
@@ -53,6 +54,11 @@ type Store struct {
 	closed    atomic.Bool
 	// failed is set when a sync or a dispatch fails; puts are refused.
 	failed atomic.Pointer[error]
+	// health holds the running flags that clear by themselves (disk
+	// full, dispatch failing) and the fault counters.
+	health     health
+	deleted    deletedTopics
+	cqFlushLog faultLog
 
 	recovery RecoveryReport
 }
@@ -92,6 +98,7 @@ func (s *Store) open(dispatchers []dispatch.Dispatcher) error {
 	}
 	s.commitLog = newCommitLog(s.fs, commitLogDir, &s.cfg)
 	s.commitLog.q.noTailZeroing = s.cfg.hooks.NoTailZeroing
+	s.commitLog.q.noRedirty = s.cfg.hooks.NoRedirty
 	if err := s.commitLog.q.load(); err != nil {
 		return err
 	}
@@ -107,7 +114,10 @@ func (s *Store) open(dispatchers []dispatch.Dispatcher) error {
 			return err
 		}
 	}
-	cp, cpValid, err := openCheckpoint(s.fs, checkpointFile, s.cfg.Now())
+	if err := s.loadDeletedTopics(); err != nil {
+		return err
+	}
+	cp, cpValid, err := openCheckpoint(s.fs, checkpointFile, s.cfg.Now(), s.cfg.Logger)
 	if err != nil {
 		return err
 	}
@@ -116,9 +126,11 @@ func (s *Store) open(dispatchers []dispatch.Dispatcher) error {
 	s.parser = parser
 	all := append([]dispatch.Dispatcher{dispatch.DispatcherFunc(s.buildConsumeQueue)}, dispatchers...)
 	s.reput = dispatch.NewService(commitLogReader{s.commitLog}, parser, 0, all...)
+	s.reput.IgnoreErrors = s.cfg.hooks.IgnoreDispatchErrors
 	if err := s.recover(lastExitOK, cpValid); err != nil {
 		return err
 	}
+	s.dispatchHooks()
 	s.start()
 	return nil
 }
@@ -281,7 +293,7 @@ func (s *Store) start() {
 	q := s.commitLog.q
 	q.alloc = newAllocator(q)
 	if last := q.lastFile(); last != nil {
-		q.alloc.prefaultInBackground(last)
+		q.alloc.prefaultAhead(last, last.wrote.Load())
 		q.alloc.prepare(last.fileFromOffset + q.fileSize)
 	}
 	s.reput.Start()
@@ -308,16 +320,18 @@ func (s *Store) writable() error {
 	if s.closed.Load() {
 		return ErrClosed
 	}
-	if e := s.failed.Load(); e != nil {
-		return fmt.Errorf("%w: %w", ErrReadOnly, *e)
+	if s.failed.Load() == nil && s.health.dispatchErr.Load() == nil && s.health.diskFull.Load() == nil {
+		return nil
 	}
-	return nil
+	return s.writableAt(time.Now())
 }
 
-// fail turns the store read-only after a failed sync or dispatch.
+// fail turns the store read-only for good after a failed sync (or a
+// storage error on the put path other than a full disk).
 func (s *Store) fail(err error) {
 	if s.failed.CompareAndSwap(nil, &err) {
-		s.cfg.Logger.Error("store turned read-only", "err", err)
+		s.health.flushErrors.Add(1)
+		s.cfg.Logger.Error("store turned read-only: puts are refused until the store is reopened", "err", err)
 	}
 }
 
@@ -336,6 +350,7 @@ func (s *Store) Put(ctx context.Context, m *Message) (PutResult, error) {
 	if err != nil {
 		return res, s.putError(err)
 	}
+	s.putSucceeded()
 	return res, s.afterPut(ctx, res, m.Properties[record.PropertyWaitStoreMsgOK] != "false")
 }
 
@@ -352,14 +367,19 @@ func (s *Store) PutBatch(ctx context.Context, msgs []*Message) (PutResult, error
 	if err != nil {
 		return res, s.putError(err)
 	}
+	s.putSucceeded()
 	return res, s.afterPut(ctx, res, true)
 }
 
 // putError turns a storage failure into read-only mode; message errors
-// (illegal, too large) leave the store as it is.
+// (illegal, too large) leave the store as it is, and a full disk refuses
+// puts only until space is freed.
 func (s *Store) putError(err error) error {
 	if errors.Is(err, ErrMessageIllegal) || errors.Is(err, ErrPropertiesTooLarge) || errors.Is(err, ErrBatch) {
 		return err
+	}
+	if isDiskFull(err) {
+		return s.diskFull(err)
 	}
 	s.fail(err)
 	return err
@@ -407,11 +427,9 @@ func (s *Store) Dispatch() (int, error) {
 	if s.closed.Load() {
 		return 0, ErrClosed
 	}
-	n, err := s.reput.DoReput()
-	if err != nil {
-		s.fail(err)
-	}
-	return n, err
+	// A failure sets the dispatch-failing flag through the hooks; the
+	// next pass that succeeds clears it.
+	return s.reput.DoReput()
 }
 
 // Redispatch moves the dispatcher back to CommitLog offset from (a record
@@ -426,11 +444,7 @@ func (s *Store) Redispatch(from int64) (int, error) {
 		return 0, ErrClosed
 	}
 	s.reput.SetReputFrom(from)
-	n, err := s.reput.DoReput()
-	if err != nil {
-		s.fail(err)
-	}
-	return n, err
+	return s.reput.DoReput()
 }
 
 // DispatchBehindBytes returns how many CommitLog bytes are not yet in the
@@ -443,14 +457,21 @@ func (s *Store) ReputFromOffset() int64 { return s.reput.ReputFromOffset() }
 // buildConsumeQueue is the ConsumeQueue dispatcher (RocketMQ's
 // CommitLogDispatcherBuildConsumeQueue).
 func (s *Store) buildConsumeQueue(req *dispatch.Request) error {
-	if !req.Dispatchable() {
+	if !req.Dispatchable() || s.deletedBelow(req.Topic, req.CommitLogOffset) {
 		return nil
 	}
 	cq, err := s.queues.findOrCreate(s, req.Topic, req.QueueID)
 	if err != nil {
 		return err
 	}
-	if _, err := cq.putMessagePositionInfo(req.CommitLogOffset, req.MsgSize, req.TagsCode, req.ConsumeQueueOffset); err != nil {
+	_, err = cq.putMessagePositionInfo(req.CommitLogOffset, req.MsgSize, req.TagsCode, req.ConsumeQueueOffset)
+	if errors.Is(err, errQueueGap) && len(s.recovery.Damaged) > 0 {
+		// The missing units belong to damaged records recovery skipped.
+		if err = s.fillDamagedUnits(cq, req); err == nil {
+			_, err = cq.putMessagePositionInfo(req.CommitLogOffset, req.MsgSize, req.TagsCode, req.ConsumeQueueOffset)
+		}
+	}
+	if err != nil {
 		return err
 	}
 	s.checkpoint.setLogics(req.StoreTimestamp)

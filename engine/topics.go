@@ -20,10 +20,15 @@ func (s *Store) DeleteTopic(topic string) error {
 	}
 	return s.reput.Exclusive(func() error {
 		var errs []error
-		queues := s.queues.removeTopic(topic)
-		if len(queues) == 0 {
+		if len(s.Topics()[topic]) == 0 {
 			return nil
 		}
+		// Durable before any file goes: recovery after a crash must not
+		// replay the topic's records into new queues (issue 11).
+		if err := s.recordDeletion(topic, s.commitLog.MaxOffset()); err != nil {
+			return fmt.Errorf("engine: delete topic %s: %w", topic, err)
+		}
+		queues := s.queues.removeTopic(topic)
 		for _, cq := range queues {
 			s.commitLog.removeQueue(topic, cq.queueID)
 			errs = append(errs, cq.q.destroy())

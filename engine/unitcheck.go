@@ -18,11 +18,36 @@ func (s *Store) unitCheck(cq *ConsumeQueue) func(Unit, int64) bool {
 		}
 		b, mf := s.commitLog.recordAt(u.CommitLogOffset)
 		if b == nil {
-			return false
+			return s.pointsAtDamage(u)
 		}
 		defer mf.release()
 		info, err := record.Check(b, u.CommitLogOffset, false)
-		return err == nil && !info.Blank && info.Size == u.Size && info.QueueID == cq.queueID &&
+		if err != nil {
+			return s.pointsAtDamage(u)
+		}
+		return !info.Blank && info.Size == u.Size && info.QueueID == cq.queueID &&
 			info.QueueOffset == index && string(info.Topic) == cq.topic
 	}
+}
+
+// pointsAtDamage reports whether u is a unit made for a damaged record by
+// fillDamagedUnits in an earlier run: no intact record at its offset, and
+// an intact record (or the end of its file) right after it. A unit from a
+// stale page points at an intact record, or not at a record boundary.
+func (s *Store) pointsAtDamage(u Unit) bool {
+	end := u.CommitLogOffset + int64(u.Size)
+	mf := s.commitLog.q.findMappedFileByOffset(u.CommitLogOffset, false)
+	if mf == nil {
+		return false
+	}
+	if end == mf.fileFromOffset+mf.fileSize {
+		return true
+	}
+	nb, nmf := s.commitLog.recordAt(end)
+	if nb == nil {
+		return false
+	}
+	defer nmf.release()
+	_, err := record.Check(nb, end, true)
+	return err == nil
 }

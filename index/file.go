@@ -222,3 +222,51 @@ func (f *File) IndexCount() int32 { return f.h.indexCount }
 
 // Name returns the file's path.
 func (f *File) Name() string { return f.name }
+
+// truncateFrom removes the newest items whose CommitLog offset is at or
+// past clMax (their records are gone), newest first, so that each removed
+// item is the head of its slot's chain: the slot goes back to the item's
+// predecessor. It returns how many items it removed; the caller syncs.
+func (f *File) truncateFrom(clMax int64) (int, error) {
+	n := 0
+	for f.h.indexCount > firstIndex {
+		i := f.h.indexCount - 1
+		b := f.seg.View(f.itemPos(i), itemSize)
+		if int64(be.Uint64(b[itemOffPhyOffset:])) < clMax {
+			break
+		}
+		hash := int32(be.Uint32(b[itemOffKeyHash:]))
+		prev := int32(be.Uint32(b[itemOffPrevIndex:]))
+		sp := f.slotPos(hash)
+		if hash >= 0 && f.readInt(sp) == i {
+			if prev < invalidIndex || prev >= i {
+				prev = invalidIndex
+			}
+			var sb [slotSize]byte
+			be.PutUint32(sb[:], uint32(prev))
+			if _, err := f.seg.WriteAt(sb[:], sp); err != nil {
+				return n, fmt.Errorf("index: write slot %s: %w", f.name, err)
+			}
+			if prev == invalidIndex && f.h.hashSlotCount > 0 {
+				f.h.hashSlotCount--
+			}
+		}
+		var zero [itemSize]byte
+		if _, err := f.seg.WriteAt(zero[:], f.itemPos(i)); err != nil {
+			return n, fmt.Errorf("index: clear item %s: %w", f.name, err)
+		}
+		f.h.indexCount--
+		n++
+	}
+	if n == 0 {
+		return 0, nil
+	}
+	if f.h.indexCount > firstIndex {
+		b := f.seg.View(f.itemPos(f.h.indexCount-1), itemSize)
+		f.h.endPhyOffset = int64(be.Uint64(b[itemOffPhyOffset:]))
+		f.h.endTimestamp = f.h.beginTimestamp + int64(int32(be.Uint32(b[itemOffTimeDiff:])))*msPerSecond
+	} else {
+		f.h.endPhyOffset, f.h.endTimestamp = min(f.h.beginPhyOffset, clMax), f.h.beginTimestamp
+	}
+	return n, f.writeHeader()
+}

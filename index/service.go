@@ -135,6 +135,29 @@ func (s *Service) load(name string, lastExitOK bool, cpTs int64) error {
 	return nil
 }
 
+// truncateLocked removes the entries at or past clMax from the newest
+// files, syncing each file it changed. The caller holds mu.
+func (s *Service) truncateLocked(clMax int64) error {
+	for i := len(s.files) - 1; i >= 0; i-- {
+		f := s.files[i]
+		if f.h.indexCount <= firstIndex || f.h.endPhyOffset < clMax {
+			break
+		}
+		n, err := f.truncateFrom(clMax)
+		if err != nil {
+			return err
+		}
+		if n > 0 {
+			s.cfg.Logger.Warn("index: removed entries past the recovered CommitLog end",
+				"file", f.name, "entries", n, "commitLogMax", clMax)
+			if err := s.syncLocked(f); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
 // Reconcile matches the index to the recovered CommitLog [clMin, clMax)
 // once the engine is open, before any new put. It returns the CommitLog
 // offset (a record boundary) from which the caller must re-dispatch every
@@ -149,40 +172,28 @@ func (s *Service) load(name string, lastExitOK bool, cpTs int64) error {
 //     the newest file lost its unsynced tail. Everything after the newest
 //     durable entry (or from the first deleted file when no file is left)
 //     is re-dispatched; Dispatch skips what is already indexed.
-//   - The newest file holds entries at or past clMax: the index was synced
+//   - The newest files hold entries at or past clMax: the index was synced
 //     while the CommitLog records it points at were not, and they are
 //     gone. New records will reuse those offsets, and Dispatch would skip
-//     them as already indexed, so a new file is started at clMax. (The
-//     stale entries stay; a query may return the new record at such an
-//     offset, which is why callers check keys, as RocketMQ's client does.)
+//     them as already indexed, so those entries are removed (also after
+//     a clean exit, whose recovery may cut a torn tail).
 func (s *Service) Reconcile(clMin, clMax int64) (int64, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
 		return -1, ErrClosed
 	}
+	// Entries at or past clMax point at records recovery cut off (after
+	// a crash, or a torn tail found after a clean exit): new records will
+	// reuse those offsets, so the entries go, with the log (issue 11).
+	if err := s.truncateLocked(clMax); err != nil {
+		return -1, err
+	}
 	if !s.deferred {
 		return -1, nil // clean exit, or reconciled already
 	}
 	s.deferred = false
 	last := s.last()
-	if last != nil && last.h.indexCount > firstIndex && last.h.endPhyOffset >= clMax {
-		s.cfg.Logger.Warn("index: entries past the recovered CommitLog end; starting a new file",
-			"file", last.name, "endPhyOffset", last.h.endPhyOffset, "commitLogMax", clMax)
-		if err := s.syncLocked(last); err != nil {
-			return -1, err
-		}
-		nf, err := createFile(s.fs, path.Join(Dir, s.nextName()), s.cfg.MaxHashSlotNum, s.cfg.MaxIndexNum, clMax, last.h.endTimestamp)
-		if err != nil {
-			return -1, err
-		}
-		if err := s.fs.SyncDir(Dir); err != nil {
-			nf.seg.Close()
-			return -1, fmt.Errorf("index: sync dir: %w", err)
-		}
-		s.files = append(s.files, nf)
-		return -1, nil
-	}
 	// Without any durable trace of the index (no entry, nothing
 	// deleted), replay what the engine replayed.
 	from := s.deferredFrom

@@ -91,9 +91,14 @@ func (m *machine) flushCommitLog(leastPages int) {
 	}
 }
 
-func (m *machine) actDispatch(*rapid.T) {
+func (m *machine) actDispatch(*rapid.T) { m.dispatch() }
+
+// dispatch runs one pass and reports whether it completed. A failed pass
+// leaves the store waiting for a retry, not read-only (issue 11).
+func (m *machine) dispatch() bool {
 	_, err := m.s.Dispatch()
 	m.engineErr("Dispatch", err)
+	return err == nil
 }
 
 func (m *machine) flushCQ(leastPages int) {
@@ -149,8 +154,7 @@ func (m *machine) actRedispatch(t *rapid.T) {
 	if m.md.failed {
 		t.Skip("store failed; dispatch is stopped")
 	}
-	m.actDispatch(t)
-	if m.md.failed || len(m.md.log) == 0 {
+	if !m.dispatch() || m.md.failed || len(m.md.log) == 0 {
 		return
 	}
 	first := 0 // the first message retention left
@@ -162,8 +166,8 @@ func (m *machine) actRedispatch(t *rapid.T) {
 	}
 	from := m.md.log[rapid.IntRange(first, len(m.md.log)-1).Draw(t, "redispatchFrom")].off
 	_, err := m.s.Redispatch(from)
-	m.engineErr("Redispatch", err)
-	if !m.md.failed {
+	m.engineErr("Dispatch", err)
+	if err == nil && !m.md.failed {
 		m.checkQueues()
 	}
 }
@@ -183,7 +187,9 @@ func (m *machine) actRetention(t *rapid.T) {
 	// offsets would then restart below the model's (as in RocketMQ). A
 	// real clean service deletes files FileReservedTime after their last
 	// message, long after their units were flushed.
-	m.actDispatch(t)
+	if !m.dispatch() && !m.dispatch() {
+		return // a retry failed too: the queues are behind, nothing to check
+	}
 	if !m.md.failed {
 		m.flushCQ(0)
 	}

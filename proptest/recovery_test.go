@@ -1,6 +1,7 @@
 package proptest
 
 import (
+	"errors"
 	"pgregory.net/rapid"
 
 	"github.com/spf13/afero"
@@ -140,8 +141,8 @@ func (m *machine) maybeCrashDuringRecovery(img afero.Fs) *crashsim.FS {
 	}
 	fs.SetInjector(crashsim.CrashWhen(crashsim.Nth(k, crashsim.Mutating())))
 	s, err := engine.Open(fs, m.config())
-	if err == nil {
-		_ = s // recovery finished before the k-th operation: no crash
+	if err == nil || (errors.Is(err, engine.ErrUndecidableDamage) && !fs.Frozen()) {
+		_ = s // recovery finished (or refused) before the k-th operation: no crash
 		fs.Kill()
 		return fs
 	}

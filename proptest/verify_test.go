@@ -172,8 +172,7 @@ func (m *machine) actGet(t *rapid.T) {
 	if m.md.failed {
 		t.Skip("store failed; dispatch is stopped")
 	}
-	m.actDispatch(t)
-	if m.md.failed {
+	if !m.dispatch() || m.md.failed {
 		return
 	}
 	k := m.drawQueue(t)

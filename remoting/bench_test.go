@@ -148,7 +148,7 @@ func BenchmarkWriteResponses(b *testing.B) {
 			}
 			var st counters
 			opts := Options{Logger: quietLogger(), WriteQueueLen: 1 << 16, WriteQueueBytes: 1 << 30}.withDefaults()
-			c := newConn(context.Background(), 1, nc, NewMux(), opts, &st)
+			c := newConn(context.Background(), 1, nc, NewMux(), opts, &st, nil)
 			go c.writeLoop()
 			resp := bc.cmd()
 			resp.Flag |= FlagResponse

@@ -39,7 +39,7 @@ func Dial(ctx context.Context, addr string, opts ClientOptions) (*Client, error)
 		h = NewMux()
 	}
 	cl := &Client{done: make(chan struct{})}
-	cl.conn = newConn(context.Background(), clientIDs.Add(1), nc, h, opts.withDefaults(), &cl.stats)
+	cl.conn = newConn(context.Background(), clientIDs.Add(1), nc, h, opts.withDefaults(), &cl.stats, nil)
 	go func() {
 		defer close(cl.done)
 		cl.conn.run()

@@ -67,6 +67,19 @@ func (c *RemotingCommand) MarshalFrame() ([]byte, error) {
 	return c.AppendFrame(nil)
 }
 
+// ReadFrame reads and decodes one frame from r. maxFrameSize <= 0 means
+// DefaultMaxFrameSize. The payload buffer grows with the bytes that arrive
+// and never beyond the validated declared length. A clean end of input
+// before the frame starts is io.EOF; inside a frame it is
+// io.ErrUnexpectedEOF.
+func ReadFrame(r io.Reader, maxFrameSize int) (*RemotingCommand, error) {
+	payload, err := readPayload(r, maxFrameSize)
+	if err != nil {
+		return nil, err
+	}
+	return decodePayload(payload)
+}
+
 // readPayload reads one frame's length field and the LENGTH bytes after it.
 func readPayload(r io.Reader, maxFrameSize int) ([]byte, error) {
 	length, err := readLength(r)

@@ -17,8 +17,10 @@ import (
 
 // Conn is one remoting connection, accepted by a Server or opened by Dial.
 // It reads frames in one goroutine, writes them from a bounded queue in
-// another, and runs each request's handler in a goroutine of its own. All
-// methods are safe for concurrent use.
+// another, and runs request handlers on a pool of worker goroutines that
+// grows on demand up to Options.MaxConcurrentRequests and lives as long as
+// the connection (a goroutine per request paid for its stack growing on
+// every request). All methods are safe for concurrent use.
 type Conn struct {
 	id      uint64
 	nc      net.Conn
@@ -43,9 +45,13 @@ type Conn struct {
 	closed    chan struct{} // closed by close, after closeErr is set
 	closeErr  error
 
-	draining atomic.Bool   // graceful shutdown: read no more requests
-	sem      chan struct{} // one slot per running handler
-	handlers sync.WaitGroup
+	draining atomic.Bool // graceful shutdown: read no more requests
+	budget   *byteBudget // the server's bytes for incoming frames; nil: no cap
+	work     chan job    // requests handed to idle workers; closed after readLoop
+	workers  int         // started so far; only the read goroutine touches it
+	wg       sync.WaitGroup
+	handlers sync.WaitGroup // requests dispatched and not yet answered
+	inflight atomic.Int32   // the same count, readable: the writer waits for answers on their way
 
 	pmu     sync.Mutex
 	pending map[int32]chan *RemotingCommand // Invoke waiters by opaque
@@ -53,7 +59,13 @@ type Conn struct {
 	untrack func() // set by the owner before run; called before OnClose
 }
 
-func newConn(ctx context.Context, id uint64, nc net.Conn, h Handler, opts Options, st *counters) *Conn {
+// job is one request for a worker, with the receive budget its frame holds.
+type job struct {
+	req     *RemotingCommand
+	charged int64
+}
+
+func newConn(ctx context.Context, id uint64, nc net.Conn, h Handler, opts Options, st *counters, budget *byteBudget) *Conn {
 	ctx, cancel := context.WithCancel(ctx)
 	return &Conn{
 		id: id, nc: nc, opts: opts, handler: h, stats: st, ctx: ctx, cancel: cancel,
@@ -62,7 +74,8 @@ func newConn(ctx context.Context, id uint64, nc net.Conn, h Handler, opts Option
 		finish:     make(chan struct{}),
 		writerDone: make(chan struct{}),
 		closed:     make(chan struct{}),
-		sem:        make(chan struct{}, opts.MaxConcurrentRequests),
+		budget:     budget,
+		work:       make(chan job),
 		pending:    map[int32]chan *RemotingCommand{},
 	}
 }
@@ -108,6 +121,7 @@ func (c *Conn) run() {
 		c.opts.OnConnect(c)
 	}
 	err := c.readLoop()
+	close(c.work) // only readLoop sends: idle workers exit
 	if c.draining.Load() {
 		// Graceful: no more requests are read; let the running ones
 		// answer and their responses flush before the socket closes.
@@ -117,6 +131,7 @@ func (c *Conn) run() {
 		c.close(err)
 	}
 	c.handlers.Wait()
+	c.wg.Wait()
 	<-c.writerDone
 	if c.untrack != nil {
 		c.untrack() // so that OnClose already sees the server without c
@@ -152,6 +167,8 @@ func (c *Conn) count(err error) {
 		c.stats.idleTimeouts.Add(1)
 	case errors.Is(err, ErrWriteQueueFull):
 		c.stats.writeQueueOverflows.Add(1)
+	case errors.Is(err, ErrReceiveBudget):
+		c.stats.receiveBudgetCloses.Add(1)
 	}
 }
 
@@ -159,6 +176,8 @@ func (c *Conn) logClose(err error) {
 	switch {
 	case err == nil, errors.Is(err, io.EOF), errors.Is(err, ErrServerClosed):
 		c.log.Debug("remoting: connection closed", "reason", err)
+	case errors.Is(err, ErrReceiveBudget):
+		c.log.Warn("remoting: connection closed", "reason", err)
 	default:
 		c.log.Info("remoting: connection closed", "reason", err)
 	}
@@ -198,48 +217,86 @@ func (c *Conn) readLoop() error {
 		if c.draining.Load() {
 			return nil
 		}
-		cmd, err := c.readCommand(br)
+		cmd, charged, err := c.readCommand(br)
 		if err != nil {
 			return err
 		}
 		if cmd.IsResponse() {
+			// The waiter owns the response from here on; only the
+			// server side (handlers) is held to the budget.
+			c.budget.release(charged)
 			c.deliver(cmd)
 			continue
 		}
-		if err := c.dispatch(cmd); err != nil {
+		if err := c.dispatch(job{cmd, charged}); err != nil {
 			return err
 		}
 	}
 }
 
-func (c *Conn) readCommand(r io.Reader) (*RemotingCommand, error) {
-	payload, err := readPayload(r, c.opts.MaxFrameSize)
+// readCommand reads one frame and returns it decoded with the receive
+// budget its payload holds.
+func (c *Conn) readCommand(r io.Reader) (*RemotingCommand, int64, error) {
+	payload, charged, err := readPayloadBudget(c.ctx, r, c.opts.MaxFrameSize, c.budget)
 	if err != nil {
 		if errors.Is(err, os.ErrDeadlineExceeded) && !c.draining.Load() {
-			return nil, fmt.Errorf("%w: nothing or only part of a frame received for %v", ErrIdleTimeout, c.opts.IdleTimeout)
+			return nil, 0, fmt.Errorf("%w: nothing or only part of a frame received for %v", ErrIdleTimeout, c.opts.IdleTimeout)
 		}
-		return nil, err
+		return nil, 0, err
 	}
 	c.stats.bytesIn.Add(int64(frameLenSize + len(payload)))
-	return decodePayload(payload)
+	cmd, err := decodePayload(payload)
+	if err != nil {
+		c.budget.release(charged)
+		return nil, 0, err
+	}
+	return cmd, charged, nil
 }
 
-// dispatch runs req's handler in a goroutine once a slot is free.
-func (c *Conn) dispatch(req *RemotingCommand) error {
-	select {
-	case c.sem <- struct{}{}:
-	case <-c.closed:
-		return c.closeErr
-	}
+// dispatch hands j to an idle worker, starts a new one while fewer than
+// MaxConcurrentRequests run, and otherwise waits for one to be free (the
+// connection is not read meanwhile).
+func (c *Conn) dispatch(j job) error {
 	c.stats.requests.Add(1)
 	c.handlers.Add(1)
-	go c.serveRequest(req)
-	return nil
+	c.inflight.Add(1)
+	select {
+	case c.work <- j:
+		return nil
+	default:
+	}
+	if c.workers < c.opts.MaxConcurrentRequests {
+		c.workers++
+		c.wg.Add(1)
+		go c.worker(j)
+		return nil
+	}
+	select {
+	case c.work <- j:
+		return nil
+	case <-c.closed:
+		c.budget.release(j.charged)
+		c.inflight.Add(-1)
+		c.handlers.Done()
+		return c.closeErr
+	}
 }
 
-func (c *Conn) serveRequest(req *RemotingCommand) {
+// worker serves first, then whatever the read loop hands it, until the
+// read loop ends.
+func (c *Conn) worker(first job) {
+	defer c.wg.Done()
+	c.serveRequest(first)
+	for j := range c.work {
+		c.serveRequest(j)
+	}
+}
+
+func (c *Conn) serveRequest(j job) {
+	req := j.req
 	defer func() {
-		<-c.sem
+		c.budget.release(j.charged)
+		c.inflight.Add(-1)
 		c.handlers.Done()
 	}()
 	resp, err := c.callHandler(req)

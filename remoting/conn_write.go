@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"runtime"
 	"sync"
 	"time"
 )
@@ -221,16 +222,13 @@ func (c *Conn) writeLoop() {
 // deadline, then recycles them.
 func (c *Conn) writeBatch(w *frameWriter, f *frameBuf) error {
 	w.batch = append(w.batch[:0], f)
-	n := len(f.b)
-collect:
-	for len(w.batch) < maxBatchFrames && n < maxBatchBytes {
-		select {
-		case f = <-c.out:
-			w.batch = append(w.batch, f)
-			n += len(f.b)
-		default:
-			break collect
-		}
+	n := c.collect(w, len(f.b))
+	if len(w.batch) < maxBatchFrames && n < maxBatchBytes && c.inflight.Load() > 0 {
+		// Handlers are running whose answers would otherwise each cost
+		// a writev of their own: let them run first, once, so that one
+		// write carries them all.
+		runtime.Gosched()
+		n = c.collect(w, n)
 	}
 	err := c.writeFrames(w, n)
 	for i, f := range w.batch {
@@ -239,6 +237,21 @@ collect:
 	}
 	w.batch = w.batch[:0]
 	return err
+}
+
+// collect appends the frames already queued to w.batch, up to
+// maxBatchFrames and maxBatchBytes, and returns the batch's bytes.
+func (c *Conn) collect(w *frameWriter, n int) int {
+	for len(w.batch) < maxBatchFrames && n < maxBatchBytes {
+		select {
+		case f := <-c.out:
+			w.batch = append(w.batch, f)
+			n += len(f.b)
+		default:
+			return n
+		}
+	}
+	return n
 }
 
 func (c *Conn) writeFrames(w *frameWriter, n int) error {
@@ -271,6 +284,8 @@ func (c *Conn) writeFrames(w *frameWriter, n int) error {
 	}
 	c.outBytes.Add(-int64(n))
 	c.stats.bytesOut.Add(int64(n))
+	c.stats.framesOut.Add(int64(len(w.batch)))
+	c.stats.writes.Add(1)
 	return nil
 }
 

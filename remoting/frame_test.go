@@ -3,7 +3,6 @@ package remoting
 import (
 	"encoding/binary"
 	"fmt"
-	"io"
 )
 
 // The tests' frame decoders: the connection reads frames with readPayload
@@ -26,17 +25,4 @@ func DecodeFrame(frame []byte, maxFrameSize int) (*RemotingCommand, error) {
 		return nil, fmt.Errorf("%w: length field says %d bytes, %d follow", ErrBadFrame, n, got)
 	}
 	return decodePayload(frame[frameLenSize:])
-}
-
-// ReadFrame reads and decodes one frame from r. maxFrameSize <= 0 means
-// DefaultMaxFrameSize. The payload buffer grows with the bytes that arrive
-// and never beyond the validated declared length. A clean end of input
-// before the frame starts is io.EOF; inside a frame it is
-// io.ErrUnexpectedEOF.
-func ReadFrame(r io.Reader, maxFrameSize int) (*RemotingCommand, error) {
-	payload, err := readPayload(r, maxFrameSize)
-	if err != nil {
-		return nil, err
-	}
-	return decodePayload(payload)
 }

@@ -36,6 +36,16 @@ type Options struct {
 	// MaxConns bounds the server's open connections; further accepted
 	// connections are closed at once. 0 means no limit (as RocketMQ).
 	MaxConns int
+	// MaxReceiveBytes caps the bytes a server holds in incoming frames
+	// across all its connections: frames being received and requests whose
+	// handler has not returned. A connection that needs more waits for
+	// other frames to release theirs, at most ReceiveBudgetWait, and is then
+	// closed. It must be at least twice MaxFrameSize (a frame's buffer
+	// doubles as it arrives). 0 means DefaultMaxReceiveBytes (128 MiB);
+	// client connections have no cap.
+	MaxReceiveBytes int64
+	// ReceiveBudgetWait bounds the wait for receive budget. 0 means 5 s.
+	ReceiveBudgetWait time.Duration
 	// Logger receives connection events. nil means slog.Default().
 	Logger *slog.Logger
 	// OnConnect, if set, runs in the connection's goroutine before its
@@ -55,6 +65,8 @@ const (
 	DefaultWriteQueueLen         = 1024
 	DefaultWriteQueueBytes       = 64 << 20
 	DefaultMaxConcurrentRequests = 64
+	DefaultMaxReceiveBytes       = 128 << 20
+	DefaultReceiveBudgetWait     = 5 * time.Second
 )
 
 // Validate reports negative values.
@@ -76,6 +88,14 @@ func (o Options) Validate() error {
 		return fmt.Errorf("%w: MaxConcurrentRequests %d < 0", ErrBadOptions, o.MaxConcurrentRequests)
 	case o.MaxConns < 0:
 		return fmt.Errorf("%w: MaxConns %d < 0", ErrBadOptions, o.MaxConns)
+	case o.MaxReceiveBytes < 0:
+		return fmt.Errorf("%w: MaxReceiveBytes %d < 0", ErrBadOptions, o.MaxReceiveBytes)
+	case o.ReceiveBudgetWait < 0:
+		return fmt.Errorf("%w: ReceiveBudgetWait %v < 0", ErrBadOptions, o.ReceiveBudgetWait)
+	}
+	d := o.withDefaults()
+	if d.MaxReceiveBytes < 2*int64(d.MaxFrameSize) {
+		return fmt.Errorf("%w: MaxReceiveBytes %d is less than twice MaxFrameSize %d", ErrBadOptions, d.MaxReceiveBytes, d.MaxFrameSize)
 	}
 	return nil
 }
@@ -88,6 +108,8 @@ func (o Options) withDefaults() Options {
 	defaults.Set(&o.WriteQueueLen, DefaultWriteQueueLen)
 	defaults.Set(&o.WriteQueueBytes, DefaultWriteQueueBytes)
 	defaults.Set(&o.MaxConcurrentRequests, DefaultMaxConcurrentRequests)
+	defaults.Set(&o.MaxReceiveBytes, DefaultMaxReceiveBytes)
+	defaults.Set(&o.ReceiveBudgetWait, DefaultReceiveBudgetWait)
 	defaults.Set(&o.Logger, slog.Default())
 	return o
 }

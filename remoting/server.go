@@ -15,6 +15,7 @@ type Server struct {
 	handler Handler
 	opts    Options // with defaults
 	stats   counters
+	budget  *byteBudget     // bytes of incoming frames, shared by all connections
 	ctx     context.Context // parent of every connection's context
 	cancel  context.CancelFunc
 	nextID  atomic.Uint64
@@ -34,6 +35,7 @@ func NewServer(h Handler, opts Options) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{handler: h, opts: opts.withDefaults()}
+	s.budget = newByteBudget(s.opts.MaxReceiveBytes, s.opts.ReceiveBudgetWait)
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.mu.listeners = map[net.Listener]struct{}{}
 	s.mu.conns = map[*Conn]struct{}{}
@@ -140,7 +142,7 @@ func (s *Server) startConn(nc net.Conn) {
 		_ = nc.Close()
 		return
 	}
-	c := newConn(s.ctx, s.nextID.Add(1), nc, s.handler, s.opts, &s.stats)
+	c := newConn(s.ctx, s.nextID.Add(1), nc, s.handler, s.opts, &s.stats, s.budget)
 	s.mu.conns[c] = struct{}{}
 	s.stats.connsAccepted.Add(1)
 	s.stats.connsOpen.Add(1)
@@ -175,7 +177,11 @@ func (s *Server) Conns() []*Conn {
 }
 
 // Stats returns a snapshot of the server's counters.
-func (s *Server) Stats() Stats { return s.stats.snapshot() }
+func (s *Server) Stats() Stats {
+	st := s.stats.snapshot()
+	st.ReceiveBytesInUse = s.budget.inUse()
+	return st
+}
 
 // stopAccepting marks the server closed, closes its listeners and returns
 // the connections open at that moment; no connection starts afterwards.

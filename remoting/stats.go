@@ -17,8 +17,12 @@ type Stats struct {
 	FramesTooLarge      int64 // connections closed for an oversize frame
 	IdleTimeouts        int64 // connections closed for IdleTimeout
 	WriteQueueOverflows int64 // connections closed because their peer did not read
+	ReceiveBudgetCloses int64 // connections closed waiting for MaxReceiveBytes budget
+	ReceiveBytesInUse   int64 // bytes of incoming frames held now (not monotonic)
 	BytesIn             int64 // frame bytes read
 	BytesOut            int64 // frame bytes written
+	FramesOut           int64 // frames written
+	Writes              int64 // socket writes (one writev carries FramesOut/Writes frames)
 }
 
 // counters is the live form of Stats, shared by a server's connections.
@@ -27,6 +31,7 @@ type counters struct {
 	requests, responses, responsesSent, unmatched        atomic.Int64
 	handlerErrors, badFrames, framesTooLarge             atomic.Int64
 	idleTimeouts, writeQueueOverflows, bytesIn, bytesOut atomic.Int64
+	receiveBudgetCloses, framesOut, writes               atomic.Int64
 }
 
 func (c *counters) snapshot() Stats {
@@ -38,5 +43,6 @@ func (c *counters) snapshot() Stats {
 		BadFrames: c.badFrames.Load(), FramesTooLarge: c.framesTooLarge.Load(),
 		IdleTimeouts: c.idleTimeouts.Load(), WriteQueueOverflows: c.writeQueueOverflows.Load(),
 		BytesIn: c.bytesIn.Load(), BytesOut: c.bytesOut.Load(),
+		ReceiveBudgetCloses: c.receiveBudgetCloses.Load(), FramesOut: c.framesOut.Load(), Writes: c.writes.Load(),
 	}
 }

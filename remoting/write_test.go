@@ -61,7 +61,7 @@ func TestWriteBatchingIntact(t *testing.T) {
 			}
 			defer peer.Close()
 			var st counters
-			c := newConn(context.Background(), 1, srvSide, NewMux(), Options{Logger: quietLogger(), WriteQueueLen: 4096}.withDefaults(), &st)
+			c := newConn(context.Background(), 1, srvSide, NewMux(), Options{Logger: quietLogger(), WriteQueueLen: 4096}.withDefaults(), &st, nil)
 			go c.writeLoop()
 			const writers, per = 8, 300
 			got := make(chan *RemotingCommand, writers*per)

@@ -272,7 +272,9 @@ func (s *Server) heartbeat(_ context.Context, c *remoting.Conn, req *remoting.Re
 	if code, remark := s.b.Heartbeat(clientID, consumers); code != broker.Success {
 		return reply(req, code, remark), nil
 	}
+	s.adminHeartbeat(c, req)
 	now := s.cfg.Now()
+	s.producers.heartbeat(req.Body, c, now)
 	for _, d := range consumers {
 		if s.clients.touch(d.GroupName, clientID, c, now) {
 			s.log.Info("consumer joined", "group", d.GroupName, "clientID", clientID, "remote", peerString(c))

@@ -17,6 +17,10 @@
 //	             UPDATE_AND_CREATE_TOPIC 17, DELETE_TOPIC_IN_BROKER 215
 //	to clients   NOTIFY_CONSUMER_IDS_CHANGED 40 (one-way) when a group's
 //	             membership changes
+//	admin        mqadmin's and the dashboard's codes (admin_*.go; bodies in
+//	             package admin): 21, 25, 26, 28, 43, 45, 200-204, 207, 208,
+//	             222, 223, 300, 303, 305, 307, 308, 309, 314, 315, 317, 321;
+//	             name server: 100-102, 205, 219, 224, 304, 318, 319, 322, 327
 //
 // Every other code is answered REQUEST_CODE_NOT_SUPPORTED (3). A request
 // whose header lacks a required field, or has one that does not parse, is

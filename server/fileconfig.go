@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/netip"
 	"os"
 	"strconv"
 	"time"
@@ -32,7 +33,28 @@ import (
 //	maxMessageSize: 4194304
 //	messageDelayLevel: "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h"
 //	autoCreateTopicEnable: true
+//	aclEnable: true             # RocketMQ plain ACL; rules in aclFile
+//	aclFile: /etc/rocketstore/plain_acl.yml   # default DIR/config/plain_acl.yml
+//	tlsServerMode: permissive   # disabled (default) | permissive | enforcing
+//	tlsServerCertPath: /etc/rocketstore/server.pem
+//	tlsServerKeyPath: /etc/rocketstore/server.key
+//	autoCreateTopicMaxPerClient: 100
+//	autoCreateTopicMaxTotal: 10000
+//	autoCreateTopicMaxQueueNums: 8
+//	connRequestRateLimit: 20000 # requests/s per connection
+//	connRequestBurst: 40000
+//	maxInFlightRequests: 4096
+//	serverMaxConnections: 10000        # refuse connections beyond (default: no limit)
+//	serverMaxReceiveBytes: 134217728   # bytes of incoming frames held at once (default 128 MiB)
+//	namesrvAddr: 127.0.0.1:9876;127.0.0.1:9877  # register with these name servers
+//	brokerId: 0                 # 0 master, 1, 2, ... slaves
+//	brokerIP2: 127.0.0.1        # HA address host (default brokerIP1)
+//	haListenPort: 10912         # HA address port, registered as haServerAddr
 type FileConfig struct {
+	NamesrvAddr                 *string `yaml:"namesrvAddr"`
+	BrokerID                    *int64  `yaml:"brokerId"`
+	BrokerIP2                   *string `yaml:"brokerIP2"`
+	HAListenPort                *int    `yaml:"haListenPort"`
 	BrokerName                  *string `yaml:"brokerName"`
 	BrokerClusterName           *string `yaml:"brokerClusterName"`
 	BrokerIP1                   *string `yaml:"brokerIP1"`
@@ -53,6 +75,11 @@ type FileConfig struct {
 	LongPollingEnable           *bool   `yaml:"longPollingEnable"`
 	ShortPollingTimeMills       *int64  `yaml:"shortPollingTimeMills"`
 	MessageIndexEnable          *bool   `yaml:"messageIndexEnable"`
+	// RecoverUndecidableDamage is rocketstore's own: what recovery does
+	// with a damaged CommitLog record that intact records follow when it
+	// cannot prove the damage older than the crash: refuse (default),
+	// truncate (RocketMQ's behaviour) or skip.
+	RecoverUndecidableDamage    *string `yaml:"recoverUndecidableDamage"`
 	SyncFlushTimeout            *int64  `yaml:"syncFlushTimeout"`
 	FlushIntervalCommitLog      *int64  `yaml:"flushIntervalCommitLog"`
 	FlushCommitLogLeastPages    *int    `yaml:"flushCommitLogLeastPages"`
@@ -61,6 +88,23 @@ type FileConfig struct {
 	FlushDelayOffsetInterval    *int64  `yaml:"flushDelayOffsetInterval"`
 	ServerSocketMaxFrameSize    *int    `yaml:"serverSocketMaxFrameSize"`
 	ServerChannelMaxIdleSeconds *int    `yaml:"serverChannelMaxIdleTimeSeconds"`
+	FeatureKeys                 `yaml:",inline"`
+	// Not RocketMQ keys: limits against hostile or runaway clients.
+	ServerMaxConnections  *int   `yaml:"serverMaxConnections"`
+	ServerMaxReceiveBytes *int64 `yaml:"serverMaxReceiveBytes"`
+
+	// Security (see Security and README "Security").
+	AclEnable                   *bool    `yaml:"aclEnable"`
+	AclFile                     *string  `yaml:"aclFile"`
+	TLSServerMode               *string  `yaml:"tlsServerMode"`
+	TLSServerCertPath           *string  `yaml:"tlsServerCertPath"`
+	TLSServerKeyPath            *string  `yaml:"tlsServerKeyPath"`
+	AutoCreateTopicMaxPerClient *int     `yaml:"autoCreateTopicMaxPerClient"`
+	AutoCreateTopicMaxTotal     *int     `yaml:"autoCreateTopicMaxTotal"`
+	AutoCreateTopicMaxQueueNums *int     `yaml:"autoCreateTopicMaxQueueNums"`
+	ConnRequestRateLimit        *float64 `yaml:"connRequestRateLimit"`
+	ConnRequestBurst            *int     `yaml:"connRequestBurst"`
+	MaxInFlightRequests         *int     `yaml:"maxInFlightRequests"`
 }
 
 // LoadFileConfig reads and strictly decodes a YAML configuration file.
@@ -98,6 +142,16 @@ func (fc *FileConfig) Apply(nc *NodeConfig) error {
 	set(&nc.Server.ClusterName, fc.BrokerClusterName)
 	set(&nc.Dir, fc.StorePathRootDir)
 	set(&nc.Listen, fc.NamesrvListen)
+	if fc.BrokerIP1 != nil {
+		// Checked before any use: a host name would otherwise be
+		// resolved, or fail later with a less clear message.
+		if _, err := netip.ParseAddr(*fc.BrokerIP1); err != nil {
+			return fmt.Errorf("%w: brokerIP1 %q must be an IP literal (such as 192.0.2.10), not a host name", ErrConfig, *fc.BrokerIP1)
+		}
+	}
+	if err := fc.applyCluster(nc); err != nil {
+		return err
+	}
 	if fc.ListenPort != nil {
 		host := "127.0.0.1"
 		if fc.BrokerIP1 != nil {
@@ -109,6 +163,18 @@ func (fc *FileConfig) Apply(nc *NodeConfig) error {
 		nc.Server.BrokerAddr = nc.BrokerListen
 	}
 	sc := &nc.Broker.Store
+	if fc.RecoverUndecidableDamage != nil {
+		switch *fc.RecoverUndecidableDamage {
+		case "refuse":
+			sc.OnUndecidableDamage = engine.DamageRefuse
+		case "truncate":
+			sc.OnUndecidableDamage = engine.DamageTruncate
+		case "skip":
+			sc.OnUndecidableDamage = engine.DamageSkip
+		default:
+			return fmt.Errorf("%w: recoverUndecidableDamage %q is not refuse, truncate or skip", ErrConfig, *fc.RecoverUndecidableDamage)
+		}
+	}
 	if fc.FlushDiskType != nil {
 		switch *fc.FlushDiskType {
 		case "ASYNC_FLUSH":
@@ -133,6 +199,9 @@ func (fc *FileConfig) Apply(nc *NodeConfig) error {
 		}
 	}
 	if fc.MaxMessageSize != nil {
+		if *fc.MaxMessageSize <= 0 {
+			return fmt.Errorf("%w: maxMessageSize %d must be positive (RocketMQ's default is 4194304)", ErrConfig, *fc.MaxMessageSize)
+		}
 		sc.MaxMessageSize = *fc.MaxMessageSize
 	}
 	if fc.MessageDelayLevel != nil {
@@ -182,14 +251,50 @@ func (fc *FileConfig) Apply(nc *NodeConfig) error {
 	if fc.FlushDelayOffsetInterval != nil {
 		bc.FlushDelayOffsetInterval = ms(*fc.FlushDelayOffsetInterval)
 	}
+	fc.FeatureKeys.apply(bc, fc.BrokerClusterName)
 	if fc.ServerSocketMaxFrameSize != nil {
 		nc.Server.Remoting.MaxFrameSize = *fc.ServerSocketMaxFrameSize
 	}
 	if fc.ServerChannelMaxIdleSeconds != nil {
 		nc.Server.Remoting.IdleTimeout = time.Duration(*fc.ServerChannelMaxIdleSeconds) * time.Second
 	}
+	if fc.ServerMaxConnections != nil {
+		nc.Server.Remoting.MaxConns = *fc.ServerMaxConnections
+	}
+	if fc.ServerMaxReceiveBytes != nil {
+		nc.Server.Remoting.MaxReceiveBytes = *fc.ServerMaxReceiveBytes
+	}
+	if err := fc.applySecurity(&nc.Server.Security); err != nil {
+		return err
+	}
 	if err := nc.Broker.Validate(); err != nil {
 		return err
 	}
 	return nc.Server.Validate()
+}
+
+// applyCluster sets the name-server registration keys: namesrvAddr,
+// brokerId, and the HA address from brokerIP2 (or brokerIP1) and
+// haListenPort.
+func (fc *FileConfig) applyCluster(nc *NodeConfig) error {
+	if fc.NamesrvAddr != nil {
+		addrs, err := ParseNamesrvAddr(*fc.NamesrvAddr)
+		if err != nil {
+			return err
+		}
+		nc.Server.NamesrvAddr = addrs
+	}
+	if fc.BrokerID != nil {
+		nc.Server.BrokerID = *fc.BrokerID
+	}
+	if fc.HAListenPort != nil {
+		host := "127.0.0.1"
+		for _, h := range []*string{fc.BrokerIP1, fc.BrokerIP2} {
+			if h != nil {
+				host = *h
+			}
+		}
+		nc.Server.HAServerAddr = net.JoinHostPort(host, strconv.Itoa(*fc.HAListenPort))
+	}
+	return nil
 }

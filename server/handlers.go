@@ -44,8 +44,59 @@ func (s *Server) register() {
 		remoting.CodeViewMessageByID:      s.viewMessageByID,
 		remoting.CodeUpdateAndCreateTopic: s.updateAndCreateTopic,
 		remoting.CodeDeleteTopicInBroker:  s.deleteTopicInBroker,
+		codeGetEarliestMsgStoretime:       s.getEarliestMsgStoretime,
+		// name server: the broker registry (namesrv.go)
+		codeRegisterBroker:   s.registerBroker,
+		codeUnregisterBroker: s.unregisterBroker,
+		// admin (admin_*.go)
+		codeGetAllTopicConfig:               s.getAllTopicConfig,
+		codeUpdateBrokerConfig:              s.updateConfig,
+		codeGetBrokerConfig:                 s.getBrokerConfig,
+		codeGetBrokerRuntimeInfo:            s.getBrokerRuntimeInfo,
+		codeGetAllConsumerOffset:            s.getAllConsumerOffset,
+		codeGetAllDelayOffset:               s.getAllDelayOffset,
+		codePutKVConfig:                     s.putKVConfig,
+		codeGetKVConfig:                     s.getKVConfig,
+		codeDeleteKVConfig:                  s.deleteKVConfig,
+		codeUpdateAndCreateSubscriptionGrp:  s.updateAndCreateSubscriptionGroup,
+		codeGetAllSubscriptionGroupConfig:   s.getAllSubscriptionGroup,
+		codeGetTopicStatsInfo:               s.getTopicStatsInfo,
+		codeGetConsumerConnectionList:       s.getConsumerConnectionList,
+		codeGetProducerConnectionList:       s.getProducerConnectionList,
+		codeWipeWritePermOfBroker:           s.writePermHandler(false),
+		codeAddWritePermOfBroker:            s.writePermHandler(true),
+		codeDeleteSubscriptionGroup:         s.deleteSubscriptionGroup,
+		codeGetConsumeStats:                 s.getConsumeStats,
+		codeGetKVListByNamespace:            s.getKVListByNamespace,
+		codeInvokeBrokerToResetOffset:       s.invokeBrokerToResetOffset,
+		codeInvokeBrokerToGetConsumerStatus: s.invokeBrokerToGetConsumerStatus,
+		codeGetTopicsByCluster:              s.getTopicsByCluster,
+		codeQueryTopicConsumeByWho:          s.queryTopicConsumeByWho,
+		codeQueryConsumeTimeSpan:            s.queryConsumeTimeSpan,
+		codeGetSystemTopicListFromNs:        s.getSystemTopicListFromNs,
+		codeGetSystemTopicListFromBroker:    s.getSystemTopicListFromBroker,
+		remoting.CodeGetConsumerRunningInfo: s.getConsumerRunningInfo,
+		codeQueryCorrectionOffset:           s.queryCorrectionOffset,
+		remoting.CodeConsumeMessageDirectly: s.consumeMessageDirectly,
+		codeCloneGroupOffset:                s.cloneGroupOffset,
+		codeViewBrokerStatsData:             s.viewBrokerStatsData,
+		codeGetBrokerConsumeStats:           s.getBrokerConsumeStats,
+		codeUpdateNamesrvConfig:             s.updateConfig,
+		codeGetNamesrvConfig:                s.getNamesrvConfig,
+		codeQueryConsumeQueue:               s.queryConsumeQueue,
+		codeQueryDataVersion:                s.queryDataVersion,
+		codeCheckClientConfig:               s.checkClientConfig,
+		codeSendReplyMessage:                s.sendReplyMessage,
+		codeSendReplyMessageV2:              s.sendReplyMessage,
+		remoting.CodeEndTransaction:         s.endTransaction,
 	} {
+		if !s.plays(code) {
+			continue
+		}
 		s.mux.RegisterFunc(code, h)
+	}
+	for code := range unsupportedAdminCodes {
+		s.mux.RegisterFunc(code, s.unsupportedAdmin)
 	}
 }
 

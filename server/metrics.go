@@ -75,7 +75,27 @@ func (m *Metrics) attach(s *Server) {
 				func() float64 { return float64(max(0, st.CommitLog().MaxOffset()-st.CommitLog().FlushedWhere())) }),
 			g("rocketstore_commitlog_max_offset_bytes", "CommitLog write position.",
 				func() float64 { return float64(st.CommitLog().MaxOffset()) }),
+			g("rocketstore_store_writable", "1 while the store accepts puts, 0 while it refuses them (disk full, dispatch failing, flush failed).",
+				func() float64 { return b2f(st.Health().Writable) }),
+			g("rocketstore_store_disk_full", "1 while puts are refused because the disk is full (clears itself once space is freed).",
+				func() float64 { return b2f(st.Health().DiskFull) }),
+			g("rocketstore_store_dispatch_failing", "1 while the dispatcher cannot build ConsumeQueues or the index (retried every second).",
+				func() float64 { return b2f(st.Health().DispatchFailing) }),
+			g("rocketstore_store_flush_failed", "1 once a sync failed: the store is read-only until reopened.",
+				func() float64 { return b2f(st.Health().FlushFailed) }),
+			prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "rocketstore_dispatch_errors_total", Help: "Failed dispatch passes (each retry counts)."},
+				func() float64 { return float64(st.Health().DispatchErrors) }),
+			prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "rocketstore_disk_full_errors_total", Help: "Puts refused because a file could not be created (ENOSPC/EDQUOT)."},
+				func() float64 { return float64(st.Health().DiskFullErrors) }),
+			prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "rocketstore_flush_errors_total", Help: "Failed syncs (each turns the store read-only)."},
+				func() float64 { return float64(st.Health().FlushErrors) }),
+			g("rocketstore_recovery_damaged_records", "Damaged CommitLog ranges the last recovery skipped (see the log and `rocketstore verify`).",
+				func() float64 { return float64(st.Health().DamagedRecords) }),
 			g("rocketstore_connections", "Open remoting connections.", func() float64 { return float64(s.rs.Stats().ConnsOpen) }),
+			g("rocketstore_receive_buffer_bytes", "Bytes of incoming frames held (capped by serverMaxReceiveBytes).",
+				func() float64 { return float64(s.rs.Stats().ReceiveBytesInUse) }),
+			g("rocketstore_connections_refused", "Connections refused (serverMaxConnections) or closed waiting for receive buffer budget.",
+				func() float64 { st := s.rs.Stats(); return float64(st.ConnsRejected + st.ReceiveBudgetCloses) }),
 			g("rocketstore_consumer_groups", "Consumer groups with online clients.", func() float64 { g, _ := s.clients.counts(); return float64(g) }),
 			g("rocketstore_consumers", "Online (group, client) registrations.", func() float64 { _, n := s.clients.counts(); return float64(n) }),
 		)
@@ -122,4 +142,11 @@ func (m *Metrics) put(r broker.SendResult, bodyLen int, d time.Duration) {
 func (m *Metrics) pull(r *broker.PullResponse) {
 	m.pulls.WithLabelValues(r.Code.String()).Inc()
 	m.pulledMsgs.Add(float64(r.MsgCount))
+}
+
+func b2f(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"path/filepath"
 	"sync"
 
 	"github.com/rocketstore/rocketstore/backend/mmap"
@@ -45,10 +46,19 @@ type Node struct {
 	closed  bool
 }
 
-// StartNode opens the store in cfg.Dir and serves it.
+// StartNode opens the store in cfg.Dir and serves it. With
+// cfg.Server.Role RoleNameServer it opens no store (Node.Broker is nil)
+// and serves the name server on Listen only.
 func StartNode(cfg NodeConfig) (*Node, error) {
 	if cfg.Listen == "" {
 		cfg.Listen = "127.0.0.1:9876"
+	}
+	if cfg.Server.Role == RoleNameServer {
+		return startNameServer(cfg)
+	}
+	if cfg.Server.Role == RoleBroker && cfg.BrokerListen != "" {
+		// No name server to listen for: the broker address is the only one.
+		cfg.Listen, cfg.BrokerListen = cfg.BrokerListen, ""
 	}
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
@@ -78,6 +88,9 @@ func StartNode(cfg NodeConfig) (*Node, error) {
 		return nil, fmt.Errorf("%w: broker address %q must be an IP literal and port: %w", ErrConfig, adv, err)
 	}
 	cfg.Server.BrokerAddr = adv
+	if sc := &cfg.Server.Security; sc.ACLEnable && sc.ACLFile == "" {
+		sc.ACLFile = filepath.Join(cfg.Dir, "config", DefaultACLFile)
+	}
 	cfg.Broker.Store.StoreHost = ap
 	fsys, err := mmap.New(cfg.Dir)
 	if err != nil {
@@ -94,6 +107,7 @@ func StartNode(cfg NodeConfig) (*Node, error) {
 		closeAll()
 		return nil, errors.Join(err, b.Close())
 	}
+	s.storeDir = cfg.Dir
 	n := &Node{Broker: b, Server: s, Addr: advertised(ln.Addr()), BrokerAddr: adv}
 	for _, l := range lns {
 		n.wg.Add(1)
@@ -131,7 +145,7 @@ func (n *Node) Shutdown(ctx context.Context) error {
 	n.closed = true
 	err := n.Server.Shutdown(ctx)
 	n.wg.Wait()
-	return errors.Join(err, n.Broker.Close())
+	return errors.Join(err, n.closeBroker())
 }
 
 // Close closes the connections at once, then the broker.
@@ -144,5 +158,35 @@ func (n *Node) Close() error {
 	n.closed = true
 	err := n.Server.Close()
 	n.wg.Wait()
-	return errors.Join(err, n.Broker.Close())
+	return errors.Join(err, n.closeBroker())
+}
+
+func (n *Node) closeBroker() error {
+	if n.Broker == nil {
+		return nil
+	}
+	return n.Broker.Close()
+}
+
+// startNameServer starts a name-server-only node: no store, one listener.
+func startNameServer(cfg NodeConfig) (*Node, error) {
+	if cfg.BrokerListen != "" {
+		return nil, fmt.Errorf("%w: a name-server-only node has no broker listener (listenPort)", ErrConfig)
+	}
+	ln, err := net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		return nil, err
+	}
+	s, err := New(nil, cfg.Server)
+	if err != nil {
+		_ = ln.Close()
+		return nil, err
+	}
+	n := &Node{Server: s, Addr: advertised(ln.Addr())}
+	n.wg.Add(1)
+	go func() {
+		defer n.wg.Done()
+		_ = s.Serve(ln)
+	}()
+	return n, nil
 }

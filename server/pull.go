@@ -3,7 +3,6 @@ package server
 import (
 	"context"
 	"errors"
-	"fmt"
 
 	"github.com/rocketstore/rocketstore/broker"
 	"github.com/rocketstore/rocketstore/remoting"
@@ -32,9 +31,9 @@ func (s *Server) pullHeader(req *remoting.RemotingCommand) (*broker.PullRequest,
 	if err := f.Err(); err != nil {
 		return nil, err
 	}
-	if pr.MaxMsgNums <= 0 {
-		return nil, fmt.Errorf("%w: maxMsgNums %d must be positive", remoting.ErrBadField, pr.MaxMsgNums)
-	}
+	// maxMsgNums <= 0 is passed on: getMessage then returns one message,
+	// as RocketMQ 4.9's isTheBatchFull does (the Go client's pull consumer
+	// sends 0 unless WithPullBatchSize is set).
 	pr.MaxMsgNums = min(pr.MaxMsgNums, maxPullBatch)
 	pr.SuspendTimeoutMillis = max(0, min(pr.SuspendTimeoutMillis, s.cfg.MaxSuspend.Milliseconds()))
 	return pr, nil

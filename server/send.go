@@ -2,57 +2,62 @@ package server
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/rocketstore/rocketstore/broker"
 	"github.com/rocketstore/rocketstore/remoting"
 )
 
-// v2Names maps SendMessageRequestHeaderV2's one-letter fields (codes 310
-// and 320) to SendMessageRequestHeader's names.
-var v2Names = map[string]string{
-	"a": "producerGroup", "b": "topic", "c": "defaultTopic", "d": "defaultTopicQueueNums",
-	"e": "queueId", "f": "sysFlag", "g": "bornTimestamp", "h": "flag", "i": "properties",
-	"j": "reconsumeTimes", "k": "unitMode", "l": "maxReconsumeTimes", "m": "batch", "n": "bname",
-}
+// sendFields are the names of SendMessageRequestHeader's fields, and
+// sendFieldsV2 SendMessageRequestHeaderV2's one-letter names for the same
+// fields (codes 310 and 320).
+var (
+	sendFields = [...]string{"producerGroup", "topic", "defaultTopic", "defaultTopicQueueNums", "queueId", "sysFlag",
+		"bornTimestamp", "flag", "properties", "reconsumeTimes", "unitMode", "maxReconsumeTimes"}
+	sendFieldsV2 = [...]string{"a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "k", "l"}
+)
 
-// sendHeader decodes a send request's header, V1 or V2.
+// sendHeader decodes a send request's header, V1 or V2. A V2 header is
+// read under its one-letter names in place (no translated copy of the
+// map); errors name the field by its long name either way.
 func sendHeader(req *remoting.RemotingCommand) (*broker.SendRequest, error) {
-	r := req
+	names := &sendFields
 	if req.Code != remoting.CodeSendMessage {
 		if _, v2 := req.ExtFields["a"]; v2 {
-			r = &remoting.RemotingCommand{Code: req.Code, ExtFields: make(map[string]string, len(req.ExtFields))}
-			for k, v := range req.ExtFields {
-				if n, ok := v2Names[k]; ok {
-					k = n
-				}
-				r.ExtFields[k] = v
-			}
+			names = &sendFieldsV2
 		}
 	}
-	f := r.Fields()
+	f := req.Fields()
 	sr := &broker.SendRequest{
-		ProducerGroup:         f.String("producerGroup"),
-		Topic:                 f.String("topic"),
-		DefaultTopic:          f.String("defaultTopic"),
-		DefaultTopicQueueNums: int(f.Int32("defaultTopicQueueNums")),
-		QueueID:               f.Int32("queueId"),
-		SysFlag:               f.Int32("sysFlag"),
-		BornTimestamp:         f.Int64("bornTimestamp"),
-		Flag:                  f.Int32("flag"),
-		Properties:            f.OptString("properties", ""),
-		ReconsumeTimes:        f.OptInt32("reconsumeTimes", 0),
-		UnitMode:              f.OptBool("unitMode", false),
+		ProducerGroup:         f.String(names[0]),
+		Topic:                 f.String(names[1]),
+		DefaultTopic:          f.String(names[2]),
+		DefaultTopicQueueNums: int(f.Int32(names[3])),
+		QueueID:               f.Int32(names[4]),
+		SysFlag:               f.Int32(names[5]),
+		BornTimestamp:         f.Int64(names[6]),
+		Flag:                  f.Int32(names[7]),
+		Properties:            f.OptString(names[8], ""),
+		ReconsumeTimes:        f.OptInt32(names[9], 0),
+		UnitMode:              f.OptBool(names[10], false),
 		// The code decides, as in the Java broker; the batch field is
 		// informational.
 		Batch: req.Code == remoting.CodeSendBatchMessage,
 		Body:  req.Body,
 	}
-	if _, ok := r.ExtFields["maxReconsumeTimes"]; ok {
-		v := f.Int32("maxReconsumeTimes")
+	if _, ok := req.ExtFields[names[11]]; ok {
+		v := f.Int32(names[11])
 		sr.MaxReconsumeTimes = &v
 	}
-	return sr, f.Err()
+	if err := f.Err(); err != nil {
+		if names == &sendFieldsV2 {
+			err = fmt.Errorf("%w (SendMessageRequestHeaderV2: a=producerGroup b=topic c=defaultTopic "+
+				"d=defaultTopicQueueNums e=queueId f=sysFlag g=bornTimestamp h=flag i=properties)", err)
+		}
+		return sr, err
+	}
+	return sr, nil
 }
 
 // sendMessage answers SEND_MESSAGE (10), SEND_MESSAGE_V2 (310) and
@@ -70,9 +75,10 @@ func (s *Server) sendMessage(ctx context.Context, c *remoting.Conn, req *remotin
 	}
 	if res.Code != broker.Success && res.Code != broker.FlushDiskTimeout {
 		s.log.Debug("send rejected", "topic", sr.Topic, "code", res.Code.String(), "remark", res.Remark, "remote", peerString(c))
-		return reply(req, res.Code, res.Remark), nil
+		return s.withTraceSwitch(reply(req, res.Code, res.Remark)), nil
 	}
-	resp := reply(req, res.Code, res.Remark)
+	s.topicUsed(sr.Topic)
+	resp := s.withTraceSwitch(reply(req, res.Code, res.Remark))
 	resp.SetExt("msgId", res.MsgID)
 	resp.SetExtInt("queueId", int64(res.QueueID))
 	resp.SetExtInt("queueOffset", res.QueueOffset)

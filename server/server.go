@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net"
 	"sync"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/rocketstore/rocketstore/broker"
+	"github.com/rocketstore/rocketstore/broker/transaction"
 	"github.com/rocketstore/rocketstore/remoting"
 )
 
@@ -21,10 +23,24 @@ type Server struct {
 	mux     *remoting.Mux
 	rs      *remoting.Server
 	clients *registry
-	locks   *lockManager
-	metrics *Metrics
+	// producers are the producer clients (request-reply, transaction
+	// check-back).
+	producers *producerRegistry
+	locks     *lockManager
+	metrics   *Metrics
+	sec       *security // nil without Config.Security
 
 	brokerAddr atomic.Pointer[string]
+	brokerID   atomic.Int64
+	routes     *routeTable // name-server role: registered brokers
+	reg        *registrar  // broker role with NamesrvAddr: registration
+
+	// Admin state (admin_*.go).
+	clientTable *clientTable
+	stats       *statsTable
+	kv          *kvTable
+	statsDone   chan struct{}
+	storeDir    string
 
 	// Held pulls. Invariant: once closing is set under pullMu no pull is
 	// added to pullWG, so Shutdown can wait for the held ones.
@@ -42,49 +58,72 @@ type Server struct {
 
 // New returns a server for b; it serves nothing until Listen or Serve.
 // The caller keeps ownership of b and closes it after Shutdown or Close.
+// b may be nil only for Config.Role RoleNameServer.
 func New(b *broker.Broker, cfg Config) (*Server, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
+	}
+	if cfg.Role.hasBroker() && b == nil {
+		return nil, fmt.Errorf("%w: role %s needs a broker", ErrConfig, cfg.Role)
 	}
 	cfg = cfg.withDefaults()
 	s := &Server{b: b, cfg: cfg, log: cfg.Logger, mux: remoting.NewMux(), metrics: cfg.Metrics,
 		locks: newLockManager(cfg.LockExpiry, cfg.Now), stop: make(chan struct{}), done: make(chan struct{})}
 	s.clients = newRegistry(s)
+	s.producers = newProducerRegistry()
 	s.pullCtx, s.pullCancel = context.WithCancel(context.Background())
 	s.heldByConn = make(map[uint64]int)
 	if cfg.BrokerAddr != "" {
 		a := cfg.BrokerAddr
 		s.brokerAddr.Store(&a)
 	}
+	sec, err := newSecurity(s, cfg.Security)
+	if err != nil {
+		return nil, err
+	}
+	s.sec = sec
+	s.initRoles()
 	s.register()
+	if b != nil { // nil in the name-server-only role
+		b.SetTransactionChecker(transaction.CheckerFunc(s.checkTransactionState))
+	}
+	s.registerACLAdmin()
 	opts := cfg.Remoting
 	userClose := opts.OnClose
 	opts.OnClose = func(c *remoting.Conn, reason error) {
 		s.clients.connClosed(c)
+		s.sec.connClosed(c)
+		s.brokerConnClosed(c)
+		s.adminConnClosed(c)
+		s.producers.connClosed(c)
 		if userClose != nil {
 			userClose(c, reason)
 		}
 	}
 	rs, err := remoting.NewServer(s.handler(), opts)
 	if err != nil {
+		s.sec.close()
 		return nil, err
 	}
 	s.rs = rs
-	if s.metrics != nil {
+	if s.metrics != nil && b != nil {
 		s.metrics.attach(s)
 	}
+	s.startAdmin()
 	go s.housekeeping()
+	s.startRegistrar()
 	return s, nil
 }
 
-// handler wraps the mux with metrics.
+// handler wraps the mux with the security checks and metrics.
 func (s *Server) handler() remoting.Handler {
+	h := s.secure(s.mux)
 	if s.metrics == nil {
-		return s.mux
+		return h
 	}
 	return remoting.HandlerFunc(func(ctx context.Context, c *remoting.Conn, req *remoting.RemotingCommand) (*remoting.RemotingCommand, error) {
 		s.metrics.request(req.Code)
-		return s.mux.Handle(ctx, c, req)
+		return h.Handle(ctx, c, req)
 	})
 }
 
@@ -92,6 +131,9 @@ func (s *Server) handler() remoting.Handler {
 // address becomes the advertised broker address unless Config.BrokerAddr
 // set one.
 func (s *Server) Listen(addr string) (net.Addr, error) {
+	if s.sec != nil && s.sec.tls != nil {
+		return s.listenTLS(addr)
+	}
 	a, err := s.rs.Listen(addr)
 	if err != nil {
 		return nil, err
@@ -103,7 +145,7 @@ func (s *Server) Listen(addr string) (net.Addr, error) {
 // Serve serves ln until the server closes (see Listen for the address).
 func (s *Server) Serve(ln net.Listener) error {
 	s.advertise(ln.Addr())
-	return s.rs.Serve(ln)
+	return s.rs.Serve(s.sec.listener(ln))
 }
 
 func (s *Server) advertise(a net.Addr) {
@@ -130,18 +172,22 @@ func (s *Server) Broker() *broker.Broker { return s.b }
 // connections. If ctx ends first the connections are closed at once and
 // ctx's error returned. The broker stays open.
 func (s *Server) Shutdown(ctx context.Context) error {
+	s.stopRegistrar(ctx, true)
 	s.stopPulls()
 	err := s.rs.Shutdown(ctx)
 	s.stopHousekeeping()
+	s.sec.close()
 	return err
 }
 
 // Close closes every connection at once, dropping held pulls, and waits
 // for the server's goroutines. The broker stays open.
 func (s *Server) Close() error {
+	s.stopRegistrar(context.Background(), false)
 	s.stopPulls()
 	err := s.rs.Close()
 	s.stopHousekeeping()
+	s.sec.close()
 	return err
 }
 
@@ -158,6 +204,7 @@ func (s *Server) stopPulls() {
 func (s *Server) stopHousekeeping() {
 	s.closeOnce.Do(func() { close(s.stop) })
 	<-s.done
+	s.stopAdmin()
 }
 
 // housekeeping expires silent clients and stale locks
@@ -172,7 +219,9 @@ func (s *Server) housekeeping() {
 			return
 		case <-t.C:
 			s.clients.expire()
+			s.producers.expire(s.cfg.Now().Add(-s.cfg.ChannelExpiry))
 			s.locks.expire()
+			s.expireBrokers()
 		}
 	}
 }

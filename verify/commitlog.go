@@ -121,6 +121,9 @@ func dispatchable(sysFlag int32) bool {
 // matchRecord checks that the record's queue holds, at the record's queue
 // offset, a unit pointing at it, and marks that unit as matched.
 func (c *checker) matchRecord(f segFile, pos int64, info *record.Info) {
+	if mark, ok := c.deleted[string(info.Topic)]; ok && f.from+pos < mark {
+		return // the topic was deleted after this record: no queue is right
+	}
 	q := c.queues[string(info.Topic)][info.QueueID]
 	if q == nil {
 		c.violation(KindMissing, f.name, pos, "%s/%d has no consume queue (record has queue offset %d)",

@@ -41,6 +41,9 @@ const (
 	// KindCheckpoint: a checkpoint that is missing, mis-sized, negative or
 	// ahead of the CommitLog.
 	KindCheckpoint Kind = "checkpoint"
+	// KindIndex: an IndexFile entry that points past the CommitLog end or
+	// not at the start of a record, or an unreadable index file.
+	KindIndex Kind = "index"
 )
 
 // Violation is one broken rule, found at a byte offset of a file.
@@ -99,6 +102,17 @@ type Report struct {
 
 // OK reports whether no violation was found.
 func (r *Report) OK() bool { return r.ViolationCount == 0 }
+
+// Count returns how many of the listed violations are of kind k.
+func (r *Report) Count(k Kind) int {
+	n := 0
+	for _, v := range r.Violations {
+		if v.Kind == k {
+			n++
+		}
+	}
+	return n
+}
 
 // Summary returns a few lines describing the store and the outcome.
 func (r *Report) Summary() string {

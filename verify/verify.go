@@ -66,11 +66,12 @@ func (o Options) withDefaults() Options {
 
 // checker holds the state of one Run.
 type checker struct {
-	fs     backend.FS
-	opts   Options
-	rep    *Report
-	log    *commitLog
-	queues map[string]map[int32]*queue
+	fs      backend.FS
+	deleted map[string]int64 // engine.DeletedTopicsFile
+	opts    Options
+	rep     *Report
+	log     *commitLog
+	queues  map[string]map[int32]*queue
 	// order lists the queues in directory order, for a stable report.
 	order    []*queue
 	progress progress
@@ -98,6 +99,10 @@ func Run(fs backend.FS, opts Options) (rep Report, err error) {
 	if _, err := fs.Stat(abortFile); err == nil {
 		rep.Unclean = true
 	}
+	// Records of a deleted topic stay in the CommitLog without queues.
+	if c.deleted, err = engine.ReadDeletedTopics(fs); err != nil {
+		return rep, err
+	}
 	if err := c.openCommitLog(); err != nil {
 		return rep, err
 	}
@@ -107,6 +112,7 @@ func Run(fs backend.FS, opts Options) (rep Report, err error) {
 	c.progress.report()
 	c.scanCommitLog()
 	c.checkUnits()
+	c.checkIndex()
 	if err := c.checkCheckpoint(); err != nil {
 		return rep, err
 	}

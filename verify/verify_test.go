@@ -306,7 +306,7 @@ func TestDamagedStores(t *testing.T) {
 func checkKinds(t *testing.T, rep verify.Report, want map[verify.Kind]int) {
 	t.Helper()
 	for k, n := range want {
-		if got := countKind(rep, k); (n < 0 && got == 0) || (n >= 0 && got != n) {
+		if got := rep.Count(k); (n < 0 && got == 0) || (n >= 0 && got != n) {
 			t.Errorf("%d %s violations, want %d", got, k, n)
 		}
 	}
@@ -442,15 +442,4 @@ func TestRandomDamageNeverPanics(t *testing.T) {
 			t.Fatalf("damage %d: %v", i, err)
 		}
 	}
-}
-
-// countKind returns how many of the listed violations are of kind k.
-func countKind(rep verify.Report, k verify.Kind) int {
-	n := 0
-	for _, v := range rep.Violations {
-		if v.Kind == k {
-			n++
-		}
-	}
-	return n
 }

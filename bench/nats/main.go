@@ -30,7 +30,33 @@ import (
 func main() {
 	quick := flag.Bool("quick", false, "the --quick sizes")
 	dir := flag.String("dir", "", "parent of the temporary store directory")
+	// rocketstore bench --server: the server load (serverload.go).
+	load := flag.Bool("server-load", false, "run the server load generator against a nats-server child process")
+	conns := flag.Int("conns", 4, "server load: producer connections")
+	window := flag.Int("window", 256, "server load: messages in flight per connection")
+	body := flag.Int("body", 128, "server load: body bytes")
+	duration := flag.Duration("duration", 5*time.Second, "server load: how long producers send")
+	flush := flag.String("flush", "async", "server load: async or sync (nats-server sync_interval always)")
+	consumers := flag.Bool("consumers", true, "server load: one pull consumer per producer subject")
+	serve := flag.Bool("nats-serve", false, "internal: run nats-server until stdin closes")
+	port := flag.Int("port", 0, "internal: -nats-serve port")
+	syncAlways := flag.Bool("sync", false, "internal: -nats-serve with sync_interval always")
 	flag.Parse()
+	if *serve {
+		if err := natsServe(*port, *dir, *syncAlways); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		return
+	}
+	if *load {
+		l := bench.ServerLoad{Conns: *conns, Window: *window, Body: *body, Duration: *duration, Consumers: *consumers, Flush: *flush}
+		if err := serverLoad(*dir, l); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		return
+	}
 	sp := bench.DefaultSpec(*quick)
 	results := run(sp, *dir)
 	enc := json.NewEncoder(os.Stdout)

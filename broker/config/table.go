@@ -3,6 +3,7 @@ package config
 import (
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"maps"
 	"sync"
 
@@ -33,7 +34,7 @@ type table[V any] struct {
 // newEntry(name), so that fields the file omits keep RocketMQ's defaults.
 func (t *table[V]) load(newEntry func(name string) V) error {
 	f := tableFile{key: t.key}
-	if _, _, err := configfile.Load(t.fs, t.file, &f); err != nil {
+	if _, err := configfile.LoadLogged(t.fs, t.file, &f, slog.Default()); err != nil {
 		return err
 	}
 	t.entries = make(map[string]V, len(f.entries))

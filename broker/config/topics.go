@@ -25,6 +25,10 @@ type TopicOptions struct {
 	ScheduleQueueNums int
 	// Now returns the time in ms, for data versions.
 	Now func() int64
+	// SingleQueueTopics are created at start with one queue when missing:
+	// the trace topic when traceTopicEnable is set, the cluster's reply
+	// topic, the transaction topics.
+	SingleQueueTopics []string
 }
 
 // TopicManager is the topic table (RocketMQ's TopicConfigManager).
@@ -58,7 +62,7 @@ func (m *TopicManager) addSystemTopics() {
 		tc.Perm = PermInherit | PermRead | PermWrite
 		add(tc)
 	}
-	for _, n := range []string{SelfTestTopic, OffsetMovedEventTopic} {
+	for _, n := range append([]string{SelfTestTopic, OffsetMovedEventTopic}, m.opts.SingleQueueTopics...) {
 		tc := NewTopicConfig(n)
 		tc.ReadQueueNums, tc.WriteQueueNums = 1, 1
 		add(tc)

@@ -1,9 +1,11 @@
 package configfile
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"path"
 
 	"github.com/rocketstore/rocketstore/backend"
@@ -40,6 +42,30 @@ func (s Source) String() string {
 // v. mainErr, set when the main file was corrupt and another source was used, is
 // returned as the second result for logging.
 func Load(fs backend.FS, name string, v any) (src Source, mainErr error, err error) {
+	return load(fs, name, v)
+}
+
+// LoadLogged is Load that reports every fallback on log (issue 11: a
+// fallback is never silent): at ERROR when the backup is used because the
+// main file was corrupt or empty (the backup may be older, so settings or
+// offsets go back), at WARN when the main file is missing (a crash during
+// Save) or empty with no backup.
+func LoadLogged(fs backend.FS, name string, v any, log *slog.Logger) (Source, error) {
+	src, mainErr, err := load(fs, name, v)
+	switch {
+	case err != nil:
+	case src == Backup && mainErr != nil:
+		log.Error("config file unusable; loaded its backup, which may be older (settings or offsets may go back)",
+			"file", name, "backup", name+backend.BackupSuffix, "err", mainErr)
+	case src == Backup:
+		log.Warn("config file missing; loaded its backup (a crash during a save)", "file", name)
+	case mainErr != nil:
+		log.Warn("config file empty and no backup; starting without its settings", "file", name, "err", mainErr)
+	}
+	return src, err
+}
+
+func load(fs backend.FS, name string, v any) (src Source, mainErr error, err error) {
 	data, err := backend.ReadFile(fs, name)
 	switch {
 	case err == nil && len(data) > 0:
@@ -47,13 +73,19 @@ func Load(fs backend.FS, name string, v any) (src Source, mainErr error, err err
 			return Main, nil, nil
 		}
 		mainErr = fmt.Errorf("%s: %w", name, mainErr)
-	case err != nil && !errors.Is(err, backend.ErrNotExist):
+	case err == nil:
+		// An empty main file is not "no settings": the backup is older
+		// and loading it must be reported, not taken silently.
+		mainErr = fmt.Errorf("%w: %s is empty", ErrCorrupt, name)
+	case !errors.Is(err, backend.ErrNotExist):
 		return Missing, nil, fmt.Errorf("configfile: read %s: %w", name, err)
 	}
 	bak, berr := backend.ReadBackup(fs, name)
 	switch {
 	case errors.Is(berr, backend.ErrNotExist) && mainErr == nil:
 		return Missing, nil, nil
+	case errors.Is(berr, backend.ErrNotExist) && len(data) == 0:
+		return Missing, mainErr, nil // empty, nothing else: no settings
 	case errors.Is(berr, backend.ErrNotExist):
 		return Missing, mainErr, fmt.Errorf("%w: %w; no %s%s", ErrCorrupt, mainErr, name, backend.BackupSuffix)
 	case berr != nil:
@@ -69,6 +101,11 @@ func Load(fs backend.FS, name string, v any) (src Source, mainErr error, err err
 func Decode(data []byte, v any) error {
 	if len(data) == 0 {
 		return fmt.Errorf("%w: empty", ErrCorrupt)
+	}
+	if t := bytes.TrimSpace(data); bytes.Equal(t, []byte("null")) || len(t) == 0 || t[0] != '{' {
+		// RocketMQ's config files are JSON objects; `null` would decode
+		// as "no settings" and wipe them.
+		return fmt.Errorf("%w: not a JSON object", ErrCorrupt)
 	}
 	if err := json.Unmarshal(QuoteBareKeys(data), v); err != nil {
 		return fmt.Errorf("%w: %w", ErrCorrupt, err)

@@ -1,8 +1,11 @@
 package configfile_test
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
+	"log/slog"
+	"strings"
 	"testing"
 
 	"github.com/spf13/afero"
@@ -90,8 +93,9 @@ func TestLoadFallback(t *testing.T) {
 		{"main only", good, nil, configfile.Main, "main", false, false},
 		{"main wins over bak", good, bak, configfile.Main, "main", false, false},
 		{"main missing", nil, bak, configfile.Backup, "bak", false, false},
-		{"main empty", []byte{}, bak, configfile.Backup, "bak", false, false},
-		{"main empty, no bak", []byte{}, nil, configfile.Missing, "", false, false},
+		{"main empty", []byte{}, bak, configfile.Backup, "bak", false, true},
+		{"main empty, no bak", []byte{}, nil, configfile.Missing, "", false, true},
+		{"bak null", corrupt, []byte("null"), configfile.Missing, "", true, true},
 		{"main corrupt", corrupt, bak, configfile.Backup, "bak", false, true},
 		{"main corrupt, no bak", corrupt, nil, configfile.Missing, "", true, true},
 		{"main corrupt, bak empty", corrupt, []byte{}, configfile.Missing, "", true, true},
@@ -191,6 +195,36 @@ func TestSaveCrashSafe(t *testing.T) {
 				t.Fatalf("Save finished after only %d mutating operations", k)
 			}
 			return
+		}
+	}
+}
+
+// TestLoadLoggedNeverSilent is issue 11 item 6: every fallback to the
+// backup is logged, at ERROR when the main file was garbage or empty.
+func TestLoadLoggedNeverSilent(t *testing.T) {
+	good := []byte(`{"offsetTable":{"T@G":{0:2}},"name":"bak"}`)
+	for _, c := range []struct {
+		name  string
+		main  []byte
+		level string
+	}{
+		{"garbage", []byte("garbage"), "level=ERROR"},
+		{"empty", []byte{}, "level=ERROR"},
+		{"missing", nil, "level=WARN"},
+	} {
+		fs := memfs.New(nil)
+		if c.main != nil {
+			write(t, fs, name, c.main)
+		}
+		write(t, fs, name+backend.BackupSuffix, good)
+		var logs bytes.Buffer
+		var got table
+		src, err := configfile.LoadLogged(fs, name, &got, slog.New(slog.NewTextHandler(&logs, nil)))
+		if err != nil || src != configfile.Backup || got.Name != "bak" {
+			t.Fatalf("%s: %v %v %+v", c.name, src, err, got)
+		}
+		if !strings.Contains(logs.String(), c.level) || !strings.Contains(logs.String(), name) {
+			t.Fatalf("%s: fallback not logged at %s: %q", c.name, c.level, logs.String())
 		}
 	}
 }

@@ -45,12 +45,8 @@ func Load(fs backend.FS, name string, logger *slog.Logger) (*Manager, error) {
 	}
 	m := &Manager{fs: fs, name: name, logger: logger}
 	var f fileJSON
-	src, mainErr, err := configfile.Load(fs, name, &f)
-	if err != nil {
+	if _, err := configfile.LoadLogged(fs, name, &f, logger); err != nil {
 		return nil, err
-	}
-	if mainErr != nil {
-		logger.Warn("consumer offsets: main file unusable, loaded the backup", "file", name, "err", mainErr, "source", src)
 	}
 	m.mu.table = f.OffsetTable
 	if m.mu.table == nil {
@@ -69,6 +65,13 @@ func key(topic, group string) string { return topic + keySeparator + group }
 // Commit stores offset for the group's queue (RocketMQ's commitOffset): an
 // unconditional put; a smaller value than the stored one is logged.
 func (m *Manager) Commit(clientHost, group, topic string, queueID int32, offset int64) {
+	if offset < 0 || queueID < 0 || group == "" || topic == "" {
+		// Nothing a consumer could resume from (issue 11): refused
+		// here too, whatever path the commit came by.
+		m.logger.Warn("consumer offset commit ignored: negative offset or queue id, or empty group or topic",
+			"client", clientHost, "group", group, "topic", topic, "queueId", queueID, "offset", offset)
+		return
+	}
 	k := key(topic, group)
 	m.mu.Lock()
 	q := m.mu.table[k]

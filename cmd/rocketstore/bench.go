@@ -36,6 +36,7 @@ type benchOptions struct {
 	peer    bool
 	tmp     string
 	peerDir string
+	server  serverBenchOptions
 }
 
 func newBenchCmd() *cobra.Command {
@@ -61,6 +62,14 @@ the ratio. Temporary stores are removed; a default run takes a few minutes,
 	f.BoolVar(&o.peer, "peer", false, "also run NATS JetStream (needs the go toolchain and the repository)")
 	f.StringVar(&o.tmp, "tmp", "", "parent `DIR` of the temporary stores (default: the system's temp dir)")
 	f.StringVar(&o.peerDir, "peer-dir", "", "`DIR` of the bench/nats module (default: found above the working directory)")
+	f.BoolVar(&o.server.on, "server", false, "instead: load `rocketstore serve` and nats-server JetStream over TCP with the same pipelined generator")
+	f.IntVar(&o.server.conns, "server-conns", 4, "--server: producer connections")
+	f.IntVar(&o.server.window, "server-window", 256, "--server: messages in flight per connection")
+	f.StringVar(&o.server.sizes, "server-sizes", "128,4096", "--server: body sizes in bytes, comma-separated")
+	f.StringVar(&o.server.flush, "server-flush", "async", "--server: async, sync or async,sync")
+	f.DurationVar(&o.server.duration, "server-duration", 5*time.Second, "--server: how long each run sends")
+	f.BoolVar(&o.server.consumers, "server-consumers", true, "--server: one long-polling consumer per producer stream")
+	f.IntVar(&o.server.repeat, "server-repeat", 1, "--server: run every configuration this many times (alternating the systems)")
 	return cmd
 }
 
@@ -77,6 +86,9 @@ func runBench(cmd *cobra.Command, o benchOptions) error {
 	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt)
 	defer stop()
 	stderr := cmd.ErrOrStderr()
+	if o.server.on {
+		return runServerBench(ctx, cmd.OutOrStdout(), stderr, o)
+	}
 	var bar *progressbar.ProgressBar
 	// A bar redraws with carriage returns: on a terminal only; logs (CI)
 	// get one line per workload instead.
@@ -125,6 +137,15 @@ func runBench(cmd *cobra.Command, o benchOptions) error {
 		if err := plotBench(o.plot, rep); err != nil {
 			return fmt.Errorf("plot: %w", err)
 		}
+	}
+	var failed []string
+	for _, r := range rep.Results {
+		if r.Err != "" {
+			failed = append(failed, r.Name()+" "+r.Backend)
+		}
+	}
+	if len(failed) > 0 {
+		return fmt.Errorf("bench: %d workloads failed: %s", len(failed), strings.Join(failed, ", "))
 	}
 	return nil
 }

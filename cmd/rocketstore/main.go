@@ -85,6 +85,6 @@ getMessage semantics.`,
 		SilenceErrors: true,
 		SilenceUsage:  true,
 	}
-	root.AddCommand(newDemoCmd(), newVerifyCmd(), newReadCmd(), newStatsCmd(), newBenchCmd(), newServeCmd())
+	root.AddCommand(newDemoCmd(), newVerifyCmd(), newReadCmd(), newStatsCmd(), newBenchCmd(), newServeCmd(), newAdminCmd())
 	return root
 }

@@ -36,7 +36,7 @@ queue offset, commitlog offset, offset message id, store time, tags, keys,
 properties and body (as text when it is UTF-8, else base64).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runRead(cmd.OutOrStdout(), cmd.ErrOrStderr(), o)
+			return faultsAsErrors(func() error { return runRead(cmd.OutOrStdout(), cmd.ErrOrStderr(), o) })
 		},
 	}
 	f := cmd.Flags()
@@ -81,6 +81,9 @@ func runRead(out, errOut io.Writer, o readOptions) error {
 		return err
 	}
 	defer s.Close()
+	if !hasQueue(s, o.topic, o.queue) {
+		return failed(fmt.Errorf("the store has no queue %s/%d", o.topic, o.queue))
+	}
 	offset := o.offset
 	if offset < 0 {
 		offset = s.MinOffsetInQueue(o.topic, o.queue)
@@ -169,4 +172,14 @@ func printMessage(out io.Writer, m readMessage, asJSON bool) error {
 	}
 	_, err := fmt.Fprintf(out, "  body(%s)=%s\n", m.BodyEncoding, m.Body)
 	return err
+}
+
+// hasQueue reports whether the store holds a ConsumeQueue for topic/queue.
+func hasQueue(s *engine.Store, topic string, queue int32) bool {
+	for _, id := range s.Topics()[topic] {
+		if id == queue {
+			return true
+		}
+	}
+	return false
 }

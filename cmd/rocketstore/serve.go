@@ -23,8 +23,9 @@ import (
 // and broker in one process.
 func newServeCmd() *cobra.Command {
 	var (
-		dir, listen, configFile, metricsAddr, logLevel, logFormat string
-		shutdownTimeout                                           time.Duration
+		dir, listen, configFile, metricsAddr, logLevel, logFormat, role string
+		consoleFlag                                                     string
+		shutdownTimeout                                                 time.Duration
 	)
 	cmd := &cobra.Command{
 		Use:   "serve [--dir DIR] [--listen ADDR] [--config FILE] [--metrics ADDR]",
@@ -38,7 +39,14 @@ config file sets one.
 The config file is YAML with RocketMQ's broker.conf names (brokerName,
 brokerClusterName, brokerIP1, listenPort, storePathRootDir, flushDiskType,
 mapedFileSizeCommitLog, maxMessageSize, messageDelayLevel, autoCreateTopicEnable,
-...); unknown keys are errors. --dir and --listen override the file.
+...); unknown keys are errors. --dir and --listen override the file. Security keys
+(aclEnable, aclFile, tlsServerMode, tlsServerCertPath, tlsServerKeyPath and the
+limits) are described in README "Security".
+
+Everything binds to loopback unless told otherwise: --listen defaults to
+127.0.0.1:9876, and --metrics given only a port (":9100" or "9100") binds
+127.0.0.1; name 0.0.0.0 or an interface address to expose it (the metrics
+endpoint has no authentication).
 
 SIGINT or SIGTERM shuts down gracefully: held pulls are answered, running requests
 finish, consumer offsets are persisted and the store is flushed and closed.`,
@@ -64,6 +72,9 @@ finish, consumer offsets are persisted and the store is flushed and closed.`,
 			if cmd.Flags().Changed("listen") {
 				nc.Listen = listen
 			}
+			if nc.Server.Role, err = server.ParseRole(role); err != nil {
+				return &exitCodeError{code: exitError, err: err}
+			}
 			nc.Server.Logger = logger
 			nc.Broker.Store.Logger = logger
 			var metrics *server.Metrics
@@ -71,14 +82,20 @@ finish, consumer offsets are persisted and the store is flushed and closed.`,
 				metrics = server.NewMetrics(nc.Dir)
 				nc.Server.Metrics = metrics
 			}
-			return runServe(cmd.Context(), nc, metrics, metricsAddr, shutdownTimeout, logger)
+			var extras []serveExtra
+			if consoleFlag != "" {
+				extras = append(extras, withConsole(consoleFlag))
+			}
+			return runServe(cmd.Context(), nc, metrics, metricsAddr, shutdownTimeout, logger, extras...)
 		},
 	}
 	f := cmd.Flags()
 	f.StringVar(&dir, "dir", "./rocketstore-data", "store directory (created if missing)")
 	f.StringVar(&listen, "listen", "127.0.0.1:9876", "name-server (and broker) address")
 	f.StringVar(&configFile, "config", "", "YAML config file with RocketMQ setting names")
-	f.StringVar(&metricsAddr, "metrics", "", "serve Prometheus metrics at http://ADDR/metrics (e.g. 127.0.0.1:9100)")
+	f.StringVar(&metricsAddr, "metrics", "", "serve Prometheus metrics at http://ADDR/metrics; a bare port binds 127.0.0.1 (loopback)")
+	f.StringVar(&role, "role", "both", "roles to run: both (name server and broker), broker (registers with namesrvAddr) or namesrv")
+	f.StringVar(&consoleFlag, "console", "", "serve the web console at http://ADDR/ (e.g. 127.0.0.1:8080; a bare port listens on loopback)")
 	f.StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	f.StringVar(&logFormat, "log-format", "text", "log format: text or json")
 	f.DurationVar(&shutdownTimeout, "shutdown-timeout", 30*time.Second, "how long a graceful shutdown may take")
@@ -101,7 +118,7 @@ func newLogger(cmd *cobra.Command, level, format string) (*slog.Logger, error) {
 }
 
 func runServe(parent context.Context, nc server.NodeConfig, metrics *server.Metrics, metricsAddr string,
-	shutdownTimeout time.Duration, log *slog.Logger) error {
+	shutdownTimeout time.Duration, log *slog.Logger, extras ...serveExtra) error {
 	if parent == nil {
 		parent = context.Background()
 	}
@@ -112,13 +129,20 @@ func runServe(parent context.Context, nc server.NodeConfig, metrics *server.Metr
 	if err != nil {
 		return &exitCodeError{code: exitError, err: err}
 	}
-	log.Info("rocketstore serving", "nameServer", n.Addr, "broker", n.BrokerAddr, "dir", nc.Dir,
-		"brokerName", n.Server.Config().BrokerName, "cluster", n.Server.Config().ClusterName,
-		"flushDiskType", n.Broker.Store().Config().FlushDiskType.String(),
-		"recovery", fmt.Sprintf("%+v", n.Broker.Store().Recovery()))
+	if n.Broker == nil {
+		log.Info("rocketstore name server serving", "nameServer", n.Addr)
+	} else {
+		log.Info("rocketstore serving", "role", nc.Server.Role.String(), "nameServer", n.Addr, "broker", n.BrokerAddr,
+			"namesrvAddr", strings.Join(nc.Server.NamesrvAddr, ";"), "dir", nc.Dir,
+			"brokerName", n.Server.Config().BrokerName, "cluster", n.Server.Config().ClusterName,
+			"flushDiskType", n.Broker.Store().Config().FlushDiskType.String(),
+			"recovery", n.Broker.Store().Recovery(),
+			"aclEnable", nc.Server.Security.ACLEnable, "tlsServerMode", nc.Server.Security.TLSMode.String())
+	}
 
 	var hs *http.Server
 	if metrics != nil {
+		metricsAddr = loopbackDefault(metricsAddr)
 		ln, err := net.Listen("tcp", metricsAddr)
 		if err != nil {
 			return errors.Join(&exitCodeError{code: exitError, err: err}, n.Close())
@@ -131,7 +155,19 @@ func runServe(parent context.Context, nc server.NodeConfig, metrics *server.Metr
 				log.Error("metrics server", "err", err)
 			}
 		}()
-		log.Info("metrics", "url", "http://"+ln.Addr().String()+"/metrics")
+		loopback := isLoopback(ln.Addr())
+		log.Info("metrics", "url", "http://"+ln.Addr().String()+"/metrics", "loopbackOnly", loopback)
+		if !loopback {
+			log.Warn("the metrics endpoint is reachable from other hosts and has no authentication", "addr", ln.Addr().String())
+		}
+	}
+
+	for _, x := range extras {
+		stopExtra, err := x(ctx, n, nc, log)
+		if err != nil {
+			return errors.Join(&exitCodeError{code: exitError, err: err}, n.Close())
+		}
+		defer stopExtra()
 	}
 
 	<-ctx.Done()
@@ -148,4 +184,23 @@ func runServe(parent context.Context, nc server.NodeConfig, metrics *server.Metr
 	}
 	log.Info("stopped")
 	return nil
+}
+
+// loopbackDefault gives a host-less address (":9100", "9100") the
+// loopback host, so that nothing is exposed unless asked for.
+func loopbackDefault(addr string) string {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return net.JoinHostPort("127.0.0.1", addr)
+	}
+	if host == "" {
+		return net.JoinHostPort("127.0.0.1", port)
+	}
+	return addr
+}
+
+// isLoopback reports whether a listener address is a loopback one.
+func isLoopback(a net.Addr) bool {
+	ta, ok := a.(*net.TCPAddr)
+	return ok && ta.IP.IsLoopback()
 }

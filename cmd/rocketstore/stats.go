@@ -26,7 +26,11 @@ CommitLog's extent, every queue with its min and max offsets, and every
 consumer group's committed offset and lag from config/consumerOffset.json.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			st, err := collectStats(dir, cmd.ErrOrStderr())
+			var st *storeStats
+			err := faultsAsErrors(func() (err error) {
+				st, err = collectStats(dir, cmd.ErrOrStderr())
+				return err
+			})
 			if err != nil {
 				return err
 			}

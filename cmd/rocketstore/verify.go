@@ -34,7 +34,7 @@ Exit status: 0 clean, 1 violations found, 2 usage or I/O error (including a
 store that a running process holds).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runVerify(cmd.OutOrStdout(), cmd.ErrOrStderr(), o)
+			return faultsAsErrors(func() error { return runVerify(cmd.OutOrStdout(), cmd.ErrOrStderr(), o) })
 		},
 	}
 	f := cmd.Flags()

@@ -43,6 +43,19 @@ type Engine struct {
 	// NoCRCCheck skips the body CRC check on recovery (as
 	// engine.Config.SkipCRCOnRecover).
 	NoCRCCheck bool
+	// TruncateAtDamage cuts the CommitLog at the first damaged record,
+	// as RocketMQ does, instead of resynchronising past it.
+	TruncateAtDamage bool
+	// IgnoreDispatchErrors lets the dispatcher step over a record whose
+	// dispatch failed instead of retrying it.
+	IgnoreDispatchErrors bool
+	// NoRecoverySync skips the sync of the recovered CommitLog range
+	// after a crash (records that only the page cache held are then
+	// reported as flushed).
+	NoRecoverySync bool
+	// NoRedirty leaves the pages of a failed CommitLog sync clean, as
+	// Linux marks them, instead of writing them again.
+	NoRedirty bool
 }
 
 // Broker holds the broker's switches; a Broker keeps them in an unexported

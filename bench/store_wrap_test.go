@@ -1,0 +1,19 @@
+package bench
+
+import (
+	"testing"
+
+	"github.com/rocketstore/rocketstore/backend"
+)
+
+// The sync-flush counting wrapper keeps the capabilities of the segment it
+// wraps, so that sync runs get the engine's write-ahead prefault too.
+func TestCountingSegmentKeepsPrefaulter(t *testing.T) {
+	var seg backend.Segment = countingSegment{}
+	if _, ok := seg.(backend.WritePrefaulter); !ok {
+		t.Fatal("countingSegment hides backend.WritePrefaulter")
+	}
+	if _, ok := seg.(backend.Prefaulter); !ok {
+		t.Fatal("countingSegment hides backend.Prefaulter")
+	}
+}

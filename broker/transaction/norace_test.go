@@ -1,0 +1,5 @@
+//go:build !race
+
+package transaction
+
+const raceEnabled = false

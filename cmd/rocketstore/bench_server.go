@@ -1,0 +1,213 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/rocketstore/rocketstore/bench"
+)
+
+// serverBenchOptions are the --server flags of `rocketstore bench`.
+type serverBenchOptions struct {
+	on        bool
+	conns     int
+	window    int
+	sizes     string
+	flush     string
+	duration  time.Duration
+	consumers bool
+	repeat    int
+}
+
+// runServerBench runs the server load (bench.RunServerLoad) against a
+// `rocketstore serve` child process and, when the bench/nats module is
+// found, against nats-server JetStream (also a child process), alternating
+// the two for each configuration, and prints one table. It fails when any
+// run fails.
+func runServerBench(ctx context.Context, stdout, stderr io.Writer, o benchOptions) error {
+	so := o.server
+	var sizes []int
+	for _, s := range strings.Split(so.sizes, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil || n < 16 {
+			return fmt.Errorf("--server-sizes %q: want comma-separated byte counts >= 16", so.sizes)
+		}
+		sizes = append(sizes, n)
+	}
+	flushes := strings.Split(so.flush, ",")
+	for _, f := range flushes {
+		if f != "async" && f != "sync" {
+			return fmt.Errorf("--server-flush %q: want async, sync or async,sync", so.flush)
+		}
+	}
+	peerDir, peerErr := o.peerDir, error(nil)
+	if peerDir == "" {
+		peerDir, peerErr = findPeerModule()
+	}
+	if peerErr != nil {
+		fmt.Fprintf(stderr, "NATS side not run: %v\n", peerErr)
+	}
+	var results []bench.ServerResult
+	failed := false
+	for range max(1, so.repeat) {
+		for _, flush := range flushes {
+			for _, size := range sizes {
+				l := bench.ServerLoad{Conns: so.conns, Window: so.window, Body: size, Duration: so.duration,
+					Consumers: so.consumers, Flush: flush}
+				fmt.Fprintf(stderr, "server load: rocketstore %d B %s %d×%d\n", size, flush, so.conns, so.window)
+				r := serverLoadRocketstore(ctx, o.tmp, l)
+				results = append(results, r)
+				failed = failed || r.Err != ""
+				if peerErr == nil {
+					fmt.Fprintf(stderr, "server load: nats %d B %s %d×%d\n", size, flush, so.conns, so.window)
+					r := serverLoadNATS(ctx, stderr, peerDir, o.tmp, l)
+					results = append(results, r)
+					failed = failed || r.Err != ""
+				}
+			}
+		}
+	}
+	writeServerTable(stdout, results)
+	if o.out != "" {
+		if err := os.MkdirAll(o.out, 0o755); err != nil {
+			return err
+		}
+		b, _ := json.MarshalIndent(results, "", "  ")
+		if err := os.WriteFile(filepath.Join(o.out, "bench-server.json"), b, 0o644); err != nil {
+			return err
+		}
+	}
+	if failed {
+		return errors.New("bench --server: a run failed (see the error column)")
+	}
+	return nil
+}
+
+// serverLoadRocketstore starts `rocketstore serve` on a fresh directory and
+// loads it.
+func serverLoadRocketstore(ctx context.Context, tmp string, l bench.ServerLoad) bench.ServerResult {
+	fail := func(err error) bench.ServerResult {
+		return bench.ServerResult{System: "rocketstore", Body: l.Body, Conns: l.Conns, Window: l.Window, Flush: l.Flush,
+			Consumers: l.Consumers, Err: err.Error()}
+	}
+	dir, err := os.MkdirTemp(tmp, "rocketstore-bench-server-")
+	if err != nil {
+		return fail(err)
+	}
+	defer os.RemoveAll(dir)
+	flush := "ASYNC_FLUSH"
+	if l.Flush == "sync" {
+		flush = "SYNC_FLUSH"
+	}
+	cfg := filepath.Join(dir, "broker.yaml")
+	if err := os.WriteFile(cfg, []byte("flushDiskType: "+flush+"\n"), 0o644); err != nil {
+		return fail(err)
+	}
+	addr, err := freeAddr()
+	if err != nil {
+		return fail(err)
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return fail(err)
+	}
+	var logs bytes.Buffer
+	cmd := exec.CommandContext(ctx, exe, "serve", "--dir", filepath.Join(dir, "data"), "--listen", addr,
+		"--config", cfg, "--log-level", "warn")
+	cmd.Stdout, cmd.Stderr = &logs, &logs
+	if err := cmd.Start(); err != nil {
+		return fail(err)
+	}
+	defer func() {
+		_ = cmd.Process.Signal(os.Interrupt)
+		done := make(chan struct{})
+		go func() { _ = cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			_ = cmd.Process.Kill()
+			<-done
+		}
+	}()
+	if err := waitListening(addr, 15*time.Second); err != nil {
+		return fail(fmt.Errorf("%w; serve said: %s", err, logs.String()))
+	}
+	t := &bench.RemotingTarget{Addr: addr, PID: cmd.Process.Pid, Topic: "BenchServer", Group: "bench_consumer"}
+	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := t.Prepare(pctx, l.Conns); err != nil {
+		return fail(err)
+	}
+	return bench.RunServerLoad(t, "rocketstore", l)
+}
+
+// serverLoadNATS runs the same load against nats-server with `go run` in
+// the bench/nats module, which prints one bench.ServerResult as JSON.
+func serverLoadNATS(ctx context.Context, stderr io.Writer, peerDir, tmp string, l bench.ServerLoad) bench.ServerResult {
+	args := []string{"run", ".", "-server-load", "-conns", strconv.Itoa(l.Conns), "-window", strconv.Itoa(l.Window),
+		"-body", strconv.Itoa(l.Body), "-duration", l.Duration.String(), "-flush", l.Flush,
+		"-consumers=" + strconv.FormatBool(l.Consumers)}
+	if tmp != "" {
+		args = append(args, "-dir", tmp)
+	}
+	cmd := exec.CommandContext(ctx, "go", args...)
+	cmd.Dir = peerDir
+	cmd.Stderr = stderr
+	out, err := cmd.Output()
+	var r bench.ServerResult
+	if jerr := json.Unmarshal(out, &r); jerr != nil {
+		if err == nil {
+			err = jerr
+		}
+		return bench.ServerResult{System: "nats", Body: l.Body, Conns: l.Conns, Window: l.Window, Flush: l.Flush,
+			Consumers: l.Consumers, Err: fmt.Sprintf("bench/nats: %v", err)}
+	}
+	return r
+}
+
+func freeAddr() (string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer ln.Close()
+	return ln.Addr().String(), nil
+}
+
+func waitListening(addr string, within time.Duration) error {
+	deadline := time.Now().Add(within)
+	for time.Now().Before(deadline) {
+		if c, err := net.DialTimeout("tcp", addr, 200*time.Millisecond); err == nil {
+			_ = c.Close()
+			return nil
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return fmt.Errorf("nothing listening on %s after %v", addr, within)
+}
+
+func writeServerTable(w io.Writer, rs []bench.ServerResult) {
+	fmt.Fprintln(w, "| system | body | flush | conns × window | msgs/s | ack p50 / p99 / p99.9 ms | send→consume p50 / p99 / p99.9 ms | server CPU µs/msg | error |")
+	fmt.Fprintln(w, "|---|--:|---|---|--:|---|---|--:|---|")
+	ms := func(l *bench.Latency) string {
+		if l == nil || l.Samples == 0 {
+			return "–"
+		}
+		return fmt.Sprintf("%.2f / %.2f / %.2f", l.P50/1e3, l.P99/1e3, l.P999/1e3)
+	}
+	for _, r := range rs {
+		fmt.Fprintf(w, "| %s | %d B | %s | %d × %d | %.0f | %s | %s | %.2f | %s |\n", r.System, r.Body, r.Flush,
+			r.Conns, r.Window, r.MsgsPerS, ms(r.Ack), ms(r.Consume), r.CPUPerMsg, r.Err)
+	}
+}

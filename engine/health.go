@@ -1,0 +1,180 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/rocketstore/rocketstore/dispatch"
+)
+
+// Running-flag errors: a put refused for one of them wraps ErrReadOnly too,
+// so that the broker answers SERVICE_NOT_AVAILABLE, and the store accepts
+// puts again by itself once the cause is gone (RocketMQ's RunningFlags
+// DISK_FULL and LOGICS_QUEUE_ERROR bits).
+var (
+	// ErrDiskFull reports a put refused because the last file creation
+	// failed with ENOSPC or EDQUOT. Puts are tried again at most once per
+	// DiskFullRetryInterval; the first that succeeds clears the state.
+	ErrDiskFull = errors.New("engine: disk full")
+	// ErrDispatchFailing reports a put refused because the dispatcher
+	// cannot index the CommitLog (a ConsumeQueue or index file cannot be
+	// created or written): messages stored now could not be consumed. The
+	// dispatcher retries every second and puts resume when it succeeds.
+	ErrDispatchFailing = errors.New("engine: dispatch failing, messages cannot be made consumable")
+)
+
+// DiskFullRetryInterval is how often a store whose disk was full lets a
+// put try again.
+const DiskFullRetryInterval = time.Second
+
+// faultRepeatInterval bounds how often a fault that persists is logged
+// again at ERROR.
+const faultRepeatInterval = time.Minute
+
+// Health is a snapshot of the store's running state and fault counters
+// (exported as metrics by the server).
+type Health struct {
+	// Writable is false while puts are refused; Reason says why.
+	Writable bool
+	Reason   error
+	// DiskFull, DispatchFailing and FlushFailed are the running flags.
+	// The first two clear by themselves; FlushFailed is final (a failed
+	// sync may have lost data for good: reopen the store).
+	DiskFull, DispatchFailing, FlushFailed bool
+	// DiskFullErrors, DispatchErrors and FlushErrors count failures
+	// since Open: ENOSPC on file creation, failed dispatch passes (each
+	// retry counts), failed syncs.
+	DiskFullErrors, DispatchErrors, FlushErrors int64
+	// DamagedRecords counts the damaged CommitLog records recovery
+	// skipped (see RecoveryReport.Damaged).
+	DamagedRecords int
+}
+
+// health holds the store's resumable running flags and counters.
+type health struct {
+	diskFull    atomic.Pointer[diskFullState]
+	dispatchErr atomic.Pointer[error]
+
+	diskFullErrors, dispatchErrors, flushErrors atomic.Int64
+
+	diskLog, dispatchLog faultLog
+}
+
+type diskFullState struct {
+	err     error
+	retryAt time.Time
+}
+
+// isDiskFull reports whether err is the file system running out of space.
+func isDiskFull(err error) bool {
+	return errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT)
+}
+
+// Health returns the store's running state and fault counters.
+func (s *Store) Health() Health {
+	h := Health{
+		DiskFullErrors:  s.health.diskFullErrors.Load(),
+		DispatchErrors:  s.health.dispatchErrors.Load(),
+		FlushErrors:     s.health.flushErrors.Load(),
+		DiskFull:        s.health.diskFull.Load() != nil,
+		DispatchFailing: s.health.dispatchErr.Load() != nil,
+		FlushFailed:     s.failed.Load() != nil,
+		DamagedRecords:  len(s.recovery.Damaged),
+	}
+	h.Reason = s.writableAt(time.Time{})
+	h.Writable = h.Reason == nil
+	return h
+}
+
+// writableAt returns why puts are refused, or nil. A zero now reports the
+// disk-full state without the retry window.
+func (s *Store) writableAt(now time.Time) error {
+	if s.closed.Load() {
+		return ErrClosed
+	}
+	if e := s.failed.Load(); e != nil {
+		return fmt.Errorf("%w: %w", ErrReadOnly, *e)
+	}
+	if e := s.health.dispatchErr.Load(); e != nil {
+		return fmt.Errorf("%w: %w: %w", ErrReadOnly, ErrDispatchFailing, *e)
+	}
+	if d := s.health.diskFull.Load(); d != nil && (now.IsZero() || now.Before(d.retryAt)) {
+		return fmt.Errorf("%w: %w: %w", ErrReadOnly, ErrDiskFull, d.err)
+	}
+	return nil
+}
+
+// diskFull records a put that failed for lack of space.
+func (s *Store) diskFull(err error) error {
+	s.health.diskFullErrors.Add(1)
+	s.health.diskFull.Store(&diskFullState{err: err, retryAt: time.Now().Add(DiskFullRetryInterval)})
+	s.health.diskLog.failed(s.cfg.Logger, "disk full: puts are refused (SERVICE_NOT_AVAILABLE) until space is freed", err)
+	return fmt.Errorf("%w: %w: %w", ErrReadOnly, ErrDiskFull, err)
+}
+
+// putSucceeded clears the disk-full state after a put that worked.
+func (s *Store) putSucceeded() {
+	if s.health.diskFull.Load() != nil && s.health.diskFull.Swap(nil) != nil {
+		s.health.diskLog.resumed(s.cfg.Logger, "disk space available again: puts accepted")
+	}
+}
+
+// dispatchHooks connects the dispatcher's failures to the running flags.
+func (s *Store) dispatchHooks() {
+	s.reput.SetHooks(dispatchHooks{s}.hooks())
+}
+
+type dispatchHooks struct{ s *Store }
+
+func (h dispatchHooks) hooks() (hk dispatch.Hooks) {
+	hk.Failed = func(err error) {
+		h.s.health.dispatchErrors.Add(1)
+		h.s.health.dispatchErr.Store(&err)
+		h.s.health.dispatchLog.failed(h.s.cfg.Logger,
+			"dispatch failed: messages cannot be made consumable; puts are refused (SERVICE_NOT_AVAILABLE) and dispatch retries every second", err)
+	}
+	hk.Resumed = func() {
+		h.s.health.dispatchErr.Store(nil)
+		h.s.health.dispatchLog.resumed(h.s.cfg.Logger, "dispatch resumed: puts accepted")
+	}
+	return hk
+}
+
+// faultLog logs a persisting fault at ERROR when it starts, then at most
+// once per faultRepeatInterval, and at WARN when it ends.
+type faultLog struct {
+	mu       sync.Mutex
+	since    time.Time
+	lastLog  time.Time
+	failures int64
+}
+
+func (l *faultLog) failed(log *slog.Logger, msg string, err error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	now := time.Now()
+	l.failures++
+	switch {
+	case l.since.IsZero():
+		l.since, l.lastLog = now, now
+		log.Error(msg, "err", err)
+	case now.Sub(l.lastLog) >= faultRepeatInterval:
+		l.lastLog = now
+		log.Error(msg, "err", err, "failingFor", now.Sub(l.since).Round(time.Second), "failures", l.failures)
+	}
+}
+
+func (l *faultLog) resumed(log *slog.Logger, msg string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.since.IsZero() {
+		return
+	}
+	log.Warn(msg, "failedFor", time.Since(l.since).Round(time.Millisecond), "failures", l.failures)
+	l.since, l.failures = time.Time{}, 0
+}

@@ -1,0 +1,88 @@
+package server
+
+import (
+	"context"
+	"maps"
+	"sync"
+
+	"github.com/rocketstore/rocketstore/admin"
+	"github.com/rocketstore/rocketstore/remoting"
+)
+
+// kvTable is the name server's KV config (KVConfigManager): namespace →
+// key → value. It lives in memory; RocketMQ's name server persists it to
+// kvConfig.json, which rocketstore does not (nothing of ours reads it).
+type kvTable struct {
+	mu    sync.Mutex
+	table map[string]map[string]string
+}
+
+func newKVTable() *kvTable { return &kvTable{table: map[string]map[string]string{}} }
+
+// putKVConfig answers PUT_KV_CONFIG (100): header namespace, key, value.
+func (s *Server) putKVConfig(_ context.Context, _ *remoting.Conn, req *remoting.RemotingCommand) (*remoting.RemotingCommand, error) {
+	f := req.Fields()
+	ns, key, value := f.String("namespace"), f.String("key"), f.String("value")
+	if err := f.Err(); err != nil {
+		return badRequest(req, err)
+	}
+	s.kv.mu.Lock()
+	defer s.kv.mu.Unlock()
+	if s.kv.table[ns] == nil {
+		s.kv.table[ns] = map[string]string{}
+	}
+	s.kv.table[ns][key] = value
+	return req.NewResponse(remoting.CodeSuccess, ""), nil
+}
+
+// getKVConfig answers GET_KV_CONFIG (101): ext value, or QUERY_NOT_FOUND.
+func (s *Server) getKVConfig(_ context.Context, _ *remoting.Conn, req *remoting.RemotingCommand) (*remoting.RemotingCommand, error) {
+	f := req.Fields()
+	ns, key := f.String("namespace"), f.String("key")
+	if err := f.Err(); err != nil {
+		return badRequest(req, err)
+	}
+	s.kv.mu.Lock()
+	v, ok := s.kv.table[ns][key]
+	s.kv.mu.Unlock()
+	if !ok {
+		return req.NewResponse(remoting.CodeQueryNotFound, "No config item, Namespace: "+ns+" Key: "+key), nil
+	}
+	resp := req.NewResponse(remoting.CodeSuccess, "")
+	resp.SetExt("value", v)
+	return resp, nil
+}
+
+// deleteKVConfig answers DELETE_KV_CONFIG (102): header namespace, key.
+func (s *Server) deleteKVConfig(_ context.Context, _ *remoting.Conn, req *remoting.RemotingCommand) (*remoting.RemotingCommand, error) {
+	f := req.Fields()
+	ns, key := f.String("namespace"), f.String("key")
+	if err := f.Err(); err != nil {
+		return badRequest(req, err)
+	}
+	s.kv.mu.Lock()
+	delete(s.kv.table[ns], key)
+	if len(s.kv.table[ns]) == 0 {
+		delete(s.kv.table, ns)
+	}
+	s.kv.mu.Unlock()
+	return req.NewResponse(remoting.CodeSuccess, ""), nil
+}
+
+// getKVListByNamespace answers GET_KVLIST_BY_NAMESPACE (219): KVTable of
+// the namespace, or QUERY_NOT_FOUND.
+func (s *Server) getKVListByNamespace(_ context.Context, _ *remoting.Conn, req *remoting.RemotingCommand) (*remoting.RemotingCommand, error) {
+	f := req.Fields()
+	ns := f.String("namespace")
+	if err := f.Err(); err != nil {
+		return badRequest(req, err)
+	}
+	s.kv.mu.Lock()
+	t, ok := s.kv.table[ns]
+	t = maps.Clone(t)
+	s.kv.mu.Unlock()
+	if !ok {
+		return req.NewResponse(remoting.CodeQueryNotFound, "No config item, Namespace: "+ns), nil
+	}
+	return adminBody(req, admin.KVTable{Table: t})
+}

@@ -1,0 +1,241 @@
+package server
+
+import (
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/rocketstore/rocketstore/admin"
+)
+
+// Statistics for GET_BROKER_RUNTIME_INFO (28), VIEW_BROKER_STATS_DATA
+// (315) and the console. rocketstore counts no operations on its send and
+// pull paths; the counts are read from state the broker keeps anyway, once
+// a second: messages put are the sum of the queues' max offsets, and
+// messages got (consumed) the sum of the committed consumer offsets. A
+// rate is the difference of two samples over their distance in time.
+
+// Stats names of VIEW_BROKER_STATS_DATA (BrokerStatsManager's).
+const (
+	statsTopicPutNums  = "TOPIC_PUT_NUMS"  // key: topic
+	statsGroupGetNums  = "GROUP_GET_NUMS"  // key: topic@group
+	statsBrokerPutNums = "BROKER_PUT_NUMS" // key: cluster name
+	statsBrokerGetNums = "BROKER_GET_NUMS" // key: cluster name
+)
+
+type sample struct {
+	at    int64 // unix ms
+	value int64 // cumulative count
+}
+
+// series is one counter's history: a sample a second for ten minutes and
+// a sample a minute for a day.
+type series struct {
+	secs, mins []sample
+}
+
+const (
+	secSamples = 601
+	minSamples = 1441
+)
+
+func (s *series) add(at, v int64) {
+	s.secs = appendRing(s.secs, sample{at, v}, secSamples)
+	if n := len(s.mins); n == 0 || at-s.mins[n-1].at >= 60_000 {
+		s.mins = appendRing(s.mins, sample{at, v}, minSamples)
+	}
+}
+
+func appendRing(r []sample, x sample, max int) []sample {
+	if len(r) == max {
+		copy(r, r[1:])
+		r = r[:max-1]
+	}
+	return append(r, x)
+}
+
+// window returns the count added in the last d and the rate per second,
+// measured between the newest sample and the oldest one within d.
+func (s *series) window(d time.Duration) (sum int64, tps float64) {
+	if len(s.secs) == 0 {
+		return 0, 0
+	}
+	last := s.secs[len(s.secs)-1]
+	from := last.at - d.Milliseconds()
+	ring := s.secs
+	if len(s.secs) > 0 && s.secs[0].at > from && len(s.mins) > 0 && s.mins[0].at < s.secs[0].at {
+		ring = s.mins
+	}
+	first := last
+	for _, x := range ring {
+		if x.at >= from {
+			first = x
+			break
+		}
+	}
+	sum = last.value - first.value
+	if span := last.at - first.at; span > 0 {
+		tps = float64(sum) * 1000 / float64(span)
+	}
+	return sum, tps
+}
+
+// statsTable holds the series by "name@key".
+type statsTable struct {
+	mu     sync.Mutex
+	series map[string]*series
+	boot   time.Time
+}
+
+func newStatsTable(boot time.Time) *statsTable {
+	return &statsTable{series: map[string]*series{}, boot: boot}
+}
+
+func (t *statsTable) get(name, key string) (*series, bool) {
+	s, ok := t.series[name+"@"+key]
+	return s, ok
+}
+
+// sampleStats records every counter once.
+func (s *Server) sampleStats() {
+	if s.b == nil { // name-server-only role: no store to sample
+		return
+	}
+	at := s.cfg.Now().UnixMilli()
+	counts := map[string]int64{}
+	var put, got int64
+	st := s.b.Store()
+	for topic, qids := range st.Topics() {
+		var n int64
+		for _, q := range qids {
+			n += st.MaxOffsetInQueue(topic, q)
+		}
+		counts[statsTopicPutNums+"@"+topic] = n
+		put += n
+	}
+	for k, q := range s.b.Offsets().Table() {
+		var n int64
+		for _, off := range q {
+			if off > 0 {
+				n += off
+			}
+		}
+		counts[statsGroupGetNums+"@"+k] = n
+		got += n
+	}
+	counts[statsBrokerPutNums+"@"+s.cfg.ClusterName] = put
+	counts[statsBrokerGetNums+"@"+s.cfg.ClusterName] = got
+	t := s.stats
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for k, v := range counts {
+		sr := t.series[k]
+		if sr == nil {
+			sr = &series{}
+			t.series[k] = sr
+		}
+		sr.add(at, v)
+	}
+	for k := range t.series {
+		if _, ok := counts[k]; !ok {
+			delete(t.series, k) // a deleted topic or group
+		}
+	}
+}
+
+// statsLoop samples once a second until the server stops, and expires
+// silent producers.
+func (s *Server) statsLoop() {
+	defer close(s.statsDone)
+	s.sampleStats()
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	n := 0
+	for {
+		select {
+		case <-s.stop:
+			return
+		case <-t.C:
+			s.sampleStats()
+			if n++; n%10 == 0 {
+				s.expireProducers()
+			}
+		}
+	}
+}
+
+// startAdmin starts the admin services; stopAdmin waits for them after
+// s.stop closed.
+func (s *Server) startAdmin() {
+	s.clientTable = newClientTable()
+	s.stats = newStatsTable(s.cfg.Now())
+	s.kv = newKVTable()
+	s.statsDone = make(chan struct{})
+	go s.statsLoop()
+}
+
+func (s *Server) stopAdmin() { <-s.statsDone }
+
+// brokerStatsData answers VIEW_BROKER_STATS_DATA for one series.
+func (s *Server) brokerStatsData(name, key string) (admin.BrokerStatsData, bool) {
+	t := s.stats
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	sr, ok := t.get(name, key)
+	if !ok {
+		return admin.BrokerStatsData{}, false
+	}
+	item := func(d time.Duration) admin.BrokerStatsItem {
+		sum, tps := sr.window(d)
+		return admin.BrokerStatsItem{Sum: sum, Tps: tps}
+	}
+	return admin.BrokerStatsData{StatsMinute: item(time.Minute), StatsHour: item(time.Hour), StatsDay: item(24 * time.Hour)}, true
+}
+
+// rates returns the put and get rates over d (messages per second) and
+// the totals.
+func (s *Server) rates(d time.Duration) (putTps, getTps float64, putTotal, getTotal int64) {
+	t := s.stats
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if sr, ok := t.get(statsBrokerPutNums, s.cfg.ClusterName); ok {
+		_, putTps = sr.window(d)
+		putTotal = sr.secs[len(sr.secs)-1].value
+	}
+	if sr, ok := t.get(statsBrokerGetNums, s.cfg.ClusterName); ok {
+		_, getTps = sr.window(d)
+		getTotal = sr.secs[len(sr.secs)-1].value
+	}
+	return
+}
+
+// tpsTriple formats the 10 s, 1 min and 10 min rates as RocketMQ's
+// runtime info does ("putTps": "12.00 10.50 9.75").
+func tpsTriple(f func(time.Duration) float64) string {
+	return fmt.Sprintf("%.2f %.2f %.2f", f(10*time.Second), f(time.Minute), f(10*time.Minute))
+}
+
+// runtimeDesc formats an uptime as RocketMQ does.
+func runtimeDesc(d time.Duration) string {
+	ms := d.Milliseconds()
+	day := ms / 86_400_000
+	hour := ms / 3_600_000 % 24
+	min := ms / 60_000 % 60
+	sec := ms / 1000 % 60
+	return fmt.Sprintf("[ %d days, %d hours, %d minutes, %d seconds ]", day, hour, min, sec)
+}
+
+// humanBytes is MixAll.humanReadableByteCount(bytes, false).
+func humanBytes(b uint64) string {
+	if b < 1024 {
+		return fmt.Sprintf("%d B", b)
+	}
+	units := "KMGTPE"
+	v, i := float64(b), -1
+	for v >= 1024 && i < len(units)-1 {
+		v /= 1024
+		i++
+	}
+	return fmt.Sprintf("%.1f %siB", v, strings.TrimSpace(string(units[i])))
+}

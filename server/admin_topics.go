@@ -1,0 +1,96 @@
+package server
+
+import (
+	"context"
+	"maps"
+	"slices"
+
+	"github.com/rocketstore/rocketstore/admin"
+	"github.com/rocketstore/rocketstore/broker/config"
+	"github.com/rocketstore/rocketstore/remoting"
+)
+
+func toAdminTopic(tc config.TopicConfig) admin.TopicConfig {
+	return admin.TopicConfig{TopicName: tc.TopicName, ReadQueueNums: tc.ReadQueueNums, WriteQueueNums: tc.WriteQueueNums,
+		Perm: tc.Perm, TopicFilterType: tc.TopicFilterType, TopicSysFlag: tc.TopicSysFlag, Order: tc.Order}
+}
+
+// getAllTopicConfig answers GET_ALL_TOPIC_CONFIG (21):
+// TopicConfigSerializeWrapper.
+func (s *Server) getAllTopicConfig(_ context.Context, _ *remoting.Conn, req *remoting.RemotingCommand) (*remoting.RemotingCommand, error) {
+	all, v := s.b.Topics().All()
+	w := admin.TopicConfigSerializeWrapper{TopicConfigTable: make(map[string]admin.TopicConfig, len(all)),
+		DataVersion: admin.DataVersion{Timestamp: v.Timestamp, Counter: v.Counter}}
+	for n, tc := range all {
+		w.TopicConfigTable[n] = toAdminTopic(tc)
+	}
+	return adminBody(req, w)
+}
+
+// TopicStats returns the offsets of each write queue of topic, or false
+// when the broker has no such topic (GET_TOPIC_STATS_INFO).
+func (s *Server) TopicStats(topic string) (admin.TopicStatsTable, bool) {
+	tc, ok := s.b.Topics().Get(topic)
+	if !ok {
+		return admin.TopicStatsTable{}, false
+	}
+	st := s.b.Store()
+	t := admin.TopicStatsTable{OffsetTable: admin.MQMap[admin.TopicOffset]{}}
+	for i := range int32(tc.WriteQueueNums) {
+		mq := admin.MessageQueue{Topic: topic, BrokerName: s.cfg.BrokerName, QueueID: i}
+		minOff, maxOff := max(0, st.MinOffsetInQueue(topic, i)), max(0, st.MaxOffsetInQueue(topic, i))
+		var ts int64
+		if maxOff > 0 {
+			ts, _ = s.storeTimestamp(topic, i, maxOff-1)
+		}
+		t.OffsetTable[mq] = admin.TopicOffset{MinOffset: minOff, MaxOffset: maxOff, LastUpdateTimestamp: ts}
+	}
+	return t, true
+}
+
+// storeTimestamp is the store time of the message at a queue offset.
+func (s *Server) storeTimestamp(topic string, qid int32, off int64) (int64, bool) {
+	st := s.b.Store()
+	phy, err := st.CommitLogOffsetInQueue(topic, qid, off)
+	if err != nil {
+		return 0, false
+	}
+	m, err := st.LookMessageByOffset(phy)
+	if err != nil {
+		return 0, false
+	}
+	return m.StoreTimestamp, true
+}
+
+// getTopicStatsInfo answers GET_TOPIC_STATS_INFO (202): header topic;
+// TopicStatsTable, or TOPIC_NOT_EXIST.
+func (s *Server) getTopicStatsInfo(_ context.Context, _ *remoting.Conn, req *remoting.RemotingCommand) (*remoting.RemotingCommand, error) {
+	f := req.Fields()
+	topic := f.String("topic")
+	if err := f.Err(); err != nil {
+		return badRequest(req, err)
+	}
+	t, ok := s.TopicStats(topic)
+	if !ok {
+		return req.NewResponse(remoting.CodeTopicNotExist, "topic["+topic+"] not exist"), nil
+	}
+	return adminBody(req, t)
+}
+
+// topicNames returns the broker's topics, sorted.
+func (s *Server) topicNames() []string {
+	all, _ := s.b.Topics().All()
+	return slices.Sorted(maps.Keys(all))
+}
+
+// systemTopics is TopicValidator.getSystemTopicSet() of RocketMQ 4.9.4.
+func systemTopicList() []string {
+	return []string{config.DefaultTopic, config.SelfTestTopic, config.OffsetMovedEventTopic, config.ScheduleTopic,
+		"BenchmarkTest", config.TransHalfTopic, "RMQ_SYS_TRANS_OP_HALF_TOPIC", "TRANS_CHECK_MAX_TIME_TOPIC",
+		"RMQ_SYS_TRACE_TOPIC"}
+}
+
+// getSystemTopicListFromBroker answers GET_SYSTEM_TOPIC_LIST_FROM_BROKER (305).
+func (s *Server) getSystemTopicListFromBroker(_ context.Context, _ *remoting.Conn, req *remoting.RemotingCommand) (*remoting.RemotingCommand, error) {
+	return adminBody(req, admin.TopicList{TopicList: systemTopicList()})
+}

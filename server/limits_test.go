@@ -1,0 +1,71 @@
+package server
+
+import (
+	"context"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestInFlightFairShare: when the global bound is reached, a connection
+// holding its share is refused while one holding less is admitted.
+func TestInFlightFairShare(t *testing.T) {
+	l := newLimiter(Limits{MaxInFlight: 4}, time.Now)
+	var heavy []func()
+	for i := range 4 {
+		rel, by := l.admit(context.Background(), 1)
+		if rel == nil {
+			t.Fatalf("heavy request %d refused by %s below the bound", i, by)
+		}
+		heavy = append(heavy, rel)
+	}
+	if rel, by := l.admit(context.Background(), 1); rel != nil || by != "in_flight" {
+		t.Fatalf("heavy connection over the bound admitted (%v)", by)
+	}
+	light, _ := l.admit(context.Background(), 2)
+	if light == nil {
+		t.Fatal("a light connection was refused because of a heavy one")
+	}
+	// Two active connections: the fair share is 2, so the light one gets
+	// a second request but not a third.
+	light2, _ := l.admit(context.Background(), 2)
+	if light2 == nil {
+		t.Fatal("light connection refused within its fair share")
+	}
+	if rel, _ := l.admit(context.Background(), 2); rel != nil {
+		t.Fatal("light connection admitted beyond its fair share while the bound is exceeded")
+	}
+	for _, rel := range heavy {
+		rel()
+	}
+	light()
+	light2()
+	if l.inFlight != 0 || l.active != 0 {
+		t.Fatalf("after release: inFlight %d active %d", l.inFlight, l.active)
+	}
+	l.forget(1)
+	l.forget(2)
+	if len(l.conns) != 0 {
+		t.Fatal("closed connections kept")
+	}
+}
+
+// TestDenialLogThrottled: a client refused in a loop cannot flood the log.
+func TestDenialLogThrottled(t *testing.T) {
+	now := time.Unix(1, 0)
+	var buf strings.Builder
+	sec := &security{s: &Server{cfg: Config{Now: func() time.Time { return now }},
+		log: slog.New(slog.NewTextHandler(&buf, nil))}}
+	for range 1000 {
+		sec.logDenial("acl: request denied")
+	}
+	if n := strings.Count(buf.String(), "\n"); n != denialLogBurst {
+		t.Fatalf("%d lines logged for 1000 denials in an instant, want the burst %d", n, denialLogBurst)
+	}
+	now = now.Add(time.Second)
+	sec.logDenial("acl: request denied")
+	if !strings.Contains(buf.String(), "suppressedSinceLastLine=950") {
+		t.Fatalf("suppressed count not reported:\n%s", buf.String()[len(buf.String())-200:])
+	}
+}

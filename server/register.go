@@ -1,0 +1,145 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"hash/crc32"
+
+	"github.com/rocketstore/rocketstore/broker/config"
+	"github.com/rocketstore/rocketstore/remoting"
+)
+
+// topicFilterTypes is TopicFilterType by ordinal.
+var topicFilterTypes = []string{"SINGLE_TAG", "MULTI_TAG"}
+
+// Bounds on one registration body.
+const maxTopicsPerRegistration = 1 << 20
+
+// registerBody is RegisterBrokerBody (or, from brokers before 3.0.11, a
+// bare TopicConfigSerializeWrapper), decoded.
+type registerBody struct {
+	topics      map[string]config.TopicConfig // nil: no topic table sent
+	dataVersion config.DataVersion
+}
+
+// parseRegisterBody decodes a REGISTER_BROKER body. An empty body carries
+// no topic table (the Java name server accepts it the same way).
+func parseRegisterBody(body []byte) (registerBody, error) {
+	var rb registerBody
+	if len(body) == 0 {
+		return rb, nil
+	}
+	d, root, err := decodeObject("register broker body", body)
+	if err != nil {
+		return rb, err
+	}
+	wrapper := root
+	if w, ok := root.object("topicConfigSerializeWrapper"); ok {
+		wrapper = w
+	} else if !root.has("topicConfigTable") {
+		return rb, d.err
+	}
+	if dv, ok := wrapper.object("dataVersion"); ok {
+		rb.dataVersion = parseDataVersion(dv)
+	}
+	names, tcs := wrapper.entries("topicConfigTable", maxTopicsPerRegistration)
+	rb.topics = make(map[string]config.TopicConfig, len(names))
+	for i, name := range names {
+		tc := parseTopicConfig(tcs[i], name)
+		if d.err == nil {
+			if err := config.ValidateTopicConfig(tc); err != nil {
+				d.fail(tcs[i].path, tcs[i].m, err.Error())
+			}
+		}
+		rb.topics[tc.TopicName] = tc
+	}
+	return rb, d.err
+}
+
+// parseDataVersion decodes a DataVersion object.
+func parseDataVersion(o jobj) config.DataVersion {
+	return config.DataVersion{Counter: o.int("counter", 64, 0), Timestamp: o.int("timestamp", 64, 0)}
+}
+
+// parseTopicConfig decodes a TopicConfig object with Java's defaults for
+// absent fields; name is the table key, used when topicName is absent.
+func parseTopicConfig(o jobj, name string) config.TopicConfig {
+	tc := config.NewTopicConfig(name)
+	if o.has("topicName") {
+		tc.TopicName = o.str("topicName")
+	}
+	tc.ReadQueueNums = int(o.int("readQueueNums", 32, int64(tc.ReadQueueNums)))
+	tc.WriteQueueNums = int(o.int("writeQueueNums", 32, int64(tc.WriteQueueNums)))
+	tc.Perm = int(o.int("perm", 32, int64(tc.Perm)))
+	tc.TopicFilterType = topicFilterTypes[o.enum("topicFilterType", topicFilterTypes, 0)]
+	tc.TopicSysFlag = int(o.int("topicSysFlag", 32, 0))
+	tc.Order = o.boolean("order", false)
+	return tc
+}
+
+// bodyCRC32 is RocketMQ's UtilAll.crc32: CRC-32 (IEEE) masked to 31 bits.
+func bodyCRC32(b []byte) int32 { return int32(crc32.ChecksumIEEE(b) & 0x7FFFFFFF) }
+
+// registerBroker answers REGISTER_BROKER (103): header brokerName,
+// brokerAddr, clusterName, haServerAddr, brokerId, compressed, bodyCrc32;
+// body RegisterBrokerBody. The answer's ext haServerAddr and masterAddr
+// tell a slave its master.
+func (s *Server) registerBroker(_ context.Context, c *remoting.Conn, req *remoting.RemotingCommand) (*remoting.RemotingCommand, error) {
+	f := req.Fields()
+	r := registration{name: f.String("brokerName"), addr: f.String("brokerAddr"), cluster: f.String("clusterName"),
+		haServerAddr: f.String("haServerAddr"), id: f.Int64("brokerId"), conn: c}
+	compressed := f.OptBool("compressed", false)
+	crc := f.OptInt32("bodyCrc32", 0)
+	if err := f.Err(); err != nil {
+		return s.refuse(req, c, err)
+	}
+	switch {
+	case r.id < 0:
+		return s.refuse(req, c, fmt.Errorf("%w: brokerId %d < 0", remoting.ErrBadField, r.id))
+	case crc != 0 && crc != bodyCRC32(req.Body):
+		return s.refuse(req, c, fmt.Errorf("crc32 not match: header bodyCrc32 %d, body %d", crc, bodyCRC32(req.Body)))
+	case compressed:
+		return s.refuse(req, c, fmt.Errorf("compressed registration bodies are not supported; set compressedRegister=false on broker %s", r.name))
+	}
+	rb, err := parseRegisterBody(req.Body)
+	if err != nil {
+		return s.refuse(req, c, err)
+	}
+	r.topics, r.dataVersion = rb.topics, rb.dataVersion
+	master, ha := s.routes.register(r)
+	s.log.Debug("broker registered", "cluster", r.cluster, "brokerName", r.name, "brokerId", r.id,
+		"brokerAddr", r.addr, "topics", len(r.topics), "remote", peerString(c))
+	resp := req.NewResponse(remoting.CodeSuccess, "")
+	if master != "" {
+		resp.SetExt("masterAddr", master)
+	}
+	if ha != "" {
+		resp.SetExt("haServerAddr", ha)
+	}
+	return resp, nil
+}
+
+// unregisterBroker answers UNREGISTER_BROKER (104): header brokerName,
+// brokerAddr, clusterName, brokerId.
+func (s *Server) unregisterBroker(_ context.Context, c *remoting.Conn, req *remoting.RemotingCommand) (*remoting.RemotingCommand, error) {
+	f := req.Fields()
+	name, addr, cluster, id := f.String("brokerName"), f.String("brokerAddr"), f.String("clusterName"), f.Int64("brokerId")
+	if err := f.Err(); err != nil {
+		return s.refuse(req, c, err)
+	}
+	s.routes.unregister(cluster, name, addr, id)
+	s.log.Info("broker unregistered", "cluster", cluster, "brokerName", name, "brokerId", id, "brokerAddr", addr)
+	return req.NewResponse(remoting.CodeSuccess, ""), nil
+}
+
+// refuse answers a request the server cannot use with SYSTEM_ERROR and
+// logs it at WARN with the field and value, so that an incompatible
+// client is found from the server's log.
+func (s *Server) refuse(req *remoting.RemotingCommand, c *remoting.Conn, err error) (*remoting.RemotingCommand, error) {
+	attrs := []any{"code", req.Code, "remote", peerString(c), "err", err.Error()}
+	if fe := asFieldError(err); fe != nil {
+		attrs = append(attrs, "body", fe.Body, "field", fe.Field, "value", fe.Value)
+	}
+	s.log.Warn("request refused", attrs...)
+	return badRequest(req, err)
+}

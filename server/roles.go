@@ -1,0 +1,80 @@
+package server
+
+import (
+	"context"
+
+	"github.com/rocketstore/rocketstore/remoting"
+)
+
+// This file wires the roles of Config.Role: the name-server registry, the
+// broker's registration with its name servers, and which request codes
+// the server answers.
+
+func (s *Server) initRoles() {
+	s.brokerID.Store(s.cfg.BrokerID)
+	if s.cfg.Role.hasNameServer() {
+		s.routes = newRouteTable(s.cfg.Now, s.cfg.BrokerExpiry)
+	}
+	if s.cfg.Role.hasBroker() && len(s.cfg.NamesrvAddr) > 0 {
+		s.reg = newRegistrar(s, s.cfg.NamesrvAddr)
+	}
+}
+
+// plays reports whether the server answers request code.
+func (s *Server) plays(code int32) bool {
+	if nameServerCodes[code] {
+		return s.cfg.Role.hasNameServer()
+	}
+	return s.cfg.Role.hasBroker()
+}
+
+// localBroker reports whether the name-server role shows the in-process
+// broker without a registration: both roles and no name server to
+// register with, the single-node default.
+func (s *Server) localBroker() bool {
+	return s.cfg.Role == RoleBoth && len(s.cfg.NamesrvAddr) == 0
+}
+
+func (s *Server) startRegistrar() {
+	if s.reg != nil {
+		go s.reg.run()
+	}
+}
+
+func (s *Server) stopRegistrar(ctx context.Context, unregister bool) {
+	if s.reg != nil {
+		s.reg.close(ctx, unregister)
+	}
+}
+
+// brokerConnClosed forgets the brokers that registered on c, as the Java
+// name server does when a broker's channel closes.
+func (s *Server) brokerConnClosed(c *remoting.Conn) {
+	if s.routes == nil {
+		return
+	}
+	for _, b := range s.routes.connClosed(c) {
+		s.log.Info("broker left: connection closed", "cluster", b.cluster, "brokerName", b.name, "brokerAddr", b.addr)
+	}
+}
+
+// expireBrokers forgets brokers silent for longer than BrokerExpiry.
+func (s *Server) expireBrokers() {
+	if s.routes == nil {
+		return
+	}
+	for _, b := range s.routes.expire() {
+		s.log.Warn("broker expired: no registration within brokerExpiry", "cluster", b.cluster, "brokerName", b.name,
+			"brokerAddr", b.addr, "expiry", s.cfg.BrokerExpiry)
+	}
+}
+
+// topicUsed is called after a successful send: a topic the name servers
+// do not know yet (created by this send) is registered before the answer,
+// as RocketMQ's broker does, so that a consumer started right after the
+// producer finds its route.
+func (s *Server) topicUsed(topic string) {
+	if s.reg != nil {
+		s.reg.topicUsed(topic)
+	}
+}
