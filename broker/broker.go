@@ -95,8 +95,11 @@ func (b *Broker) loadConfig() error {
 // openStore opens the index first (recovery dispatches to it), then the
 // engine with the broker's dispatchers.
 func (b *Broker) openStore() error {
-	b.schedule = schedule.New(b.fs, schedule.Config{Levels: b.cfg.Store.DelayLevels, Logger: b.logger,
-		Now: b.cfg.Store.Now, Manual: b.manual()})
+	sc := schedule.Config{Levels: b.cfg.Store.DelayLevels, Logger: b.logger, Now: b.cfg.Store.Now, Manual: b.manual()}
+	if w := b.cfg.Writer; w != nil {
+		sc.Put, sc.Standby = w.Put, func() bool { return !w.Writable() }
+	}
+	b.schedule = schedule.New(b.fs, sc)
 	ds := []dispatch.Dispatcher{b.hold, b.schedule}
 	if !b.cfg.DisableMessageIndex {
 		lastExitOK, indexTs, err := recoveryHint(b.fs)

@@ -49,6 +49,9 @@ type Config struct {
 	// Index configures the index files (5,000,000 slots, 20,000,000
 	// items per file).
 	Index index.Config
+	// Writer, when set, stores the messages the broker writes instead of
+	// the store itself (see Writer; nil: the store).
+	Writer Writer
 
 	// BrokerClusterName names the cluster; the broker creates
 	// {BrokerClusterName}_REPLY_TOPIC at start for request-reply

@@ -39,7 +39,7 @@ type MappedFileQueue struct {
 
 	// noTailZeroing is hooks.Engine.NoTailZeroing (tests only).
 	noTailZeroing bool
-	// noRedirty is hooks.Engine.NoRedirty (tests only).
+	// noRedirty is the NoRedirty hook (tests only).
 	noRedirty bool
 }
 

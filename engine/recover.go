@@ -152,6 +152,11 @@ func (s *Store) abnormalStartFile(files []*MappedFile) int {
 func (s *Store) scanCommitLog(files []*MappedFile, dispatch bool) (end int64, stop, dispatchErr error) {
 	checkCRC := !s.cfg.SkipCRCOnRecover && !s.cfg.hooks.NoCRCCheck
 	resume := int64(-1)
+	// One Request for the whole scan: Apply takes its address, so a
+	// Request per record would be a heap allocation per record.
+	var req dispatchRequest
+	var ahead *crcAhead // CRCs of the current file, checked beside the walk
+	defer func() { ahead.close() }()
 	for i := 0; i < len(files); i++ {
 		mf := files[i]
 		b := mf.seg.View(0, mf.fileSize)
@@ -159,8 +164,15 @@ func (s *Store) scanCommitLog(files []*MappedFile, dispatch bool) (end int64, st
 		if resume > mf.fileFromOffset {
 			pos = resume - mf.fileFromOffset
 		}
+		ahead.close()
+		ahead = s.startCRCAhead(mf, pos, checkCRC)
+		onChain := true // pos was reached from the helper's start by record sizes
 		for {
-			req, size, blank, err := s.parser.Parse(b[pos:], mf.fileFromOffset+pos, checkCRC)
+			var size int32
+			var blank bool
+			var err error
+			crc := checkCRC && !(onChain && ahead.covers(pos))
+			req, size, blank, err = s.parser.Parse(b[pos:], mf.fileFromOffset+pos, crc)
 			if err == nil && blank && pos+int64(size) != mf.fileSize {
 				err = fmt.Errorf("%w: blank record of %d bytes does not end the file", record.ErrCorrupt, size)
 			}
@@ -178,6 +190,7 @@ func (s *Store) scanCommitLog(files []*MappedFile, dispatch bool) (end int64, st
 				}
 				if next < mf.fileFromOffset+mf.fileSize {
 					pos = next - mf.fileFromOffset
+					onChain = false // resynchronised: check CRCs here
 					continue
 				}
 				resume = next

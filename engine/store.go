@@ -340,12 +340,16 @@ func (s *Store) fail(err error) {
 // when the sync takes longer than SyncFlushTimeout (the message is stored
 // all the same, as in RocketMQ).
 func (s *Store) Put(ctx context.Context, m *Message) (PutResult, error) {
+	return s.put(ctx, m, nil)
+}
+
+func (s *Store) put(ctx context.Context, m *Message, o *Origin) (PutResult, error) {
 	s.lifecycle.RLock()
 	if err := s.writable(); err != nil {
 		s.lifecycle.RUnlock()
 		return PutResult{}, err
 	}
-	res, err := s.commitLog.put(m)
+	res, err := s.commitLog.put(m, o)
 	s.lifecycle.RUnlock()
 	if err != nil {
 		return res, s.putError(err)
@@ -357,12 +361,16 @@ func (s *Store) Put(ctx context.Context, m *Message) (PutResult, error) {
 // PutBatch stores messages for one topic and queue as consecutive records
 // with consecutive queue offsets, all in one CommitLog file.
 func (s *Store) PutBatch(ctx context.Context, msgs []*Message) (PutResult, error) {
+	return s.putBatch(ctx, msgs, nil)
+}
+
+func (s *Store) putBatch(ctx context.Context, msgs []*Message, o *Origin) (PutResult, error) {
 	s.lifecycle.RLock()
 	if err := s.writable(); err != nil {
 		s.lifecycle.RUnlock()
 		return PutResult{}, err
 	}
-	res, err := s.commitLog.putBatch(msgs)
+	res, err := s.commitLog.putBatch(msgs, o)
 	s.lifecycle.RUnlock()
 	if err != nil {
 		return res, s.putError(err)

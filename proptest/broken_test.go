@@ -32,7 +32,7 @@ func unsafeVariant(f func(*hooks.Engine)) func(*setup) {
 }
 
 // allVariants lists one variant per safety step: the directory sync is
-// disabled in crashsim, the others by the engine's Unsafe hook. (The
+// disabled in crashsim, the others by the engine's hooks (internal/hooks). (The
 // resynchronisation past damaged records has its own broken variant,
 // TestBrokenVariantTruncateAtDamage: the crash model never damages synced
 // data.)

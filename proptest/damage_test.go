@@ -63,7 +63,7 @@ func checkDamageKeepsRest(s *engine.Store, puts []engine.PutResult, victim int) 
 
 // TestBrokenVariantTruncateAtDamage shows that resynchronising past a
 // damaged record is necessary: RocketMQ's truncation at the first bad
-// record (Unsafe.TruncateAtDamage) loses synced messages, and P1 says so.
+// record (the TruncateAtDamage hook) loses synced messages, and P1 says so.
 func TestBrokenVariantTruncateAtDamage(t *testing.T) {
 	for _, broken := range []bool{false, true} {
 		afs, puts, victim := damagedStore(t)

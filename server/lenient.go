@@ -279,6 +279,38 @@ func (o jobj) object(key string) (jobj, bool) {
 	return jobj{m: m, path: p, d: o.d}, true
 }
 
+// objects returns key as an array of objects (a JSON array; fastjson also
+// fills Sets and Lists from arrays). max bounds its length.
+func (o jobj) objects(key string, max int) []jobj {
+	v, p := o.get(key)
+	if v == nil {
+		return nil
+	}
+	arr, ok := v.([]any)
+	if !ok {
+		o.d.fail(p, v, "not an array")
+		return nil
+	}
+	if len(arr) > max {
+		o.d.fail(p, fmt.Sprintf("%d elements", len(arr)), fmt.Sprintf("more than %d elements", max))
+		return nil
+	}
+	out := make([]jobj, 0, len(arr))
+	for i, e := range arr {
+		ep := fmt.Sprintf("%s[%d]", p, i)
+		if e == nil {
+			continue
+		}
+		m, ok := e.(map[string]any)
+		if !ok {
+			o.d.fail(ep, e, "not an object")
+			return nil
+		}
+		out = append(out, jobj{m: m, path: ep, d: o.d})
+	}
+	return out
+}
+
 // entries returns key as a JSON object whose values are objects (a Java
 // Map<String, T>), sorted by key.
 func (o jobj) entries(key string, max int) ([]string, []jobj) {
