@@ -251,6 +251,34 @@ func (a *account) grants(n Need) bool {
 	return def.allows(n.Perm)
 }
 
+// CheckResource decides whether the account of req, which Check already
+// admitted, holds need: for requests whose resource is known only after
+// they are served (VIEW_MESSAGE_BY_ID names a message by offset; its topic
+// is in the message). White addresses pass, as in Check.
+func (v *Validator) CheckResource(req *remoting.RemotingCommand, remote netip.Addr, need Need) *Denial {
+	r := v.rules.Load()
+	remote = remote.Unmap()
+	for _, m := range r.global {
+		if m.match(remote) {
+			return nil
+		}
+	}
+	ak := req.ExtFields[FieldAccessKey]
+	acc := r.accounts[ak]
+	if acc == nil {
+		return &Denial{Reason: ReasonUnknownKey, AccessKey: ak, Remark: fmt.Sprintf("ACL: no account for accessKey=%s", ak)}
+	}
+	if acc.white.match(remote) || acc.grants(need) {
+		return nil
+	}
+	return &Denial{Reason: ReasonNoPermission, AccessKey: ak,
+		Remark: fmt.Sprintf("ACL: accessKey=%s has no %s permission on %s %s", ak, need.Perm, need.Kind, need.Name)}
+}
+
+// TopicNeed returns the permission perm on topic, where a retry or
+// dead-letter topic is its consumer group's.
+func TopicNeed(topic string, perm Perm) Need { return topicNeed(topic, perm) }
+
 // HasExplicitPub reports whether accessKey may create topic: it is an
 // admin, or its topicPerms name topic with PUB. A default topic
 // permission lets an account publish to existing topics, not create new

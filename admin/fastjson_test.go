@@ -95,3 +95,28 @@ func TestCMResultReadsNamesAndGoNumbers(t *testing.T) {
 		t.Error("99 accepted")
 	}
 }
+
+// FuzzUnmarshal: no input makes the fastjson reader panic, and what it
+// accepts as a ConsumeStats writes back and reads again the same.
+func FuzzUnmarshal(f *testing.F) {
+	f.Add([]byte(`{"offsetTable":{{"brokerName":"b","queueId":0,"topic":"t"}:{"brokerOffset":3,"consumerOffset":1,"lastTimestamp":0}},"consumeTps":0.0}`))
+	f.Add([]byte(`{"offsetTable":{0:1,-1:{"a":[1,{2:3}]}}}`))
+	f.Add([]byte(`{"s":"\"{1:2}\\"}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var cs ConsumeStats
+		if Unmarshal(b, &cs) != nil {
+			return
+		}
+		out, err := Marshal(cs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var back ConsumeStats
+		if err := Unmarshal(out, &back); err != nil {
+			t.Fatalf("%s (from %q): %v", out, b, err)
+		}
+		if fmt.Sprint(back) != fmt.Sprint(cs) {
+			t.Fatalf("%+v became %+v", cs, back)
+		}
+	})
+}

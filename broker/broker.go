@@ -18,6 +18,7 @@ import (
 	"github.com/rocketstore/rocketstore/dispatch"
 	"github.com/rocketstore/rocketstore/engine"
 	"github.com/rocketstore/rocketstore/index"
+	"github.com/rocketstore/rocketstore/internal/hooks"
 )
 
 // Broker is the consumption layer over one store.
@@ -43,11 +44,13 @@ type Broker struct {
 	done    chan struct{}
 	closeMu sync.Mutex
 
-	// beforeSuspend, when set (tests only, via export_test.go), runs
-	// between a pull finding nothing and the request being held: the
-	// window of RocketMQ's lost wake-up race.
-	beforeSuspend func()
+	// hooks are the test switches (set by export_test.go).
+	hooks hooks.Broker
 }
+
+// manual reports whether the store runs in manual mode (internal/hooks):
+// then the broker starts no goroutine either.
+func (b *Broker) manual() bool { return hooks.EngineOf(&b.cfg.Store).Manual }
 
 // Open loads the broker's configuration files from fs, opens the store on
 // fs with the index, long-poll and delayed-delivery dispatchers, clamps the
@@ -92,8 +95,11 @@ func (b *Broker) loadConfig() error {
 // openStore opens the index first (recovery dispatches to it), then the
 // engine with the broker's dispatchers.
 func (b *Broker) openStore() error {
-	b.schedule = schedule.New(b.fs, schedule.Config{Levels: b.cfg.Store.DelayLevels, Logger: b.logger,
-		Now: b.cfg.Store.Now, Manual: b.cfg.Store.Manual})
+	sc := schedule.Config{Levels: b.cfg.Store.DelayLevels, Logger: b.logger, Now: b.cfg.Store.Now, Manual: b.manual()}
+	if w := b.cfg.Writer; w != nil {
+		sc.Put, sc.Standby = w.Put, func() bool { return !w.Writable() }
+	}
+	b.schedule = schedule.New(b.fs, sc)
 	ds := []dispatch.Dispatcher{b.hold, b.schedule}
 	if !b.cfg.DisableMessageIndex {
 		lastExitOK, indexTs, err := recoveryHint(b.fs)
@@ -156,7 +162,7 @@ func (b *Broker) startServices() error {
 		return err
 	}
 	b.stop, b.done = make(chan struct{}), make(chan struct{})
-	if b.cfg.Store.Manual {
+	if b.manual() {
 		// No background work: the owner calls PersistOffsets,
 		// DeliverDelayed and the store's flush methods.
 		close(b.done)
@@ -215,15 +221,15 @@ func (b *Broker) PersistConsumerOffsets() error {
 func (b *Broker) PersistDelayOffsets() error { return b.schedule.Persist() }
 
 // DeliverDelayed runs one delayed-delivery pass in the caller's
-// goroutine: it dispatches the store when it is Manual, delivers every
+// goroutine: it dispatches the store when it is in manual mode, delivers every
 // message due now, and dispatches the deliveries. It returns how long
-// until the next message is due (-1: none). Manual brokers use it in
+// until the next message is due (-1: none). Brokers in manual mode use it in
 // place of the delivery goroutine.
 func (b *Broker) DeliverDelayed(ctx context.Context) (time.Duration, error) {
 	if b.closed.Load() {
 		return 0, ErrClosed
 	}
-	if b.cfg.Store.Manual {
+	if b.manual() {
 		if _, err := b.store.Dispatch(); err != nil {
 			return 0, err
 		}
@@ -232,7 +238,7 @@ func (b *Broker) DeliverDelayed(ctx context.Context) (time.Duration, error) {
 	if err != nil {
 		return 0, err
 	}
-	if b.cfg.Store.Manual {
+	if b.manual() {
 		if _, err := b.store.Dispatch(); err != nil {
 			return 0, err
 		}

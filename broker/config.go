@@ -8,6 +8,7 @@ import (
 
 	"github.com/rocketstore/rocketstore/engine"
 	"github.com/rocketstore/rocketstore/index"
+	"github.com/rocketstore/rocketstore/internal/defaults"
 )
 
 // Config configures a Broker. The zero value of every field means RocketMQ
@@ -48,6 +49,9 @@ type Config struct {
 	// Index configures the index files (5,000,000 slots, 20,000,000
 	// items per file).
 	Index index.Config
+	// Writer, when set, stores the messages the broker writes instead of
+	// the store itself (see Writer; nil: the store).
+	Writer Writer
 
 	// BrokerClusterName names the cluster; the broker creates
 	// {BrokerClusterName}_REPLY_TOPIC at start for request-reply
@@ -91,40 +95,18 @@ func defaultBrokerName() string {
 }
 
 func (c Config) withDefaults() Config {
-	if c.BrokerPermission == 0 {
-		c.BrokerPermission = DefaultBrokerPermission
-	}
-	if c.BrokerName == "" {
-		c.BrokerName = defaultBrokerName()
-	}
-	if c.DefaultTopicQueueNums == 0 {
-		c.DefaultTopicQueueNums = DefaultTopicQueueNums
-	}
-	if c.ShortPollingTime == 0 {
-		c.ShortPollingTime = DefaultShortPollingTime
-	}
-	if c.FlushConsumerOffsetInterval == 0 {
-		c.FlushConsumerOffsetInterval = DefaultFlushConsumerOffsetInterval
-	}
-	if c.FlushDelayOffsetInterval == 0 {
-		c.FlushDelayOffsetInterval = DefaultFlushDelayOffsetInterval
-	}
+	defaults.Set(&c.BrokerPermission, DefaultBrokerPermission)
+	defaults.Lazy(&c.BrokerName, defaultBrokerName)
+	defaults.Set(&c.DefaultTopicQueueNums, DefaultTopicQueueNums)
+	defaults.Set(&c.ShortPollingTime, DefaultShortPollingTime)
+	defaults.Set(&c.FlushConsumerOffsetInterval, DefaultFlushConsumerOffsetInterval)
+	defaults.Set(&c.FlushDelayOffsetInterval, DefaultFlushDelayOffsetInterval)
 	c = c.withFeatureDefaults()
-	if len(c.Store.DelayLevels) == 0 {
-		c.Store.DelayLevels = engine.DefaultDelayLevels()
-	}
-	if c.Store.Logger == nil {
-		c.Store.Logger = slog.Default()
-	}
-	if c.Store.Now == nil {
-		c.Store.Now = func() int64 { return time.Now().UnixMilli() }
-	}
-	if c.Index.Now == nil {
-		c.Index.Now = c.Store.Now
-	}
-	if c.Index.Logger == nil {
-		c.Index.Logger = c.Store.Logger
-	}
+	defaults.Lazy(&c.Store.DelayLevels, engine.DefaultDelayLevels)
+	defaults.Set(&c.Store.Logger, slog.Default())
+	defaults.Set(&c.Store.Now, func() int64 { return time.Now().UnixMilli() })
+	defaults.Set(&c.Index.Now, c.Store.Now)
+	defaults.Set(&c.Index.Logger, c.Store.Logger)
 	return c
 }
 

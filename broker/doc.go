@@ -28,7 +28,8 @@
 // in their callers' goroutines. Close stops everything, persists the
 // offsets, closes the engine and the index, and leaves no goroutine.
 //
-// With engine.Config.Manual the broker starts no goroutine either: the
+// With the store in manual mode (internal/hooks: the module's tests and
+// tools only) the broker starts no goroutine either: the
 // owner calls PersistConsumerOffsets, PersistDelayOffsets (or
 // PersistOffsets) and DeliverDelayed, as deterministic tests do. Abandon
 // stops a broker as a killed process would (nothing persisted or synced);

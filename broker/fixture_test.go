@@ -12,13 +12,14 @@ import (
 	"github.com/rocketstore/rocketstore/backend/memfs"
 	"github.com/rocketstore/rocketstore/broker/config"
 	"github.com/rocketstore/rocketstore/broker/offset"
+	"github.com/rocketstore/rocketstore/internal/fixture"
 )
 
 // fixtureFS loads shared/testdata/rocketmq-4x/broker-config (written by a
 // real RocketMQ broker) into a memfs, optionally replacing files.
 func fixtureFS(t *testing.T, replace map[string][]byte) *memfs.FS {
 	t.Helper()
-	src := fixturePath(t, "broker-config")
+	src := fixture.Path(t, "broker-config")
 	afs := afero.NewMemMapFs()
 	err := filepath.Walk(src, func(p string, fi os.FileInfo, err error) error {
 		if err != nil {
@@ -106,7 +107,7 @@ func TestRocketMQConfigFixturesRoundTrip(t *testing.T) {
 
 // A main file cut short falls back to the .bak beside it.
 func TestRocketMQConfigCutShortUsesBackup(t *testing.T) {
-	full, err := os.ReadFile(fixturePath(t, "broker-config/config/consumerOffset.json"))
+	full, err := os.ReadFile(fixture.Path(t, "broker-config/config/consumerOffset.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,7 +119,7 @@ func TestRocketMQConfigCutShortUsesBackup(t *testing.T) {
 	if got := offs.Query("please_rename_unique_group_name_4", "TopicTest", 0); got != 250 {
 		t.Fatalf("offset from .bak = %d, want 250", got)
 	}
-	topicsFull, err := os.ReadFile(fixturePath(t, "broker-config/config/topics.json"))
+	topicsFull, err := os.ReadFile(fixture.Path(t, "broker-config/config/topics.json"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,7 +5,6 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -106,26 +105,4 @@ func msg(topic string, qid int32, tag, keys string) *engine.Message {
 func pullReq(group, topic string, qid int32, off int64) *broker.PullRequest {
 	return &broker.PullRequest{ConsumerGroup: group, Topic: topic, QueueID: qid, QueueOffset: off, MaxMsgNums: 32,
 		SysFlag: broker.FlagSubscription, Subscription: "*", ExpressionType: "TAG", SuspendTimeoutMillis: 15000}
-}
-
-// fixturePath finds shared/testdata/rocketmq-4x/rel in a directory above
-// the working directory (the repository sits beside shared/ on CI too).
-// A missing fixture fails the test: it is never silently skipped.
-func fixturePath(t testing.TB, rel string) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		p := filepath.Join(dir, "shared", "testdata", "rocketmq-4x", rel)
-		if _, err := os.Stat(p); err == nil {
-			return p
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatalf("fixture shared/testdata/rocketmq-4x/%s not found above the working directory", rel)
-		}
-		dir = parent
-	}
 }

@@ -39,7 +39,7 @@ func (b *Broker) publishOffsetMoved(req *PullRequest, offsetNew int64) {
 		m := &record.Message{Topic: config.OffsetMovedEventTopic, QueueID: 0, Body: body,
 			Properties:    map[string]string{record.PropertyTags: req.ConsumerGroup, record.PropertyKeys: req.ConsumerGroup},
 			BornTimestamp: b.cfg.Store.Now(), BornHost: b.store.Config().StoreHost}
-		_, err = b.store.Put(context.Background(), m)
+		_, err = b.writer().Put(context.Background(), m)
 	}
 	if err != nil {
 		b.logger.Warn("publish OffsetMovedEvent", "group", req.ConsumerGroup, "topic", req.Topic,

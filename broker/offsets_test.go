@@ -14,6 +14,7 @@ import (
 	"github.com/rocketstore/rocketstore/broker"
 	"github.com/rocketstore/rocketstore/broker/configfile"
 	"github.com/rocketstore/rocketstore/broker/offset"
+	"github.com/rocketstore/rocketstore/internal/fixture"
 )
 
 func TestOffsetsSurviveRestart(t *testing.T) {
@@ -123,7 +124,7 @@ func writeRaw(t *testing.T, fs *memfs.FS, name string, data []byte) {
 // TestReadsRocketMQConfigFiles opens a broker on the config files of a real
 // RocketMQ 4.x broker (fastjson, bare integer keys).
 func TestReadsRocketMQConfigFiles(t *testing.T) {
-	dir := fixturePath(t, "broker-config/config")
+	dir := fixture.Path(t, "broker-config/config")
 	afs := afero.NewMemMapFs()
 	afs.MkdirAll("config", 0o755)
 	for _, n := range []string{"topics.json", "subscriptionGroup.json", "consumerOffset.json", "delayOffset.json"} {

@@ -63,8 +63,8 @@ func (b *Broker) Pull(ctx context.Context, req *PullRequest) (*PullResponse, err
 	if held == nil {
 		return resp, nil
 	}
-	if b.beforeSuspend != nil {
-		b.beforeSuspend()
+	if f := b.hooks.BeforeSuspend; f != nil {
+		f()
 	}
 	timeout := time.Duration(req.SuspendTimeoutMillis) * time.Millisecond
 	if b.cfg.ShortPolling {

@@ -160,6 +160,9 @@ func (b *Broker) SendMessage(ctx context.Context, req *SendRequest) SendResult {
 	if b.closed.Load() {
 		return SendResult{Code: ServiceNotAvailable, Remark: "the broker is shutting down"}
 	}
+	if !b.writer().Writable() {
+		return SendResult{Code: ServiceNotAvailable, Remark: "service not available now: this broker is not its group's leader (a slave); refresh the route"}
+	}
 	if req.Batch {
 		if len(req.Topic) > record.MaxTopicLength {
 			return SendResult{Code: MessageIllegal, Remark: "message topic length too long " + strconv.Itoa(len(req.Topic))}
@@ -195,7 +198,7 @@ func (b *Broker) SendMessage(ctx context.Context, req *SendRequest) SendResult {
 	}
 	m := &record.Message{Topic: topic, QueueID: qid, Flag: req.Flag, Body: req.Body, Properties: props,
 		SysFlag: req.SysFlag, BornTimestamp: req.BornTimestamp, BornHost: req.BornHost, ReconsumeTimes: req.ReconsumeTimes}
-	res, err := b.store.Put(ctx, m)
+	res, err := b.writer().Put(ctx, m)
 	out := putResult(err)
 	if out.Code == Success || out.Code == FlushDiskTimeout {
 		out.MsgID, out.Topic, out.QueueID, out.QueueOffset, out.MsgNum = res.MsgID(), res.Topic, qid, res.QueueOffset, 1
@@ -320,7 +323,7 @@ func (b *Broker) sendBatch(ctx context.Context, req *SendRequest, qid int32) Sen
 		m.BornTimestamp, m.BornHost, m.ReconsumeTimes = req.BornTimestamp, req.BornHost, req.ReconsumeTimes
 		msgs[i] = m
 	}
-	res, err := b.store.PutBatch(ctx, msgs)
+	res, err := b.writer().PutBatch(ctx, msgs)
 	out := putResult(err)
 	if out.Code != Success && out.Code != FlushDiskTimeout {
 		return out

@@ -112,7 +112,7 @@ func (b *Broker) sendBack(ctx context.Context, req *SendMsgBackRequest, g config
 	m := ext.Message
 	m.Topic, m.QueueID, m.Properties = topic, qid, props
 	m.ReconsumeTimes = ext.ReconsumeTimes + 1
-	if _, err := b.store.Put(ctx, &m); err != nil {
+	if _, err := b.writer().Put(ctx, &m); err != nil {
 		return Response{SystemError, err.Error()}
 	}
 	return Response{Success, ""}

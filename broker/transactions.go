@@ -16,7 +16,7 @@ import (
 func (b *Broker) openTransactions() error {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	if b.cfg.Store.Manual {
+	if b.manual() {
 		if _, err := b.store.Dispatch(); err != nil {
 			return err
 		}
@@ -28,7 +28,7 @@ func (b *Broker) openTransactions() error {
 	var err error
 	b.tx, err = transaction.Open(ctx, b.store, transaction.Config{TimeOut: tc.TimeOut, CheckMax: tc.CheckMax,
 		CheckInterval: tc.CheckInterval, Now: func() time.Time { return time.UnixMilli(now()) },
-		Logger: b.logger, Manual: b.cfg.Store.Manual})
+		Logger: b.logger, Manual: b.manual()})
 	return err
 }
 

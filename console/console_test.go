@@ -40,15 +40,22 @@ type env struct {
 	user, pass string
 }
 
-func newEnv(t *testing.T, cfg console.Config) *env {
+func newEnv(t *testing.T, cfg console.Config, sec ...server.Security) *env {
 	t.Helper()
+	sc := server.Config{Logger: quiet}
+	if len(sec) > 0 {
+		sc.Security = sec[0]
+	}
 	n, err := server.StartNode(server.NodeConfig{Dir: t.TempDir(), Listen: "127.0.0.1:0",
 		Broker: broker.Config{Store: engine.Config{CommitLogFileSize: 1 << 20, ConsumeQueueUnits: 1000, Logger: quiet}},
-		Server: server.Config{Logger: quiet}})
+		Server: sc})
 	if err != nil {
 		t.Fatal(err)
 	}
 	cfg.NameServers = []string{n.Addr}
+	if len(sec) > 0 {
+		cfg.ACL = n.Server.ACLValidator()
+	}
 	cfg.Logger = quiet
 	c, err := console.New(cfg)
 	if err != nil {
@@ -336,6 +343,40 @@ func TestConsoleRequiresAnACLAdmin(t *testing.T) {
 		if code, _ := e.do(http.MethodGet, "/", nil); code != c.want {
 			t.Errorf("page as %s: %d, want %d", c.user, code, c.want)
 		}
+	}
+}
+
+// With the server's ACL on, the console works for an admin account: its
+// requests are signed, so the broker accepts them.
+func TestConsoleWithServerACL(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "plain_acl.yml")
+	if err := os.WriteFile(path, []byte(`accounts:
+  - accessKey: opsadmin
+    secretKey: ops-secret-1
+    admin: true
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	e := newEnv(t, console.Config{}, server.Security{ACLEnable: true, ACLFile: path})
+	if e.c == nil || e.n.Server.ACLValidator() == nil {
+		t.Fatal("ACL not on")
+	}
+	if code, _ := e.do(http.MethodGet, "/api/cluster", nil); code != 401 {
+		t.Fatalf("anonymous: %d", code)
+	}
+	e.user, e.pass = "opsadmin", "ops-secret-1"
+	var brokers []console.Broker
+	e.get("/api/cluster", &brokers)
+	if len(brokers) != 1 || brokers[0].Error != "" {
+		t.Fatalf("cluster through the ACL: %+v", brokers)
+	}
+	e.post("/api/topic", console.CreateTopic{Topic: "Secure", ReadQueueNums: 1, WriteQueueNums: 1, Perm: 6}, nil)
+	e.post("/api/message", console.SendForm{Topic: "Secure", Keys: "s-1", Body: "secret"}, nil)
+	e.waitQueue("Secure", 0, 1)
+	var msgs []console.Message
+	e.get("/api/messages?topic=Secure", &msgs)
+	if len(msgs) != 1 || msgs[0].Body != "secret" {
+		t.Fatalf("search through the ACL: %+v", msgs)
 	}
 }
 

@@ -44,7 +44,7 @@ type namespace struct {
 }
 
 func (ns namespace) clone() namespace {
-	return namespace{files: maps(ns.files), dirs: maps(ns.dirs)}
+	return namespace{files: cloneMap(ns.files), dirs: cloneMap(ns.dirs)}
 }
 
 // apply performs o on ns. A remove or rename whose file is not (or no

@@ -90,7 +90,7 @@ func New(afs afero.Fs, opts Options) (*FS, error) {
 			return nil, err
 		}
 	}
-	f.mu.disk = namespace{files: maps(f.mu.files), dirs: maps(f.mu.dirs)}
+	f.mu.disk = namespace{files: cloneMap(f.mu.files), dirs: cloneMap(f.mu.dirs)}
 	return f, nil
 }
 
@@ -547,7 +547,9 @@ func pathErr(op, name string, err error) error {
 
 func errorsIs(err, target error) bool { return err != nil && errors.Is(err, target) }
 
-func maps[V any](m map[string]V) map[string]V {
+// cloneMap returns a shallow copy of m, never nil (the standard maps.Clone
+// returns nil for nil).
+func cloneMap[V any](m map[string]V) map[string]V {
 	out := make(map[string]V, len(m))
 	for k, v := range m {
 		out[k] = v

@@ -8,6 +8,7 @@ import (
 	"github.com/rocketstore/rocketstore/backend/memfs"
 	"github.com/rocketstore/rocketstore/backend/mmap"
 	"github.com/rocketstore/rocketstore/engine"
+	"github.com/rocketstore/rocketstore/internal/hooks"
 )
 
 // The hot paths allocate nothing: a put (async flush, 128-byte body, a few
@@ -30,7 +31,7 @@ func TestPutAllocs(t *testing.T) {
 	for _, manual := range []bool{true, false} {
 		for name, fs := range allocBackends(t) {
 			t.Run(name, func(t *testing.T) {
-				s, err := engine.Open(fs, engine.Config{CommitLogFileSize: 64 << 20, ConsumeQueueUnits: 1 << 16, Manual: manual})
+				s, err := engine.Open(fs, hooks.WithManual(engine.Config{CommitLogFileSize: 64 << 20, ConsumeQueueUnits: 1 << 16}, manual))
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -70,7 +71,7 @@ func TestGetAllocs(t *testing.T) {
 	}
 	for name, fs := range allocBackends(t) {
 		t.Run(name, func(t *testing.T) {
-			s, err := engine.Open(fs, engine.Config{CommitLogFileSize: 1 << 20, ConsumeQueueUnits: 1000, Manual: true})
+			s, err := engine.Open(fs, hooks.Manual(engine.Config{CommitLogFileSize: 1 << 20, ConsumeQueueUnits: 1000}))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -96,8 +96,9 @@ func (c *CommitLog) rollNextFile(offset int64) int64 {
 }
 
 // put appends one message. It returns the offset just past it, which a
-// SyncFlush caller waits to see flushed.
-func (c *CommitLog) put(m *record.Message) (PutResult, error) {
+// SyncFlush caller waits to see flushed. A non-nil o gives the store
+// timestamp and host instead of the CommitLog's own (Store.PutAs).
+func (c *CommitLog) put(m *record.Message, o *Origin) (PutResult, error) {
 	m, err := redirectDelayed(m, len(c.cfg.DelayLevels))
 	if err != nil {
 		return PutResult{}, err
@@ -106,7 +107,8 @@ func (c *CommitLog) put(m *record.Message) (PutResult, error) {
 	// what assigns a position and copies bytes runs under it.
 	enc := encoderPool.Get().(*record.Encoder)
 	defer encoderPool.Put(enc)
-	p, err := enc.Prepare(m, c.storeHost, c.cfg.MaxMessageSize)
+	host := o.host(c.storeHost)
+	p, err := enc.Prepare(m, host, c.cfg.MaxMessageSize)
 	if err != nil {
 		return PutResult{}, err
 	}
@@ -119,7 +121,7 @@ func (c *CommitLog) put(m *record.Message) (PutResult, error) {
 	if err != nil {
 		return PutResult{}, err
 	}
-	ts := c.storeTime()
+	ts := c.storeTime(o)
 	key := topicQueueKey{m.Topic, m.QueueID}
 	slot := c.queueOffset(key, m.SysFlag)
 	var qoff int64
@@ -127,9 +129,9 @@ func (c *CommitLog) put(m *record.Message) (PutResult, error) {
 		qoff = *slot
 	}
 	res := PutResult{WroteOffset: mf.fileFromOffset + pos, WroteBytes: int32(p.Size), QueueOffset: qoff,
-		MsgNum: 1, StoreTimestamp: ts, StoreHost: c.storeHost, Topic: m.Topic, QueueID: m.QueueID}
+		MsgNum: 1, StoreTimestamp: ts, StoreHost: host, Topic: m.Topic, QueueID: m.QueueID}
 	head, body, tail := enc.Encode(p, record.Stamp{QueueOffset: qoff, PhysicalOffset: res.WroteOffset,
-		StoreTimestamp: ts, StoreHost: c.storeHost})
+		StoreTimestamp: ts, StoreHost: host})
 	end, err := mf.appendAt(pos, head, body, tail)
 	if err != nil {
 		return PutResult{}, err
@@ -144,16 +146,17 @@ func (c *CommitLog) put(m *record.Message) (PutResult, error) {
 }
 
 // putBatch appends messages for one topic and queue as consecutive records
-// in one file, with consecutive queue offsets.
-func (c *CommitLog) putBatch(msgs []*record.Message) (PutResult, error) {
+// in one file, with consecutive queue offsets (o as for put).
+func (c *CommitLog) putBatch(msgs []*record.Message, o *Origin) (PutResult, error) {
 	if err := checkBatch(msgs); err != nil {
 		return PutResult{}, err
 	}
+	host := o.host(c.storeHost)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	total := 0
 	for _, m := range msgs {
-		p, err := c.enc.Prepare(m, c.storeHost, c.cfg.MaxMessageSize)
+		p, err := c.enc.Prepare(m, host, c.cfg.MaxMessageSize)
 		if err != nil {
 			return PutResult{}, err
 		}
@@ -166,16 +169,16 @@ func (c *CommitLog) putBatch(msgs []*record.Message) (PutResult, error) {
 	if err != nil {
 		return PutResult{}, err
 	}
-	ts := c.storeTime()
+	ts := c.storeTime(o)
 	key := topicQueueKey{msgs[0].Topic, msgs[0].QueueID}
 	slot := c.queueSlot(key)
 	qoff := *slot
 	res := PutResult{WroteOffset: mf.fileFromOffset + pos, WroteBytes: int32(total), QueueOffset: qoff,
-		MsgNum: int32(len(msgs)), StoreTimestamp: ts, StoreHost: c.storeHost, Topic: key.topic, QueueID: key.queueID}
+		MsgNum: int32(len(msgs)), StoreTimestamp: ts, StoreHost: host, Topic: key.topic, QueueID: key.queueID}
 	for i, m := range msgs {
-		p, _ := c.enc.Prepare(m, c.storeHost, c.cfg.MaxMessageSize)
+		p, _ := c.enc.Prepare(m, host, c.cfg.MaxMessageSize)
 		head, body, tail := c.enc.Encode(p, record.Stamp{QueueOffset: qoff + int64(i),
-			PhysicalOffset: mf.fileFromOffset + pos, StoreTimestamp: ts, StoreHost: c.storeHost})
+			PhysicalOffset: mf.fileFromOffset + pos, StoreTimestamp: ts, StoreHost: host})
 		if pos, err = mf.appendAt(pos, head, body, tail); err != nil {
 			return PutResult{}, err
 		}
@@ -249,9 +252,13 @@ func (c *CommitLog) fileWithRoom(size int) (*MappedFile, int64, error) {
 }
 
 // storeTime returns a store timestamp that never goes backwards along the
-// log; abnormal recovery relies on that order.
-func (c *CommitLog) storeTime() int64 {
+// log; abnormal recovery relies on that order. o, when set, replaces the
+// clock.
+func (c *CommitLog) storeTime(o *Origin) int64 {
 	ts := c.cfg.Now()
+	if o != nil {
+		ts = o.StoreTimestamp
+	}
 	if ts < c.lastStoreTs {
 		ts = c.lastStoreTs
 	}

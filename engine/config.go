@@ -5,6 +5,9 @@ import (
 	"log/slog"
 	"net/netip"
 	"time"
+
+	"github.com/rocketstore/rocketstore/internal/defaults"
+	"github.com/rocketstore/rocketstore/internal/hooks"
 )
 
 // FlushDiskType selects when a put is acknowledged relative to the disk.
@@ -86,11 +89,6 @@ type Config struct {
 	// the deliver time of SCHEDULE_TOPIC_XXXX messages ("1s 5s 10s 30s 1m
 	// 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h").
 	DelayLevels []time.Duration
-	// Manual disables every background goroutine: the caller drives
-	// flushes, dispatch and checkpoints through the Store's methods, and
-	// a SyncFlush put flushes inline. Used by deterministic tests and
-	// offline tools.
-	Manual bool
 	// Logger receives recovery reports and service errors
 	// (slog.Default()).
 	Logger *slog.Logger
@@ -100,7 +98,7 @@ type Config struct {
 	// Retention says when expired CommitLog files are deleted (RocketMQ's
 	// defaults: files whose messages are all older than 72 h, at 04:00,
 	// or at any hour when the disk is over 75 % full; see
-	// RetentionPolicy). The clean service runs unless Manual is set.
+	// RetentionPolicy). The clean service runs with the other services.
 	Retention RetentionPolicy
 	// OnUndecidableDamage says what recovery does with a damaged CommitLog
 	// record that intact records follow, when it cannot prove that the
@@ -109,48 +107,13 @@ type Config struct {
 	// can prove is always skipped and reported (RecoveryReport.Damaged);
 	// a torn tail with nothing intact after it is always truncated.
 	OnUndecidableDamage DamagePolicy
-	// Unsafe is for tests only: each field disables one safety step so
-	// that the crash tests can show they catch its absence. Never set it
-	// on a real store.
-	Unsafe Unsafe
+
+	// hooks are the test switches (internal/hooks), out of the API.
+	hooks hooks.Engine
 }
 
-// Unsafe is for tests only: each field disables one safety step so that
-// the crash tests can show they catch its absence (proptest's
-// -brokenvariants). The zero value disables nothing.
-type Unsafe struct {
-	// NoTailZeroing keeps the stale bytes past the recovered CommitLog
-	// end instead of zeroing and syncing them.
-	NoTailZeroing bool
-	// NoPhysicalOffsetCheck accepts a record whose PHYSICALOFFSET is not
-	// its position (recovery and dispatch).
-	NoPhysicalOffsetCheck bool
-	// NoMaxPhysicOffsetCheck drops the idempotency of the ConsumeQueue
-	// builder (RocketMQ's putMessagePositionInfo): both the maxPhysicOffset
-	// check (a unit for CommitLog bytes at or below the queue's
-	// maxPhysicOffset is skipped) and the queue-index check (a unit whose
-	// index is already written is skipped). They are one safety step: each
-	// alone skips every replay the dispatcher makes (a replay is below
-	// both marks), so switching off only one proves nothing. A replay
-	// then takes RocketMQ's path for an out-of-order unit and is appended
-	// at the queue's end, a duplicate.
-	NoMaxPhysicOffsetCheck bool
-	// NoCRCCheck skips the body CRC check on recovery (as
-	// SkipCRCOnRecover).
-	NoCRCCheck bool
-	// TruncateAtDamage cuts the CommitLog at the first damaged record,
-	// as RocketMQ does, instead of resynchronising past it.
-	TruncateAtDamage bool
-	// IgnoreDispatchErrors lets the dispatcher step over a record whose
-	// dispatch failed instead of retrying it.
-	IgnoreDispatchErrors bool
-	// NoRecoverySync skips the sync of the recovered CommitLog range
-	// after a crash (records that only the page cache held are then
-	// reported as flushed).
-	NoRecoverySync bool
-	// NoRedirty leaves the pages of a failed CommitLog sync clean, as
-	// Linux marks them, instead of writing them again.
-	NoRedirty bool
+func init() {
+	hooks.RegisterEngine(func(cfg any) *hooks.Engine { return &cfg.(*Config).hooks })
 }
 
 // Default values, as in RocketMQ 4.9.4.
@@ -169,50 +132,28 @@ func DefaultDelayLevels() []time.Duration {
 
 // withDefaults returns c with every zero field replaced by its default.
 func (c Config) withDefaults() Config {
-	def := func(p *time.Duration, v time.Duration) {
-		if *p == 0 {
-			*p = v
-		}
-	}
-	defInt := func(p *int, v int) {
-		if *p == 0 {
-			*p = v
-		}
-	}
-	if c.CommitLogFileSize == 0 {
-		c.CommitLogFileSize = DefaultCommitLogFileSize
-	}
-	if c.ConsumeQueueUnits == 0 {
-		c.ConsumeQueueUnits = DefaultConsumeQueueUnits
-	}
-	def(&c.SyncFlushTimeout, 5*time.Second)
-	def(&c.FlushIntervalCommitLog, 500*time.Millisecond)
-	def(&c.FlushCommitLogThoroughInterval, 10*time.Second)
-	def(&c.FlushIntervalConsumeQueue, time.Second)
-	def(&c.FlushConsumeQueueThoroughInterval, 60*time.Second)
-	defInt(&c.FlushCommitLogLeastPages, 4)
-	defInt(&c.FlushConsumeQueueLeastPages, 2)
-	defInt(&c.MaxMessageSize, DefaultMaxMessageSize)
-	defInt(&c.MaxTransferBytesOnMessageInMemory, 256*1024)
-	defInt(&c.MaxTransferCountOnMessageInMemory, 32)
-	defInt(&c.MaxTransferBytesOnMessageInDisk, 64*1024)
-	defInt(&c.MaxTransferCountOnMessageInDisk, 8)
-	defInt(&c.AccessMessageInMemoryMaxRatio, 40)
-	if c.TotalPhysicalMemory == 0 {
-		c.TotalPhysicalMemory = physicalMemory()
-	}
+	defaults.Set(&c.CommitLogFileSize, DefaultCommitLogFileSize)
+	defaults.Set(&c.ConsumeQueueUnits, DefaultConsumeQueueUnits)
+	defaults.Set(&c.SyncFlushTimeout, 5*time.Second)
+	defaults.Set(&c.FlushIntervalCommitLog, 500*time.Millisecond)
+	defaults.Set(&c.FlushCommitLogThoroughInterval, 10*time.Second)
+	defaults.Set(&c.FlushIntervalConsumeQueue, time.Second)
+	defaults.Set(&c.FlushConsumeQueueThoroughInterval, 60*time.Second)
+	defaults.Set(&c.FlushCommitLogLeastPages, 4)
+	defaults.Set(&c.FlushConsumeQueueLeastPages, 2)
+	defaults.Set(&c.MaxMessageSize, DefaultMaxMessageSize)
+	defaults.Set(&c.MaxTransferBytesOnMessageInMemory, 256*1024)
+	defaults.Set(&c.MaxTransferCountOnMessageInMemory, 32)
+	defaults.Set(&c.MaxTransferBytesOnMessageInDisk, 64*1024)
+	defaults.Set(&c.MaxTransferCountOnMessageInDisk, 8)
+	defaults.Set(&c.AccessMessageInMemoryMaxRatio, 40)
+	defaults.Lazy(&c.TotalPhysicalMemory, physicalMemory)
 	if !c.StoreHost.IsValid() {
 		c.StoreHost = netip.AddrPortFrom(netip.AddrFrom4([4]byte{127, 0, 0, 1}), 10911)
 	}
-	if len(c.DelayLevels) == 0 {
-		c.DelayLevels = DefaultDelayLevels()
-	}
-	if c.Logger == nil {
-		c.Logger = slog.Default()
-	}
-	if c.Now == nil {
-		c.Now = wallMillis()
-	}
+	defaults.Lazy(&c.DelayLevels, DefaultDelayLevels)
+	defaults.Set(&c.Logger, slog.Default())
+	defaults.Lazy(&c.Now, wallMillis)
 	return c
 }
 

@@ -61,7 +61,7 @@ type ConsumeQueue struct {
 
 	buf [CQUnitSize]byte // owned by the dispatcher goroutine
 
-	// noMaxPhysicOffsetCheck is Config.Unsafe.NoMaxPhysicOffsetCheck:
+	// noMaxPhysicOffsetCheck is hooks.Engine.NoMaxPhysicOffsetCheck:
 	// both idempotency checks of putMessagePositionInfo are off.
 	noMaxPhysicOffsetCheck bool
 }
@@ -129,7 +129,7 @@ func (cq *ConsumeQueue) putMessagePositionInfo(offset int64, size int32, tagsCod
 		return true, nil
 	}
 	if expect < cur {
-		// Unsafe.NoMaxPhysicOffsetCheck: the replay takes RocketMQ's path
+		// hooks.Engine.NoMaxPhysicOffsetCheck: the replay takes RocketMQ's path
 		// for a unit out of order ("[BUG]logic queue order maybe wrong")
 		// and is appended at the end, a duplicate.
 		expect = cur

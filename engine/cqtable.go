@@ -48,7 +48,7 @@ func (t *consumeQueueTable) findOrCreate(s *Store, topic []byte, queueID int32) 
 
 func (s *Store) newConsumeQueue(topic string, queueID int32) *ConsumeQueue {
 	cq := newConsumeQueue(s.fs, consumeQueueDir, topic, queueID, s.cfg.ConsumeQueueUnits)
-	cq.noMaxPhysicOffsetCheck = s.cfg.Unsafe.NoMaxPhysicOffsetCheck
+	cq.noMaxPhysicOffsetCheck = s.cfg.hooks.NoMaxPhysicOffsetCheck
 	return cq
 }
 

@@ -6,6 +6,7 @@ import (
 
 	"github.com/rocketstore/rocketstore/backend/mmap"
 	"github.com/rocketstore/rocketstore/engine"
+	"github.com/rocketstore/rocketstore/internal/hooks"
 	"github.com/rocketstore/rocketstore/verify"
 )
 
@@ -21,7 +22,7 @@ func TestDeletedTopicStaysDeleted(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			cfg := engine.Config{CommitLogFileSize: 64 << 10, ConsumeQueueUnits: 64, Manual: true}
+			cfg := hooks.Manual(engine.Config{CommitLogFileSize: 64 << 10, ConsumeQueueUnits: 64})
 			s, err := engine.Open(fs, cfg)
 			if err != nil {
 				t.Fatal(err)

@@ -32,6 +32,7 @@
 // appends; readers never lock (they read below published positions and
 // hold reference counts on the files they view, so a file is never unmapped
 // under a reader). One goroutine dispatches. Every background goroutine
-// starts in Open and stops in Close; Config.Manual runs none, for
-// deterministic tests and tools that drive flushes and dispatch themselves.
+// starts in Open and stops in Close. Manual mode (a switch in
+// internal/hooks, out of the API) runs none, for the module's deterministic
+// tests and read-only tools, which drive flushes and dispatch themselves.
 package engine

@@ -8,6 +8,7 @@ import (
 	"github.com/rocketstore/rocketstore/backend"
 	"github.com/rocketstore/rocketstore/backend/memfs"
 	"github.com/rocketstore/rocketstore/backend/mmap"
+	"github.com/rocketstore/rocketstore/internal/hooks"
 )
 
 // The statuses that need files to disappear under the ConsumeQueue (the
@@ -27,7 +28,7 @@ func forBackends(t *testing.T, fn func(t *testing.T, fs backend.FS)) {
 
 func openTiny(t *testing.T, fs backend.FS, units int64) *Store {
 	t.Helper()
-	s, err := Open(fs, Config{CommitLogFileSize: 4096, ConsumeQueueUnits: units, Manual: true})
+	s, err := Open(fs, hooks.Manual(Config{CommitLogFileSize: 4096, ConsumeQueueUnits: units}))
 	if err != nil {
 		t.Fatal(err)
 	}

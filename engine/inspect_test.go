@@ -5,6 +5,7 @@ import (
 
 	"github.com/rocketstore/rocketstore/backend/memfs"
 	"github.com/rocketstore/rocketstore/engine"
+	"github.com/rocketstore/rocketstore/internal/hooks"
 )
 
 func TestInspect(t *testing.T) {
@@ -13,7 +14,7 @@ func TestInspect(t *testing.T) {
 	if err != nil || !st.LastExitOK || st.CheckpointValid {
 		t.Fatalf("empty dir: %+v %v", st, err)
 	}
-	s, err := engine.Open(fs, engine.Config{CommitLogFileSize: 4096, Manual: true})
+	s, err := engine.Open(fs, hooks.Manual(engine.Config{CommitLogFileSize: 4096}))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -47,7 +47,7 @@ type MappedFile struct {
 	name           string // full path within the FS
 	fileFromOffset int64
 	fileSize       int64
-	// noRedirty is Config.Unsafe.NoRedirty (tests only).
+	// noRedirty is the NoRedirty hook (tests only).
 	noRedirty bool
 
 	wrote   atomic.Int64

@@ -37,9 +37,9 @@ type MappedFileQueue struct {
 	flushedWhere   atomic.Int64
 	storeTimestamp atomic.Int64
 
-	// noTailZeroing is Config.Unsafe.NoTailZeroing (tests only).
+	// noTailZeroing is hooks.Engine.NoTailZeroing (tests only).
 	noTailZeroing bool
-	// noRedirty is Config.Unsafe.NoRedirty (tests only).
+	// noRedirty is the NoRedirty hook (tests only).
 	noRedirty bool
 }
 

@@ -153,8 +153,13 @@ func (s *Store) abnormalStartFile(files []*MappedFile) int {
 // stopped there. A damaged record with intact records after it is skipped
 // or refused (see onDamage), never a reason to drop what follows.
 func (s *Store) scanCommitLog(files []*MappedFile, dispatch bool) (end int64, stop, dispatchErr error) {
-	checkCRC := !s.cfg.SkipCRCOnRecover && !s.cfg.Unsafe.NoCRCCheck
+	checkCRC := !s.cfg.SkipCRCOnRecover && !s.cfg.hooks.NoCRCCheck
 	resume := int64(-1)
+	// One Request for the whole scan: Apply takes its address, so a
+	// Request per record would be a heap allocation per record.
+	var req dispatchRequest
+	var ahead *crcAhead // CRCs of the current file, checked beside the walk
+	defer func() { ahead.close() }()
 	for i := 0; i < len(files); i++ {
 		mf := files[i]
 		b := mf.seg.View(0, mf.fileSize)
@@ -162,14 +167,21 @@ func (s *Store) scanCommitLog(files []*MappedFile, dispatch bool) (end int64, st
 		if resume > mf.fileFromOffset {
 			pos = resume - mf.fileFromOffset
 		}
+		ahead.close()
+		ahead = s.startCRCAhead(mf, pos, checkCRC)
+		onChain := true // pos was reached from the helper's start by record sizes
 		for {
-			req, size, blank, err := s.parser.Parse(b[pos:], mf.fileFromOffset+pos, checkCRC)
+			var size int32
+			var blank bool
+			var err error
+			crc := checkCRC && !(onChain && ahead.covers(pos))
+			req, size, blank, err = s.parser.Parse(b[pos:], mf.fileFromOffset+pos, crc)
 			if err == nil && blank && pos+int64(size) != mf.fileSize {
 				err = fmt.Errorf("%w: blank record of %d bytes does not end the file", record.ErrCorrupt, size)
 			}
 			if err != nil {
 				stop := fmt.Errorf("%s at %d: %w", mf.name, pos, err)
-				if errors.Is(err, record.ErrUnsupportedVersion) || s.cfg.Unsafe.TruncateAtDamage {
+				if errors.Is(err, record.ErrUnsupportedVersion) || s.cfg.hooks.TruncateAtDamage {
 					return mf.fileFromOffset + pos, stop, dispatchErr
 				}
 				next, truncate, derr := s.onDamage(files, i, pos, err)
@@ -181,6 +193,7 @@ func (s *Store) scanCommitLog(files []*MappedFile, dispatch bool) (end int64, st
 				}
 				if next < mf.fileFromOffset+mf.fileSize {
 					pos = next - mf.fileFromOffset
+					onChain = false // resynchronised: check CRCs here
 					continue
 				}
 				resume = next
@@ -229,7 +242,7 @@ func (s *Store) truncateCommitLog(end int64) error {
 	if err := q.truncateDirtyFiles(end); err != nil {
 		return err
 	}
-	if s.recovery.Abnormal && !s.cfg.Unsafe.NoRecoverySync {
+	if s.recovery.Abnormal && !s.cfg.hooks.NoRecoverySync {
 		// After a kill the recovered records may exist only in the page
 		// cache; they are reported as flushed from now on, so sync them
 		// (msync of pages that are already clean costs little). Before

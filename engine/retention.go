@@ -9,6 +9,7 @@ import (
 
 	"github.com/rocketstore/rocketstore/backend"
 	"github.com/rocketstore/rocketstore/engine/record"
+	"github.com/rocketstore/rocketstore/internal/defaults"
 )
 
 // RetentionPolicy says when CommitLog files expire (RocketMQ's
@@ -38,25 +39,13 @@ type RetentionPolicy struct {
 }
 
 func (p RetentionPolicy) withDefaults() RetentionPolicy {
-	if p.FileReservedTime == 0 {
-		p.FileReservedTime = 72 * time.Hour
-	}
-	if p.DeleteWhen == "" {
-		p.DeleteWhen = "04"
-	}
-	if p.DiskMaxUsedSpaceRatio == 0 {
-		p.DiskMaxUsedSpaceRatio = 75
-	}
+	defaults.Set(&p.FileReservedTime, 72*time.Hour)
+	defaults.Set(&p.DeleteWhen, "04")
+	defaults.Set(&p.DiskMaxUsedSpaceRatio, 75)
 	p.DiskMaxUsedSpaceRatio = min(max(p.DiskMaxUsedSpaceRatio, 10), 95)
-	if p.DiskCleanForciblyRatio == 0 {
-		p.DiskCleanForciblyRatio = 85
-	}
-	if p.MaxFilesPerRound == 0 {
-		p.MaxFilesPerRound = 10
-	}
-	if p.CleanResourceInterval == 0 {
-		p.CleanResourceInterval = 10 * time.Second
-	}
+	defaults.Set(&p.DiskCleanForciblyRatio, 85)
+	defaults.Set(&p.MaxFilesPerRound, 10)
+	defaults.Set(&p.CleanResourceInterval, 10*time.Second)
 	return p
 }
 

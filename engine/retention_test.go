@@ -9,6 +9,7 @@ import (
 
 	"github.com/rocketstore/rocketstore/backend/memfs"
 	"github.com/rocketstore/rocketstore/engine"
+	"github.com/rocketstore/rocketstore/internal/hooks"
 )
 
 // retentionStore writes n messages of about 200 bytes to t/0, one every
@@ -16,8 +17,8 @@ import (
 func retentionStore(t *testing.T, base time.Time, n int) (*engine.Store, *int64) {
 	t.Helper()
 	clock := base.UnixMilli()
-	s, err := engine.Open(memfs.New(nil), engine.Config{CommitLogFileSize: 4096, ConsumeQueueUnits: 8, Manual: true,
-		Now: func() int64 { return clock }})
+	s, err := engine.Open(memfs.New(nil), hooks.Manual(engine.Config{CommitLogFileSize: 4096, ConsumeQueueUnits: 8,
+		Now: func() int64 { return clock }}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -142,7 +143,7 @@ func TestCleanServiceRunsOnDiskPressure(t *testing.T) {
 
 func TestDeleteTopic(t *testing.T) {
 	fs := memfs.New(nil)
-	cfg := engine.Config{CommitLogFileSize: 4096, ConsumeQueueUnits: 8, Manual: true}
+	cfg := hooks.Manual(engine.Config{CommitLogFileSize: 4096, ConsumeQueueUnits: 8})
 	s, err := engine.Open(fs, cfg)
 	if err != nil {
 		t.Fatal(err)

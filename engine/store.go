@@ -97,8 +97,8 @@ func (s *Store) open(dispatchers []dispatch.Dispatcher) error {
 		return err
 	}
 	s.commitLog = newCommitLog(s.fs, commitLogDir, &s.cfg)
-	s.commitLog.q.noTailZeroing = s.cfg.Unsafe.NoTailZeroing
-	s.commitLog.q.noRedirty = s.cfg.Unsafe.NoRedirty
+	s.commitLog.q.noTailZeroing = s.cfg.hooks.NoTailZeroing
+	s.commitLog.q.noRedirty = s.cfg.hooks.NoRedirty
 	if err := s.commitLog.q.load(); err != nil {
 		return err
 	}
@@ -122,11 +122,11 @@ func (s *Store) open(dispatchers []dispatch.Dispatcher) error {
 		return err
 	}
 	s.checkpoint = cp
-	parser := &dispatch.Parser{DelayLevels: s.cfg.DelayLevels, NoPhysicalOffsetCheck: s.cfg.Unsafe.NoPhysicalOffsetCheck}
+	parser := &dispatch.Parser{DelayLevels: s.cfg.DelayLevels, NoPhysicalOffsetCheck: s.cfg.hooks.NoPhysicalOffsetCheck}
 	s.parser = parser
 	all := append([]dispatch.Dispatcher{dispatch.DispatcherFunc(s.buildConsumeQueue)}, dispatchers...)
 	s.reput = dispatch.NewService(commitLogReader{s.commitLog}, parser, 0, all...)
-	s.reput.IgnoreErrors = s.cfg.Unsafe.IgnoreDispatchErrors
+	s.reput.IgnoreErrors = s.cfg.hooks.IgnoreDispatchErrors
 	if err := s.recover(lastExitOK, cpValid); err != nil {
 		return err
 	}
@@ -287,7 +287,7 @@ func (s *Store) markRunning() error {
 }
 
 func (s *Store) start() {
-	if s.cfg.Manual {
+	if s.cfg.hooks.Manual {
 		return
 	}
 	q := s.commitLog.q
@@ -340,12 +340,16 @@ func (s *Store) fail(err error) {
 // when the sync takes longer than SyncFlushTimeout (the message is stored
 // all the same, as in RocketMQ).
 func (s *Store) Put(ctx context.Context, m *Message) (PutResult, error) {
+	return s.put(ctx, m, nil)
+}
+
+func (s *Store) put(ctx context.Context, m *Message, o *Origin) (PutResult, error) {
 	s.lifecycle.RLock()
 	if err := s.writable(); err != nil {
 		s.lifecycle.RUnlock()
 		return PutResult{}, err
 	}
-	res, err := s.commitLog.put(m)
+	res, err := s.commitLog.put(m, o)
 	s.lifecycle.RUnlock()
 	if err != nil {
 		return res, s.putError(err)
@@ -357,12 +361,16 @@ func (s *Store) Put(ctx context.Context, m *Message) (PutResult, error) {
 // PutBatch stores messages for one topic and queue as consecutive records
 // with consecutive queue offsets, all in one CommitLog file.
 func (s *Store) PutBatch(ctx context.Context, msgs []*Message) (PutResult, error) {
+	return s.putBatch(ctx, msgs, nil)
+}
+
+func (s *Store) putBatch(ctx context.Context, msgs []*Message, o *Origin) (PutResult, error) {
 	s.lifecycle.RLock()
 	if err := s.writable(); err != nil {
 		s.lifecycle.RUnlock()
 		return PutResult{}, err
 	}
-	res, err := s.commitLog.putBatch(msgs)
+	res, err := s.commitLog.putBatch(msgs, o)
 	s.lifecycle.RUnlock()
 	if err != nil {
 		return res, s.putError(err)
@@ -386,7 +394,7 @@ func (s *Store) putError(err error) error {
 }
 
 func (s *Store) afterPut(ctx context.Context, res PutResult, wait bool) error {
-	if s.cfg.Manual {
+	if s.cfg.hooks.Manual {
 		if s.cfg.FlushDiskType == SyncFlush && wait {
 			return s.FlushCommitLog(0)
 		}
@@ -409,7 +417,7 @@ func (s *Store) afterPut(ctx context.Context, res PutResult, wait bool) error {
 // its ConsumeQueue (a put's WroteOffset+WroteBytes), so that it can be read
 // with GetMessage.
 func (s *Store) WaitDispatched(ctx context.Context, off int64) error {
-	if s.cfg.Manual {
+	if s.cfg.hooks.Manual {
 		if _, err := s.Dispatch(); err != nil {
 			return err
 		}
@@ -417,8 +425,8 @@ func (s *Store) WaitDispatched(ctx context.Context, off int64) error {
 	return s.reput.WaitFor(ctx, off)
 }
 
-// Dispatch runs one reput pass in the caller's goroutine (for Manual
-// stores and tools) and returns how many records it dispatched.
+// Dispatch runs one reput pass in the caller's goroutine (for stores in
+// manual mode, which dispatch only when asked) and returns how many records it dispatched.
 func (s *Store) Dispatch() (int, error) {
 	// Held shared so that Close cannot shut the files down under a pass
 	// (a pass on shut-down queues would create new ConsumeQueue files).
@@ -497,7 +505,7 @@ func (s *Store) Close() error {
 	if s.cqFlusher != nil {
 		s.cqFlusher.close()
 	}
-	if s.cfg.Manual && s.failed.Load() == nil {
+	if s.cfg.hooks.Manual && s.failed.Load() == nil {
 		// Nothing dispatched in the background: drain here, so that a
 		// Manual store also closes cleanly (RocketMQ's shutdown waits
 		// for dispatchBehindBytes to reach 0).

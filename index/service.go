@@ -13,6 +13,7 @@ import (
 	"github.com/rocketstore/rocketstore/backend"
 	"github.com/rocketstore/rocketstore/dispatch"
 	"github.com/rocketstore/rocketstore/engine/record"
+	"github.com/rocketstore/rocketstore/internal/defaults"
 )
 
 // Sentinel errors.
@@ -39,18 +40,10 @@ type Config struct {
 }
 
 func (c Config) withDefaults() Config {
-	if c.MaxHashSlotNum == 0 {
-		c.MaxHashSlotNum = defaultHashSlotNum
-	}
-	if c.MaxIndexNum == 0 {
-		c.MaxIndexNum = defaultIndexNum
-	}
-	if c.Now == nil {
-		c.Now = func() int64 { return time.Now().UnixMilli() }
-	}
-	if c.Logger == nil {
-		c.Logger = slog.Default()
-	}
+	defaults.Set(&c.MaxHashSlotNum, defaultHashSlotNum)
+	defaults.Set(&c.MaxIndexNum, defaultIndexNum)
+	defaults.Set(&c.Now, func() int64 { return time.Now().UnixMilli() })
+	defaults.Set(&c.Logger, slog.Default())
 	return c
 }
 

@@ -12,6 +12,7 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/rocketstore/rocketstore/engine"
+	"github.com/rocketstore/rocketstore/internal/hooks"
 )
 
 var brokenVariants = flag.Bool("brokenvariants", false, "run the broken variants with rapid's full budget, random seeds and shrinking (CI runs them with a fixed seed and no shrinking)")
@@ -25,26 +26,26 @@ type variant struct {
 	modify   func(*setup)
 }
 
-// unsafeVariant switches one engine safety step off (engine.Config.Unsafe).
-func unsafeVariant(f func(*engine.Unsafe)) func(*setup) {
-	return func(s *setup) { s.cfgHook = func(c *engine.Config) { f(&c.Unsafe) } }
+// unsafeVariant switches one engine safety step off (internal/hooks).
+func unsafeVariant(f func(*hooks.Engine)) func(*setup) {
+	return func(s *setup) { s.cfgHook = func(c *engine.Config) { f(hooks.EngineOf(c)) } }
 }
 
 // allVariants lists one variant per safety step: the directory sync is
-// disabled in crashsim, the others by the engine's Unsafe hook. (The
+// disabled in crashsim, the others by the engine's hooks (internal/hooks). (The
 // resynchronisation past damaged records has its own broken variant,
 // TestBrokenVariantTruncateAtDamage: the crash model never damages synced
 // data.)
 func allVariants() []variant {
 	return []variant{
 		{"NoDirSync", "P1", func(s *setup) { s.fsOpts.IgnoreSyncDir = true }},
-		{"NoCRCCheck", "P2", unsafeVariant(func(u *engine.Unsafe) { u.NoCRCCheck = true })},
-		{"NoTailZeroing", "P2", unsafeVariant(func(u *engine.Unsafe) { u.NoTailZeroing = true })},
-		{"NoPhysicalOffsetCheck", "P2", unsafeVariant(func(u *engine.Unsafe) { u.NoPhysicalOffsetCheck = true })},
-		{"NoMaxPhysicOffsetCheck", "P3", unsafeVariant(func(u *engine.Unsafe) { u.NoMaxPhysicOffsetCheck = true })},
-		{"IgnoreDispatchErrors", "P3", unsafeVariant(func(u *engine.Unsafe) { u.IgnoreDispatchErrors = true })},
-		{"NoRecoverySync", "P1", unsafeVariant(func(u *engine.Unsafe) { u.NoRecoverySync = true })},
-		{"NoRedirty", "P1", unsafeVariant(func(u *engine.Unsafe) { u.NoRedirty = true })},
+		{"NoCRCCheck", "P2", unsafeVariant(func(u *hooks.Engine) { u.NoCRCCheck = true })},
+		{"NoTailZeroing", "P2", unsafeVariant(func(u *hooks.Engine) { u.NoTailZeroing = true })},
+		{"NoPhysicalOffsetCheck", "P2", unsafeVariant(func(u *hooks.Engine) { u.NoPhysicalOffsetCheck = true })},
+		{"NoMaxPhysicOffsetCheck", "P3", unsafeVariant(func(u *hooks.Engine) { u.NoMaxPhysicOffsetCheck = true })},
+		{"IgnoreDispatchErrors", "P3", unsafeVariant(func(u *hooks.Engine) { u.IgnoreDispatchErrors = true })},
+		{"NoRecoverySync", "P1", unsafeVariant(func(u *hooks.Engine) { u.NoRecoverySync = true })},
+		{"NoRedirty", "P1", unsafeVariant(func(u *hooks.Engine) { u.NoRedirty = true })},
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 
 	"github.com/rocketstore/rocketstore/backend/memfs"
 	"github.com/rocketstore/rocketstore/engine"
+	"github.com/rocketstore/rocketstore/internal/hooks"
 )
 
 // damagedStore writes messages into three 4 KiB CommitLog files, closes
@@ -17,7 +18,7 @@ import (
 func damagedStore(t *testing.T) (afero.Fs, []engine.PutResult, int) {
 	t.Helper()
 	afs := afero.NewMemMapFs()
-	s, err := engine.Open(memfs.New(afs), engine.Config{CommitLogFileSize: 4096, ConsumeQueueUnits: 16, Manual: true, Logger: quiet})
+	s, err := engine.Open(memfs.New(afs), hooks.Manual(engine.Config{CommitLogFileSize: 4096, ConsumeQueueUnits: 16, Logger: quiet}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,12 +63,12 @@ func checkDamageKeepsRest(s *engine.Store, puts []engine.PutResult, victim int) 
 
 // TestBrokenVariantTruncateAtDamage shows that resynchronising past a
 // damaged record is necessary: RocketMQ's truncation at the first bad
-// record (Unsafe.TruncateAtDamage) loses synced messages, and P1 says so.
+// record (the TruncateAtDamage hook) loses synced messages, and P1 says so.
 func TestBrokenVariantTruncateAtDamage(t *testing.T) {
 	for _, broken := range []bool{false, true} {
 		afs, puts, victim := damagedStore(t)
-		cfg := engine.Config{CommitLogFileSize: 4096, ConsumeQueueUnits: 16, Manual: true, Logger: quiet}
-		cfg.Unsafe.TruncateAtDamage = broken
+		cfg := hooks.Manual(engine.Config{CommitLogFileSize: 4096, ConsumeQueueUnits: 16, Logger: quiet})
+		hooks.EngineOf(&cfg).TruncateAtDamage = broken
 		s, err := engine.Open(memfs.New(afs), cfg)
 		if err != nil {
 			t.Fatal(err)

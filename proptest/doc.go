@@ -1,6 +1,6 @@
 // Package proptest holds the property-based crash tests of the engine: rapid
 // state machines that drive the real engine (engine.Open on a crashsim FS,
-// Config.Manual) through puts, flushes, dispatch, clean restarts, process
+// manual mode, internal/hooks) through puts, flushes, dispatch, clean restarts, process
 // kills, power cuts (between operations, at the k-th write, during
 // recovery) and injected I/O errors, and check properties P1–P6 of
 // shared/design.md against a simple model after every recovery; the
@@ -15,7 +15,7 @@
 //	ROCKETSTORE_SOAK=1 go test ./proptest -timeout 60m
 //
 // The broken-variant test (each safety step switched off in turn, through
-// engine.Config.Unsafe or crashsim's IgnoreSyncDir; rapid must find a
+// internal/hooks.Engine or crashsim's IgnoreSyncDir; rapid must find a
 // counterexample for each) runs with
 //
 //	go test ./proptest -run TestBrokenVariants -brokenvariants -v

@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"os"
 	"path"
-	"path/filepath"
 	"testing"
 
 	"github.com/spf13/afero"
@@ -18,29 +17,20 @@ import (
 	"github.com/rocketstore/rocketstore/broker/offset"
 	"github.com/rocketstore/rocketstore/engine"
 	"github.com/rocketstore/rocketstore/engine/record"
+	"github.com/rocketstore/rocketstore/internal/fixture"
+	"github.com/rocketstore/rocketstore/internal/hooks"
 )
 
-// addFixture seeds f with a RocketMQ-written file from
-// shared/testdata/rocketmq-4x (found above the working directory, where
-// the repository sits beside shared/). The committed corpus under
-// testdata/fuzz holds the same seeds, so a missing file only loses a
-// duplicate.
+// addFixture seeds f with a RocketMQ-written file from the shared
+// fixtures (see internal/fixture). The committed corpus under testdata/fuzz
+// holds the same seeds, so a missing file only loses a duplicate.
 func addFixture(f *testing.F, name string, limit int) {
-	dir, err := os.Getwd()
+	p, err := fixture.Find(name)
 	if err != nil {
 		return
 	}
-	for {
-		b, err := os.ReadFile(filepath.Join(dir, "shared", "testdata", "rocketmq-4x", filepath.FromSlash(name)))
-		if err == nil {
-			f.Add(b[:min(len(b), limit)])
-			return
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return
-		}
-		dir = parent
+	if b, err := os.ReadFile(p); err == nil {
+		f.Add(b[:min(len(b), limit)])
 	}
 }
 
@@ -85,8 +75,7 @@ func openFuzzStore(t *testing.T, name string, data []byte) {
 	if err := afero.WriteFile(afs, name, data, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	s, err := engine.Open(memfs.New(afs), engine.Config{CommitLogFileSize: 4096, ConsumeQueueUnits: 16,
-		Manual: true, Logger: quiet})
+	s, err := engine.Open(memfs.New(afs), hooks.Manual(engine.Config{CommitLogFileSize: 4096, ConsumeQueueUnits: 16, Logger: quiet}))
 	if err != nil {
 		return
 	}

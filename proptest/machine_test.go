@@ -10,6 +10,7 @@ import (
 
 	"github.com/rocketstore/rocketstore/crashsim"
 	"github.com/rocketstore/rocketstore/engine"
+	"github.com/rocketstore/rocketstore/internal/hooks"
 )
 
 // setup is what one test case runs on; rapid draws it.
@@ -64,14 +65,13 @@ type machine struct {
 var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 
 func (m *machine) config() engine.Config {
-	cfg := engine.Config{
+	cfg := hooks.Manual(engine.Config{
 		CommitLogFileSize: m.st.fileSize,
 		ConsumeQueueUnits: m.st.cqUnits,
 		FlushDiskType:     m.st.flush,
-		Manual:            true,
 		Logger:            quiet,
 		Now:               func() int64 { return m.clock },
-	}
+	})
 	if m.st.cfgHook != nil {
 		m.st.cfgHook(&cfg)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/rocketstore/rocketstore/crashsim"
 	"github.com/rocketstore/rocketstore/engine"
 	"github.com/rocketstore/rocketstore/engine/record"
+	"github.com/rocketstore/rocketstore/internal/hooks"
 )
 
 // op is one step of a metamorphic operation log.
@@ -71,8 +72,8 @@ func runLog(t *rapid.T, ops []op, cfg variantCfg) map[queueKey][]historyEntry {
 		fs, reopen = c, func() backend.FS { return c }
 	}
 	clock := int64(1_700_000_000_000)
-	ecfg := engine.Config{CommitLogFileSize: cfg.fileSize, ConsumeQueueUnits: 16, FlushDiskType: cfg.flush,
-		Manual: true, Logger: quiet, Now: func() int64 { clock++; return clock }}
+	ecfg := hooks.Manual(engine.Config{CommitLogFileSize: cfg.fileSize, ConsumeQueueUnits: 16, FlushDiskType: cfg.flush,
+		Logger: quiet, Now: func() int64 { clock++; return clock }})
 	s, err := engine.Open(fs, ecfg)
 	if err != nil {
 		t.Fatal(err)

@@ -19,6 +19,7 @@ import (
 	"github.com/rocketstore/rocketstore/engine"
 	"github.com/rocketstore/rocketstore/engine/record"
 	"github.com/rocketstore/rocketstore/index"
+	"github.com/rocketstore/rocketstore/internal/hooks"
 )
 
 // p7 is the state machine of TestP7OffsetsAcrossPowerCuts: a Manual broker
@@ -66,7 +67,7 @@ func (m *p7) init(t *rapid.T) {
 			Logger: slog.New(slog.NewTextHandler(io.Discard, nil))},
 		Index: index.Config{MaxHashSlotNum: 16, MaxIndexNum: 32},
 	}
-	m.cfg.Store.Manual = true
+	hooks.EngineOf(&m.cfg.Store).Manual = true
 	m.cfg.Store.Now = m.clock.Load
 	m.cfg.Store.DelayLevels = []time.Duration{time.Second, 3 * time.Second}
 	m.persisted = map[string]map[int32]int64{}

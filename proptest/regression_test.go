@@ -11,6 +11,7 @@ import (
 
 	"github.com/rocketstore/rocketstore/crashsim"
 	"github.com/rocketstore/rocketstore/engine"
+	"github.com/rocketstore/rocketstore/internal/hooks"
 )
 
 // TestRegressionMkdirParentSync runs the state machine on a strict POSIX
@@ -107,7 +108,7 @@ func TestRegressionFlushAfterFailedSync(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := engine.Open(fs, engine.Config{CommitLogFileSize: 4096, ConsumeQueueUnits: 4, Manual: true, Logger: quiet})
+	s, err := engine.Open(fs, hooks.Manual(engine.Config{CommitLogFileSize: 4096, ConsumeQueueUnits: 4, Logger: quiet}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -140,7 +141,7 @@ func TestRegressionFlushAfterFailedSync(t *testing.T) {
 // by zeroing (and syncing) a file before truncation removes it.
 func TestRegressionStaleTailFileBlock(t *testing.T) {
 	opts := crashsim.Options{ReuseFreedBlocks: true}
-	cfg := engine.Config{CommitLogFileSize: 4096, ConsumeQueueUnits: 4, Manual: true, Logger: quiet}
+	cfg := hooks.Manual(engine.Config{CommitLogFileSize: 4096, ConsumeQueueUnits: 4, Logger: quiet})
 	put3 := func(s *engine.Store, b byte) {
 		for range 3 { // 1500-byte bodies: the third rolls to file 4096
 			if _, err := s.Put(context.Background(), &engine.Message{Topic: "T", Body: bytes.Repeat([]byte{b}, 1500)}); err != nil {

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"log/slog"
 	"time"
+
+	"github.com/rocketstore/rocketstore/internal/defaults"
 )
 
 // Options configures a Server or a Client connection. The zero value means
@@ -100,32 +102,14 @@ func (o Options) Validate() error {
 
 // withDefaults returns o with every zero field replaced by its default.
 func (o Options) withDefaults() Options {
-	if o.MaxFrameSize == 0 {
-		o.MaxFrameSize = DefaultMaxFrameSize
-	}
-	if o.IdleTimeout == 0 {
-		o.IdleTimeout = DefaultIdleTimeout
-	}
-	if o.WriteTimeout == 0 {
-		o.WriteTimeout = DefaultWriteTimeout
-	}
-	if o.WriteQueueLen == 0 {
-		o.WriteQueueLen = DefaultWriteQueueLen
-	}
-	if o.WriteQueueBytes == 0 {
-		o.WriteQueueBytes = DefaultWriteQueueBytes
-	}
-	if o.MaxConcurrentRequests == 0 {
-		o.MaxConcurrentRequests = DefaultMaxConcurrentRequests
-	}
-	if o.MaxReceiveBytes == 0 {
-		o.MaxReceiveBytes = DefaultMaxReceiveBytes
-	}
-	if o.ReceiveBudgetWait == 0 {
-		o.ReceiveBudgetWait = DefaultReceiveBudgetWait
-	}
-	if o.Logger == nil {
-		o.Logger = slog.Default()
-	}
+	defaults.Set(&o.MaxFrameSize, DefaultMaxFrameSize)
+	defaults.Set(&o.IdleTimeout, DefaultIdleTimeout)
+	defaults.Set(&o.WriteTimeout, DefaultWriteTimeout)
+	defaults.Set(&o.WriteQueueLen, DefaultWriteQueueLen)
+	defaults.Set(&o.WriteQueueBytes, DefaultWriteQueueBytes)
+	defaults.Set(&o.MaxConcurrentRequests, DefaultMaxConcurrentRequests)
+	defaults.Set(&o.MaxReceiveBytes, DefaultMaxReceiveBytes)
+	defaults.Set(&o.ReceiveBudgetWait, DefaultReceiveBudgetWait)
+	defaults.Set(&o.Logger, slog.Default())
 	return o
 }

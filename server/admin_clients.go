@@ -1,7 +1,6 @@
 package server
 
 import (
-	"encoding/json"
 	"slices"
 	"strings"
 	"sync"
@@ -37,27 +36,9 @@ func newClientTable() *clientTable {
 	return &clientTable{producers: map[string]map[string]*clientInfo{}, consumers: map[string]map[string]*clientInfo{}}
 }
 
-// heartbeatExtra is the part of HeartbeatData the registry ignores.
-type heartbeatExtra struct {
-	ClientID        string `json:"clientID"`
-	ProducerDataSet []struct {
-		GroupName string `json:"groupName"`
-	} `json:"producerDataSet"`
-	ConsumerDataSet []struct {
-		GroupName        string `json:"groupName"`
-		ConsumeType      string `json:"consumeType"`
-		MessageModel     string `json:"messageModel"`
-		ConsumeFromWhere string `json:"consumeFromWhere"`
-	} `json:"consumerDataSet"`
-}
-
 // adminHeartbeat records a heartbeat's producers and consumer settings.
-// The body has been validated by parseHeartbeat.
-func (s *Server) adminHeartbeat(c *remoting.Conn, req *remoting.RemotingCommand) {
-	var hb heartbeatExtra
-	if json.Unmarshal(req.Body, &hb) != nil || hb.ClientID == "" || len(hb.ProducerDataSet) > maxGroupsPerHeartbeat {
-		return
-	}
+// hb is the body as parseHeartbeat decoded it.
+func (s *Server) adminHeartbeat(c *remoting.Conn, req *remoting.RemotingCommand, hb *heartbeatData) {
 	now := s.cfg.Now()
 	t := s.clientTable
 	t.mu.Lock()
@@ -69,19 +50,16 @@ func (s *Server) adminHeartbeat(c *remoting.Conn, req *remoting.RemotingCommand)
 			table[group] = g
 		}
 		ci := &clientInfo{conn: c, language: req.Language.String(), version: req.Version, lastUpdate: now}
-		g[hb.ClientID] = ci
+		g[hb.clientID] = ci
 		return ci
 	}
-	for _, p := range hb.ProducerDataSet {
-		if p.GroupName != "" {
-			put(t.producers, p.GroupName)
-		}
+	for _, p := range hb.producers {
+		put(t.producers, p)
 	}
-	for _, cd := range hb.ConsumerDataSet {
-		if cd.GroupName != "" {
-			ci := put(t.consumers, cd.GroupName)
-			ci.consumeType, ci.messageModel, ci.consumeFromWhere = cd.ConsumeType, cd.MessageModel, cd.ConsumeFromWhere
-		}
+	for i, cd := range hb.consumers {
+		ci := put(t.consumers, cd.GroupName)
+		e := hb.consumerEnums[i]
+		ci.consumeType, ci.messageModel, ci.consumeFromWhere = e[0], e[1], e[2]
 	}
 }
 

@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"maps"
 	"slices"
@@ -11,7 +10,6 @@ import (
 
 	"github.com/rocketstore/rocketstore/admin"
 	"github.com/rocketstore/rocketstore/broker"
-	"github.com/rocketstore/rocketstore/broker/config"
 	"github.com/rocketstore/rocketstore/engine/record"
 	"github.com/rocketstore/rocketstore/filter"
 	"github.com/rocketstore/rocketstore/remoting"
@@ -21,15 +19,9 @@ import (
 // UPDATE_AND_CREATE_SUBSCRIPTIONGROUP (200): body a SubscriptionGroupConfig.
 // Fields the body leaves out keep RocketMQ's defaults.
 func (s *Server) updateAndCreateSubscriptionGroup(_ context.Context, c *remoting.Conn, req *remoting.RemotingCommand) (*remoting.RemotingCommand, error) {
-	var probe struct {
-		GroupName string `json:"groupName"`
-	}
-	if err := json.Unmarshal(req.Body, &probe); err != nil {
-		return badRequest(req, fmt.Errorf("bad SubscriptionGroupConfig body: %w", err))
-	}
-	g := config.NewSubscriptionGroupConfig(probe.GroupName)
-	if err := json.Unmarshal(req.Body, &g); err != nil {
-		return badRequest(req, fmt.Errorf("bad SubscriptionGroupConfig body: %w", err))
+	g, err := parseSubscriptionGroup(req.Body)
+	if err != nil {
+		return s.refuse(req, c, err)
 	}
 	if err := checkGroupName(g.GroupName); err != nil {
 		return badRequest(req, err)

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"fmt"
 	"maps"
 	"sync"
 
@@ -19,6 +20,20 @@ type kvTable struct {
 
 func newKVTable() *kvTable { return &kvTable{table: map[string]map[string]string{}} }
 
+// Bounds on the KV table, so that a client cannot grow it without end.
+const (
+	maxKVEntries   = 10000
+	maxKVValueSize = 64 << 10
+)
+
+func (t *kvTable) size() int {
+	n := 0
+	for _, ns := range t.table {
+		n += len(ns)
+	}
+	return n
+}
+
 // putKVConfig answers PUT_KV_CONFIG (100): header namespace, key, value.
 func (s *Server) putKVConfig(_ context.Context, _ *remoting.Conn, req *remoting.RemotingCommand) (*remoting.RemotingCommand, error) {
 	f := req.Fields()
@@ -26,8 +41,14 @@ func (s *Server) putKVConfig(_ context.Context, _ *remoting.Conn, req *remoting.
 	if err := f.Err(); err != nil {
 		return badRequest(req, err)
 	}
+	if len(ns)+len(key)+len(value) > maxKVValueSize {
+		return badRequest(req, fmt.Errorf("KV config %s/%s: %d bytes, at most %d", ns, key, len(ns)+len(key)+len(value), maxKVValueSize))
+	}
 	s.kv.mu.Lock()
 	defer s.kv.mu.Unlock()
+	if _, exists := s.kv.table[ns][key]; !exists && s.kv.size() >= maxKVEntries {
+		return req.NewResponse(remoting.CodeSystemError, fmt.Sprintf("the KV config holds %d entries, the most it takes", maxKVEntries)), nil
+	}
 	if s.kv.table[ns] == nil {
 		s.kv.table[ns] = map[string]string{}
 	}

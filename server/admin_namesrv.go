@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"encoding/json"
 	"maps"
 	"slices"
 	"strings"
@@ -181,7 +180,7 @@ func (s *Server) writePermHandler(add bool) handlerFunc {
 // body the broker's DataVersion; ext changed tells whether it differs from
 // the version the broker last registered (always true for an unknown
 // broker), and the body is that registered version.
-func (s *Server) queryDataVersion(_ context.Context, _ *remoting.Conn, req *remoting.RemotingCommand) (*remoting.RemotingCommand, error) {
+func (s *Server) queryDataVersion(_ context.Context, c *remoting.Conn, req *remoting.RemotingCommand) (*remoting.RemotingCommand, error) {
 	f := req.Fields()
 	addr := f.OptString("brokerAddr", "")
 	if err := f.Err(); err != nil {
@@ -189,9 +188,11 @@ func (s *Server) queryDataVersion(_ context.Context, _ *remoting.Conn, req *remo
 	}
 	var got admin.DataVersion
 	if len(req.Body) > 0 {
-		if err := json.Unmarshal(req.Body, &got); err != nil {
-			return badRequest(req, err)
+		dv, err := parseDataVersionBody(req.Body)
+		if err != nil {
+			return s.refuse(req, c, err)
 		}
+		got = admin.DataVersion{Timestamp: dv.Timestamp, Counter: dv.Counter}
 	}
 	have, ok := s.routes.dataVersion(addr)
 	if !ok && s.localBroker() && (addr == "" || addr == s.BrokerAddr()) {

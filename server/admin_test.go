@@ -354,6 +354,8 @@ func TestAdminNameServerCodes(t *testing.T) {
 	wantCode(t, e.call(102, nil, "namespace", "ns", "key", "k"), 0)
 	wantCode(t, e.call(219, nil, "namespace", "ns"), remoting.CodeQueryNotFound)
 	wantCode(t, e.call(100, nil, "namespace", "ns"), remoting.CodeSystemError)
+	wantCode(t, e.call(100, nil, "namespace", "ns", "key", "big", "value", strings.Repeat("x", 70<<10)), remoting.CodeSystemError)
+	wantCode(t, e.call(101, nil, "namespace", "ns", "key", "big"), remoting.CodeQueryNotFound)
 
 	// Write permission wiped and given back.
 	resp = e.call(205, nil, "brokerName", "broker-a")

@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"sync"
@@ -187,23 +186,13 @@ func (s *Server) notifyIDsChanged(group string) {
 	}
 }
 
-// heartbeatBody is HeartbeatData as the clients send it.
-type heartbeatBody struct {
-	ClientID        string `json:"clientID"`
-	ConsumerDataSet []struct {
-		GroupName           string `json:"groupName"`
-		ConsumeType         string `json:"consumeType"`
-		MessageModel        string `json:"messageModel"`
-		ConsumeFromWhere    string `json:"consumeFromWhere"`
-		UnitMode            bool   `json:"unitMode"`
-		SubscriptionDataSet []struct {
-			Topic          string `json:"topic"`
-			SubString      string `json:"subString"`
-			SubVersion     int64  `json:"subVersion"`
-			ExpressionType string `json:"expressionType"`
-		} `json:"subscriptionDataSet"`
-	} `json:"consumerDataSet"`
-}
+// Enums of HeartbeatData's ConsumerData, by Java ordinal (RocketMQ 4.9).
+var (
+	consumeTypes      = []string{"CONSUME_ACTIVELY", "CONSUME_PASSIVELY"}
+	messageModels     = []string{"BROADCASTING", "CLUSTERING"}
+	consumeFromWheres = []string{"CONSUME_FROM_LAST_OFFSET", "CONSUME_FROM_LAST_OFFSET_AND_FROM_MIN_WHEN_BOOT_FIRST",
+		"CONSUME_FROM_MIN_OFFSET", "CONSUME_FROM_MAX_OFFSET", "CONSUME_FROM_FIRST_OFFSET", "CONSUME_FROM_TIMESTAMP"}
+)
 
 // Bounds on one heartbeat, so that a hostile body cannot make the broker
 // create groups without end.
@@ -212,37 +201,75 @@ const (
 	maxSubscriptionsPerHeartbeat = 10000
 )
 
-// parseHeartbeat decodes and bounds a heartbeat body.
-func parseHeartbeat(body []byte) (string, []broker.ConsumerData, error) {
-	var hb heartbeatBody
-	if err := json.Unmarshal(body, &hb); err != nil {
-		return "", nil, fmt.Errorf("bad heartbeat body: %w", err)
+// heartbeatData is a decoded HeartbeatData.
+type heartbeatData struct {
+	clientID  string
+	consumers []broker.ConsumerData
+	// consumerEnums are the consumers' consumeType, messageModel and
+	// consumeFromWhere by name ("" when not sent), for the admin codes.
+	consumerEnums [][3]string
+	producers     []string
+}
+
+// parseHeartbeat decodes and bounds a heartbeat body (HeartbeatData) as
+// fastjson does (see lenient.go): the Java, Go and JavaScript clients send
+// the enums by name and subVersion as a number, the C++ core (and the
+// Python, PHP and Go v1 clients above it) the enums by ordinal and
+// subVersion as a string. tagsSet and codeSet are ignored: the broker
+// computes the tag sets itself.
+func parseHeartbeat(body []byte) (*heartbeatData, error) {
+	d, o, err := decodeObject("heartbeat body", body)
+	if err != nil {
+		return nil, err
 	}
-	if hb.ClientID == "" {
-		return "", nil, fmt.Errorf("heartbeat without clientID")
+	hb := &heartbeatData{clientID: o.str("clientID")}
+	cds := o.objects("consumerDataSet", maxGroupsPerHeartbeat)
+	for _, pd := range o.objects("producerDataSet", maxGroupsPerHeartbeat) {
+		if g := pd.str("groupName"); g != "" {
+			hb.producers = append(hb.producers, g)
+		}
 	}
-	if len(hb.ConsumerDataSet) > maxGroupsPerHeartbeat {
-		return "", nil, fmt.Errorf("heartbeat with %d consumer groups, max %d", len(hb.ConsumerDataSet), maxGroupsPerHeartbeat)
+	if d.err != nil {
+		return nil, d.err
+	}
+	if hb.clientID == "" {
+		return nil, &fieldError{Body: "heartbeat body", Field: "clientID", Value: `""`, Reason: "missing"}
 	}
 	subs := 0
-	out := make([]broker.ConsumerData, 0, len(hb.ConsumerDataSet))
-	for _, cd := range hb.ConsumerDataSet {
-		if cd.GroupName == "" {
-			return "", nil, fmt.Errorf("heartbeat with an unnamed consumer group")
+	for _, cd := range cds {
+		data := broker.ConsumerData{GroupName: cd.str("groupName"), UnitMode: cd.boolean("unitMode", false)}
+		enums := [3]string{enumName(cd, "consumeType", consumeTypes), enumName(cd, "messageModel", messageModels),
+			enumName(cd, "consumeFromWhere", consumeFromWheres)}
+		if enums[1] == "BROADCASTING" {
+			data.MessageModel = broker.Broadcasting
 		}
-		if subs += len(cd.SubscriptionDataSet); subs > maxSubscriptionsPerHeartbeat {
-			return "", nil, fmt.Errorf("heartbeat with more than %d subscriptions", maxSubscriptionsPerHeartbeat)
+		if d.err == nil && data.GroupName == "" {
+			d.fail(cd.path+".groupName", nil, "missing: an unnamed consumer group")
 		}
-		d := broker.ConsumerData{GroupName: cd.GroupName, UnitMode: cd.UnitMode}
-		if cd.MessageModel == "BROADCASTING" {
-			d.MessageModel = broker.Broadcasting
+		sds := cd.objects("subscriptionDataSet", maxSubscriptionsPerHeartbeat)
+		if subs += len(sds); subs > maxSubscriptionsPerHeartbeat {
+			d.fail(cd.path+".subscriptionDataSet", fmt.Sprintf("%d in all", subs), fmt.Sprintf("more than %d subscriptions", maxSubscriptionsPerHeartbeat))
 		}
-		for _, sd := range cd.SubscriptionDataSet {
-			d.Subscriptions = append(d.Subscriptions, subscription(sd.Topic, sd.SubString, sd.ExpressionType, sd.SubVersion))
+		for _, sd := range sds {
+			data.Subscriptions = append(data.Subscriptions, subscription(sd.str("topic"), sd.str("subString"),
+				sd.str("expressionType"), sd.int("subVersion", 64, 0)))
 		}
-		out = append(out, d)
+		if d.err != nil {
+			return nil, d.err
+		}
+		hb.consumers = append(hb.consumers, data)
+		hb.consumerEnums = append(hb.consumerEnums, enums)
 	}
-	return hb.ClientID, out, nil
+	return hb, nil
+}
+
+// enumName reads enum key of o by name or ordinal and returns its name, ""
+// when absent.
+func enumName(o jobj, key string, names []string) string {
+	if !o.has(key) {
+		return ""
+	}
+	return names[o.enum(key, names, 0)]
 }
 
 // subscription builds the broker's SubscriptionData from a heartbeat's
@@ -265,14 +292,15 @@ func subscription(topic, sub, typ string, version int64) *filter.SubscriptionDat
 // RocketMQ does), records the client's connection and time, and notifies
 // the group when the client is new to it.
 func (s *Server) heartbeat(_ context.Context, c *remoting.Conn, req *remoting.RemotingCommand) (*remoting.RemotingCommand, error) {
-	clientID, consumers, err := parseHeartbeat(req.Body)
+	hb, err := parseHeartbeat(req.Body)
 	if err != nil {
-		return badRequest(req, err)
+		return s.refuse(req, c, err)
 	}
+	clientID, consumers := hb.clientID, hb.consumers
 	if code, remark := s.b.Heartbeat(clientID, consumers); code != broker.Success {
 		return reply(req, code, remark), nil
 	}
-	s.adminHeartbeat(c, req)
+	s.adminHeartbeat(c, req, hb)
 	now := s.cfg.Now()
 	s.producers.heartbeat(req.Body, c, now)
 	for _, d := range consumers {

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rocketstore/rocketstore/internal/defaults"
 	"github.com/rocketstore/rocketstore/remoting"
 )
 
@@ -152,45 +153,19 @@ const (
 )
 
 func (c Config) withDefaults() Config {
-	if c.BrokerName == "" {
-		c.BrokerName = DefaultBrokerName
-	}
-	if c.ClusterName == "" {
-		c.ClusterName = DefaultClusterName
-	}
-	if c.ChannelExpiry == 0 {
-		c.ChannelExpiry = DefaultChannelExpiry
-	}
-	if c.LockExpiry == 0 {
-		c.LockExpiry = DefaultLockExpiry
-	}
-	if c.ScanInterval == 0 {
-		c.ScanInterval = DefaultScanInterval
-	}
-	if c.MaxHeldPullsPerConn == 0 {
-		c.MaxHeldPullsPerConn = DefaultMaxHeldPullsPerConn
-	}
-	if c.MaxSuspend == 0 {
-		c.MaxSuspend = DefaultMaxSuspend
-	}
-	if c.Logger == nil {
-		c.Logger = slog.Default()
-	}
-	if c.Remoting.Logger == nil {
-		c.Remoting.Logger = c.Logger
-	}
-	if c.Now == nil {
-		c.Now = time.Now
-	}
-	if c.RegisterInterval == 0 {
-		c.RegisterInterval = DefaultRegisterInterval
-	}
-	if c.RegisterTimeout == 0 {
-		c.RegisterTimeout = DefaultRegisterTimeout
-	}
-	if c.BrokerExpiry == 0 {
-		c.BrokerExpiry = DefaultBrokerExpiry
-	}
+	defaults.Set(&c.BrokerName, DefaultBrokerName)
+	defaults.Set(&c.ClusterName, DefaultClusterName)
+	defaults.Set(&c.ChannelExpiry, DefaultChannelExpiry)
+	defaults.Set(&c.LockExpiry, DefaultLockExpiry)
+	defaults.Set(&c.ScanInterval, DefaultScanInterval)
+	defaults.Set(&c.MaxHeldPullsPerConn, DefaultMaxHeldPullsPerConn)
+	defaults.Set(&c.MaxSuspend, DefaultMaxSuspend)
+	defaults.Set(&c.Logger, slog.Default())
+	defaults.Set(&c.Remoting.Logger, c.Logger)
+	defaults.Set(&c.Now, time.Now)
+	defaults.Set(&c.RegisterInterval, DefaultRegisterInterval)
+	defaults.Set(&c.RegisterTimeout, DefaultRegisterTimeout)
+	defaults.Set(&c.BrokerExpiry, DefaultBrokerExpiry)
 	return c
 }
 

@@ -5,7 +5,8 @@
 //
 // Roles and codes:
 //
-//	name server  GET_ROUTEINFO_BY_TOPIC 105, GET_BROKER_CLUSTER_INFO 106,
+//	name server  REGISTER_BROKER 103, UNREGISTER_BROKER 104,
+//	             GET_ROUTEINFO_BY_TOPIC 105, GET_BROKER_CLUSTER_INFO 106,
 //	             GET_ALL_TOPIC_LIST_FROM_NAMESERVER 206, DELETE_TOPIC_IN_NAMESRV 216
 //	producer     SEND_MESSAGE 10, SEND_MESSAGE_V2 310, SEND_BATCH_MESSAGE 320
 //	consumer     PULL_MESSAGE 11 (long polling), QUERY_CONSUMER_OFFSET 14,
@@ -25,7 +26,14 @@
 // Every other code is answered REQUEST_CODE_NOT_SUPPORTED (3). A request
 // whose header lacks a required field, or has one that does not parse, is
 // answered SYSTEM_ERROR (1) with the field named in the remark, as the Java
-// broker answers a RemotingCommandException.
+// broker answers a RemotingCommandException. JSON bodies are decoded as
+// the Java broker's fastjson decodes them (lenient.go), and every refused
+// header or body field is logged at WARN with its name and value.
+//
+// Config.Role runs both roles (the default), the broker only, or the name
+// server only. A broker with Config.NamesrvAddr registers with those name
+// servers (registrar.go); a name server keeps the registered broker groups
+// and merges their queues into each topic's route (namesrv.go).
 //
 // Clients are tracked by heartbeat: a client is registered in the groups
 // of its heartbeat and expires when its connection closes or when it has

@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"sync"
 	"time"
@@ -123,25 +122,39 @@ func (m *lockManager) expire() {
 // maxLockBatch bounds the queues of one lock request.
 const maxLockBatch = 10000
 
+// parseLockBody decodes LockBatchRequestBody / UnlockBatchRequestBody as
+// fastjson does (see lenient.go); onlyThisBroker (4.9) is ignored: this
+// broker only answers for itself.
 func parseLockBody(body []byte) (lockBatchBody, error) {
 	var lb lockBatchBody
-	if err := json.Unmarshal(body, &lb); err != nil {
-		return lb, fmt.Errorf("bad lock batch body: %w", err)
+	d, o, err := decodeObject("lock batch body", body)
+	if err != nil {
+		return lb, err
 	}
-	switch {
-	case lb.ConsumerGroup == "" || lb.ClientID == "":
-		return lb, fmt.Errorf("lock batch body without consumerGroup or clientId")
-	case len(lb.MQSet) > maxLockBatch:
-		return lb, fmt.Errorf("lock batch of %d queues, max %d", len(lb.MQSet), maxLockBatch)
+	lb.ConsumerGroup, lb.ClientID = o.str("consumerGroup"), o.str("clientId")
+	o.boolean("onlyThisBroker", false)
+	for _, q := range o.objects("mqSet", maxLockBatch) {
+		lb.MQSet = append(lb.MQSet, parseMessageQueue(q))
+	}
+	if d.err != nil {
+		return lb, d.err
+	}
+	if lb.ConsumerGroup == "" || lb.ClientID == "" {
+		return lb, &fieldError{Body: "lock batch body", Reason: "consumerGroup or clientId missing"}
 	}
 	return lb, nil
 }
 
+// parseMessageQueue decodes a MessageQueue object.
+func parseMessageQueue(o jobj) messageQueue {
+	return messageQueue{Topic: o.str("topic"), BrokerName: o.str("brokerName"), QueueID: int(o.int("queueId", 32, 0))}
+}
+
 // lockBatchMQ answers LOCK_BATCH_MQ (41): body {"lockOKMQSet":[...]}.
-func (s *Server) lockBatchMQ(_ context.Context, _ *remoting.Conn, req *remoting.RemotingCommand) (*remoting.RemotingCommand, error) {
+func (s *Server) lockBatchMQ(_ context.Context, c *remoting.Conn, req *remoting.RemotingCommand) (*remoting.RemotingCommand, error) {
 	lb, err := parseLockBody(req.Body)
 	if err != nil {
-		return badRequest(req, err)
+		return s.refuse(req, c, err)
 	}
 	locked := s.locks.tryLockBatch(lb.ConsumerGroup, lb.ClientID, lb.MQSet)
 	return jsonBody(req, struct {
@@ -150,10 +163,10 @@ func (s *Server) lockBatchMQ(_ context.Context, _ *remoting.Conn, req *remoting.
 }
 
 // unlockBatchMQ answers UNLOCK_BATCH_MQ (42).
-func (s *Server) unlockBatchMQ(_ context.Context, _ *remoting.Conn, req *remoting.RemotingCommand) (*remoting.RemotingCommand, error) {
+func (s *Server) unlockBatchMQ(_ context.Context, c *remoting.Conn, req *remoting.RemotingCommand) (*remoting.RemotingCommand, error) {
 	lb, err := parseLockBody(req.Body)
 	if err != nil {
-		return badRequest(req, err)
+		return s.refuse(req, c, err)
 	}
 	s.locks.unlockBatch(lb.ConsumerGroup, lb.ClientID, lb.MQSet)
 	return req.NewResponse(remoting.CodeSuccess, ""), nil

@@ -1,15 +1,25 @@
 package server_test
 
 import (
+	"bytes"
+	"compress/zlib"
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"hash/crc32"
+	"io"
+	"net"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/spf13/afero"
+
+	"github.com/rocketstore/rocketstore/backend/memfs"
 	"github.com/rocketstore/rocketstore/broker"
+	"github.com/rocketstore/rocketstore/engine"
 	"github.com/rocketstore/rocketstore/remoting"
 	"github.com/rocketstore/rocketstore/server"
 )
@@ -432,5 +442,138 @@ func TestSendCreatingTopicRegistersBeforeAnswer(t *testing.T) {
 	wantCode(t, a.send("Fresh", 0, "x", ""), remoting.CodeSuccess)
 	if got := getRoute(t, n, "Fresh").addrsOf("broker-a"); got["0"] != a.adr {
 		t.Fatalf("Fresh not routed right after the send: %v", got)
+	}
+}
+
+func TestNameServerOnlyServesKVConfig(t *testing.T) {
+	_, ns := nameServer(t, nil)
+	cl := dialAddr(t, ns)
+	wantCode(t, call(t, cl, 100, nil, "namespace", "ORDER_TOPIC_CONFIG", "key", "T", "value", "broker-a:4"), remoting.CodeSuccess)
+	resp := call(t, cl, 101, nil, "namespace", "ORDER_TOPIC_CONFIG", "key", "T")
+	wantCode(t, resp, remoting.CodeSuccess)
+	if resp.ExtFields["value"] != "broker-a:4" {
+		t.Fatalf("kv %v", resp.ExtFields)
+	}
+	// Codes that read a local broker are not served without one. (205, 224
+	// and 322 are name-server codes: admin_namesrv.go answers them from the
+	// registered brokers.)
+	for _, code := range []int32{remoting.CodeHeartBeat, remoting.CodePullMessage} {
+		wantCode(t, call(t, cl, code, nil, "brokerName", "b", "cluster", "c"), remoting.CodeRequestCodeNotSupported)
+	}
+}
+
+// javaCompressedRegisterBody is RegisterBrokerBody.encode(true) of a Java
+// 4.9 broker (compressedRegister=true).
+func javaCompressedRegisterBody(t testing.TB, lines ...string) []byte {
+	t.Helper()
+	var raw bytes.Buffer
+	chunk := func(b []byte) {
+		_ = binary.Write(&raw, binary.BigEndian, int32(len(b)))
+		raw.Write(b)
+	}
+	chunk([]byte(`{"counter":7,"timestamp":1700000000000}`))
+	_ = binary.Write(&raw, binary.BigEndian, int32(len(lines)))
+	for _, l := range lines {
+		chunk([]byte(l))
+	}
+	chunk([]byte(`[]`))
+	var z bytes.Buffer
+	zw, _ := zlib.NewWriterLevel(&z, zlib.BestCompression)
+	_, _ = zw.Write(raw.Bytes())
+	_ = zw.Close()
+	return z.Bytes()
+}
+
+func TestNameServerCompressedRegistration(t *testing.T) {
+	_, ns := nameServer(t, nil)
+	cl := dialAddr(t, ns)
+	// An order topic configured in the KV config comes back in the answer.
+	wantCode(t, call(t, cl, 100, nil, "namespace", "ORDER_TOPIC_CONFIG", "key", "Ordered", "value", "broker-z:4"), remoting.CodeSuccess)
+	body := javaCompressedRegisterBody(t, "Zipped 3 5 6 SINGLE_TAG", "Multi 1 1 4 MULTI_TAG")
+	resp := call(t, cl, 103, body, "brokerName", "broker-z", "brokerAddr", "127.0.0.1:4", "clusterName", "C",
+		"haServerAddr", "", "brokerId", "0", "compressed", "true",
+		"bodyCrc32", strconv.FormatInt(int64(crc32.ChecksumIEEE(body)&0x7FFFFFFF), 10))
+	wantCode(t, resp, remoting.CodeSuccess)
+	if !strings.Contains(string(resp.Body), `"Ordered":"broker-z:4"`) {
+		t.Fatalf("answer body %s", resp.Body)
+	}
+	rd := getRoute(t, cl, "Zipped")
+	if rd == nil || rd.QueueDatas[0].ReadQueueNums != 3 || rd.QueueDatas[0].WriteQueueNums != 5 || rd.QueueDatas[0].Perm != 6 {
+		t.Fatalf("route %+v", rd)
+	}
+	for _, bad := range [][]byte{
+		javaCompressedRegisterBody(t, "Zipped 3 5 6"),              // 4 fields
+		javaCompressedRegisterBody(t, "Zipped 3 5 6 NO_SUCH_TYPE"), // unknown filter type
+		javaCompressedRegisterBody(t, "Zipped x 5 6 SINGLE_TAG"),   // not a number
+		body[:len(body)/2], // truncated stream
+	} {
+		resp := call(t, cl, 103, bad, "brokerName", "broker-y", "brokerAddr", "127.0.0.1:5", "clusterName", "C",
+			"haServerAddr", "", "brokerId", "0", "compressed", "true")
+		if resp.Code != remoting.CodeSystemError {
+			t.Fatalf("bad compressed body: code %d", resp.Code)
+		}
+	}
+	if getRoute(t, cl, "Zipped").addrsOf("broker-y") != nil {
+		t.Fatal("a refused body registered")
+	}
+}
+
+func TestReadOnlyBrokerRegistersItsPermission(t *testing.T) {
+	_, ns := nameServer(t, nil)
+	n := dialAddr(t, ns)
+	newEnv(t, func(bc *broker.Config, sc *server.Config) {
+		bc.BrokerPermission = 4 // read only
+		sc.Role, sc.NamesrvAddr = server.RoleBroker, []string{ns}
+	})
+	waitUntil(t, "registration", func() bool { return getRoute(t, n, "TBW102") != nil })
+	if rd := getRoute(t, n, "TBW102"); rd.QueueDatas[0].Perm != 4 {
+		t.Fatalf("TBW102 routed with perm %d, want the broker's 4", rd.QueueDatas[0].Perm)
+	}
+	single := newEnv(t, func(bc *broker.Config, _ *server.Config) { bc.BrokerPermission = 4 })
+	if rd := getRoute(t, single.cl, "TBW102"); rd.QueueDatas[0].Perm != 4 {
+		t.Fatalf("single node routes TBW102 with perm %d", rd.QueueDatas[0].Perm)
+	}
+}
+
+func TestCloseDoesNotWaitForSilentNameServer(t *testing.T) {
+	// A name server that accepts connections and never answers.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	var conns sync.WaitGroup
+	defer conns.Wait()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			conns.Add(1)
+			go func() {
+				defer conns.Done()
+				_, _ = io.Copy(io.Discard, c)
+			}()
+		}
+	}()
+	bc := broker.Config{Store: engine.Config{CommitLogFileSize: 1 << 20, ConsumeQueueUnits: 1000, Logger: quiet}}
+	b, err := broker.Open(memfs.New(afero.NewMemMapFs()), bc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	s, err := server.New(b, server.Config{Logger: quiet, Role: server.RoleBroker, NamesrvAddr: []string{ln.Addr().String()},
+		BrokerAddr: "127.0.0.1:1", RegisterTimeout: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(100 * time.Millisecond) // the first registration is in flight
+	start := time.Now()
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(start); d > 10*time.Second {
+		t.Fatalf("Close took %v behind a silent name server", d)
 	}
 }

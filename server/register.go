@@ -2,8 +2,10 @@ package server
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"hash/crc32"
+	"strings"
 
 	"github.com/rocketstore/rocketstore/broker/config"
 	"github.com/rocketstore/rocketstore/remoting"
@@ -98,10 +100,12 @@ func (s *Server) registerBroker(_ context.Context, c *remoting.Conn, req *remoti
 		return s.refuse(req, c, fmt.Errorf("%w: brokerId %d < 0", remoting.ErrBadField, r.id))
 	case crc != 0 && crc != bodyCRC32(req.Body):
 		return s.refuse(req, c, fmt.Errorf("crc32 not match: header bodyCrc32 %d, body %d", crc, bodyCRC32(req.Body)))
-	case compressed:
-		return s.refuse(req, c, fmt.Errorf("compressed registration bodies are not supported; set compressedRegister=false on broker %s", r.name))
 	}
-	rb, err := parseRegisterBody(req.Body)
+	parse := parseRegisterBody
+	if compressed && len(req.Body) > 0 {
+		parse = parseCompressedRegisterBody
+	}
+	rb, err := parse(req.Body)
 	if err != nil {
 		return s.refuse(req, c, err)
 	}
@@ -110,6 +114,7 @@ func (s *Server) registerBroker(_ context.Context, c *remoting.Conn, req *remoti
 	s.log.Debug("broker registered", "cluster", r.cluster, "brokerName", r.name, "brokerId", r.id,
 		"brokerAddr", r.addr, "topics", len(r.topics), "remote", peerString(c))
 	resp := req.NewResponse(remoting.CodeSuccess, "")
+	resp.Body = s.orderTopicConfig()
 	if master != "" {
 		resp.SetExt("masterAddr", master)
 	}
@@ -136,10 +141,27 @@ func (s *Server) unregisterBroker(_ context.Context, c *remoting.Conn, req *remo
 // logs it at WARN with the field and value, so that an incompatible
 // client is found from the server's log.
 func (s *Server) refuse(req *remoting.RemotingCommand, c *remoting.Conn, err error) (*remoting.RemotingCommand, error) {
+	if errors.Is(err, remoting.ErrBadField) || errors.Is(err, remoting.ErrMissingField) {
+		return badRequest(req, err) // logged by warnHeaderRefused
+	}
 	attrs := []any{"code", req.Code, "remote", peerString(c), "err", err.Error()}
 	if fe := asFieldError(err); fe != nil {
 		attrs = append(attrs, "body", fe.Body, "field", fe.Field, "value", fe.Value)
 	}
 	s.log.Warn("request refused", attrs...)
 	return badRequest(req, err)
+}
+
+// warnHeaderRefused logs at WARN an answer that refused a header field
+// (every handler answers those with the remoting package's field error,
+// which names the field and its value), so that a client that writes a
+// header differently is found from the server's log.
+func (s *Server) warnHeaderRefused(c *remoting.Conn, req *remoting.RemotingCommand, resp *remoting.RemotingCommand) {
+	for _, sentinel := range []error{remoting.ErrBadField, remoting.ErrMissingField} {
+		if strings.HasPrefix(resp.Remark, sentinel.Error()) {
+			s.log.Warn("request refused: header field", "code", req.Code, "language", req.Language.String(),
+				"remote", peerString(c), "err", resp.Remark)
+			return
+		}
+	}
 }

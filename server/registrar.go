@@ -37,8 +37,12 @@ type registrar struct {
 	clients map[string]*remoting.Client
 	closed  bool
 
-	stop chan struct{}
-	done chan struct{}
+	// ctx bounds every registration; close cancels it so that a name
+	// server that does not answer cannot hold Close up.
+	ctx    context.Context
+	cancel context.CancelFunc
+	stop   chan struct{}
+	done   chan struct{}
 }
 
 // topicCheckInterval is how often the topic table's version is compared
@@ -47,8 +51,9 @@ type registrar struct {
 const topicCheckInterval = time.Second
 
 func newRegistrar(s *Server, addrs []string) *registrar {
+	ctx, cancel := context.WithCancel(context.Background())
 	return &registrar{s: s, addrs: addrs, clients: map[string]*remoting.Client{},
-		stop: make(chan struct{}), done: make(chan struct{})}
+		ctx: ctx, cancel: cancel, stop: make(chan struct{}), done: make(chan struct{})}
 }
 
 func (r *registrar) run() {
@@ -78,6 +83,10 @@ func (r *registrar) registerAll(force bool) {
 	topics, version := r.s.b.Topics().All()
 	if !force && r.registered != nil && *r.registered == version {
 		return
+	}
+	for name, tc := range topics {
+		tc.Perm = r.s.routePerm(tc.Perm)
+		topics[name] = tc
 	}
 	addr := r.s.BrokerAddr()
 	if addr == "" {
@@ -134,7 +143,7 @@ func (r *registrar) registerOne(ns, addr string, id int64, body []byte) error {
 	req.SetExt("haServerAddr", r.s.cfg.HAServerAddr)
 	req.SetExtBool("compressed", false)
 	req.SetExtInt("bodyCrc32", int64(bodyCRC32(body)))
-	resp, err := r.invoke(context.Background(), ns, req)
+	resp, err := r.invoke(r.ctx, ns, req)
 	if err != nil {
 		r.s.log.Warn("register broker with name server", "namesrv", ns, "brokerId", id, "err", err)
 		return err
@@ -210,6 +219,9 @@ func (r *registrar) close(ctx context.Context, unregister bool) {
 	default:
 		close(r.stop)
 	}
+	if !unregister {
+		r.cancel()
+	}
 	<-r.done
 	if unregister {
 		r.regMu.Lock()
@@ -229,6 +241,7 @@ func (r *registrar) close(ctx context.Context, unregister bool) {
 		wg.Wait()
 		r.regMu.Unlock()
 	}
+	r.cancel()
 	r.mu.Lock()
 	r.closed = true
 	cls := r.clients
@@ -250,6 +263,18 @@ func (r *registrar) topicUsed(topic string) {
 			r.registerAll(false)
 		}
 	}
+}
+
+// routePerm is the perm a topic is routed with: a broker that is not both
+// readable and writable (brokerPermission) registers its own permission
+// for every topic, as RocketMQ's registerBrokerAll, so that clients stop
+// sending to (or pulling from) it.
+func (s *Server) routePerm(topicPerm int) int {
+	bp := s.b.Config().BrokerPermission
+	if !config.IsWritable(bp) || !config.IsReadable(bp) {
+		return bp
+	}
+	return topicPerm
 }
 
 // SetBrokerID changes the broker id the server registers with (0 is the

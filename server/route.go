@@ -62,7 +62,7 @@ func (s *Server) localRoute(topic string) (topicRouteData, bool) {
 	}
 	return topicRouteData{
 		QueueDatas: []queueData{{BrokerName: s.cfg.BrokerName, ReadQueueNums: tc.ReadQueueNums,
-			WriteQueueNums: tc.WriteQueueNums, Perm: tc.Perm, TopicSynFlag: tc.TopicSysFlag}},
+			WriteQueueNums: tc.WriteQueueNums, Perm: s.routePerm(tc.Perm), TopicSynFlag: tc.TopicSysFlag}},
 		BrokerDatas:  []brokerData{s.brokerData()},
 		FilterServer: map[string]any{},
 	}, true

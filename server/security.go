@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/rocketstore/rocketstore/acl"
+	"github.com/rocketstore/rocketstore/engine/record"
 	"github.com/rocketstore/rocketstore/remoting"
 )
 
@@ -246,8 +247,29 @@ func (s *Server) secure(next remoting.Handler) remoting.Handler {
 				defer done()
 			}
 		}
-		return next.Handle(ctx, c, req)
+		resp, err := next.Handle(ctx, c, req)
+		if sec.acl != nil && req.Code == remoting.CodeViewMessageByID && err == nil && resp != nil && resp.Code == remoting.CodeSuccess {
+			return sec.checkViewed(c, req, resp), nil
+		}
+		return resp, err
 	})
+}
+
+// checkViewed withholds a message looked up by id (VIEW_MESSAGE_BY_ID) from
+// an account without SUB on its topic: the topic is known only from the
+// message itself.
+func (sec *security) checkViewed(c *remoting.Conn, req, resp *remoting.RemotingCommand) *remoting.RemotingCommand {
+	m, err := record.Decode(resp.Body, req.Fields().Int64("offset"), false)
+	if err != nil {
+		return req.NewResponse(remoting.CodeSystemError, fmt.Sprintf("viewed message: %v", err))
+	}
+	if d := sec.acl.CheckResource(req, peer(c).Addr(), acl.TopicNeed(m.Topic, acl.PermSub)); d != nil {
+		inc(sec.denied, d.Reason)
+		sec.logDenial("acl: request denied", "code", req.Code, "remote", peerString(c),
+			"accessKey", d.AccessKey, "reason", d.Reason, "remark", d.Remark)
+		return req.NewResponse(remoting.CodeNoPermission, d.Remark)
+	}
+	return resp
 }
 
 func isSendCode(code int32) bool {

@@ -15,6 +15,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -39,24 +40,6 @@ accounts:
     secretKey: admin-secret-1
     admin: true
 `
-
-// syncBuffer is a log sink safe for the server's goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 type secEnv struct {
 	*env
@@ -380,4 +363,34 @@ func TestSecurityFileConfig(t *testing.T) {
 	if fc, err := server.ParseFileConfig([]byte("tlsServerMode: strict\n")); err != nil || fc.Apply(&server.NodeConfig{}) == nil {
 		t.Fatal("tlsServerMode strict accepted")
 	}
+}
+
+// TestACLViewMessageByID: looking a message up by id needs SUB on its
+// topic, which is known only from the message.
+func TestACLViewMessageByID(t *testing.T) {
+	se := newSecEnv(t, serverACL, nil)
+	for _, topic := range []string{"owned", "open"} {
+		wantCode(t, signedCall(t, se.cl, "adminKey", remoting.CodeUpdateAndCreateTopic, nil, "topic", topic,
+			"readQueueNums", "1", "writeQueueNums", "1", "perm", "6"), remoting.CodeSuccess)
+	}
+	offsetOf := func(topic string) string {
+		resp := signedCall(t, se.cl, "producer1", remoting.CodeSendMessageV2, []byte("secret body"), sendKV(topic)...)
+		wantCode(t, resp, remoting.CodeSuccess)
+		id := resp.ExtFields["msgId"]
+		off, err := strconv.ParseInt(id[len(id)-16:], 16, 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return strconv.FormatInt(off, 10)
+	}
+	owned, open := offsetOf("owned"), offsetOf("open")
+	resp := signedCall(t, se.cl, "producer1", remoting.CodeViewMessageByID, nil, "offset", owned)
+	if resp.Code != remoting.CodeSuccess || !bytes.Contains(resp.Body, []byte("secret body")) {
+		t.Fatalf("viewing a message of a SUB topic: %d %q", resp.Code, resp.Remark)
+	}
+	resp = signedCall(t, se.cl, "producer1", remoting.CodeViewMessageByID, nil, "offset", open)
+	if resp.Code != remoting.CodeNoPermission || !strings.Contains(resp.Remark, "no SUB permission on topic open") || len(resp.Body) != 0 {
+		t.Fatalf("viewing a message of a PUB-only topic: %d %q body %d bytes", resp.Code, resp.Remark, len(resp.Body))
+	}
+	wantCode(t, signedCall(t, se.cl, "adminKey", remoting.CodeViewMessageByID, nil, "offset", open), remoting.CodeSuccess)
 }

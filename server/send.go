@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/rocketstore/rocketstore/broker"
@@ -41,11 +42,20 @@ func sendHeader(req *remoting.RemotingCommand) (*broker.SendRequest, error) {
 		Properties:            f.OptString(names[8], ""),
 		ReconsumeTimes:        f.OptInt32(names[9], 0),
 		UnitMode:              f.OptBool(names[10], false),
-		// The code decides, as in the Java broker; the batch field is
-		// informational.
-		Batch: req.Code == remoting.CodeSendBatchMessage,
-		Body:  req.Body,
+		Body:                  req.Body,
 	}
+	batchName := "batch"
+	if names == &sendFieldsV2 {
+		batchName = "m"
+	}
+	batch, err := batchFlag(req, batchName)
+	if err != nil {
+		return nil, err
+	}
+	// The header's flag decides, as the 4.x broker's
+	// requestHeader.isBatch(): the C++ client sends batches as
+	// SEND_MESSAGE_V2 with m=true.
+	sr.Batch = batch
 	if _, ok := req.ExtFields[names[11]]; ok {
 		v := f.Int32(names[11])
 		sr.MaxReconsumeTimes = &v
@@ -60,12 +70,34 @@ func sendHeader(req *remoting.RemotingCommand) (*broker.SendRequest, error) {
 	return sr, nil
 }
 
+// batchFlag reads the batch flag ("batch"; "m" in the V2 header). The
+// Java broker's Boolean.parseBoolean would read anything but "true" as
+// false; a value that is neither true nor false is refused instead, so
+// that a client's batch is never stored as one message by a guess.
+func batchFlag(r *remoting.RemotingCommand, name string) (bool, error) {
+	v, ok := r.ExtFields[name]
+	if !ok {
+		return false, nil
+	}
+	switch strings.ToLower(v) {
+	case "true":
+		return true, nil
+	case "false", "":
+		return false, nil
+	}
+	return false, fmt.Errorf("%w: batch flag %q = %q is not true or false (request code %d)", remoting.ErrBadField, name, v, r.Code)
+}
+
 // sendMessage answers SEND_MESSAGE (10), SEND_MESSAGE_V2 (310) and
 // SEND_BATCH_MESSAGE (320): ext msgId, queueId and queueOffset on success.
 func (s *Server) sendMessage(ctx context.Context, c *remoting.Conn, req *remoting.RemotingCommand) (*remoting.RemotingCommand, error) {
 	sr, err := sendHeader(req)
 	if err != nil {
-		return badRequest(req, err)
+		return s.refuse(req, c, err)
+	}
+	if req.Code == remoting.CodeSendBatchMessage && !sr.Batch {
+		s.log.Warn("SEND_BATCH_MESSAGE without the batch flag: stored as one message, as RocketMQ 4.x does",
+			"topic", sr.Topic, "remote", peerString(c))
 	}
 	sr.BornHost, sr.Cluster = peer(c), s.cfg.ClusterName
 	start := time.Now()
@@ -74,6 +106,10 @@ func (s *Server) sendMessage(ctx context.Context, c *remoting.Conn, req *remotin
 		s.metrics.put(res, len(req.Body), time.Since(start))
 	}
 	if res.Code != broker.Success && res.Code != broker.FlushDiskTimeout {
+		if sr.Batch && res.Code == broker.MessageIllegal {
+			s.log.Warn("batch send refused", "topic", sr.Topic, "field", "batch", "value", "true",
+				"remark", res.Remark, "remote", peerString(c))
+		}
 		s.log.Debug("send rejected", "topic", sr.Topic, "code", res.Code.String(), "remark", res.Remark, "remote", peerString(c))
 		return s.withTraceSwitch(reply(req, res.Code, res.Remark)), nil
 	}

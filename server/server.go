@@ -115,15 +115,19 @@ func New(b *broker.Broker, cfg Config) (*Server, error) {
 	return s, nil
 }
 
-// handler wraps the mux with the security checks and metrics.
+// handler wraps the mux with the security checks, metrics and the WARN
+// log of refused header fields.
 func (s *Server) handler() remoting.Handler {
 	h := s.secure(s.mux)
-	if s.metrics == nil {
-		return h
-	}
 	return remoting.HandlerFunc(func(ctx context.Context, c *remoting.Conn, req *remoting.RemotingCommand) (*remoting.RemotingCommand, error) {
-		s.metrics.request(req.Code)
-		return h.Handle(ctx, c, req)
+		if s.metrics != nil {
+			s.metrics.request(req.Code)
+		}
+		resp, err := h.Handle(ctx, c, req)
+		if resp != nil && resp.Code == remoting.CodeSystemError {
+			s.warnHeaderRefused(c, req, resp)
+		}
+		return resp, err
 	})
 }
 

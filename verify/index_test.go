@@ -9,6 +9,7 @@ import (
 	"github.com/rocketstore/rocketstore/dispatch"
 	"github.com/rocketstore/rocketstore/engine"
 	"github.com/rocketstore/rocketstore/index"
+	"github.com/rocketstore/rocketstore/internal/hooks"
 	"github.com/rocketstore/rocketstore/verify"
 )
 
@@ -16,7 +17,7 @@ import (
 // and reports entries past the CommitLog end or not at a record start.
 func TestVerifyChecksTheIndex(t *testing.T) {
 	fs := memfs.New(nil)
-	s, err := engine.Open(fs, engine.Config{CommitLogFileSize: 4096, ConsumeQueueUnits: 16, Manual: true})
+	s, err := engine.Open(fs, hooks.Manual(engine.Config{CommitLogFileSize: 4096, ConsumeQueueUnits: 16}))
 	if err != nil {
 		t.Fatal(err)
 	}

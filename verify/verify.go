@@ -7,6 +7,7 @@ import (
 
 	"github.com/rocketstore/rocketstore/backend"
 	"github.com/rocketstore/rocketstore/engine"
+	"github.com/rocketstore/rocketstore/internal/defaults"
 )
 
 // Names inside a store root (RocketMQ's layout).
@@ -52,15 +53,11 @@ type Options struct {
 }
 
 func (o Options) withDefaults() Options {
-	if o.DelayLevels == nil {
+	if o.DelayLevels == nil { // an empty list is a choice: no delay levels
 		o.DelayLevels = engine.DefaultDelayLevels()
 	}
-	switch {
-	case o.CheckpointMargin == 0:
-		o.CheckpointMargin = 3 * time.Second
-	case o.CheckpointMargin < 0:
-		o.CheckpointMargin = 0
-	}
+	defaults.Set(&o.CheckpointMargin, 3*time.Second)
+	o.CheckpointMargin = max(o.CheckpointMargin, 0)
 	if o.MaxViolations <= 0 {
 		o.MaxViolations = 1000
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/rocketstore/rocketstore/backend/mmap"
 	"github.com/rocketstore/rocketstore/backend/snapshot"
 	"github.com/rocketstore/rocketstore/engine"
+	"github.com/rocketstore/rocketstore/internal/hooks"
 )
 
 func TestContract(t *testing.T) {
@@ -42,12 +43,12 @@ func treeHash(t *testing.T, dir string) [32]byte {
 // A reader is refused while a writer holds the store, with a clear error.
 func TestRefusedWhileWriterHoldsStore(t *testing.T) {
 	dir := t.TempDir()
-	s, err := engine.Open(must(mmap.New(dir)), engine.Config{CommitLogFileSize: 4096, Manual: true})
+	s, err := engine.Open(must(mmap.New(dir)), hooks.Manual(engine.Config{CommitLogFileSize: 4096}))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	_, err = engine.Open(snapshot.New(must(mmap.NewReadOnly(dir))), engine.Config{Manual: true})
+	_, err = engine.Open(snapshot.New(must(mmap.NewReadOnly(dir))), hooks.Manual(engine.Config{}))
 	if !errors.Is(err, backend.ErrLocked) {
 		t.Fatalf("open while a writer holds the store: %v, want ErrLocked", err)
 	}
@@ -55,7 +56,7 @@ func TestRefusedWhileWriterHoldsStore(t *testing.T) {
 
 func TestReaderLeavesFilesAlone(t *testing.T) {
 	dir := t.TempDir()
-	s, err := engine.Open(must(mmap.New(dir)), engine.Config{CommitLogFileSize: 4096, ConsumeQueueUnits: 8, Manual: true})
+	s, err := engine.Open(must(mmap.New(dir)), hooks.Manual(engine.Config{CommitLogFileSize: 4096, ConsumeQueueUnits: 8}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,7 +69,7 @@ func TestReaderLeavesFilesAlone(t *testing.T) {
 	os.RemoveAll(filepath.Join(dir, "consumequeue"))
 	os.Remove(filepath.Join(dir, "checkpoint"))
 	before := treeHash(t, dir)
-	r, err := engine.Open(snapshot.New(must(mmap.NewReadOnly(dir))), engine.Config{Manual: true})
+	r, err := engine.Open(snapshot.New(must(mmap.NewReadOnly(dir))), hooks.Manual(engine.Config{}))
 	if err != nil {
 		t.Fatal(err)
 	}

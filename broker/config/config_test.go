@@ -217,3 +217,28 @@ func TestGroupsPartialAndCorrupt(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A table whose fields have the wrong type is a corrupt main file: the
+// backup is read instead, and without a backup it is an error.
+func TestTableWrongFieldTypeUsesBackup(t *testing.T) {
+	for _, bad := range []string{`{"topicConfigTable":5}`, `{"dataVersion":"x","topicConfigTable":{}}`} {
+		afs := afero.NewMemMapFs()
+		afs.MkdirAll("config", 0o755)
+		afero.WriteFile(afs, config.TopicsFile, []byte(bad), 0o644)
+		if _, err := config.LoadTopics(memfs.New(afs), opts(true)); !errors.Is(err, configfile.ErrCorrupt) {
+			t.Fatalf("%s without a backup: %v", bad, err)
+		}
+		afero.WriteFile(afs, config.TopicsFile+backend.BackupSuffix,
+			[]byte(`{"topicConfigTable":{"t":{"topicName":"t","readQueueNums":3}},"dataVersion":{"counter":4}}`), 0o644)
+		m, err := config.LoadTopics(memfs.New(afs), opts(true))
+		if err != nil {
+			t.Fatalf("%s with a backup: %v", bad, err)
+		}
+		if tc, ok := m.Get("t"); !ok || tc.ReadQueueNums != 3 {
+			t.Fatalf("%s: topic from the backup = %+v, %v", bad, tc, ok)
+		}
+		if _, v := m.All(); v.Counter != 4 {
+			t.Fatalf("%s: version %+v", bad, v)
+		}
+	}
+}

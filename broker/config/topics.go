@@ -1,15 +1,10 @@
 package config
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
-	"log/slog"
-	"maps"
-	"sync"
 
 	"github.com/rocketstore/rocketstore/backend"
-	"github.com/rocketstore/rocketstore/broker/configfile"
 )
 
 // TopicsFile is the path of the topic table in the store root.
@@ -36,37 +31,20 @@ type TopicOptions struct {
 	SingleQueueTopics []string
 }
 
-type topicsJSON struct {
-	DataVersion      DataVersion                `json:"dataVersion"`
-	TopicConfigTable map[string]json.RawMessage `json:"topicConfigTable"`
-}
-
 // TopicManager is the topic table (RocketMQ's TopicConfigManager).
 type TopicManager struct {
-	fs   backend.FS
 	opts TopicOptions
-
-	mu      sync.Mutex
-	table   map[string]TopicConfig
-	version DataVersion
+	t    table[TopicConfig]
 }
 
 // LoadTopics loads config/topics.json (or its backup) from fs and adds the
 // system topics RocketMQ creates at start when they are missing.
 func LoadTopics(fs backend.FS, opts TopicOptions) (*TopicManager, error) {
-	m := &TopicManager{fs: fs, opts: opts, table: make(map[string]TopicConfig)}
-	var f topicsJSON
-	if _, err := configfile.LoadLogged(fs, TopicsFile, &f, slog.Default()); err != nil {
+	m := &TopicManager{opts: opts, t: table[TopicConfig]{fs: fs, file: TopicsFile, key: "topicConfigTable",
+		what: "topic", now: opts.Now, errMissing: ErrNoTopic}}
+	if err := m.t.load(NewTopicConfig); err != nil {
 		return nil, err
 	}
-	for name, raw := range f.TopicConfigTable {
-		tc := NewTopicConfig(name)
-		if err := json.Unmarshal(raw, &tc); err != nil {
-			return nil, fmt.Errorf("%w: %s: topic %q: %w", configfile.ErrCorrupt, TopicsFile, name, err)
-		}
-		m.table[name] = tc
-	}
-	m.version = f.DataVersion
 	m.addSystemTopics()
 	return m, nil
 }
@@ -74,8 +52,8 @@ func LoadTopics(fs backend.FS, opts TopicOptions) (*TopicManager, error) {
 // addSystemTopics adds what TopicConfigManager's constructor adds.
 func (m *TopicManager) addSystemTopics() {
 	add := func(tc TopicConfig) {
-		if _, ok := m.table[tc.TopicName]; !ok {
-			m.table[tc.TopicName] = tc
+		if _, ok := m.t.entries[tc.TopicName]; !ok {
+			m.t.entries[tc.TopicName] = tc
 		}
 	}
 	if m.opts.AutoCreateTopicEnable {
@@ -98,19 +76,10 @@ func (m *TopicManager) addSystemTopics() {
 const ScheduleTopic = "SCHEDULE_TOPIC_XXXX"
 
 // Get returns a topic's configuration.
-func (m *TopicManager) Get(name string) (TopicConfig, bool) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	tc, ok := m.table[name]
-	return tc, ok
-}
+func (m *TopicManager) Get(name string) (TopicConfig, bool) { return m.t.get(name) }
 
 // All returns a copy of the table and its data version.
-func (m *TopicManager) All() (map[string]TopicConfig, DataVersion) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return maps.Clone(m.table), m.version
-}
+func (m *TopicManager) All() (map[string]TopicConfig, DataVersion) { return m.t.all() }
 
 // Update creates or replaces a topic (UPDATE_AND_CREATE_TOPIC) and saves
 // the table.
@@ -118,36 +87,25 @@ func (m *TopicManager) Update(tc TopicConfig) error {
 	if err := ValidateTopicConfig(tc); err != nil {
 		return err
 	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.table[tc.TopicName] = tc
-	return m.saveLocked()
+	return m.t.put(tc.TopicName, tc)
 }
 
 // Delete removes a topic (DELETE_TOPIC_IN_BROKER) and saves the table.
-func (m *TopicManager) Delete(name string) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if _, ok := m.table[name]; !ok {
-		return fmt.Errorf("%w: %q", ErrNoTopic, name)
-	}
-	delete(m.table, name)
-	return m.saveLocked()
-}
+func (m *TopicManager) Delete(name string) error { return m.t.delete(name) }
 
 // CreateInSendMessageBack returns the topic, creating it with the given
 // queue count, perm and sysflag if it is missing (RocketMQ's
 // createTopicInSendMessageBackMethod, used for retry and DLQ topics).
 func (m *TopicManager) CreateInSendMessageBack(topic string, queueNums, perm, sysFlag int) (TopicConfig, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if tc, ok := m.table[topic]; ok {
+	m.t.mu.Lock()
+	defer m.t.mu.Unlock()
+	if tc, ok := m.t.entries[topic]; ok {
 		return tc, nil
 	}
 	tc := NewTopicConfig(topic)
 	tc.ReadQueueNums, tc.WriteQueueNums, tc.Perm, tc.TopicSysFlag = queueNums, queueNums, perm, sysFlag
-	m.table[topic] = tc
-	return tc, m.saveLocked()
+	m.t.entries[topic] = tc
+	return tc, m.t.saveLocked()
 }
 
 // CreateInSendMessage auto-creates topic from the template topic (TBW102)
@@ -156,33 +114,20 @@ func (m *TopicManager) CreateInSendMessageBack(topic string, queueNums, perm, sy
 // min(clientQueueNums, template write queues) queues and the template's
 // perm without PermInherit. ok is false when the topic cannot be created.
 func (m *TopicManager) CreateInSendMessage(topic, template string, clientQueueNums, sysFlag int) (TopicConfig, bool, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if tc, ok := m.table[topic]; ok {
+	m.t.mu.Lock()
+	defer m.t.mu.Unlock()
+	if tc, ok := m.t.entries[topic]; ok {
 		return tc, true, nil
 	}
-	def, ok := m.table[template]
+	def, ok := m.t.entries[template]
 	if !ok || def.Perm&PermInherit == 0 || (template == DefaultTopic && !m.opts.AutoCreateTopicEnable) {
 		return TopicConfig{}, false, nil
 	}
 	n := max(0, min(clientQueueNums, def.WriteQueueNums))
 	tc := NewTopicConfig(topic)
 	tc.ReadQueueNums, tc.WriteQueueNums, tc.Perm, tc.TopicSysFlag = n, n, def.Perm&^PermInherit, sysFlag
-	m.table[topic] = tc
-	return tc, true, m.saveLocked()
-}
-
-func (m *TopicManager) saveLocked() error {
-	m.version = m.version.next(m.opts.Now())
-	f := topicsJSON{DataVersion: m.version, TopicConfigTable: make(map[string]json.RawMessage, len(m.table))}
-	for name, tc := range m.table {
-		raw, err := json.Marshal(tc)
-		if err != nil {
-			return err
-		}
-		f.TopicConfigTable[name] = raw
-	}
-	return configfile.Save(m.fs, TopicsFile, f)
+	m.t.entries[topic] = tc
+	return tc, true, m.t.saveLocked()
 }
 
 // ErrBadConfig reports a topic or group configuration that cannot work.

@@ -57,6 +57,19 @@ func (s *Service) Offsets() map[int]int64 {
 	return maps.Clone(s.mu.offsets)
 }
 
+// SetOffsets replaces the offsets of the given levels (a replica takes its
+// leader's; the others are kept).
+func (s *Service) SetOffsets(offsets map[int]int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for level, off := range offsets {
+		if s.mu.offsets[level] != off {
+			s.mu.offsets[level] = off
+			s.mu.version++
+		}
+	}
+}
+
 // Persist saves the offsets crash-safely if they changed since the last
 // save.
 //

@@ -21,6 +21,7 @@ import (
 	"github.com/rocketstore/rocketstore/broker/schedule"
 	"github.com/rocketstore/rocketstore/engine"
 	"github.com/rocketstore/rocketstore/engine/record"
+	"github.com/rocketstore/rocketstore/internal/hooks"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -67,8 +68,8 @@ type env struct {
 }
 
 func engineConfig(levels []time.Duration, now func() int64, manual bool) engine.Config {
-	return engine.Config{CommitLogFileSize: 64 << 10, ConsumeQueueUnits: 64, Logger: quiet,
-		DelayLevels: levels, Now: now, Manual: manual}
+	return hooks.WithManual(engine.Config{CommitLogFileSize: 64 << 10, ConsumeQueueUnits: 64, Logger: quiet,
+		DelayLevels: levels, Now: now}, manual)
 }
 
 func start(t *testing.T, afs afero.Fs, levels []time.Duration, now func() int64, manual bool) *env {

@@ -47,6 +47,13 @@ type Config struct {
 	// Manual starts no goroutine: the owner calls DeliverDue (mirroring
 	// engine.Config.Manual, for deterministic tests and tools).
 	Manual bool
+	// Put, when set, stores the delivered messages instead of the
+	// store's Put (a replicated group's log; see broker.Writer).
+	Put func(ctx context.Context, m *engine.Message) (engine.PutResult, error)
+	// Standby, when set and true, pauses delivery: a replica that is not
+	// its group's leader delivers nothing, and its offsets come from the
+	// leader (SetOffsets). Wake resumes.
+	Standby func() bool
 }
 
 // Service is the delayed-delivery service.
@@ -201,6 +208,9 @@ func (s *Service) deliverDue(ctx context.Context) (time.Duration, error) {
 		if ctx.Err() != nil {
 			return 0, ctx.Err()
 		}
+		if s.cfg.Standby != nil && s.cfg.Standby() {
+			return -1, nil
+		}
 		h, ok := s.earliest()
 		if !ok {
 			return -1, nil
@@ -305,7 +315,11 @@ func (s *Service) deliver(ctx context.Context, h head) error {
 	}
 	m, reason := timeUp(ext)
 	if m != nil {
-		_, err = s.store.Put(ctx, m)
+		if s.cfg.Put != nil {
+			_, err = s.cfg.Put(ctx, m)
+		} else {
+			_, err = s.store.Put(ctx, m)
+		}
 		if errors.Is(err, engine.ErrMessageIllegal) {
 			reason, err = err.Error(), nil
 		}

@@ -17,6 +17,7 @@ import (
 	"github.com/rocketstore/rocketstore/crashsim"
 	"github.com/rocketstore/rocketstore/engine"
 	"github.com/rocketstore/rocketstore/engine/record"
+	"github.com/rocketstore/rocketstore/internal/hooks"
 )
 
 func TestMain(m *testing.M) {
@@ -91,8 +92,8 @@ func newEnv(t testing.TB) *env {
 }
 
 func (e *env) storeConfig() engine.Config {
-	return engine.Config{CommitLogFileSize: 64 << 10, ConsumeQueueUnits: 256, Manual: true, Logger: quiet,
-		FlushDiskType: engine.SyncFlush, Now: e.clock.Load}
+	return hooks.Manual(engine.Config{CommitLogFileSize: 64 << 10, ConsumeQueueUnits: 256, Logger: quiet,
+		FlushDiskType: engine.SyncFlush, Now: e.clock.Load})
 }
 
 func (e *env) open() {

@@ -283,6 +283,7 @@ func (s *Service) sortedOpen() []*tx {
 	return out
 }
 
+// String summarizes the service for logs.
 func (s *Service) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -255,3 +255,14 @@ func TestLostOpRecordBrokenVariant(t *testing.T) {
 		t.Fatalf("without the repair: delivered %v, want the duplicate", got)
 	}
 }
+
+func TestEndTransactionHostileOffsets(t *testing.T) {
+	e := newEnv(t)
+	e.prepare("a")
+	for _, off := range []int64{-1, -1 << 62, 1 << 62, 3} {
+		r := e.svc.End(context.Background(), EndRequest{ProducerGroup: "PG", CommitLogOffset: off, CommitOrRollback: TypeCommit})
+		if r.Code != CodeSystemError {
+			t.Errorf("offset %d: %+v", off, r)
+		}
+	}
+}

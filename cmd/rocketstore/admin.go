@@ -15,14 +15,17 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/rocketstore/rocketstore/acl"
 	"github.com/rocketstore/rocketstore/admin"
+	"github.com/rocketstore/rocketstore/remoting"
 )
 
 // adminGlobals are the flags every `rocketstore admin` command takes.
 type adminGlobals struct {
-	namesrv string
-	json    bool
-	timeout time.Duration
+	namesrv              string
+	json                 bool
+	timeout              time.Duration
+	accessKey, secretKey string
 }
 
 // newAdminCmd is `rocketstore admin`: mqadmin's commands over the
@@ -37,7 +40,8 @@ remoting protocol only: it works against rocketstore serve and against any Rocke
 4.x name server and brokers. -n gives the name servers (host:port, ';'-separated;
 default $NAMESRV_ADDR or 127.0.0.1:9876). Output is a table for people; --json
 prints one JSON document for scripts. Time flags take milliseconds since the
-epoch, "now", or mqadmin's yyyy-MM-dd#HH:mm:ss:SSS (local time).`,
+epoch, "now", or mqadmin's yyyy-MM-dd#HH:mm:ss:SSS (local time). With ACL on, give an
+account with --accessKey and --secretKey (admin commands need an admin account).`,
 	}
 	def := os.Getenv("NAMESRV_ADDR")
 	if def == "" {
@@ -47,6 +51,8 @@ epoch, "now", or mqadmin's yyyy-MM-dd#HH:mm:ss:SSS (local time).`,
 	pf.StringVarP(&g.namesrv, "namesrvAddr", "n", def, "name server address list, e.g. 127.0.0.1:9876;127.0.0.2:9876")
 	pf.BoolVar(&g.json, "json", false, "print JSON instead of a table")
 	pf.DurationVar(&g.timeout, "timeout", 5*time.Second, "timeout of each request")
+	pf.StringVar(&g.accessKey, "accessKey", os.Getenv("ROCKETMQ_ACCESS_KEY"), "ACL access key (default $ROCKETMQ_ACCESS_KEY); requests are signed with it")
+	pf.StringVar(&g.secretKey, "secretKey", os.Getenv("ROCKETMQ_SECRET_KEY"), "ACL secret key (default $ROCKETMQ_SECRET_KEY)")
 	cmd.AddCommand(
 		newClusterListCmd(g), newTopicListCmd(g), newTopicStatusCmd(g), newTopicRouteCmd(g),
 		newUpdateTopicCmd(g), newDeleteTopicCmd(g), newBrokerStatusCmd(g),
@@ -75,6 +81,12 @@ func (g *adminGlobals) run(cmd *cobra.Command, f adminRun) error {
 		return &exitCodeError{code: exitError, err: err}
 	}
 	defer c.Close()
+	if g.accessKey != "" {
+		if g.secretKey == "" {
+			return usageError("--accessKey needs --secretKey")
+		}
+		c.Sign = func(req *remoting.RemotingCommand) { acl.SignRequest(req, g.accessKey, g.secretKey, "") }
+	}
 	ctx := cmd.Context()
 	if ctx == nil {
 		ctx = context.Background()

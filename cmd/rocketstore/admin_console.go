@@ -45,9 +45,9 @@ func withConsole(flag string) serveExtra {
 		if len(namesrv) == 0 {
 			namesrv = []string{n.Addr}
 		}
-		// ACL seam: when serve loads an ACL validator, pass it here as
-		// console.Config.ACL and the console requires an admin account.
-		c, err := console.New(console.Config{NameServers: namesrv, Logger: log})
+		// With aclEnable the console requires an admin account of the
+		// server's ACL and signs its requests with it.
+		c, err := console.New(console.Config{NameServers: namesrv, Logger: log, ACL: n.Server.ACLValidator()})
 		if err != nil {
 			return nil, err
 		}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -176,4 +177,26 @@ func TestAdminCLIConnections(t *testing.T) {
 	wantAll(t, ok(t, a, "producerConnection", "-g", "PG", "-t", "T"), "10.0.0.1@42")
 	fails(t, a, "consumer group Other is not online", "consumerConnection", "-g", "Other")
 	fails(t, a, "producer group Other has no online producer", "producerConnection", "-g", "Other", "-t", "T")
+}
+
+func TestAdminCLIWithACL(t *testing.T) {
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	dir := t.TempDir()
+	path := dir + "/plain_acl.yml"
+	if err := os.WriteFile(path, []byte("accounts:\n  - accessKey: opsadmin\n    secretKey: ops-secret-1\n    admin: true\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	n, err := server.StartNode(server.NodeConfig{Dir: dir + "/data", Listen: "127.0.0.1:0",
+		Broker: broker.Config{Store: engine.Config{CommitLogFileSize: 1 << 20, ConsumeQueueUnits: 1000, Logger: quiet}},
+		Server: server.Config{Logger: quiet, Security: server.Security{ACLEnable: true, ACLFile: path}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.Close()
+	fails(t, n.Addr, "code 16", "updateTopic", "-t", "Locked", "-b", n.BrokerAddr)
+	if _, ok := n.Broker.Topics().Get("Locked"); ok {
+		t.Fatal("an unsigned updateTopic created the topic")
+	}
+	ok(t, n.Addr, "--accessKey", "opsadmin", "--secretKey", "ops-secret-1", "updateTopic", "-t", "Locked", "-b", n.BrokerAddr)
+	wantAll(t, ok(t, n.Addr, "--accessKey", "opsadmin", "--secretKey", "ops-secret-1", "topicStatus", "-t", "Locked"), "broker-a")
 }

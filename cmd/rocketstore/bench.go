@@ -37,6 +37,8 @@ type benchOptions struct {
 	tmp     string
 	peerDir string
 	server  serverBenchOptions
+	// replicated adds the replicated-send workload (bench.Replicated).
+	replicated bool
 }
 
 func newBenchCmd() *cobra.Command {
@@ -61,6 +63,7 @@ the ratio. Temporary stores are removed; a default run takes a few minutes,
 	f.StringVar(&o.backend, "backend", "both", "backend to measure: mmap, memfs or both")
 	f.BoolVar(&o.peer, "peer", false, "also run NATS JetStream (needs the go toolchain and the repository)")
 	f.StringVar(&o.tmp, "tmp", "", "parent `DIR` of the temporary stores (default: the system's temp dir)")
+	f.BoolVar(&o.replicated, "replicated", false, "also send through a 3-replica broker group on loopback against one SYNC_FLUSH broker")
 	f.StringVar(&o.peerDir, "peer-dir", "", "`DIR` of the bench/nats module (default: found above the working directory)")
 	f.BoolVar(&o.server.on, "server", false, "instead: load `rocketstore serve` and nats-server JetStream over TCP with the same pipelined generator")
 	f.IntVar(&o.server.conns, "server-conns", 4, "--server: producer connections")
@@ -116,6 +119,18 @@ func runBench(cmd *cobra.Command, o benchOptions) error {
 	}
 	if err != nil {
 		return err
+	}
+	if o.replicated {
+		ro := bench.ReplicatedOptions{Dir: o.tmp}
+		if o.quick {
+			ro.Time = time.Second
+		}
+		fmt.Fprintln(stderr, "replicated sends (3 replicas) beside one SYNC_FLUSH broker")
+		rs, err := bench.Replicated(ctx, ro)
+		if err != nil {
+			return fmt.Errorf("replicated workload: %w", err)
+		}
+		rep.Results = append(rep.Results, rs...)
 	}
 	if o.peer {
 		peer, status := runPeer(ctx, stderr, o)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/rocketstore/rocketstore/backend/mmap"
 	"github.com/rocketstore/rocketstore/engine"
+	"github.com/rocketstore/rocketstore/internal/hooks"
 )
 
 var (
@@ -95,7 +96,7 @@ func TestBinaryRefusesLockedStore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := engine.Open(fs, engine.Config{CommitLogFileSize: 64 << 10, Manual: true})
+	s, err := engine.Open(fs, hooks.Manual(engine.Config{CommitLogFileSize: 64 << 10}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,7 +111,7 @@ func TestBinaryRefusesLockedStore(t *testing.T) {
 		}
 	}
 	// A second writer is refused too.
-	if _, err := engine.Open(fs, engine.Config{Manual: true}); err == nil || !strings.Contains(err.Error(), "locked") {
+	if _, err := engine.Open(fs, hooks.Manual(engine.Config{})); err == nil || !strings.Contains(err.Error(), "locked") {
 		t.Fatalf("second writer: %v", err)
 	}
 }

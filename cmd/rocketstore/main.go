@@ -6,6 +6,7 @@
 //	rocketstore stats  --dir DIR     queues, offsets and consumer lag
 //	rocketstore bench  [--quick]     throughput and latency against machine limits
 //	rocketstore serve  [--dir DIR]   a RocketMQ 4.x name server and broker over the store
+//	rocketstore admin  COMMAND ...   mqadmin's commands over the remoting protocol
 //
 // Each subcommand lives in its own file (demo.go, verify.go, read.go,
 // stats.go, bench.go, serve.go) and registers in newRootCmd.
@@ -85,6 +86,7 @@ getMessage semantics.`,
 		SilenceErrors: true,
 		SilenceUsage:  true,
 	}
-	root.AddCommand(newDemoCmd(), newVerifyCmd(), newReadCmd(), newStatsCmd(), newBenchCmd(), newServeCmd(), newAdminCmd())
+	root.AddCommand(newDemoCmd(), newVerifyCmd(), newReadCmd(), newStatsCmd(), newBenchCmd(), newServeCmd(), newAdminCmd(),
+		newClusterDemoCmd())
 	return root
 }

@@ -8,15 +8,14 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/rocketstore/rocketstore/internal/fixture"
 )
 
 // copyFixture copies a RocketMQ fixture store into a writable temp dir.
 func copyFixture(t *testing.T, name string) string {
 	t.Helper()
-	src := filepath.Join("..", "..", "..", "shared", "testdata", "rocketmq-4x", name)
-	if _, err := os.Stat(src); err != nil {
-		src = filepath.Join("/work/shared/testdata/rocketmq-4x", name)
-	}
+	src := fixture.Path(t, name)
 	dst := t.TempDir()
 	err := filepath.Walk(src, func(p string, fi os.FileInfo, err error) error {
 		if err != nil {

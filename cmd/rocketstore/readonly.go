@@ -12,6 +12,7 @@ import (
 	"github.com/rocketstore/rocketstore/backend/mmap"
 	"github.com/rocketstore/rocketstore/backend/snapshot"
 	"github.com/rocketstore/rocketstore/engine"
+	"github.com/rocketstore/rocketstore/internal/hooks"
 )
 
 // openReadOnly opens the store in dir for inspection: the files are mapped
@@ -34,14 +35,13 @@ func openReadOnlyFS(dir string, log io.Writer) (*engine.Store, backend.FS, error
 		return nil, nil, fmt.Errorf("open %s: %w", dir, err)
 	}
 	fs := snapshot.New(base)
-	s, err := engine.Open(fs, engine.Config{
-		Manual: true,
+	s, err := engine.Open(fs, hooks.Manual(engine.Config{
 		Logger: slog.New(slog.NewTextHandler(log, &slog.HandlerOptions{Level: slog.LevelWarn})),
 		// Inspection changes nothing on disk, so it shows every intact
 		// record even where a writer would refuse to open (issue 11):
 		// damage is skipped, and logged above.
 		OnUndecidableDamage: engine.DamageSkip,
-	})
+	}))
 	if errors.Is(err, backend.ErrLocked) {
 		return nil, nil, fmt.Errorf("store %s is in use by another process (its lock file is held); stop it first: %w", dir, err)
 	}

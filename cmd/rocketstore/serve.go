@@ -43,6 +43,10 @@ mapedFileSizeCommitLog, maxMessageSize, messageDelayLevel, autoCreateTopicEnable
 (aclEnable, aclFile, tlsServerMode, tlsServerCertPath, tlsServerKeyPath and the
 limits) are described in README "Security".
 
+--role broker runs the broker only and --role namesrv the name server only (no
+store); a broker registers with every name server of the YAML key namesrvAddr
+("host:port;host:port"), as RocketMQ's brokers do.
+
 Everything binds to loopback unless told otherwise: --listen defaults to
 127.0.0.1:9876, and --metrics given only a port (":9100" or "9100") binds
 127.0.0.1; name 0.0.0.0 or an interface address to expose it (the metrics
@@ -57,8 +61,10 @@ finish, consumer offsets are persisted and the store is flushed and closed.`,
 				return &exitCodeError{code: exitError, err: err}
 			}
 			nc := server.NodeConfig{Dir: "./rocketstore-data", Listen: "127.0.0.1:9876"}
+			var rc *raftFileConfig // a replica of a broker group (cluster_serve.go)
 			if configFile != "" {
-				fc, err := server.LoadFileConfig(configFile)
+				var fc *server.FileConfig
+				fc, rc, err = loadServeConfig(configFile)
 				if err != nil {
 					return &exitCodeError{code: exitError, err: err}
 				}
@@ -81,6 +87,9 @@ finish, consumer offsets are persisted and the store is flushed and closed.`,
 			if metricsAddr != "" {
 				metrics = server.NewMetrics(nc.Dir)
 				nc.Server.Metrics = metrics
+			}
+			if rc != nil {
+				return runClusterServe(cmd.Context(), nc, rc, shutdownTimeout, logger)
 			}
 			var extras []serveExtra
 			if consoleFlag != "" {

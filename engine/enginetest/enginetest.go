@@ -26,13 +26,13 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
-	"os"
 	"path/filepath"
 	"sync/atomic"
 	"testing"
 
 	"github.com/rocketstore/rocketstore/backend"
 	"github.com/rocketstore/rocketstore/engine"
+	"github.com/rocketstore/rocketstore/internal/hooks"
 )
 
 // Backend makes the file systems the suite runs on.
@@ -100,7 +100,7 @@ func clock() func() int64 {
 // tinyConfig is a deterministic store with tiny files: no goroutines,
 // 4 KiB CommitLog files, 8-unit ConsumeQueue files.
 func tinyConfig() engine.Config {
-	return engine.Config{CommitLogFileSize: 4096, ConsumeQueueUnits: 8, Manual: true, Now: clock()}
+	return hooks.Manual(engine.Config{CommitLogFileSize: 4096, ConsumeQueueUnits: 8, Now: clock()})
 }
 
 // open opens the store on h.fs and registers a Close at cleanup.
@@ -292,28 +292,6 @@ func allFiles(t *testing.T, fs backend.FS, dir string) map[string][]byte {
 	}
 	walk(dir)
 	return out
-}
-
-// fixtureDir finds shared/testdata/rocketmq-4x/name above the working
-// directory (the repository sits beside shared/ on CI too). A missing
-// fixture fails the test: it is never silently skipped.
-func fixtureDir(t *testing.T, name string) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		p := filepath.Join(dir, "shared", "testdata", "rocketmq-4x", name)
-		if _, err := os.Stat(p); err == nil {
-			return p
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatalf("fixture shared/testdata/rocketmq-4x/%s not found above the working directory", name)
-		}
-		dir = parent
-	}
 }
 
 var (

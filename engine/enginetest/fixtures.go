@@ -8,6 +8,8 @@ import (
 
 	"github.com/rocketstore/rocketstore/engine"
 	"github.com/rocketstore/rocketstore/engine/record"
+	"github.com/rocketstore/rocketstore/internal/fixture"
+	"github.com/rocketstore/rocketstore/internal/hooks"
 )
 
 var fixtureTests = []test{
@@ -66,7 +68,7 @@ func testFixtureFlippedLastRecord(t *testing.T, h *harness) {
 	starts := fixtureRecords(t, b)
 	last := starts[46]
 	patchFile(t, h.fs, name, last+100, []byte{b[last+100] ^ 0x40})
-	s := h.open(engine.Config{Manual: true})
+	s := h.open(hooks.Manual(engine.Config{}))
 	defer s.Close()
 	r := s.Recovery()
 	if r.CommitLogEnd != last || !errors.Is(r.StopReason, record.ErrCorrupt) || r.DroppedBytes == 0 {
@@ -84,7 +86,7 @@ func testFixtureTruncatedMidRecord(t *testing.T, h *harness) {
 	starts := fixtureRecords(t, b)
 	cut := starts[30] + 50
 	writeFile(t, h.fs, name, b[:cut])
-	s := h.open(engine.Config{Manual: true, CommitLogFileSize: 8192})
+	s := h.open(hooks.Manual(engine.Config{CommitLogFileSize: 8192}))
 	defer s.Close()
 	r := s.Recovery()
 	if len(r.PaddedFiles) != 1 || r.CommitLogEnd != starts[30] || r.StopReason == nil {
@@ -96,7 +98,7 @@ func testFixtureTruncatedMidRecord(t *testing.T, h *harness) {
 // loadFixture copies a RocketMQ-written store into h.fs (the originals
 // are read-only).
 func loadFixture(t *testing.T, h *harness, name string) {
-	dir := fixtureDir(t, name)
+	dir := fixture.Path(t, name)
 	err := filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
 			return err
@@ -121,7 +123,7 @@ func loadFixture(t *testing.T, h *harness, name string) {
 // no ConsumeQueue, no checkpoint) and reads queue abc/0 back.
 func testFixture(t *testing.T, h *harness, name string) {
 	loadFixture(t, h, name)
-	cfg := engine.Config{Manual: true} // sizes come from the files
+	cfg := hooks.Manual(engine.Config{}) // sizes come from the files
 	s := h.open(cfg)
 	if got := s.Config().CommitLogFileSize; got != 8192 {
 		t.Fatalf("commitlog file size %d, want 8192 from the file", got)
@@ -173,7 +175,7 @@ func testFixture(t *testing.T, h *harness, name string) {
 		t.Fatal(err)
 	}
 	// The rebuilt ConsumeQueue's size is taken from its file as well.
-	s = h.open(engine.Config{Manual: true, CommitLogFileSize: 8192})
+	s = h.open(hooks.Manual(engine.Config{CommitLogFileSize: 8192}))
 	if s.Config().ConsumeQueueUnits != engine.DefaultConsumeQueueUnits {
 		t.Fatalf("consume queue units %d", s.Config().ConsumeQueueUnits)
 	}
@@ -184,19 +186,19 @@ func testFixture(t *testing.T, h *harness, name string) {
 // is a clear error.
 func testFixtureSizeConflict(t *testing.T, h *harness) {
 	loadFixture(t, h, "store-2021-8k")
-	_, err := engine.Open(h.fs, engine.Config{Manual: true, CommitLogFileSize: 4096})
+	_, err := engine.Open(h.fs, hooks.Manual(engine.Config{CommitLogFileSize: 4096}))
 	if !errors.Is(err, engine.ErrCorruptStore) {
 		t.Fatalf("open with 4 KiB files configured: %v", err)
 	}
 	// ConsumeQueue files of a size other than configured.
-	s := h.open(engine.Config{Manual: true, ConsumeQueueUnits: 16})
+	s := h.open(hooks.Manual(engine.Config{ConsumeQueueUnits: 16}))
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := engine.Open(h.fs, engine.Config{Manual: true, ConsumeQueueUnits: 32}); !errors.Is(err, engine.ErrCorruptStore) {
+	if _, err := engine.Open(h.fs, hooks.Manual(engine.Config{ConsumeQueueUnits: 32})); !errors.Is(err, engine.ErrCorruptStore) {
 		t.Fatalf("open with 32-unit queues configured over 16-unit files: %v", err)
 	}
-	s = h.open(engine.Config{Manual: true}) // sizes detected
+	s = h.open(hooks.Manual(engine.Config{})) // sizes detected
 	if s.Config().ConsumeQueueUnits != 16 || s.MaxOffsetInQueue("abc", 0) != 47 {
 		t.Fatalf("detected %d units, max %d", s.Config().ConsumeQueueUnits, s.MaxOffsetInQueue("abc", 0))
 	}

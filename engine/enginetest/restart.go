@@ -14,6 +14,7 @@ import (
 
 	"github.com/rocketstore/rocketstore/engine"
 	"github.com/rocketstore/rocketstore/engine/record"
+	"github.com/rocketstore/rocketstore/internal/hooks"
 )
 
 var restartTests = []test{
@@ -144,7 +145,7 @@ func testCrashSyncFlush(t *testing.T, h *harness) {
 		t.Run(fmt.Sprint("manual=", manual), func(t *testing.T) {
 			h := &harness{t: t, b: h.b, fs: h.b.NewFS(t)}
 			cfg := tinyConfig()
-			cfg.Manual = manual
+			hooks.EngineOf(&cfg).Manual = manual
 			cfg.FlushDiskType = engine.SyncFlush
 			s := h.open(cfg)
 			var want []string

@@ -1,0 +1,31 @@
+// Package cluster replicates a broker group — the nodes sharing one
+// brokerName — over Raft (github.com/hashicorp/raft, with
+// github.com/hashicorp/raft-wal as the log store).
+//
+// The Raft log carries the messages as the leader accepted them: the
+// message with the store timestamp and store host the leader assigned. A
+// committed entry is applied on every replica through the engine's normal
+// put path (engine.Store.PutAs), so that every replica's CommitLog,
+// ConsumeQueues and queue offsets are byte-identical over the committed
+// prefix. The broker writes through a Writer (broker.Config.Writer): a send
+// on the leader is answered only after its entry is committed by a quorum
+// and applied on the leader — with SYNC_FLUSH, after the leader's
+// CommitLog sync. Consumer offsets, delay offsets and the topic table are
+// replicated through the log too (a state entry the leader proposes when
+// they change, every StateInterval).
+//
+// The CommitLog is the state machine's state, so a snapshot is only a
+// position in it (plus the small tables): taking one syncs the CommitLog,
+// and the Raft log before it is compacted. A replica behind the compacted
+// log, or a brand-new empty node, is caught up by InstallSnapshot, which
+// streams the leader's CommitLog files; the receiver re-puts the records
+// it lacks and compares the ones it has byte for byte.
+//
+// Replay is idempotent: after a restart Raft re-applies the entries after
+// the last snapshot, and the state machine checks each against the record
+// already at its place in the CommitLog instead of writing it again.
+//
+// Node is the unit: it opens the broker on a store directory, the Raft
+// instance beside it (DIR/raft), and reports leadership changes so that
+// the server registers the leader as brokerId 0.
+package cluster

@@ -1,0 +1,524 @@
+package cluster
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/raft"
+	wal "github.com/hashicorp/raft-wal"
+	"github.com/hashicorp/raft-wal/metadb"
+
+	"github.com/rocketstore/rocketstore/backend/mmap"
+	"github.com/rocketstore/rocketstore/broker"
+	"github.com/rocketstore/rocketstore/engine"
+)
+
+// NodeConfig configures a Node.
+type NodeConfig struct {
+	// Dir is the store directory; Raft's log, snapshots and the group's
+	// identity are in Dir/raft.
+	Dir string
+	// Broker configures the broker on Dir. Store.FlushDiskType is the
+	// group's flush type: with SyncFlush a send is answered after the
+	// leader synced it. Open sets Writer.
+	Broker broker.Config
+	// BrokerName is the group's name; every node of the group must have
+	// the same.
+	BrokerName string
+	// StoreHost is this node's broker address, written as STOREHOST
+	// into the records it accepts while it leads.
+	StoreHost netip.AddrPort
+	// Cluster configures the replication.
+	Cluster Config
+	// OnRoleChange, when set, is called from one goroutine, in order,
+	// with the node's RocketMQ broker id each time it changes: 0 once
+	// it leads and accepts writes, its follower id (1, 2, ...) when it
+	// stops leading.
+	OnRoleChange func(brokerID int64)
+}
+
+// ErrNotLeader reports a write to a replica that is not its group's
+// leader. It wraps engine.ErrReadOnly, so that the broker answers
+// SERVICE_NOT_AVAILABLE as a RocketMQ slave does.
+var ErrNotLeader = fmt.Errorf("%w: not the broker group's leader", engine.ErrReadOnly)
+
+// ErrClosed reports use of a closed Node.
+var ErrClosed = errors.New("cluster: node closed")
+
+// Node is one replica of a broker group: a broker whose writes go through
+// the group's Raft log. It implements broker.Writer.
+type Node struct {
+	cfg   NodeConfig
+	ccfg  Config
+	log   *slog.Logger
+	b     *broker.Broker
+	fsm   *fsm
+	raft  *raft.Raft
+	wal   *wal.WAL
+	meta  *metadb.BoltMetaDB
+	snaps *snapStore
+	now   func() int64
+
+	writable atomic.Bool
+	brokerID atomic.Int64
+	// proposeMu orders timestamp assignment with enqueueing, so that
+	// store timestamps never go backwards along the log.
+	proposeMu    sync.Mutex
+	lastAssigned int64
+
+	repaired atomic.Int64
+
+	notify    chan bool
+	stop      chan struct{}
+	wg        sync.WaitGroup
+	closeOnce sync.Once
+	closeErr  error
+}
+
+var _ broker.Writer = (*Node)(nil)
+
+// Open opens the broker on cfg.Dir and starts its Raft replica. A node
+// whose Raft state is new and whose Cluster.Join is false bootstraps the
+// group with Cluster.Peers.
+func Open(cfg NodeConfig) (*Node, error) {
+	if err := cfg.Cluster.Validate(); err != nil {
+		return nil, err
+	}
+	if !cfg.StoreHost.IsValid() {
+		return nil, fmt.Errorf("%w: no store host (the node's broker address)", ErrConfig)
+	}
+	n := &Node{cfg: cfg, ccfg: cfg.Cluster.withDefaults(), notify: make(chan bool, 16), stop: make(chan struct{})}
+	n.log = n.ccfg.Logger.With("node", n.ccfg.NodeID)
+	raftDir := filepath.Join(cfg.Dir, "raft")
+	if err := os.MkdirAll(filepath.Join(raftDir, "wal"), 0o755); err != nil {
+		return nil, err
+	}
+	if err := n.openBroker(); err != nil {
+		return nil, err
+	}
+	if err := n.openRaft(raftDir); err != nil {
+		return nil, errors.Join(err, n.b.Close())
+	}
+	n.brokerID.Store(n.followerID())
+	if t, ok := n.ccfg.Transport.(*TCPTransport); ok {
+		h := n.serveRepair
+		t.layer.repair.Store(&h)
+	}
+	n.wg.Add(2)
+	go n.watchLeadership()
+	go n.replicateState()
+	if n.ccfg.ScrubInterval > 0 {
+		n.wg.Add(1)
+		go n.scrubLoop()
+	}
+	return n, nil
+}
+
+func (n *Node) openBroker() error {
+	bc := n.cfg.Broker
+	syncFlush := bc.Store.FlushDiskType == engine.SyncFlush
+	// The state machine syncs once per applied batch instead of once
+	// per put (see fsm.ApplyBatch).
+	bc.Store.FlushDiskType = engine.AsyncFlush
+	bc.Store.StoreHost = n.cfg.StoreHost
+	bc.Writer = n
+	n.now = bc.Store.Now
+	if n.now == nil {
+		n.now = func() int64 { return time.Now().UnixMilli() }
+	}
+	fsys, err := mmap.New(n.cfg.Dir)
+	if err != nil {
+		return err
+	}
+	if n.b, err = broker.Open(fsys, bc); err != nil {
+		return err
+	}
+	n.fsm = &fsm{b: n.b, store: n.b.Store(), log: n.log, nodeID: n.ccfg.NodeID, brokerName: n.cfg.BrokerName,
+		peers: peerList(n.ccfg.Peers), syncFlush: syncFlush, joined: n.ccfg.Join,
+		ident: &identityFile{path: filepath.Join(n.cfg.Dir, "raft", "group.json")}}
+	return nil
+}
+
+// openRaft recovers the state machine's position and starts Raft.
+func (n *Node) openRaft(raftDir string) error {
+	f := n.fsm
+	g, err := f.ident.load()
+	if err != nil {
+		return err
+	}
+	f.group = g
+	max := f.store.CommitLog().MaxOffset()
+	if g == nil && max > 0 {
+		return fmt.Errorf("%w: the store directory %s holds %d bytes of CommitLog but belongs to no broker group: "+
+			"a replica starts from an empty directory (a foreign store directory is refused)", ErrDiverged, n.cfg.Dir, max)
+	}
+	if n.snaps, err = newSnapStore(filepath.Join(raftDir, "snapshots"), f.store.CommitLog); err != nil {
+		return err
+	}
+	if err := n.recoverCursor(); err != nil {
+		return err
+	}
+	// The WAL does not close a meta store it opened itself; this one is
+	// closed by closeWAL.
+	n.meta = &metadb.BoltMetaDB{}
+	if n.wal, err = wal.Open(filepath.Join(raftDir, "wal"), wal.WithMetaStore(n.meta),
+		wal.WithSegmentSize(n.ccfg.LogSegmentSize)); err != nil {
+		return errors.Join(fmt.Errorf("cluster: open the raft log: %w", err), n.meta.Close())
+	}
+	rc := raft.DefaultConfig()
+	c := n.ccfg
+	rc.LocalID = raft.ServerID(c.NodeID)
+	rc.HeartbeatTimeout, rc.ElectionTimeout = c.HeartbeatTimeout, c.ElectionTimeout
+	rc.LeaderLeaseTimeout, rc.CommitTimeout = c.LeaderLeaseTimeout, c.CommitTimeout
+	rc.MaxAppendEntries, rc.BatchApplyCh = c.MaxAppendEntries, true
+	rc.SnapshotInterval, rc.SnapshotThreshold, rc.TrailingLogs = c.SnapshotInterval, c.SnapshotThreshold, c.TrailingLogs
+	rc.NoSnapshotRestoreOnStart = true // the CommitLog is the state
+	rc.NotifyCh = n.notify
+	rc.Logger = hclog.New(&hclog.LoggerOptions{Name: "raft", Level: raftLogLevel(), Output: slogWriter{n.log}, DisableTime: true})
+	existing, err := raft.HasExistingState(n.wal, n.wal, n.snaps)
+	if err != nil {
+		return errors.Join(err, n.closeWAL())
+	}
+	// Bootstrap before Raft starts: once it runs, the leader's entries
+	// may arrive first and make the state non-empty.
+	if !existing && !c.Join {
+		if err := raft.BootstrapCluster(rc, n.wal, n.wal, n.snaps, c.Transport, configuration(c.Peers)); err != nil {
+			return errors.Join(fmt.Errorf("cluster: bootstrap: %w", err), n.closeWAL())
+		}
+	}
+	if n.raft, err = raft.NewRaft(rc, f, n.wal, n.wal, n.snaps, c.Transport); err != nil {
+		return errors.Join(err, n.closeWAL())
+	}
+	if existing {
+		if err := n.checkMembership(); err != nil {
+			return errors.Join(err, n.shutdownRaft())
+		}
+	}
+	return nil
+}
+
+// recoverCursor sets the state machine's position from the newest
+// snapshot, finishing the install of a received one that a crash
+// interrupted.
+func (n *Node) recoverCursor() error {
+	latest, err := n.snaps.latest()
+	if err != nil || latest == nil {
+		return err
+	}
+	f, cl := n.fsm, n.fsm.store.CommitLog()
+	if f.group == nil {
+		if err := f.applyGroup(&latest.Header.Group, false); err != nil {
+			return err
+		}
+	}
+	if cl.MaxOffset() < latest.Header.To {
+		_, rc, err := n.snaps.Open(latest.Meta.ID)
+		if err != nil {
+			return fmt.Errorf("%w: %w (repair the node from a replica, or give it an empty directory)", ErrDiverged, err)
+		}
+		if err := f.Restore(rc); err != nil {
+			return err
+		}
+	}
+	f.mu.Lock()
+	f.cursor = latest.Header.To
+	f.mu.Unlock()
+	f.lastTs.Store(latest.Header.LastTs)
+	return nil
+}
+
+// checkMembership refuses a restart whose configured peers disagree with
+// the group's membership.
+func (n *Node) checkMembership() error {
+	fut := n.raft.GetConfiguration()
+	if err := fut.Error(); err != nil {
+		return err
+	}
+	if n.ccfg.Join {
+		return nil
+	}
+	conf := map[string]string{}
+	for _, s := range fut.Configuration().Servers {
+		conf[string(s.ID)] = string(s.Address)
+	}
+	mine := map[string]string{}
+	for _, p := range n.ccfg.Peers {
+		mine[p.ID] = p.Addr
+		if a, ok := conf[p.ID]; ok && a != p.Addr {
+			return fmt.Errorf("%w: raft.peers gives %s, the group knows %s@%s", ErrConfig, p, p.ID, a)
+		}
+	}
+	for id, a := range conf {
+		if _, ok := mine[id]; !ok {
+			return fmt.Errorf("%w: the group has member %s@%s, which raft.peers %v does not list", ErrConfig, id, a, n.ccfg.Peers)
+		}
+	}
+	return nil
+}
+
+func (n *Node) shutdownRaft() error {
+	err := n.raft.Shutdown().Error()
+	return errors.Join(err, n.closeWAL())
+}
+
+// followerID is this node's broker id while it follows: its position in
+// the peer list, from 1.
+func (n *Node) followerID() int64 {
+	for i, p := range n.ccfg.Peers {
+		if p.ID == n.ccfg.NodeID {
+			return int64(i + 1)
+		}
+	}
+	return int64(len(n.ccfg.Peers) + 1)
+}
+
+// watchLeadership turns writes on once this node leads and has applied
+// everything committed before, and off when it stops leading.
+func (n *Node) watchLeadership() {
+	defer n.wg.Done()
+	for {
+		select {
+		case <-n.stop:
+			return
+		case leader := <-n.notify:
+			if leader {
+				n.lead()
+			} else {
+				n.follow()
+			}
+		}
+	}
+}
+
+func (n *Node) lead() {
+	// The barrier applies every entry of earlier terms, so that the
+	// state machine's last timestamp is the log's.
+	if err := n.raft.Barrier(n.ccfg.ApplyTimeout).Error(); err != nil {
+		n.log.Warn("leader barrier failed", "err", err)
+		return
+	}
+	if err := n.ensureGroup(); err != nil {
+		n.log.Error("group identity not committed", "err", err)
+		return
+	}
+	n.proposeMu.Lock()
+	n.lastAssigned = max(n.lastAssigned, n.fsm.lastTs.Load())
+	n.proposeMu.Unlock()
+	n.writable.Store(true)
+	n.b.Schedule().Wake()
+	n.log.Info("leading the broker group", "brokerName", n.cfg.BrokerName)
+	n.setBrokerID(0)
+}
+
+func (n *Node) follow() {
+	n.writable.Store(false)
+	n.log.Info("following", "leader", n.LeaderID())
+	n.setBrokerID(n.followerID())
+}
+
+func (n *Node) setBrokerID(id int64) {
+	if n.brokerID.Swap(id) != id && n.cfg.OnRoleChange != nil {
+		n.cfg.OnRoleChange(id)
+	}
+}
+
+// ensureGroup commits the group's identity once, before any message.
+func (n *Node) ensureGroup() error {
+	n.fsm.mu.Lock()
+	has := n.fsm.group != nil
+	n.fsm.mu.Unlock()
+	if has {
+		return nil
+	}
+	var id [16]byte
+	_, _ = rand.Read(id[:])
+	g := groupEntry{GroupID: hex.EncodeToString(id[:]), BrokerName: n.cfg.BrokerName,
+		CommitLogFileSize: n.fsm.store.CommitLog().FileSize(), Peers: n.fsm.peers}
+	data, err := encodeJSON(kindGroup, g)
+	if err != nil {
+		return err
+	}
+	fut := n.raft.Apply(data, n.ccfg.ApplyTimeout)
+	if err := fut.Error(); err != nil {
+		return err
+	}
+	if r, ok := fut.Response().(*applyResult); ok && r.err != nil {
+		return r.err
+	}
+	return nil
+}
+
+// Put stores m through the group's log (broker.Writer).
+func (n *Node) Put(ctx context.Context, m *engine.Message) (engine.PutResult, error) {
+	return n.propose(ctx, kindPut, []*engine.Message{m})
+}
+
+// PutBatch stores msgs through the group's log (broker.Writer).
+func (n *Node) PutBatch(ctx context.Context, msgs []*engine.Message) (engine.PutResult, error) {
+	return n.propose(ctx, kindBatch, msgs)
+}
+
+// Writable reports whether this node leads and accepts writes.
+func (n *Node) Writable() bool { return n.writable.Load() }
+
+// propose appends a put entry and waits until it is committed and applied
+// here. Raft groups the entries of concurrent sends into one log write
+// and one replication round (BatchApplyCh, MaxAppendEntries), and the
+// state machine applies them as a batch with one sync.
+func (n *Node) propose(ctx context.Context, kind byte, msgs []*engine.Message) (engine.PutResult, error) {
+	if err := ctx.Err(); err != nil {
+		return engine.PutResult{}, err
+	}
+	if !n.writable.Load() {
+		return engine.PutResult{}, ErrNotLeader
+	}
+	data := encodePut(kind, &putEntry{origin: engine.Origin{StoreHost: n.cfg.StoreHost}, msgs: msgs})
+	n.proposeMu.Lock()
+	ts := max(n.now(), n.lastAssigned)
+	n.lastAssigned = ts
+	putTimestamp(data, ts)
+	fut := n.raft.Apply(data, n.ccfg.ApplyTimeout)
+	n.proposeMu.Unlock()
+	if err := fut.Error(); err != nil {
+		return engine.PutResult{}, raftError(err)
+	}
+	r, ok := fut.Response().(*applyResult)
+	if !ok {
+		return engine.PutResult{}, fmt.Errorf("cluster: unexpected apply response %T", fut.Response())
+	}
+	return r.res, r.err
+}
+
+// putTimestamp sets the STORETIMESTAMP of an encoded put entry.
+func putTimestamp(data []byte, ts int64) {
+	for i := range 8 {
+		data[1+i] = byte(uint64(ts) >> (56 - 8*i))
+	}
+}
+
+func raftError(err error) error {
+	switch {
+	case errors.Is(err, raft.ErrNotLeader), errors.Is(err, raft.ErrLeadershipLost),
+		errors.Is(err, raft.ErrLeadershipTransferInProgress), errors.Is(err, raft.ErrRaftShutdown):
+		return fmt.Errorf("%w (%v)", ErrNotLeader, err)
+	}
+	return fmt.Errorf("%w: replicate: %w", engine.ErrReadOnly, err)
+}
+
+// replicateState proposes the leader's consumer offsets, delay offsets
+// and topics every StateInterval when they changed.
+func (n *Node) replicateState() {
+	defer n.wg.Done()
+	t := time.NewTicker(n.ccfg.StateInterval)
+	defer t.Stop()
+	var last []byte
+	for {
+		select {
+		case <-n.stop:
+			return
+		case <-t.C:
+		}
+		if !n.writable.Load() {
+			last = nil
+			continue
+		}
+		st := n.fsm.state()
+		st.From = n.ccfg.NodeID
+		data, err := encodeJSON(kindState, st)
+		if err != nil || string(data) == string(last) {
+			continue
+		}
+		if err := n.raft.Apply(data, n.ccfg.ApplyTimeout).Error(); err != nil {
+			n.log.Warn("replicate offsets and topics", "err", err)
+			continue
+		}
+		last = data
+	}
+}
+
+// Broker returns the node's broker.
+func (n *Node) Broker() *broker.Broker { return n.b }
+
+// BrokerID returns the node's RocketMQ broker id: 0 while it leads.
+func (n *Node) BrokerID() int64 { return n.brokerID.Load() }
+
+// LeaderID returns the id of the group's leader as this node knows it
+// ("" when there is none).
+func (n *Node) LeaderID() string {
+	_, id := n.raft.LeaderWithID()
+	return string(id)
+}
+
+// Err returns why this replica stopped applying the group's log (nil
+// while it is healthy).
+func (n *Node) Err() error { return n.fsm.Err() }
+
+// AppliedOffset returns the CommitLog offset up to which this replica
+// has applied the group's log.
+func (n *Node) AppliedOffset() int64 {
+	n.fsm.mu.Lock()
+	defer n.fsm.mu.Unlock()
+	return n.fsm.cursor
+}
+
+// AddVoter adds a node to the group; only the leader can. A new node
+// starts empty with Cluster.Join set and is caught up by a snapshot.
+func (n *Node) AddVoter(id, addr string) error {
+	return n.raft.AddVoter(raft.ServerID(id), raft.ServerAddress(addr), 0, n.ccfg.ApplyTimeout).Error()
+}
+
+// Snapshot takes a snapshot now and compacts the log.
+func (n *Node) Snapshot() error { return n.raft.Snapshot().Error() }
+
+// Raft returns the node's Raft instance (stats, membership).
+func (n *Node) Raft() *raft.Raft { return n.raft }
+
+// Close stops the replica and its TCPTransport, then the broker (which
+// persists offsets and flushes the store). It is idempotent.
+func (n *Node) Close() error {
+	n.closeOnce.Do(func() {
+		n.writable.Store(false)
+		close(n.stop)
+		n.wg.Wait()
+		err := n.raft.Shutdown().Error()
+		if t, ok := n.ccfg.Transport.(*TCPTransport); ok {
+			t.CloseStreams() // pooled connections: their readers on the peers end
+			err = errors.Join(err, t.Close())
+		}
+		n.closeErr = errors.Join(err, n.b.Close(), n.closeWAL())
+	})
+	return n.closeErr
+}
+
+func (n *Node) closeWAL() error { return errors.Join(n.wal.Close(), n.meta.Close()) }
+
+// slogWriter passes Raft's log lines to slog.
+type slogWriter struct{ l *slog.Logger }
+
+func (w slogWriter) Write(p []byte) (int, error) {
+	w.l.Warn(strings.TrimSpace(string(p)))
+	return len(p), nil
+}
+
+var _ io.Writer = slogWriter{}
+
+// raftLogLevel is Warn, or ROCKETSTORE_RAFT_LOG (e.g. "info", "debug").
+func raftLogLevel() hclog.Level {
+	if v := os.Getenv("ROCKETSTORE_RAFT_LOG"); v != "" {
+		return hclog.LevelFromString(v)
+	}
+	return hclog.Warn
+}

@@ -1,0 +1,221 @@
+package cluster_test
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rocketstore/rocketstore/cluster"
+)
+
+// compact makes snapshots cheap to trigger and the log short after them.
+func compact(nc *cluster.NodeConfig) {
+	nc.Cluster.SnapshotThreshold = 20
+	nc.Cluster.TrailingLogs = 5
+	nc.Cluster.SnapshotInterval = time.Hour
+	nc.Cluster.LogSegmentSize = 16 << 10
+}
+
+// TestFollowerBehindCompactedLog: a follower is stopped, the leader
+// writes and compacts its log past the follower's position, and the
+// follower is caught up from the leader's CommitLog (InstallSnapshot).
+func TestFollowerBehindCompactedLog(t *testing.T) {
+	g := newGroup(t, 3, compact)
+	for i := range 40 {
+		g.send("T", int32(i%4), fmt.Sprint("a", i), "")
+	}
+	g.converge()
+	f := (g.leader() + 1) % 3
+	g.stop(f)
+	for i := range 400 {
+		g.send("T", int32(i%4), strings.Repeat("b", i%700)+fmt.Sprint(i), "KEYS\x01k")
+	}
+	g.send("T", 0, "delayed", "DELAY\x011")
+	l := g.leader()
+	if err := g.nodes[l].Snapshot(); err != nil {
+		t.Fatal(err)
+	}
+	if g.nodes[l].Raft().Stats()["last_snapshot_index"] == "0" {
+		t.Fatal("no snapshot taken")
+	}
+	g.start(f)
+	end := g.converge()
+	g.sameFiles("commitlog", end)
+	g.sameFiles("consumequeue", -1)
+	if s := g.nodes[f].Raft().Stats()["last_snapshot_index"]; s == "0" {
+		t.Fatalf("the follower was caught up without a snapshot (stats %v)", g.nodes[f].Raft().Stats())
+	}
+}
+
+// TestNewNodeJoins: an empty node joins a running group and ends
+// byte-identical, caught up by replaying the log while it is still there
+// and by a snapshot (the leader's CommitLog) once it was compacted away.
+func TestNewNodeJoins(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		segment  int
+		snapshot bool
+	}{{"log", 0, false}, {"snapshot", 16 << 10, true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := newGroup(t, 3, func(nc *cluster.NodeConfig) { compact(nc); nc.Cluster.LogSegmentSize = tc.segment })
+			for i := range 200 {
+				g.send(fmt.Sprint("T", i%2), int32(i%4), strings.Repeat("c", i%900), "")
+			}
+			l := g.leader()
+			if err := g.nodes[l].Snapshot(); err != nil {
+				t.Fatal(err)
+			}
+			g.peers = append(g.peers, cluster.Peer{ID: "n4", Addr: "10.0.0.4:7000"})
+			g.dirs = append(g.dirs, t.TempDir())
+			g.nodes = append(g.nodes, nil)
+			g.trans = append(g.trans, nil)
+			nc := g.nodeConfig(3)
+			nc.Cluster.Join = true
+			n4, err := g.open(3, nc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			g.nodes[3] = n4
+			if err := g.nodes[l].AddVoter("n4", "10.0.0.4:7000"); err != nil {
+				t.Fatal(err)
+			}
+			g.send("T0", 0, "after the join", "")
+			end := g.converge()
+			g.sameFiles("commitlog", end)
+			g.sameFiles("consumequeue", -1)
+			if got := n4.Raft().Stats()["last_snapshot_index"] != "0"; got != tc.snapshot {
+				t.Fatalf("caught up by a snapshot: %v, want %v", got, tc.snapshot)
+			}
+		})
+	}
+}
+
+// TestRestartReplaysIdempotently: a node restarted after a snapshot
+// re-applies the entries after it against the records it already has,
+// writing nothing twice.
+func TestRestartReplaysIdempotently(t *testing.T) {
+	g := newGroup(t, 3, compact)
+	for i := range 30 {
+		g.send("T", 0, fmt.Sprint("a", i), "")
+	}
+	l := g.leader()
+	f := (l + 1) % 3
+	g.converge()
+	if err := g.nodes[f].Snapshot(); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 10 {
+		g.send("T", 0, fmt.Sprint("b", i), "")
+	}
+	before := g.converge()
+	g.stop(f)
+	g.start(f)
+	end := g.converge()
+	if end != before {
+		t.Fatalf("applied offset %d after restart, %d before", end, before)
+	}
+	if got := g.nodes[f].Broker().Store().MaxOffsetInQueue("T", 0); got != 40 {
+		t.Fatalf("T/0 has %d messages after the restart, want 40", got)
+	}
+	g.sameFiles("commitlog", end)
+}
+
+// TestForeignStoreRefused: a store directory with messages that belong
+// to no group, and one that belongs to another group, are refused with
+// errors that say so.
+func TestForeignStoreRefused(t *testing.T) {
+	g := newGroup(t, 3, nil)
+	for i := range 5 {
+		g.send("T", 0, fmt.Sprint(i), "")
+	}
+	g.converge()
+	l := g.leader()
+	f := (l + 1) % 3
+	g.stop(f)
+
+	// The same CommitLog without its group identity: a plain store.
+	if err := os.Remove(filepath.Join(g.dirs[f], "raft", "group.json")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := g.open(f, g.nodeConfig(f)); err == nil || !strings.Contains(err.Error(), "foreign store directory") {
+		t.Fatalf("open a store of no group: %v", err)
+	}
+	_ = g.trans[f].Close()
+	g.trans[f] = nil
+
+	// Another group's identity, on a node that joins this group empty
+	// of Raft state.
+	other := `{"groupId":"0000","brokerName":"broker-a","commitLogFileSize":65536,"peers":[]}`
+	if err := os.WriteFile(filepath.Join(g.dirs[f], "raft", "group.json"), []byte(other), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, sub := range []string{"raft/wal", "raft/snapshots"} {
+		if err := os.RemoveAll(filepath.Join(g.dirs[f], sub)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	nc := g.nodeConfig(f)
+	nc.Cluster.Join = true
+	n, err := g.open(f, nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.nodes[f] = n
+	waitFor(t, "the replica to refuse the group", func() bool { return n.Err() != nil })
+	if err := n.Err(); !errors.Is(err, cluster.ErrDiverged) || !strings.Contains(err.Error(), "foreign store directory") {
+		t.Fatalf("replica error: %v", err)
+	}
+}
+
+// TestFileSizeMismatchRefused: a node with another CommitLog file size
+// is refused by the group's identity check.
+func TestFileSizeMismatchRefused(t *testing.T) {
+	g := newGroup(t, 3, func(nc *cluster.NodeConfig) {
+		if nc.Cluster.NodeID == "n3" {
+			nc.Broker.Store.CommitLogFileSize = 2 * testFileSize
+		}
+	})
+	g.leader()
+	waitFor(t, "a replica to refuse the group", func() bool {
+		for _, n := range g.nodes {
+			if n.Err() != nil {
+				return true
+			}
+		}
+		return false
+	})
+	for _, n := range g.nodes {
+		if err := n.Err(); err != nil && !strings.Contains(err.Error(), "CommitLog file size") {
+			t.Fatalf("replica error: %v", err)
+		}
+	}
+}
+
+// TestPeerListMismatchRefused: a node configured with another peer list
+// is refused by the group's identity check.
+func TestPeerListMismatchRefused(t *testing.T) {
+	g := newGroup(t, 3, func(nc *cluster.NodeConfig) {
+		if nc.Cluster.NodeID == "n3" {
+			ps := append([]cluster.Peer(nil), nc.Cluster.Peers...)
+			ps = append(ps, cluster.Peer{ID: "n9", Addr: "10.0.0.9:7000"})
+			nc.Cluster.Peers = ps
+		}
+	})
+	waitFor(t, "a replica to refuse the group", func() bool {
+		for _, n := range g.nodes {
+			if n.Err() != nil {
+				return true
+			}
+		}
+		return false
+	})
+	for _, n := range g.nodes {
+		if err := n.Err(); err != nil && !strings.Contains(err.Error(), "peer list") {
+			t.Fatalf("replica error: %v", err)
+		}
+	}
+}

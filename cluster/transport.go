@@ -1,0 +1,144 @@
+package cluster
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/raft"
+)
+
+// TCPTransport is Raft's TCP transport with the replicas' repair service
+// on the same port: a connection whose first byte is repairMagic (Raft's
+// own start with an RPC type, 0 to 4) asks for CommitLog bytes.
+type TCPTransport struct {
+	*raft.NetworkTransport
+	layer *tcpLayer
+}
+
+// NewTCPTransport returns the transport listening on bind ("ip:port")
+// and known to its peers as advertise (this node's address in the peer
+// list: bind itself, or a proxy in front of it). Connections to peers
+// leave from bind's IP, so that a proxy or firewall between the nodes can
+// tell them apart even on one host (127.0.0.11, 127.0.0.12, ...). An
+// empty advertise is the bound address (bind may then have port 0).
+func NewTCPTransport(bind, advertise string, logger *slog.Logger) (*TCPTransport, error) {
+	if logger == nil {
+		logger = slog.Default()
+	}
+	ln, err := net.Listen("tcp", bind)
+	if err != nil {
+		return nil, fmt.Errorf("cluster: raft bind: %w", err)
+	}
+	if advertise == "" {
+		advertise = ln.Addr().String()
+	}
+	adv, err := net.ResolveTCPAddr("tcp", advertise)
+	if err == nil && (adv.IP == nil || adv.IP.IsUnspecified()) {
+		err = fmt.Errorf("%w: raft address %q is not one peers can dial", ErrConfig, advertise)
+	}
+	if err != nil {
+		_ = ln.Close()
+		return nil, fmt.Errorf("%w: raft address %q: %v", ErrConfig, advertise, err)
+	}
+	l := &tcpLayer{ln: ln, adv: adv, conns: make(chan net.Conn), done: make(chan struct{})}
+	if ip := ln.Addr().(*net.TCPAddr).IP; !ip.IsUnspecified() {
+		l.dialer.LocalAddr = &net.TCPAddr{IP: ip}
+	}
+	go l.acceptLoop()
+	hl := hclog.New(&hclog.LoggerOptions{Name: "raft-net", Level: raftLogLevel(), Output: slogWriter{logger}, DisableTime: true})
+	nt := raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{Stream: l, MaxPool: 3,
+		Timeout: 10 * time.Second, Logger: hl})
+	return &TCPTransport{NetworkTransport: nt, layer: l}, nil
+}
+
+// repairMagic starts a repair request (see repair.go).
+const repairMagic = 0xF0
+
+// tcpLayer is a raft.StreamLayer over TCP that dials from its bind IP and
+// hands repair connections to the node.
+type tcpLayer struct {
+	ln     net.Listener
+	adv    net.Addr
+	dialer net.Dialer
+	conns  chan net.Conn
+	done   chan struct{}
+	once   sync.Once
+	repair atomic.Pointer[func(net.Conn, *bufio.Reader)]
+}
+
+func (l *tcpLayer) acceptLoop() {
+	for {
+		c, err := l.ln.Accept()
+		if err != nil {
+			l.once.Do(func() { close(l.done) })
+			return
+		}
+		go l.route(c)
+	}
+}
+
+// route peeks at the first byte: a repair request or a Raft connection.
+func (l *tcpLayer) route(c net.Conn) {
+	br := bufio.NewReader(c)
+	_ = c.SetReadDeadline(time.Now().Add(30 * time.Second))
+	b, err := br.Peek(1)
+	_ = c.SetReadDeadline(time.Time{})
+	if err != nil {
+		_ = c.Close()
+		return
+	}
+	if b[0] == repairMagic {
+		if h := l.repair.Load(); h != nil {
+			(*h)(c, br)
+			return
+		}
+		_ = c.Close()
+		return
+	}
+	select {
+	case l.conns <- &peekedConn{Conn: c, r: br}:
+	case <-l.done:
+		_ = c.Close()
+	}
+}
+
+func (l *tcpLayer) Accept() (net.Conn, error) {
+	select {
+	case c := <-l.conns:
+		return c, nil
+	case <-l.done:
+		return nil, net.ErrClosed
+	}
+}
+
+func (l *tcpLayer) Close() error {
+	err := l.ln.Close()
+	l.once.Do(func() { close(l.done) })
+	if errors.Is(err, net.ErrClosed) {
+		return nil
+	}
+	return err
+}
+
+func (l *tcpLayer) Addr() net.Addr { return l.adv }
+
+func (l *tcpLayer) Dial(address raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
+	d := l.dialer
+	d.Timeout = timeout
+	return d.Dial("tcp", string(address))
+}
+
+// peekedConn replays the bytes route peeked at.
+type peekedConn struct {
+	net.Conn
+	r *bufio.Reader
+}
+
+func (c *peekedConn) Read(p []byte) (int, error) { return c.r.Read(p) }

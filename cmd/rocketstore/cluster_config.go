@@ -1,0 +1,120 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/rocketstore/rocketstore/cluster"
+	"github.com/rocketstore/rocketstore/server"
+)
+
+// raftFileConfig is the raft: section of serve's config file, which makes
+// the node a replica of a broker group:
+//
+//	raft:
+//	  nodeId: n1
+//	  bind: 127.0.0.1:7001                  # Raft's listener
+//	  peers: [n1@127.0.0.1:7001, n2@127.0.0.1:7002, n3@127.0.0.1:7003]
+//	  join: false                           # true: an empty node added to a running group
+type raftFileConfig struct {
+	NodeID string   `yaml:"nodeId"`
+	Bind   string   `yaml:"bind"`
+	Peers  []string `yaml:"peers"`
+	Join   bool     `yaml:"join"`
+	// HeartbeatTimeoutMs and ElectionTimeoutMs tune failure detection
+	// (1000 each).
+	HeartbeatTimeoutMs int `yaml:"heartbeatTimeoutMs"`
+	ElectionTimeoutMs  int `yaml:"electionTimeoutMs"`
+	// SnapshotThreshold is the number of entries between snapshots (4096).
+	SnapshotThreshold uint64 `yaml:"snapshotThreshold"`
+}
+
+// loadServeConfig reads serve's config file: the raft: section here, the
+// rest with server.ParseFileConfig (RocketMQ's names, unknown keys are
+// errors). rc is nil when there is no raft: section.
+func loadServeConfig(path string) (*server.FileConfig, *raftFileConfig, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	rest, rc, err := splitRaftSection(data)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", path, err)
+	}
+	fc, err := server.ParseFileConfig(rest)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return fc, rc, nil
+}
+
+// splitRaftSection takes the raft: key out of a YAML document.
+func splitRaftSection(data []byte) ([]byte, *raftFileConfig, error) {
+	var doc yaml.Node
+	if err := yaml.Unmarshal(data, &doc); err != nil {
+		return nil, nil, fmt.Errorf("%w: %v", server.ErrConfig, err)
+	}
+	if len(doc.Content) == 0 || doc.Content[0].Kind != yaml.MappingNode {
+		return data, nil, nil
+	}
+	m := doc.Content[0]
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		if m.Content[i].Value != "raft" {
+			continue
+		}
+		section, err := yaml.Marshal(m.Content[i+1])
+		if err != nil {
+			return nil, nil, err
+		}
+		var rc raftFileConfig
+		dec := yaml.NewDecoder(bytes.NewReader(section))
+		dec.KnownFields(true)
+		if err := dec.Decode(&rc); err != nil && !errors.Is(err, io.EOF) {
+			return nil, nil, fmt.Errorf("%w: raft: %v", server.ErrConfig, err)
+		}
+		m.Content = append(m.Content[:i:i], m.Content[i+2:]...)
+		rest, err := yaml.Marshal(&doc)
+		if err != nil {
+			return nil, nil, err
+		}
+		return rest, &rc, nil
+	}
+	return data, nil, nil
+}
+
+// clusterConfig checks the raft: section and turns it into the node's
+// replication config (without its transport). advertise is this node's
+// address in the peer list.
+func (rc *raftFileConfig) clusterConfig() (cfg cluster.Config, advertise string, err error) {
+	if rc.NodeID == "" || rc.Bind == "" {
+		return cfg, "", fmt.Errorf("%w: raft: nodeId and bind are required", server.ErrConfig)
+	}
+	cfg = cluster.Config{NodeID: rc.NodeID, Join: rc.Join, SnapshotThreshold: rc.SnapshotThreshold}
+	for _, s := range rc.Peers {
+		p, err := cluster.ParsePeer(s)
+		if err != nil {
+			return cfg, "", err
+		}
+		cfg.Peers = append(cfg.Peers, p)
+		if p.ID == rc.NodeID {
+			advertise = p.Addr
+		}
+	}
+	if advertise == "" {
+		if !rc.Join {
+			return cfg, "", fmt.Errorf("%w: raft: nodeId %q is not in peers %v", server.ErrConfig, rc.NodeID, rc.Peers)
+		}
+		advertise = rc.Bind
+	}
+	if rc.HeartbeatTimeoutMs < 0 || rc.ElectionTimeoutMs < 0 {
+		return cfg, "", fmt.Errorf("%w: raft: negative timeout", server.ErrConfig)
+	}
+	cfg.HeartbeatTimeout = ms(rc.HeartbeatTimeoutMs)
+	cfg.ElectionTimeout = ms(rc.ElectionTimeoutMs)
+	return cfg, advertise, nil
+}

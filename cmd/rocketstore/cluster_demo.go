@@ -1,0 +1,145 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/rocketstore/rocketstore/engine"
+	"github.com/rocketstore/rocketstore/server"
+)
+
+// newClusterDemoCmd is `rocketstore cluster-demo`: a 3-replica broker
+// group in one process, on 127.0.0.1, for trying clients against.
+func newClusterDemoCmd() *cobra.Command {
+	var dir string
+	var port int
+	cmd := &cobra.Command{
+		Use:   "cluster-demo [--dir DIR] [--port 9876]",
+		Short: "Run a 3-replica broker group on 127.0.0.1 and print the addresses for clients",
+		Long: `cluster-demo starts three replicas of broker group "broker-a" in this process,
+each with its own store directory (DIR/n1, DIR/n2, DIR/n3; DIR defaults to a new
+temporary directory), name server (--port, +1, +2), broker port (10911, 10921,
+10931) and Raft port (--port+1000, +1, +2 ... on 127.0.0.1), with SYNC_FLUSH. Every
+replica registers with the three name servers; the leader as brokerId 0. It
+prints the name-server list to give clients and runs until SIGINT or SIGTERM.
+The same group as three processes is three 'rocketstore serve --config nI.yaml';
+the files are written into DIR.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			logger, err := newLogger(cmd, "info", "text")
+			if err != nil {
+				return err
+			}
+			if dir == "" {
+				if dir, err = os.MkdirTemp("", "rocketstore-cluster-*"); err != nil {
+					return err
+				}
+			}
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			nodes, nsList, err := startDemoGroup(dir, port)
+			if err != nil {
+				return &exitCodeError{code: exitError, err: err}
+			}
+			out := cmd.OutOrStdout()
+			fmt.Fprintf(out, "broker group broker-a: 3 replicas, data in %s\n", dir)
+			for i, cn := range nodes {
+				fmt.Fprintf(out, "  n%d: name server %s, broker %s, raft 127.0.0.1:%d, config %s\n", i+1, cn.addr, cn.brokerAddr,
+					port+1000+i, filepath.Join(dir, fmt.Sprintf("n%d.yaml", i+1)))
+			}
+			fmt.Fprintf(out, "clients: name server %s (e.g. cd e2e && go run ./example -namesrv %s)\n", nsList, nodes[0].addr)
+			t := time.NewTicker(time.Second)
+			defer t.Stop()
+			leader := ""
+		loop:
+			for {
+				select {
+				case <-ctx.Done():
+					break loop
+				case <-t.C:
+					for i, cn := range nodes {
+						if cn.node.Writable() && leader != cn.brokerAddr {
+							leader = cn.brokerAddr
+							fmt.Fprintf(out, "leader: n%d (broker %s)\n", i+1, leader)
+						}
+					}
+				}
+			}
+			var errs []error
+			sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			for _, cn := range nodes {
+				errs = append(errs, cn.shutdown(sctx))
+			}
+			_ = logger
+			return errors.Join(errs...)
+		},
+	}
+	cmd.Flags().StringVar(&dir, "dir", "", "parent `DIR` of the replicas' store directories (default: a new temporary directory)")
+	cmd.Flags().IntVar(&port, "port", 9876, "first name-server port; the others follow, Raft ports start at port+1000")
+	return cmd
+}
+
+// demoConfig is replica i's config file (1-based), as serve reads it.
+func demoConfig(i, port int) string {
+	var peers []string
+	for j := 1; j <= 3; j++ {
+		peers = append(peers, fmt.Sprintf("n%d@127.0.0.1:%d", j, port+1000+j-1))
+	}
+	var ns []string
+	for j := 0; j < 3; j++ {
+		ns = append(ns, fmt.Sprintf("127.0.0.1:%d", port+j))
+	}
+	return fmt.Sprintf(`brokerName: broker-a
+listenPort: %d
+namesrvListen: 127.0.0.1:%d
+flushDiskType: SYNC_FLUSH
+%sraft:
+  nodeId: n%d
+  bind: 127.0.0.1:%d
+  peers: [%s]
+`, 10911+10*(i-1), port+i-1, namesrvLine(strings.Join(ns, ";")), i, port+1000+i-1, strings.Join(peers, ", "))
+}
+
+// startDemoGroup writes the three config files into dir and starts the
+// replicas from them.
+func startDemoGroup(dir string, port int) ([]*clusterNode, string, error) {
+	var nodes []*clusterNode
+	var ns []string
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, "", err
+	}
+	for i := 1; i <= 3; i++ {
+		name := filepath.Join(dir, fmt.Sprintf("n%d.yaml", i))
+		if err := os.WriteFile(name, []byte(demoConfig(i, port)), 0o644); err != nil {
+			return nodes, "", err
+		}
+		fc, rc, err := loadServeConfig(name)
+		if err != nil {
+			return nodes, "", err
+		}
+		nc := server.NodeConfig{Dir: filepath.Join(dir, fmt.Sprintf("n%d", i))}
+		if err := fc.Apply(&nc); err != nil {
+			return nodes, "", err
+		}
+		nc.Broker.Store.FlushDiskType = engine.SyncFlush
+		logger, _ := newLogger(&cobra.Command{}, "warn", "text")
+		nc.Server.Logger, nc.Broker.Store.Logger = logger, logger
+		cn, err := startClusterNode(nc, rc, logger)
+		if err != nil {
+			return nodes, "", err
+		}
+		nodes = append(nodes, cn)
+		ns = append(ns, cn.addr)
+	}
+	return nodes, strings.Join(ns, ";"), nil
+}

@@ -1,0 +1,190 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/netip"
+	"os"
+	"os/signal"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/rocketstore/rocketstore/cluster"
+	"github.com/rocketstore/rocketstore/server"
+)
+
+func ms(v int) time.Duration { return time.Duration(v) * time.Millisecond }
+
+// clusterNode is a served replica: its listeners, the replica and the
+// server in front of its broker.
+type clusterNode struct {
+	lns              []net.Listener
+	node             *cluster.Node
+	srv              *server.Server
+	addr, brokerAddr string
+	wg               sync.WaitGroup
+}
+
+// startClusterNode is server.StartNode for a replica of a broker group.
+func startClusterNode(nc server.NodeConfig, rc *raftFileConfig, log *slog.Logger) (*clusterNode, error) {
+	ccfg, advertise, err := rc.clusterConfig()
+	if err != nil {
+		return nil, err
+	}
+	ccfg.Logger = log
+	cn := &clusterNode{}
+	closeAll := func() {
+		for _, l := range cn.lns {
+			_ = l.Close()
+		}
+	}
+	if nc.Listen == "" {
+		nc.Listen = "127.0.0.1:9876"
+	}
+	ln, err := net.Listen("tcp", nc.Listen)
+	if err != nil {
+		return nil, err
+	}
+	cn.lns = append(cn.lns, ln)
+	brokerLn := ln
+	if nc.BrokerListen != "" {
+		if brokerLn, err = net.Listen("tcp", nc.BrokerListen); err != nil {
+			closeAll()
+			return nil, err
+		}
+		cn.lns = append(cn.lns, brokerLn)
+	}
+	adv := nc.Server.BrokerAddr
+	if adv == "" {
+		adv = dialable(brokerLn.Addr())
+	}
+	ap, err := netip.ParseAddrPort(adv)
+	if err != nil {
+		closeAll()
+		return nil, fmt.Errorf("%w: broker address %q must be an IP literal and port: %v", server.ErrConfig, adv, err)
+	}
+	nc.Server.BrokerAddr = adv
+	if nc.Server.BrokerName == "" {
+		nc.Server.BrokerName = server.DefaultBrokerName
+	}
+	if ccfg.Transport, err = cluster.NewTCPTransport(rc.Bind, advertise, log); err != nil {
+		closeAll()
+		return nil, err
+	}
+	if err := os.MkdirAll(nc.Dir, 0o755); err != nil {
+		closeAll()
+		return nil, err
+	}
+	// Role changes before the server exists are picked up below.
+	var mu sync.Mutex
+	cn.node, err = cluster.Open(cluster.NodeConfig{Dir: nc.Dir, Broker: nc.Broker, BrokerName: nc.Server.BrokerName,
+		StoreHost: ap, Cluster: ccfg, OnRoleChange: func(id int64) {
+			mu.Lock()
+			defer mu.Unlock()
+			if cn.srv != nil {
+				setBrokerID(cn.srv, id)
+			}
+			log.Info("broker id", "brokerId", id)
+		}})
+	if err != nil {
+		closeAll()
+		return nil, err
+	}
+	mu.Lock()
+	nc.Server.BrokerID = cn.node.BrokerID()
+	cn.srv, err = server.New(cn.node.Broker(), nc.Server)
+	if err == nil {
+		setBrokerID(cn.srv, cn.node.BrokerID())
+	}
+	mu.Unlock()
+	if err != nil {
+		closeAll()
+		return nil, errors.Join(err, cn.node.Close())
+	}
+	cn.addr, cn.brokerAddr = dialable(ln.Addr()), adv
+	for _, l := range cn.lns {
+		cn.wg.Add(1)
+		go func() {
+			defer cn.wg.Done()
+			_ = cn.srv.Serve(l)
+		}()
+	}
+	return cn, nil
+}
+
+// setBrokerID tells the server its broker id: it re-registers with every
+// name server of namesrvAddr at once, so that routes name the new leader
+// as brokerId 0.
+func setBrokerID(s *server.Server, id int64) { s.SetBrokerID(id) }
+
+// dialable turns a listener address into one clients can dial.
+func dialable(a net.Addr) string {
+	ta, ok := a.(*net.TCPAddr)
+	if !ok {
+		return a.String()
+	}
+	ip := ta.AddrPort().Addr().Unmap()
+	if ip.IsUnspecified() {
+		ip = netip.MustParseAddr("127.0.0.1")
+	}
+	return netip.AddrPortFrom(ip, ta.AddrPort().Port()).String()
+}
+
+func (cn *clusterNode) shutdown(ctx context.Context) error {
+	err := cn.srv.Shutdown(ctx)
+	cn.wg.Wait()
+	return errors.Join(err, cn.node.Close())
+}
+
+// runClusterServe is runServe for a replica: it also stops, with an
+// error, when the replica stops applying the group's log.
+func runClusterServe(parent context.Context, nc server.NodeConfig, rc *raftFileConfig, shutdownTimeout time.Duration, log *slog.Logger) error {
+	if parent == nil {
+		parent = context.Background()
+	}
+	ctx, stop := signal.NotifyContext(parent, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	cn, err := startClusterNode(nc, rc, log)
+	if err != nil {
+		return &exitCodeError{code: exitError, err: err}
+	}
+	log.Info("rocketstore replica serving", "nameServer", cn.addr, "broker", cn.brokerAddr, "dir", nc.Dir,
+		"brokerName", cn.srv.Config().BrokerName, "nodeId", rc.NodeID, "raft", rc.Bind,
+		"recovery", fmt.Sprintf("%+v", cn.node.Broker().Store().Recovery()))
+	t := time.NewTicker(500 * time.Millisecond)
+	defer t.Stop()
+	var failed error
+wait:
+	for {
+		select {
+		case <-ctx.Done():
+			break wait
+		case <-t.C:
+			if failed = cn.node.Err(); failed != nil {
+				break wait
+			}
+		}
+	}
+	stop()
+	log.Info("shutting down")
+	sctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
+	defer cancel()
+	err = cn.shutdown(sctx)
+	if failed != nil {
+		log.Error("the replica stopped applying the group's log", "err", failed)
+		return &exitCodeError{code: exitError, err: errors.Join(failed, err)}
+	}
+	if err != nil {
+		log.Error("shutdown", "err", err)
+		return &exitCodeError{code: exitError, err: err}
+	}
+	log.Info("stopped")
+	return nil
+}
+
+// namesrvLine is the namesrvAddr line of a generated config file.
+func namesrvLine(list string) string { return "namesrvAddr: " + list + "\n" }

@@ -1,0 +1,555 @@
+package e2e
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/apache/rocketmq-client-go/v2/consumer"
+	"github.com/apache/rocketmq-client-go/v2/primitive"
+	"github.com/apache/rocketmq-client-go/v2/producer"
+
+	"github.com/rocketstore/rocketstore/engine/record"
+)
+
+// TestClusterJepsen runs a 3-replica broker group as three `rocketstore
+// serve` processes while official-client producers (SendSync) and a push
+// consumer run, and a nemesis SIGKILLs the leader, SIGKILLs a follower
+// and partitions the leader from the majority (a fault-injecting TCP
+// proxy in front of each replica's Raft port), restarting and healing
+// after each. Then it checks the history: every acknowledged message was
+// consumed, nothing invented, no two messages at one queue offset, each
+// acknowledged position holds its message, messages stored twice only
+// for sends that failed or timed out (the client's own retry); and the
+// replicas' CommitLogs are byte-identical up to the shortest one and
+// `rocketstore verify` is clean on each. It reports the failover times
+// (fault → first successful send).
+//
+// CI runs 3 faults; ROCKETSTORE_JEPSEN_FAULTS=12 (or more) is the soak.
+func TestClusterJepsen(t *testing.T) {
+	faults := 3
+	if v := os.Getenv("ROCKETSTORE_JEPSEN_FAULTS"); v != "" {
+		var err error
+		if faults, err = strconv.Atoi(v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	bin := buildRocketstore(t)
+	g := startJepsenGroup(t, bin)
+
+	h := &history{sent: map[string]*sendRec{}, consumed: map[string]map[[2]int64]bool{}}
+	stop := make(chan struct{})
+	var pwg sync.WaitGroup
+	for p := range 2 {
+		pwg.Add(1)
+		go func() {
+			defer pwg.Done()
+			runProducer(t, g.nsList, p, h, stop)
+		}()
+	}
+
+	// The first send creates the topic, which the consumer subscribes to.
+	if start := time.Now(); h.firstSuccessAfter(start.Add(-time.Hour), 60*time.Second) >= 60*time.Second+time.Hour {
+		t.Fatal("no send acknowledged within 60 s")
+	}
+	c := startJepsenConsumer(t, g.nsList, h)
+	time.Sleep(3 * time.Second)
+	var failovers []time.Duration
+	for k := range faults {
+		l := g.waitLeader(t, 30*time.Second)
+		switch k % 3 {
+		case 0:
+			t.Logf("fault %d: SIGKILL leader n%d", k+1, l+1)
+			at := time.Now()
+			g.kill(l)
+			failovers = append(failovers, h.firstSuccessAfter(at, 60*time.Second))
+			g.start(t, l)
+		case 1:
+			f := (l + 1) % 3
+			t.Logf("fault %d: SIGKILL follower n%d", k+1, f+1)
+			g.kill(f)
+			time.Sleep(3 * time.Second)
+			g.start(t, f)
+		case 2:
+			t.Logf("fault %d: partition leader n%d from the majority", k+1, l+1)
+			at := time.Now()
+			g.proxy.isolate(l, 3)
+			failovers = append(failovers, h.firstSuccessAfter(at, 60*time.Second))
+			g.proxy.heal()
+		}
+		time.Sleep(2 * time.Second)
+	}
+	close(stop)
+	pwg.Wait()
+	g.proxy.heal()
+	g.waitLeader(t, 30*time.Second)
+
+	acked := h.ackedIDs()
+	deadline := time.Now().Add(90 * time.Second)
+	for len(h.missing(acked)) > 0 && time.Now().Before(deadline) {
+		time.Sleep(200 * time.Millisecond)
+	}
+	_ = c.Shutdown()
+	h.check(t, acked)
+
+	ends := g.stopAll(t)
+	g.compareCommitLogs(t, ends)
+	for i := range g.reps {
+		out, err := exec.Command(bin, "verify", "--dir", g.reps[i].dir).CombinedOutput()
+		if err != nil {
+			t.Errorf("verify n%d: %v\n%s", i+1, err, out)
+		}
+	}
+	slices.Sort(failovers)
+	if len(failovers) > 0 {
+		t.Logf("failover (fault → first successful send), %d faults %v: p50 %v, max %v", len(failovers), failovers,
+			failovers[len(failovers)/2].Round(time.Millisecond), failovers[len(failovers)-1].Round(time.Millisecond))
+	}
+	t.Logf("history: %d sends attempted, %d acknowledged, %d consumed distinct", h.attempted(), len(acked), h.consumedCount())
+}
+
+// buildRocketstore builds the command from the parent module.
+func buildRocketstore(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "rocketstore")
+	cmd := exec.Command("go", "build", "-o", bin, "./cmd/rocketstore")
+	cmd.Dir = ".."
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("build rocketstore: %v\n%s", err, out)
+	}
+	return bin
+}
+
+func freePort(t *testing.T, ip string) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", ip+":0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+type replica struct {
+	dir, cfg, ns string
+	mu           sync.Mutex
+	cmd          *exec.Cmd
+	exited       chan struct{}
+	leader       bool
+}
+
+type jepsenGroup struct {
+	bin    string
+	reps   []*replica
+	proxy  *faultProxy
+	nsList string
+}
+
+func startJepsenGroup(t *testing.T, bin string) *jepsenGroup {
+	g := &jepsenGroup{bin: bin}
+	var binds []string
+	src := map[string]int{}
+	for i := range 3 {
+		ip := fmt.Sprintf("127.0.0.%d", 11+i)
+		binds = append(binds, fmt.Sprintf("%s:%d", ip, freePort(t, ip)))
+		src[ip] = i
+	}
+	var proxies []string
+	g.proxy, proxies = newFaultProxy(t, binds, src)
+	var ns, peers []string
+	for i := range 3 {
+		ns = append(ns, fmt.Sprintf("127.0.0.1:%d", freePort(t, "127.0.0.1")))
+		peers = append(peers, fmt.Sprintf("n%d@%s", i+1, proxies[i]))
+	}
+	g.nsList = strings.Join(ns, ";")
+	root := t.TempDir()
+	for i := range 3 {
+		r := &replica{dir: filepath.Join(root, fmt.Sprintf("n%d", i+1)), cfg: filepath.Join(root, fmt.Sprintf("n%d.yaml", i+1)), ns: ns[i]}
+		conf := fmt.Sprintf(`brokerName: broker-j
+listenPort: %d
+namesrvAddr: %s
+flushDiskType: SYNC_FLUSH
+mapedFileSizeCommitLog: 4194304
+raft:
+  nodeId: n%d
+  bind: %s
+  peers: [%s]
+`, freePort(t, "127.0.0.1"), g.nsList, i+1, binds[i], strings.Join(peers, ", "))
+		if err := os.WriteFile(r.cfg, []byte(conf), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		g.reps = append(g.reps, r)
+	}
+	for i := range 3 {
+		g.start(t, i)
+	}
+	t.Cleanup(func() {
+		for i := range g.reps {
+			g.kill(i)
+		}
+	})
+	return g
+}
+
+// start runs replica i; its log goes to DIR.log and tells its role.
+func (g *jepsenGroup) start(t *testing.T, i int) {
+	r := g.reps[i]
+	f, err := os.OpenFile(r.dir+".log", os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(g.bin, "serve", "--dir", r.dir, "--listen", r.ns, "--config", r.cfg)
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stdout, cmd.Stderr = f, pw
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	_ = pw.Close()
+	exited := make(chan struct{})
+	r.mu.Lock()
+	r.cmd, r.exited, r.leader = cmd, exited, false
+	r.mu.Unlock()
+	go func() {
+		sc := bufio.NewScanner(pr)
+		for sc.Scan() {
+			line := sc.Text()
+			_, _ = f.WriteString(line + "\n")
+			switch {
+			case strings.Contains(line, `msg="leading the broker group"`):
+				r.setLeader(cmd, true)
+			case strings.Contains(line, "msg=following"):
+				r.setLeader(cmd, false)
+			}
+		}
+		_ = pr.Close()
+	}()
+	go func() {
+		_ = cmd.Wait()
+		r.setLeader(cmd, false)
+		_ = f.Close()
+		close(exited)
+	}()
+}
+
+func (r *replica) setLeader(cmd *exec.Cmd, v bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.cmd == cmd {
+		r.leader = v
+	}
+}
+
+// kill SIGKILLs replica i and waits for it to exit.
+func (g *jepsenGroup) kill(i int) {
+	r := g.reps[i]
+	r.mu.Lock()
+	cmd, exited := r.cmd, r.exited
+	r.leader = false
+	r.mu.Unlock()
+	if cmd == nil {
+		return
+	}
+	_ = cmd.Process.Kill()
+	<-exited
+}
+
+func (g *jepsenGroup) waitLeader(t *testing.T, d time.Duration) int {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for time.Now().Before(deadline) {
+		for i, r := range g.reps {
+			r.mu.Lock()
+			l := r.leader
+			r.mu.Unlock()
+			if l {
+				return i
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("no leader within %v", d)
+	return -1
+}
+
+// stopAll stops every replica gracefully and returns where each one's
+// CommitLog ends.
+func (g *jepsenGroup) stopAll(t *testing.T) []int64 {
+	var ends []int64
+	for i, r := range g.reps {
+		r.mu.Lock()
+		cmd, exited := r.cmd, r.exited
+		r.mu.Unlock()
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-exited:
+		case <-time.After(30 * time.Second):
+			t.Errorf("n%d did not stop on SIGTERM", i+1)
+			g.kill(i)
+		}
+		ends = append(ends, commitLogEnd(t, filepath.Join(r.dir, "commitlog")))
+	}
+	return ends
+}
+
+// commitLogEnd walks the records of a CommitLog directory.
+func commitLogEnd(t *testing.T, dir string) int64 {
+	t.Helper()
+	data := readCommitLog(t, dir)
+	var pos int64
+	const fileSize = 4 << 20
+	for pos+8 <= int64(len(data)) {
+		info, err := record.Check(data[pos:], pos, true)
+		if err != nil {
+			break
+		}
+		if info.Blank {
+			pos += fileSize - pos%fileSize
+			continue
+		}
+		pos += int64(info.Size)
+	}
+	return pos
+}
+
+func readCommitLog(t *testing.T, dir string) []byte {
+	t.Helper()
+	names, err := filepath.Glob(filepath.Join(dir, "0*"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sort.Strings(names)
+	var all []byte
+	for _, n := range names {
+		b, err := os.ReadFile(n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		all = append(all, b...)
+	}
+	return all
+}
+
+// compareCommitLogs compares the replicas' CommitLogs byte for byte up
+// to the shortest.
+func (g *jepsenGroup) compareCommitLogs(t *testing.T, ends []int64) {
+	short := slices.Min(ends)
+	if short == 0 {
+		t.Fatalf("empty CommitLog (ends %v)", ends)
+	}
+	ref := readCommitLog(t, filepath.Join(g.reps[0].dir, "commitlog"))[:short]
+	for i := 1; i < len(g.reps); i++ {
+		b := readCommitLog(t, filepath.Join(g.reps[i].dir, "commitlog"))[:short]
+		if !bytes.Equal(ref, b) {
+			for j := range ref {
+				if ref[j] != b[j] {
+					t.Fatalf("CommitLogs of n1 and n%d differ at offset %d (ends %v)", i+1, j, ends)
+				}
+			}
+		}
+	}
+	t.Logf("CommitLogs byte-identical up to %d (ends %v)", short, ends)
+}
+
+// sendRec is one attempted send.
+type sendRec struct {
+	acked    bool
+	failed   bool
+	slow     bool // took at least the client's send timeout: it may have retried
+	queue    int64
+	offset   int64
+	finished time.Time
+}
+
+// history is what the clients saw.
+type history struct {
+	mu       sync.Mutex
+	sent     map[string]*sendRec
+	consumed map[string]map[[2]int64]bool
+	okTimes  []time.Time
+}
+
+const sendTimeout = 3 * time.Second
+
+func runProducer(t *testing.T, nsList string, p int, h *history, stop chan struct{}) {
+	prod, err := producer.NewDefaultProducer(
+		producer.WithNsResolver(primitive.NewPassthroughResolver(strings.Split(nsList, ";"))),
+		producer.WithGroupName(instance("jepsen-pg")), producer.WithInstanceName(instance("jp")),
+		producer.WithRetry(2), producer.WithSendMsgTimeout(sendTimeout))
+	if err != nil {
+		t.Error(err)
+		return
+	}
+	if err := prod.Start(); err != nil {
+		t.Error(err)
+		return
+	}
+	defer prod.Shutdown()
+	for seq := 0; ; seq++ {
+		select {
+		case <-stop:
+			return
+		default:
+		}
+		id := fmt.Sprintf("p%d-%d", p, seq)
+		m := primitive.NewMessage("JepsenTopic", []byte("body-"+id))
+		m.WithProperty("seq", id)
+		m.WithKeys([]string{id})
+		rec := &sendRec{}
+		h.mu.Lock()
+		h.sent[id] = rec
+		h.mu.Unlock()
+		t0 := time.Now()
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		res, err := prod.SendSync(ctx, m)
+		cancel()
+		h.mu.Lock()
+		rec.finished, rec.slow = time.Now(), time.Since(t0) >= sendTimeout
+		if err == nil && res.Status == primitive.SendOK {
+			rec.acked, rec.queue, rec.offset = true, int64(res.MessageQueue.QueueId), res.QueueOffset
+			h.okTimes = append(h.okTimes, rec.finished)
+		} else {
+			rec.failed = true
+		}
+		h.mu.Unlock()
+		if rec.failed {
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+}
+
+func startJepsenConsumer(t *testing.T, nsList string, h *history) interface{ Shutdown() error } {
+	c, err := consumer.NewPushConsumer(
+		consumer.WithNsResolver(primitive.NewPassthroughResolver(strings.Split(nsList, ";"))),
+		consumer.WithGroupName("jepsen-cg"), consumer.WithInstance(instance("jc")),
+		consumer.WithConsumeFromWhere(consumer.ConsumeFromFirstOffset))
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = c.Subscribe("JepsenTopic", consumer.MessageSelector{}, func(_ context.Context, msgs ...*primitive.MessageExt) (consumer.ConsumeResult, error) {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		for _, m := range msgs {
+			id := m.GetProperty("seq")
+			if h.consumed[id] == nil {
+				h.consumed[id] = map[[2]int64]bool{}
+			}
+			h.consumed[id][[2]int64{int64(m.Queue.QueueId), m.QueueOffset}] = true
+		}
+		return consumer.ConsumeSuccess, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// firstSuccessAfter waits for a send acknowledged after at.
+func (h *history) firstSuccessAfter(at time.Time, limit time.Duration) time.Duration {
+	deadline := time.Now().Add(limit)
+	for time.Now().Before(deadline) {
+		h.mu.Lock()
+		for _, ts := range h.okTimes {
+			if ts.After(at) {
+				h.mu.Unlock()
+				return ts.Sub(at)
+			}
+		}
+		h.mu.Unlock()
+		time.Sleep(20 * time.Millisecond)
+	}
+	return time.Since(at)
+}
+
+func (h *history) ackedIDs() []string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var ids []string
+	for id, r := range h.sent {
+		if r.acked {
+			ids = append(ids, id)
+		}
+	}
+	return ids
+}
+
+func (h *history) missing(ids []string) []string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var out []string
+	for _, id := range ids {
+		if len(h.consumed[id]) == 0 {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+func (h *history) attempted() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.sent)
+}
+
+func (h *history) consumedCount() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.consumed)
+}
+
+// check is the checker over the recorded history.
+func (h *history) check(t *testing.T, acked []string) {
+	t.Helper()
+	if len(acked) == 0 {
+		t.Fatal("no send was acknowledged")
+	}
+	if lost := h.missing(acked); len(lost) > 0 {
+		sort.Strings(lost)
+		t.Errorf("%d acknowledged messages never consumed (lost), e.g. %v", len(lost), lost[:min(5, len(lost))])
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	at := map[[2]int64]string{}
+	dups := 0
+	for id, pos := range h.consumed {
+		r, ok := h.sent[id]
+		if !ok {
+			t.Errorf("consumed %q, which no producer sent (invented)", id)
+			continue
+		}
+		for p := range pos {
+			if other, ok := at[p]; ok && other != id {
+				t.Errorf("queue %d offset %d holds %q and %q (replicas disagree)", p[0], p[1], other, id)
+			}
+			at[p] = id
+		}
+		if r.acked && !pos[[2]int64{r.queue, r.offset}] {
+			t.Errorf("%q acknowledged at queue %d offset %d, consumed at %v", id, r.queue, r.offset, pos)
+		}
+		if len(pos) > 1 {
+			dups++
+			if !r.failed && !r.slow {
+				t.Errorf("%q stored %d times though its send was acknowledged at once (no client retry)", id, len(pos))
+			}
+		}
+	}
+	t.Logf("checker: %d positions consumed, %d messages stored more than once (client retries after a lost ack)", len(at), dups)
+}

@@ -1,0 +1,82 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+
+	"github.com/rocketstore/rocketstore/engine/record"
+)
+
+// Origin is the store timestamp and store host that a replicated broker
+// group's leader assigned to a message. Every replica writes these values
+// instead of its own clock and address, so that the replicas' CommitLogs
+// are byte-identical.
+type Origin struct {
+	// StoreTimestamp is the store time in milliseconds. The CommitLog
+	// still never lets store times go backwards along the log.
+	StoreTimestamp int64
+	// StoreHost is the address written as the record's STOREHOST.
+	StoreHost netip.AddrPort
+}
+
+func (o *Origin) host(def netip.AddrPort) netip.AddrPort {
+	if o == nil {
+		return def
+	}
+	return o.StoreHost
+}
+
+// PutAs is Put with the store timestamp and host taken from o.
+func (s *Store) PutAs(ctx context.Context, m *Message, o Origin) (PutResult, error) {
+	return s.put(ctx, m, &o)
+}
+
+// PutBatchAs is PutBatch with the store timestamp and host taken from o.
+func (s *Store) PutBatchAs(ctx context.Context, msgs []*Message, o Origin) (PutResult, error) {
+	return s.putBatch(ctx, msgs, &o)
+}
+
+// ReadAt copies published CommitLog bytes starting at off into p, never
+// past the end of off's file. It returns how many bytes it copied: 0 when
+// off is not held (removed, or at or past MaxOffset). Replicas stream and
+// compare their CommitLogs with it.
+func (c *CommitLog) ReadAt(p []byte, off int64) int {
+	b, mf := c.data(off)
+	if mf == nil {
+		return 0
+	}
+	defer mf.release()
+	return copy(p, b)
+}
+
+// Repair overwrites the record at off with rec, a healthy replica's copy
+// of it, and syncs it: a replicated group's replicas hold the same bytes,
+// so a record damaged on one (a flipped bit, a torn sector) is rewritten
+// instead of skipped or truncated. rec must be one whole valid record
+// (its CRC checked) for position off, below the published end.
+func (c *CommitLog) Repair(off int64, rec []byte) error {
+	info, err := record.Check(rec, off, true)
+	if err != nil {
+		return fmt.Errorf("repair at %d: the replacement is not a valid record: %w", off, err)
+	}
+	if info.Blank || int(info.Size) != len(rec) {
+		return fmt.Errorf("repair at %d: the replacement is %d bytes, its record %d", off, len(rec), info.Size)
+	}
+	mf := c.q.findMappedFileByOffset(off, false)
+	if mf == nil || !mf.hold() {
+		return fmt.Errorf("repair at %d: offset not held", off)
+	}
+	defer mf.release()
+	pos := off - mf.fileFromOffset
+	if pos+int64(len(rec)) > mf.wrote.Load() {
+		return fmt.Errorf("repair at %d: %d bytes pass the published end of %s", off, len(rec), mf.name)
+	}
+	if _, err := mf.seg.WriteAt(rec, pos); err != nil {
+		return fmt.Errorf("repair %s at %d: %w", mf.name, pos, err)
+	}
+	if err := mf.seg.Sync(pos, int64(len(rec))); err != nil {
+		return fmt.Errorf("%w: sync repaired record in %s at %d: %v", ErrFlushFailed, mf.name, pos, err)
+	}
+	return nil
+}

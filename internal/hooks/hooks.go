@@ -1,0 +1,85 @@
+// Package hooks holds the switches that tests (and the module's own
+// offline tools) use to drive or weaken the engine and the broker. They
+// live in an internal package so that no exported type carries them:
+// engine.Config and broker.Config hold them in an unexported field, which
+// only code in this module can reach (through EngineOf for the engine).
+//
+// This departs from Pebble's model (testing knobs as unexported fields set
+// by tests of the same package) because the switches are needed across
+// packages: the contract suite (engine/enginetest), the property tests
+// (proptest), the broker and the read-only tools of cmd/rocketstore all
+// set them. The engine registers the accessor at init, since this package
+// cannot import it (the engine imports this package).
+package hooks
+
+// Engine holds the engine's switches. The zero value changes nothing.
+type Engine struct {
+	// Manual disables every background goroutine: the caller drives
+	// flushes, dispatch and checkpoints through the Store's methods, and
+	// a SyncFlush put flushes inline (deterministic tests; the read-only
+	// tools, which must not start services on a store they only read).
+	Manual bool
+
+	// The fields below each disable one safety step so that the crash
+	// tests can show that they catch its absence (proptest's
+	// -brokenvariants). Never set them on a real store.
+
+	// NoTailZeroing keeps the stale bytes past the recovered CommitLog
+	// end instead of zeroing and syncing them.
+	NoTailZeroing bool
+	// NoPhysicalOffsetCheck accepts a record whose PHYSICALOFFSET is not
+	// its position (recovery and dispatch).
+	NoPhysicalOffsetCheck bool
+	// NoMaxPhysicOffsetCheck drops the idempotency of the ConsumeQueue
+	// builder (RocketMQ's putMessagePositionInfo): both the maxPhysicOffset
+	// check (a unit for CommitLog bytes at or below the queue's
+	// maxPhysicOffset is skipped) and the queue-index check (a unit whose
+	// index is already written is skipped). They are one safety step: each
+	// alone skips every replay the dispatcher makes (a replay is below
+	// both marks), so switching off only one proves nothing. A replay
+	// then takes RocketMQ's path for an out-of-order unit and is appended
+	// at the queue's end, a duplicate.
+	NoMaxPhysicOffsetCheck bool
+	// NoCRCCheck skips the body CRC check on recovery (as
+	// engine.Config.SkipCRCOnRecover).
+	NoCRCCheck bool
+	// TruncateAtDamage cuts the CommitLog at the first damaged record,
+	// as RocketMQ does, instead of resynchronising past it.
+	TruncateAtDamage bool
+	// IgnoreDispatchErrors lets the dispatcher step over a record whose
+	// dispatch failed instead of retrying it.
+	IgnoreDispatchErrors bool
+	// NoRecoverySync skips the sync of the recovered CommitLog range
+	// after a crash (records that only the page cache held are then
+	// reported as flushed).
+	NoRecoverySync bool
+	// NoRedirty leaves the pages of a failed CommitLog sync clean, as
+	// Linux marks them, instead of writing them again.
+	NoRedirty bool
+}
+
+// Broker holds the broker's switches; a Broker keeps them in an unexported
+// field that the broker's own tests set (broker/export_test.go).
+type Broker struct {
+	// BeforeSuspend, when set, runs between a pull finding nothing and its
+	// registration in the hold table (to provoke the lost-wake-up race).
+	BeforeSuspend func()
+}
+
+var engineOf func(cfg any) *Engine
+
+// RegisterEngine is called by package engine at init with the accessor of
+// the switches inside an *engine.Config.
+func RegisterEngine(of func(cfg any) *Engine) { engineOf = of }
+
+// EngineOf returns the switches inside cfg, an *engine.Config.
+func EngineOf(cfg any) *Engine { return engineOf(cfg) }
+
+// Manual returns cfg, an engine.Config, with Engine.Manual set.
+func Manual[C any](cfg C) C { return WithManual(cfg, true) }
+
+// WithManual returns cfg, an engine.Config, with Engine.Manual set to on.
+func WithManual[C any](cfg C, on bool) C {
+	EngineOf(&cfg).Manual = on
+	return cfg
+}
