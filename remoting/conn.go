@@ -46,8 +46,8 @@ type Conn struct {
 	closed    chan struct{} // closed by close, after closeErr is set
 	closeErr  error
 
-	draining atomic.Bool // graceful shutdown: read no more requests
-	budget   *byteBudget // the server's bytes for incoming frames; nil: no cap
+	draining atomic.Bool  // graceful shutdown: read no more requests
+	budget   *byteBudget  // the server's bytes for incoming frames; nil: no cap
 	work     chan job     // requests handed to idle workers; closed after readLoop
 	workers  atomic.Int32 // running
 	wg       sync.WaitGroup
