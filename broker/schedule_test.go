@@ -50,7 +50,11 @@ func TestDelayedDeliveryAcrossRestart(t *testing.T) {
 	}
 }
 
-func TestDelayedDeliveryLatency(t *testing.T) {
+// TestDelayedDeliveryNotEarly checks the real services deliver a delayed
+// message, and never before it is due; the exact timing is tested on a
+// fake clock in broker/schedule (a wall-clock bound here only measured
+// the machine's load).
+func TestDelayedDeliveryNotEarly(t *testing.T) {
 	b := open(t, memfs.New(nil), testConfig())
 	defer b.Close()
 	createTopic(t, b, "T", 1)
@@ -58,8 +62,7 @@ func TestDelayedDeliveryLatency(t *testing.T) {
 	m.Properties[record.PropertyDelayTimeLevel] = "1"
 	r := put(t, b, m)
 	got := waitMessage(t, b, "T", 0, 0, 2*time.Second)
-	late := got.StoreTimestamp - (r.StoreTimestamp + 50)
-	if late < 0 || late > 30 {
-		t.Fatalf("delivered %d ms after due", late)
+	if late := got.StoreTimestamp - (r.StoreTimestamp + 50); late < 0 {
+		t.Fatalf("delivered %d ms before due", -late)
 	}
 }
