@@ -17,7 +17,8 @@ import (
 //	go test ./engine -run '^$' -bench RecoveryCRCAhead -count 3
 func BenchmarkRecoveryCRCAhead(b *testing.B) {
 	dir := b.TempDir()
-	cfg := Config{CommitLogFileSize: 64 << 20, ConsumeQueueUnits: 1 << 17, Manual: true}
+	cfg := Config{CommitLogFileSize: 64 << 20, ConsumeQueueUnits: 1 << 17}
+	cfg.hooks.Manual = true
 	fs, err := mmap.New(dir)
 	if err != nil {
 		b.Fatal(err)
