@@ -14,6 +14,7 @@ import (
 
 	"github.com/rocketstore/rocketstore/crashsim"
 	"github.com/rocketstore/rocketstore/engine"
+	"github.com/rocketstore/rocketstore/internal/hooks"
 	"github.com/rocketstore/rocketstore/verify"
 )
 
@@ -147,7 +148,7 @@ func powerCutCase(seed uint64, withRetention bool) error {
 	if err != nil {
 		return err
 	}
-	rcfg := engine.Config{CommitLogFileSize: 8192, ConsumeQueueUnits: 16, Manual: true, Logger: quiet}
+	rcfg := hooks.Manual(engine.Config{CommitLogFileSize: 8192, ConsumeQueueUnits: 16, Logger: quiet})
 	r, err := engine.Open(rfs, rcfg)
 	if errors.Is(err, engine.ErrUndecidableDamage) {
 		rcfg.OnUndecidableDamage = engine.DamageTruncate
