@@ -7,7 +7,6 @@ import (
 	"io"
 	"net"
 	"net/netip"
-	"os"
 	"strconv"
 	"time"
 
@@ -105,15 +104,6 @@ type FileConfig struct {
 	ConnRequestRateLimit        *float64 `yaml:"connRequestRateLimit"`
 	ConnRequestBurst            *int     `yaml:"connRequestBurst"`
 	MaxInFlightRequests         *int     `yaml:"maxInFlightRequests"`
-}
-
-// LoadFileConfig reads and strictly decodes a YAML configuration file.
-func LoadFileConfig(path string) (*FileConfig, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	return ParseFileConfig(data)
 }
 
 // ParseFileConfig strictly decodes YAML configuration.
