@@ -32,7 +32,7 @@ func (b *Broker) StoreReply(ctx context.Context, req *SendRequest, qid int32) Se
 	props := record.ParseProperties([]byte(req.Properties))
 	m := &record.Message{Topic: req.Topic, QueueID: qid, Flag: req.Flag, Body: req.Body, Properties: props,
 		SysFlag: req.SysFlag, BornTimestamp: req.BornTimestamp, BornHost: req.BornHost, ReconsumeTimes: req.ReconsumeTimes}
-	res, err := b.store.Put(ctx, m)
+	res, err := b.writer().Put(ctx, m)
 	out := putResult(err)
 	if out.Code == Success || out.Code == FlushDiskTimeout {
 		out.MsgID, out.Topic, out.QueueID, out.QueueOffset, out.MsgNum = res.MsgID(), res.Topic, qid, res.QueueOffset, 1

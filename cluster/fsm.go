@@ -58,6 +58,8 @@ type fsm struct {
 	// leader's first timestamp is not below it.
 	lastTs atomic.Int64
 	failed atomic.Pointer[error]
+	// leading is set while this replica leads (ApplyBatch syncs then).
+	leading atomic.Bool
 }
 
 // Err returns why the replica stopped applying, or nil.
@@ -79,9 +81,9 @@ func (f *fsm) fail(err error) error {
 func (f *fsm) Apply(l *raft.Log) any { return f.ApplyBatch([]*raft.Log{l})[0] }
 
 // ApplyBatch applies committed entries in order. Puts are written
-// without waiting for a sync; with SYNC_FLUSH one CommitLog sync after
-// the batch covers them all before any proposer is answered (the group
-// commit).
+// without waiting for a sync; with SYNC_FLUSH one CommitLog sync on the
+// leader after the batch covers them all before any proposer is
+// answered (the group commit).
 func (f *fsm) ApplyBatch(logs []*raft.Log) []any {
 	out := make([]any, len(logs))
 	wrote := false
@@ -96,7 +98,10 @@ func (f *fsm) ApplyBatch(logs []*raft.Log) []any {
 		r, w := f.apply(l)
 		out[i], wrote = r, wrote || w
 	}
-	if wrote && f.syncFlush {
+	// Only the leader syncs: a follower's CommitLog is rebuilt from the
+	// Raft log (fsynced on a majority before commit) after a crash, and
+	// its own flush service syncs it in the background.
+	if wrote && f.syncFlush && f.leading.Load() {
 		if err := f.store.FlushCommitLog(0); err != nil {
 			err = f.fail(fmt.Errorf("%w: sync the CommitLog: %w", ErrDiverged, err))
 			for i := range out {

@@ -135,6 +135,11 @@ func (n *Node) openBroker() error {
 	bc.Store.FlushDiskType = engine.AsyncFlush
 	bc.Store.StoreHost = n.cfg.StoreHost
 	bc.Writer = n
+	// The transaction service writes half and op messages and keeps
+	// state rebuilt from them at open, outside the group's log: a
+	// replicated group refuses transactional messages (NO_PERMISSION,
+	// rejectTransactionMessage) rather than let replicas diverge.
+	bc.Transaction.Reject = true
 	n.now = bc.Store.Now
 	if n.now == nil {
 		n.now = func() int64 { return time.Now().UnixMilli() }
@@ -304,6 +309,7 @@ func (n *Node) watchLeadership() {
 }
 
 func (n *Node) lead() {
+	n.fsm.leading.Store(true)
 	// The barrier applies every entry of earlier terms, so that the
 	// state machine's last timestamp is the log's.
 	if err := n.raft.Barrier(n.ccfg.ApplyTimeout).Error(); err != nil {
@@ -318,13 +324,40 @@ func (n *Node) lead() {
 	n.lastAssigned = max(n.lastAssigned, n.fsm.lastTs.Load())
 	n.proposeMu.Unlock()
 	n.writable.Store(true)
+	n.addConfiguredPeers()
 	n.b.Schedule().Wake()
 	n.log.Info("leading the broker group", "brokerName", n.cfg.BrokerName)
 	n.setBrokerID(0)
 }
 
+// addConfiguredPeers adds the configured peers that are not members yet
+// (nodes started with Join), so that adding a node is a config change.
+func (n *Node) addConfiguredPeers() {
+	if n.fsm.Err() != nil {
+		return
+	}
+	fut := n.raft.GetConfiguration()
+	if fut.Error() != nil {
+		return
+	}
+	have := map[string]bool{}
+	for _, s := range fut.Configuration().Servers {
+		have[string(s.ID)] = true
+	}
+	for _, p := range n.ccfg.Peers {
+		if !have[p.ID] {
+			if err := n.AddVoter(p.ID, p.Addr); err != nil {
+				n.log.Warn("add configured peer", "peer", p, "err", err)
+				continue
+			}
+			n.log.Info("added configured peer to the group", "peer", p)
+		}
+	}
+}
+
 func (n *Node) follow() {
 	n.writable.Store(false)
+	n.fsm.leading.Store(false)
 	n.log.Info("following", "leader", n.LeaderID())
 	n.setBrokerID(n.followerID())
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/apache/rocketmq-client-go/v2/producer"
 
 	"github.com/rocketstore/rocketstore/engine/record"
+	"github.com/rocketstore/rocketstore/remoting"
 )
 
 // TestClusterJepsen runs a 3-replica broker group as three `rocketstore
@@ -105,7 +106,11 @@ func TestClusterJepsen(t *testing.T) {
 	_ = c.Shutdown()
 	h.check(t, acked)
 
+	g.converge(t, 60*time.Second)
 	ends := g.stopAll(t)
+	if slices.Min(ends) != slices.Max(ends) {
+		t.Errorf("replicas that converged end at different CommitLog offsets: %v", ends)
+	}
 	g.compareCommitLogs(t, ends)
 	for i := range g.reps {
 		out, err := exec.Command(bin, "verify", "--dir", g.reps[i].dir).CombinedOutput()
@@ -145,6 +150,7 @@ func freePort(t *testing.T, ip string) int {
 
 type replica struct {
 	dir, cfg, ns string
+	broker       string
 	mu           sync.Mutex
 	cmd          *exec.Cmd
 	exited       chan struct{}
@@ -178,6 +184,8 @@ func startJepsenGroup(t *testing.T, bin string) *jepsenGroup {
 	root := t.TempDir()
 	for i := range 3 {
 		r := &replica{dir: filepath.Join(root, fmt.Sprintf("n%d", i+1)), cfg: filepath.Join(root, fmt.Sprintf("n%d.yaml", i+1)), ns: ns[i]}
+		port := freePort(t, "127.0.0.1")
+		r.broker = fmt.Sprintf("127.0.0.1:%d", port)
 		conf := fmt.Sprintf(`brokerName: broker-j
 listenPort: %d
 namesrvAddr: %s
@@ -187,7 +195,7 @@ raft:
   nodeId: n%d
   bind: %s
   peers: [%s]
-`, freePort(t, "127.0.0.1"), g.nsList, i+1, binds[i], strings.Join(peers, ", "))
+`, port, g.nsList, i+1, binds[i], strings.Join(peers, ", "))
 		if err := os.WriteFile(r.cfg, []byte(conf), 0o644); err != nil {
 			t.Fatal(err)
 		}
@@ -285,6 +293,50 @@ func (g *jepsenGroup) waitLeader(t *testing.T, d time.Duration) int {
 	}
 	t.Fatalf("no leader within %v", d)
 	return -1
+}
+
+// converge waits until every replica reports the same max offset for
+// each queue of the test topic (GET_MAX_OFFSET to each broker).
+func (g *jepsenGroup) converge(t *testing.T, d time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	var last [][]int64
+	for time.Now().Before(deadline) {
+		last = nil
+		for _, r := range g.reps {
+			last = append(last, maxOffsets(r.broker))
+		}
+		if slices.Equal(last[0], last[1]) && slices.Equal(last[0], last[2]) && last[0] != nil {
+			return
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	t.Errorf("replicas did not converge within %v: max offsets %v", d, last)
+}
+
+// maxOffsets asks a broker for the max offset of JepsenTopic's queues
+// 0-7 (nil when it does not answer).
+func maxOffsets(addr string) []int64 {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	cl, err := remoting.Dial(ctx, addr, remoting.ClientOptions{})
+	if err != nil {
+		return nil
+	}
+	defer cl.Close()
+	var out []int64
+	for q := range 8 {
+		req := remoting.NewRequest(remoting.CodeGetMaxOffset, nil)
+		req.SetExt("topic", "JepsenTopic")
+		req.SetExtInt("queueId", int64(q))
+		resp, err := cl.Invoke(ctx, req)
+		if err != nil {
+			return nil
+		}
+		v, _ := strconv.ParseInt(resp.ExtFields["offset"], 10, 64)
+		out = append(out, v)
+	}
+	return out
 }
 
 // stopAll stops every replica gracefully and returns where each one's

@@ -41,6 +41,9 @@ type RecoveryReport struct {
 	// TruncatedAtDamage is set when recovery could not tell damage from a
 	// torn tail and, as the config allowed, cut the CommitLog there.
 	TruncatedAtDamage bool
+
+	// revivedHead holds all-zero head files skipped by the scan.
+	revivedHead []DamagedRange
 }
 
 // LogValue logs the report as key-value pairs instead of a Go struct.

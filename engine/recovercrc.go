@@ -23,7 +23,7 @@ type crcAhead struct {
 }
 
 // minCRCAheadBytes is the data below which a helper is not worth starting.
-const minCRCAheadBytes = 4 << 20
+var minCRCAheadBytes int64 = 4 << 20 // a variable for BenchmarkRecoveryCRCAhead
 
 // startCRCAhead starts verifying mf's records from file position pos, or
 // returns nil when CRCs are not checked or there is too little to check.

@@ -72,6 +72,15 @@ func (s *Store) onDamage(files []*mappedFile, i int, pos int64, cause error) (re
 	resume = files[j].fileFromOffset + at
 	physic, _, _ := s.checkpoint.Timestamps()
 	proven := !s.recovery.Abnormal || (s.recovery.CheckpointValid && ts > 0 && ts < physic)
+	if proven && pos == 0 && j > i && mf == s.commitLog.q.firstFile() && allZero(mf.seg.View(0, mf.fileSize)) {
+		// A head file that retention zeroed and removed, whose removal a
+		// crash undid (the records after it were synced, so its zeros
+		// were too): its messages were deleted on purpose. Skipped,
+		// not reported as damage; retention removes it again.
+		s.cfg.Logger.Info("commitlog head file is all zero (a removal undone by a crash); skipped", "file", mf.name)
+		s.recovery.revivedHead = append(s.recovery.revivedHead, DamagedRange{File: mf.name, Offset: off, End: resume})
+		return resume, false, nil
+	}
 	if !proven && tornWrite(files, i, pos, j, at) {
 		// Bytes that read as zero where a record must be are the mark of
 		// pages that never reached the disk (a fresh file is zero), not
@@ -140,7 +149,7 @@ func resync(files []*mappedFile, i int, from int64) (j int, at int64, ts int64, 
 // and keeps them sorted for damaged.
 func (s *Store) recordDamage() {
 	sort.Slice(s.recovery.Damaged, func(a, b int) bool { return s.recovery.Damaged[a].Offset < s.recovery.Damaged[b].Offset })
-	for _, d := range s.recovery.Damaged {
+	for _, d := range append(s.recovery.Damaged, s.recovery.revivedHead...) {
 		s.reput.Skip(d.Offset, d.End)
 	}
 }

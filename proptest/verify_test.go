@@ -151,7 +151,7 @@ func (m *machine) getAndCompare(k queueKey, off int64, max int, want []*msg) int
 	defer res.Release()
 	n := len(res.Messages)
 	if res.Status != engine.Found || n == 0 || n > max || res.NextBeginOffset != off+int64(n) {
-		m.t.Fatalf("GetMessage %v@%d: %v with %d messages, next %d (queue holds %d)", k, off, res.Status, n, res.NextBeginOffset, len(want))
+		m.t.Fatalf("P3: GetMessage %v@%d: %v with %d messages, next %d (queue holds %d)", k, off, res.Status, n, res.NextBeginOffset, len(want))
 	}
 	for i, v := range res.Messages {
 		w := want[off+int64(i)]
@@ -160,7 +160,7 @@ func (m *machine) getAndCompare(k queueKey, off int64, max int, want []*msg) int
 		}
 		ext, err := record.Decode(v.Record, v.CommitLogOffset, true)
 		if err != nil || !bytes.Equal(ext.Body, w.body) {
-			m.t.Fatalf("GetMessage %v#%d: record does not decode to the message written (%v)", k, v.QueueOffset, err)
+			m.t.Fatalf("P3: GetMessage %v#%d: record does not decode to the message written (%v)", k, v.QueueOffset, err)
 		}
 	}
 	return n
@@ -204,7 +204,7 @@ func (m *machine) actGet(t *rapid.T) {
 		ok = st == engine.OffsetOverflowBadly && next == n
 	}
 	if !ok || len(res.Messages) != 0 {
-		t.Fatalf("GetMessage %v@%d of %d: %v next %d with %d messages", k, off, n, st, next, len(res.Messages))
+		t.Fatalf("P3: GetMessage %v@%d of %d: %v next %d with %d messages", k, off, n, st, next, len(res.Messages))
 	}
 }
 

@@ -17,10 +17,11 @@ import (
 
 // Conn is one remoting connection, accepted by a Server or opened by Dial.
 // It reads frames in one goroutine, writes them from a bounded queue in
-// another, and runs request handlers on a pool of worker goroutines that
-// grows on demand up to Options.MaxConcurrentRequests and lives as long as
-// the connection (a goroutine per request paid for its stack growing on
-// every request). All methods are safe for concurrent use.
+// another, and runs request handlers on worker goroutines: up to
+// coreWorkers live as long as the connection (a goroutine per request paid
+// for its stack growing on every request), and bursts beyond them get
+// extra workers, up to Options.MaxConcurrentRequests, that exit after a
+// while without requests. All methods are safe for concurrent use.
 type Conn struct {
 	id      uint64
 	nc      net.Conn
@@ -45,10 +46,10 @@ type Conn struct {
 	closed    chan struct{} // closed by close, after closeErr is set
 	closeErr  error
 
-	draining atomic.Bool // graceful shutdown: read no more requests
-	budget   *byteBudget // the server's bytes for incoming frames; nil: no cap
-	work     chan job    // requests handed to idle workers; closed after readLoop
-	workers  int         // started so far; only the read goroutine touches it
+	draining atomic.Bool  // graceful shutdown: read no more requests
+	budget   *byteBudget  // the server's bytes for incoming frames; nil: no cap
+	work     chan job     // requests handed to idle workers; closed after readLoop
+	workers  atomic.Int32 // running
 	wg       sync.WaitGroup
 	handlers sync.WaitGroup // requests dispatched and not yet answered
 	inflight atomic.Int32   // the same count, readable: the writer waits for answers on their way
@@ -265,10 +266,10 @@ func (c *Conn) dispatch(j job) error {
 		return nil
 	default:
 	}
-	if c.workers < c.opts.MaxConcurrentRequests {
-		c.workers++
+	if n := c.workers.Load(); int(n) < c.opts.MaxConcurrentRequests {
+		c.workers.Add(1)
 		c.wg.Add(1)
-		go c.worker(j)
+		go c.worker(j, n < coreWorkers)
 		return nil
 	}
 	select {
@@ -282,13 +283,41 @@ func (c *Conn) dispatch(j job) error {
 	}
 }
 
-// worker serves first, then whatever the read loop hands it, until the
-// read loop ends.
-func (c *Conn) worker(first job) {
-	defer c.wg.Done()
+// coreWorkers is the number of a connection's workers that stay when
+// idle, so that an idle connection holds few goroutines; the others exit
+// after extraWorkerIdle without a request.
+const (
+	coreWorkers     = 4
+	extraWorkerIdle = 2 * time.Second
+)
+
+// worker serves first, then whatever the read loop hands it: a core worker
+// until the read loop ends, an extra one while requests are waiting.
+func (c *Conn) worker(first job, core bool) {
+	defer func() {
+		c.workers.Add(-1)
+		c.wg.Done()
+	}()
 	c.serveRequest(first)
-	for j := range c.work {
-		c.serveRequest(j)
+	if core {
+		for j := range c.work {
+			c.serveRequest(j)
+		}
+		return
+	}
+	idle := time.NewTimer(extraWorkerIdle)
+	defer idle.Stop()
+	for {
+		select {
+		case j, ok := <-c.work:
+			if !ok {
+				return
+			}
+			c.serveRequest(j)
+			idle.Reset(extraWorkerIdle)
+		case <-idle.C:
+			return
+		}
 	}
 }
 

@@ -302,7 +302,7 @@ func (s *Server) heartbeat(_ context.Context, c *remoting.Conn, req *remoting.Re
 	}
 	s.adminHeartbeat(c, req, hb)
 	now := s.cfg.Now()
-	s.producers.heartbeat(req.Body, c, now)
+	s.producers.heartbeat(hb.clientID, hb.producers, c, now)
 	for _, d := range consumers {
 		if s.clients.touch(d.GroupName, clientID, c, now) {
 			s.log.Info("consumer joined", "group", d.GroupName, "clientID", clientID, "remote", peerString(c))

@@ -1,7 +1,6 @@
 package server
 
 import (
-	"encoding/json"
 	"sync"
 	"time"
 
@@ -22,39 +21,24 @@ func newProducerRegistry() *producerRegistry {
 	return &producerRegistry{clients: map[string]*member{}, groups: map[string]map[string]*member{}}
 }
 
-// producerHeartbeat is the producer part of HeartbeatData.
-type producerHeartbeat struct {
-	ClientID        string `json:"clientID"`
-	ProducerDataSet []struct {
-		GroupName string `json:"groupName"`
-	} `json:"producerDataSet"`
-}
-
-// maxProducerGroupsPerHeartbeat bounds what one heartbeat may register.
-const maxProducerGroupsPerHeartbeat = 1000
-
-// heartbeat records the producer groups of a heartbeat body. Bodies
-// without producers change nothing.
-func (r *producerRegistry) heartbeat(body []byte, c *remoting.Conn, now time.Time) {
-	var hb producerHeartbeat
-	if json.Unmarshal(body, &hb) != nil || hb.ClientID == "" || len(hb.ProducerDataSet) == 0 ||
-		len(hb.ProducerDataSet) > maxProducerGroupsPerHeartbeat {
+// heartbeat records the producer groups of a client's heartbeat (parsed
+// with the rest of the body by parseHeartbeat). Heartbeats without
+// producers change nothing.
+func (r *producerRegistry) heartbeat(clientID string, groups []string, c *remoting.Conn, now time.Time) {
+	if clientID == "" || len(groups) == 0 {
 		return
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	m := &member{conn: c, lastUpdate: now}
-	r.clients[hb.ClientID] = m
-	for _, pd := range hb.ProducerDataSet {
-		if pd.GroupName == "" {
-			continue
-		}
-		g := r.groups[pd.GroupName]
+	r.clients[clientID] = m
+	for _, group := range groups {
+		g := r.groups[group]
 		if g == nil {
 			g = map[string]*member{}
-			r.groups[pd.GroupName] = g
+			r.groups[group] = g
 		}
-		g[hb.ClientID] = m
+		g[clientID] = m
 	}
 }
 

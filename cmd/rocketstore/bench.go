@@ -83,8 +83,12 @@ func runBench(cmd *cobra.Command, o benchOptions) error {
 		backends = []string{bench.Mmap, bench.Memfs}
 	case bench.Mmap, bench.Memfs:
 		backends = []string{o.backend}
+	case "none": // with --replicated: only the replicated workload
+		if !o.replicated {
+			return fmt.Errorf("--backend none measures nothing without --replicated")
+		}
 	default:
-		return fmt.Errorf("--backend %q: want mmap, memfs or both", o.backend)
+		return fmt.Errorf("--backend %q: want mmap, memfs, both, or none with --replicated", o.backend)
 	}
 	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt)
 	defer stop()
@@ -96,7 +100,13 @@ func runBench(cmd *cobra.Command, o benchOptions) error {
 	// A bar redraws with carriage returns: on a terminal only; logs (CI)
 	// get one line per workload instead.
 	tty := isTerminal(stderr)
-	rep, err := bench.Run(ctx, bench.Options{Spec: bench.DefaultSpec(o.quick), Dir: o.tmp, Backends: backends,
+	run := bench.Run
+	if backends == nil {
+		run = func(context.Context, bench.Options) (*bench.Report, error) {
+			return &bench.Report{Machine: bench.Machine(), Spec: bench.DefaultSpec(o.quick)}, nil
+		}
+	}
+	rep, err := run(ctx, bench.Options{Spec: bench.DefaultSpec(o.quick), Dir: o.tmp, Backends: backends,
 		Progress: func(done, total int, step string) {
 			if !tty {
 				if done < total { // the last call reports the end, not a step

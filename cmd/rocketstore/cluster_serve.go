@@ -6,12 +6,15 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
 	"net/netip"
 	"os"
 	"os/signal"
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/rocketstore/rocketstore/cluster"
 	"github.com/rocketstore/rocketstore/server"
@@ -142,7 +145,8 @@ func (cn *clusterNode) shutdown(ctx context.Context) error {
 
 // runClusterServe is runServe for a replica: it also stops, with an
 // error, when the replica stops applying the group's log.
-func runClusterServe(parent context.Context, nc server.NodeConfig, rc *raftFileConfig, shutdownTimeout time.Duration, log *slog.Logger) error {
+func runClusterServe(parent context.Context, nc server.NodeConfig, rc *raftFileConfig, metrics *server.Metrics, metricsAddr string,
+	shutdownTimeout time.Duration, log *slog.Logger) error {
 	if parent == nil {
 		parent = context.Background()
 	}
@@ -155,6 +159,22 @@ func runClusterServe(parent context.Context, nc server.NodeConfig, rc *raftFileC
 	log.Info("rocketstore replica serving", "nameServer", cn.addr, "broker", cn.brokerAddr, "dir", nc.Dir,
 		"brokerName", cn.srv.Config().BrokerName, "nodeId", rc.NodeID, "raft", rc.Bind,
 		"recovery", fmt.Sprintf("%+v", cn.node.Broker().Store().Recovery()))
+	if metrics != nil {
+		ln, err := net.Listen("tcp", metricsAddr)
+		if err != nil {
+			return errors.Join(&exitCodeError{code: exitError, err: err}, cn.shutdown(context.Background()))
+		}
+		mux := http.NewServeMux()
+		mux.Handle("/metrics", promhttp.HandlerFor(metrics.Registry, promhttp.HandlerOpts{}))
+		hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+		go func() {
+			if err := hs.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				log.Error("metrics server", "err", err)
+			}
+		}()
+		defer hs.Close()
+		log.Info("metrics", "url", "http://"+ln.Addr().String()+"/metrics")
+	}
 	t := time.NewTicker(500 * time.Millisecond)
 	defer t.Stop()
 	var failed error

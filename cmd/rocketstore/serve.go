@@ -89,7 +89,7 @@ finish, consumer offsets are persisted and the store is flushed and closed.`,
 				nc.Server.Metrics = metrics
 			}
 			if rc != nil {
-				return runClusterServe(cmd.Context(), nc, rc, shutdownTimeout, logger)
+				return runClusterServe(cmd.Context(), nc, rc, metrics, metricsAddr, shutdownTimeout, logger)
 			}
 			var extras []serveExtra
 			if consoleFlag != "" {

@@ -1,0 +1,59 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestServeConfigRaftSection(t *testing.T) {
+	for _, tc := range []struct {
+		name, yaml, err string
+		peers           int
+	}{
+		{"replica", `brokerName: broker-a
+listenPort: 10911
+namesrvAddr: 127.0.0.1:9876;127.0.0.1:9877
+raft:
+  nodeId: n2
+  bind: 127.0.0.1:7002
+  peers: [n1@127.0.0.1:7001, n2@127.0.0.1:7002, n3@127.0.0.1:7003]
+`, "", 3},
+		{"no raft", "brokerName: broker-a\n", "", -1},
+		{"unknown raft key", "raft:\n  nodeId: n1\n  bind: 127.0.0.1:1\n  peer: [n1@127.0.0.1:1]\n", "peer", 0},
+		{"unknown broker key", "brokerNam: x\nraft:\n  nodeId: n1\n", "brokerNam", 0},
+		{"node not in peers", "raft:\n  nodeId: n9\n  bind: 127.0.0.1:1\n  peers: [n1@127.0.0.1:1]\n", "not in peers", 0},
+		{"bad peer", "raft:\n  nodeId: n1\n  bind: 127.0.0.1:1\n  peers: [n1-127.0.0.1:1]\n", "nodeId@host:port", 0},
+		{"no bind", "raft:\n  nodeId: n1\n  peers: [n1@127.0.0.1:1]\n", "bind", 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			name := filepath.Join(t.TempDir(), "c.yaml")
+			if err := os.WriteFile(name, []byte(tc.yaml), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			fc, rc, err := loadServeConfig(name)
+			if err == nil && rc != nil {
+				_, _, err = rc.clusterConfig()
+			}
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("err %v, want one naming %q", err, tc.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if fc == nil || (rc == nil) != (tc.peers < 0) {
+				t.Fatalf("fc %v rc %v", fc, rc)
+			}
+			if rc != nil {
+				c, adv, _ := rc.clusterConfig()
+				if len(c.Peers) != tc.peers || adv != "127.0.0.1:7002" || c.NodeID != "n2" {
+					t.Fatalf("cluster config %+v, advertise %s", c, adv)
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,137 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/apache/rocketmq-client-go/v2/consumer"
+	"github.com/apache/rocketmq-client-go/v2/primitive"
+)
+
+// TestSIGKILLRestartLosesNothingAcknowledged is issue 11's end-to-end
+// crash test: `rocketstore serve` (a real process, SYNC_FLUSH) is killed
+// with SIGKILL while the official Go client sends, restarted on the same
+// directory, and every send the client saw acknowledged is then consumed.
+func TestSIGKILLRestartLosesNothingAcknowledged(t *testing.T) {
+	t.Parallel()
+	bin := filepath.Join(t.TempDir(), "rocketstore")
+	build := exec.Command("go", "build", "-o", bin, "./cmd/rocketstore")
+	build.Dir = ".." // the library module, with the command's own dependencies
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build: %v\n%s", err, out)
+	}
+	dir := t.TempDir()
+	cfg := filepath.Join(t.TempDir(), "broker.yaml")
+	if err := os.WriteFile(cfg, []byte("flushDiskType: SYNC_FLUSH\nmapedFileSizeCommitLog: 1048576\nmessageIndexEnable: false\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	addr := freeAddr(t)
+	start := func() *exec.Cmd {
+		cmd := exec.Command(bin, "serve", "--dir", dir, "--listen", addr, "--config", cfg, "--log-level", "warn")
+		cmd.Stderr = os.Stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		deadline := time.Now().Add(20 * time.Second)
+		for {
+			if c, err := net.Dial("tcp", addr); err == nil {
+				c.Close()
+				return cmd
+			}
+			if time.Now().After(deadline) {
+				cmd.Process.Kill()
+				t.Fatal("server did not start listening")
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	srv := start()
+	p := newProducer(t, addr)
+	var mu sync.Mutex
+	acked := map[string]bool{}
+	send := func(from, to int) {
+		for i := from; i < to; i++ {
+			m := primitive.NewMessage("TopicKill", []byte(fmt.Sprintf("body-%d", i)))
+			m.WithProperty("seq", strconv.Itoa(i))
+			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+			r, err := p.SendSync(ctx, m)
+			cancel()
+			if err == nil && r.Status == primitive.SendOK {
+				mu.Lock()
+				acked[strconv.Itoa(i)] = true
+				mu.Unlock()
+			}
+		}
+	}
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { defer wg.Done(); send(0, 400) }()
+	// Kill while the producer is sending.
+	for {
+		mu.Lock()
+		n := len(acked)
+		mu.Unlock()
+		if n >= 100 {
+			break
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if err := srv.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	srv.Wait()
+	wg.Wait()
+	srv = start()
+	defer func() {
+		srv.Process.Signal(syscall.SIGTERM)
+		srv.Wait()
+	}()
+	mu.Lock()
+	want := len(acked)
+	mu.Unlock()
+	col := newCollector()
+	c := startConsumer(t, consumerOpts(addr, "GroupKill"), "TopicKill", consumer.MessageSelector{}, collectInto(col))
+	defer c.Shutdown()
+	ok := col.waitFor(t, 60*time.Second, func() bool {
+		col.mu.Lock()
+		defer col.mu.Unlock()
+		for k := range acked {
+			if len(col.msgs[k]) == 0 {
+				return false
+			}
+		}
+		return true
+	})
+	if !ok {
+		col.mu.Lock()
+		var lost []string
+		for k := range acked {
+			if len(col.msgs[k]) == 0 {
+				lost = append(lost, k)
+			}
+		}
+		col.mu.Unlock()
+		t.Fatalf("%d of %d acknowledged sends not consumed after SIGKILL and restart: %v", len(lost), want, lost)
+	}
+	t.Logf("%d sends acknowledged before and around the kill, all consumed after the restart", want)
+}
+
+// freeAddr returns a 127.0.0.1 address with a port nothing listens on.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
