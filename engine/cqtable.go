@@ -29,11 +29,11 @@ type consumeQueueTable struct {
 // operations in the same sequence every time, so that a crash test's seed
 // (a power cut at the k-th write) replays the same crash.
 type cqSnapshot struct {
-	m      map[string]map[int32]*ConsumeQueue
-	sorted []*ConsumeQueue
+	m      map[string]map[int32]*consumeQueue
+	sorted []*consumeQueue
 }
 
-func (t *consumeQueueTable) snapshot() map[string]map[int32]*ConsumeQueue {
+func (t *consumeQueueTable) snapshot() map[string]map[int32]*consumeQueue {
 	if p := t.m.Load(); p != nil {
 		return p.m
 	}
@@ -41,14 +41,14 @@ func (t *consumeQueueTable) snapshot() map[string]map[int32]*ConsumeQueue {
 }
 
 // store publishes next with its ordered list.
-func (t *consumeQueueTable) store(next map[string]map[int32]*ConsumeQueue) {
-	var sorted []*ConsumeQueue
+func (t *consumeQueueTable) store(next map[string]map[int32]*consumeQueue) {
+	var sorted []*consumeQueue
 	for _, qs := range next {
 		for _, cq := range qs {
 			sorted = append(sorted, cq)
 		}
 	}
-	slices.SortFunc(sorted, func(a, b *ConsumeQueue) int {
+	slices.SortFunc(sorted, func(a, b *consumeQueue) int {
 		if c := strings.Compare(a.topic, b.topic); c != 0 {
 			return c
 		}
@@ -58,12 +58,12 @@ func (t *consumeQueueTable) store(next map[string]map[int32]*ConsumeQueue) {
 }
 
 // find returns the queue or nil. The lookup does not allocate.
-func (t *consumeQueueTable) find(topic string, queueID int32) *ConsumeQueue {
+func (t *consumeQueueTable) find(topic string, queueID int32) *consumeQueue {
 	return t.snapshot()[topic][queueID]
 }
 
 // findOrCreate returns the queue for a dispatched record, creating it.
-func (t *consumeQueueTable) findOrCreate(s *Store, topic []byte, queueID int32) (*ConsumeQueue, error) {
+func (t *consumeQueueTable) findOrCreate(s *Store, topic []byte, queueID int32) (*consumeQueue, error) {
 	if cq := t.snapshot()[string(topic)][queueID]; cq != nil {
 		return cq, nil
 	}
@@ -76,7 +76,7 @@ func (t *consumeQueueTable) findOrCreate(s *Store, topic []byte, queueID int32) 
 	return cq, nil
 }
 
-func (s *Store) newConsumeQueue(topic string, queueID int32) *ConsumeQueue {
+func (s *Store) newConsumeQueue(topic string, queueID int32) *consumeQueue {
 	cq := newConsumeQueue(s.fs, consumeQueueDir, topic, queueID, s.cfg.ConsumeQueueUnits)
 	cq.noMaxPhysicOffsetCheck = s.cfg.hooks.NoMaxPhysicOffsetCheck
 	return cq
@@ -90,15 +90,15 @@ func checkTopicName(topic string) error {
 	return nil
 }
 
-func (t *consumeQueueTable) add(cq *ConsumeQueue) {
+func (t *consumeQueueTable) add(cq *consumeQueue) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	old := t.snapshot()
-	next := make(map[string]map[int32]*ConsumeQueue, len(old)+1)
+	next := make(map[string]map[int32]*consumeQueue, len(old)+1)
 	for k, v := range old {
 		next[k] = v
 	}
-	qs := make(map[int32]*ConsumeQueue, len(old[cq.topic])+1)
+	qs := make(map[int32]*consumeQueue, len(old[cq.topic])+1)
 	for k, v := range old[cq.topic] {
 		qs[k] = v
 	}
@@ -108,7 +108,7 @@ func (t *consumeQueueTable) add(cq *ConsumeQueue) {
 }
 
 // removeTopic drops topic's queues from the table and returns them.
-func (t *consumeQueueTable) removeTopic(topic string) []*ConsumeQueue {
+func (t *consumeQueueTable) removeTopic(topic string) []*consumeQueue {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	old := t.snapshot()
@@ -116,23 +116,23 @@ func (t *consumeQueueTable) removeTopic(topic string) []*ConsumeQueue {
 	if len(qs) == 0 {
 		return nil
 	}
-	next := make(map[string]map[int32]*ConsumeQueue, len(old))
+	next := make(map[string]map[int32]*consumeQueue, len(old))
 	for k, v := range old {
 		if k != topic {
 			next[k] = v
 		}
 	}
 	t.store(next)
-	out := make([]*ConsumeQueue, 0, len(qs))
+	out := make([]*consumeQueue, 0, len(qs))
 	for _, cq := range qs {
 		out = append(out, cq)
 	}
-	slices.SortFunc(out, func(a, b *ConsumeQueue) int { return cmp.Compare(a.queueID, b.queueID) })
+	slices.SortFunc(out, func(a, b *consumeQueue) int { return cmp.Compare(a.queueID, b.queueID) })
 	return out
 }
 
 // all calls fn for every queue, in topic and queue id order.
-func (t *consumeQueueTable) all(fn func(*ConsumeQueue) error) error {
+func (t *consumeQueueTable) all(fn func(*consumeQueue) error) error {
 	p := t.m.Load()
 	if p == nil {
 		return nil
@@ -147,7 +147,7 @@ func (t *consumeQueueTable) all(fn func(*ConsumeQueue) error) error {
 }
 
 func (t *consumeQueueTable) shutdownAll() {
-	t.all(func(cq *ConsumeQueue) error { cq.q.shutdown(); return nil })
+	t.all(func(cq *consumeQueue) error { cq.q.shutdown(); return nil })
 }
 
 // loadConsumeQueues opens consumequeue/{topic}/{queueId}/ directories.
@@ -213,4 +213,4 @@ func (r commitLogReader) MaxOffset() int64 {
 }
 
 // Release implements dispatch.Releaser.
-func (mf *MappedFile) Release() { mf.release() }
+func (mf *mappedFile) Release() { mf.release() }
