@@ -21,3 +21,7 @@ func AskPeerVia(nc *NodeConfig, nodeAt func(addr string) *Node) {
 type errNodeDown string
 
 func (e errNodeDown) Error() string { return "replica " + string(e) + " is down" }
+
+// ApplyOverDamage is the broken variant: nc's node applies the log while
+// the damage its recovery found is not repaired.
+func ApplyOverDamage(nc *NodeConfig) { nc.applyOverDamage = true }

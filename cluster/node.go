@@ -52,6 +52,9 @@ type NodeConfig struct {
 	// askPeer replaces the repair protocol's TCP client (tests on
 	// in-memory transports set it through export_test.go).
 	askPeer func(ctx context.Context, addr string, op byte, off, size int64) ([]byte, error)
+	// applyOverDamage is the broken variant of the tests that shows the
+	// state machine must wait for the repair of recovered damage.
+	applyOverDamage bool
 }
 
 // ErrNotLeader reports a write to a replica that is not its group's

@@ -39,6 +39,9 @@ func (n *Node) holdForDamage() bool {
 		close(n.damageRepaired)
 		return false
 	}
+	if n.cfg.applyOverDamage {
+		return true
+	}
 	n.fsm.damageGate = func() error {
 		select {
 		case <-n.damageRepaired:

@@ -22,12 +22,23 @@ import (
 type registry struct {
 	mu sync.Mutex
 	m  map[string]*cluster.Node
+	// blocked makes every replica unreachable for repairs.
+	blocked bool
 }
 
 func (r *registry) get(addr string) *cluster.Node {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if r.blocked {
+		return nil
+	}
 	return r.m[addr]
+}
+
+func (r *registry) block(b bool) {
+	r.mu.Lock()
+	r.blocked = b
+	r.mu.Unlock()
 }
 
 // sync records which nodes of g run.
@@ -45,9 +56,14 @@ func (r *registry) sync(g *group) {
 // newRepairGroup is a group on in-memory transports whose nodes repair
 // from each other in memory; start and stop nodes with g.start/g.stop and
 // then reg.sync(g).
-func newRepairGroup(t *testing.T, n int) (*group, *registry) {
+func newRepairGroup(t *testing.T, n int, tune ...func(*cluster.NodeConfig)) (*group, *registry) {
 	reg := &registry{}
-	g := newGroup(t, n, func(nc *cluster.NodeConfig) { cluster.AskPeerVia(nc, reg.get) })
+	g := newGroup(t, n, func(nc *cluster.NodeConfig) {
+		cluster.AskPeerVia(nc, reg.get)
+		for _, f := range tune {
+			f(nc)
+		}
+	})
 	reg.sync(g)
 	return g, reg
 }
@@ -272,4 +288,139 @@ func TestRecoveredDamageNoReplica(t *testing.T) {
 	end := g.converge()
 	g.sameFiles("commitlog", end)
 	s.checkServed(t, st)
+}
+
+// TestRecoveredDamageHoldsTheLog: a follower restarted after a crash with
+// the last message of queue T/1 damaged (so its ConsumeQueue, rebuilt by
+// recovery, ends before it) cannot reach a replica for the repair while
+// the group goes on taking messages for T/1. It applies none of them until
+// the repair (else it would give the next T/1 message the damaged one's
+// queue offset, and its CommitLog would part from the group's); once
+// replicas answer, it repairs the record, catches up, and matches the
+// others byte for byte; with and without a snapshot past the damage (then
+// the replay after restart does not read the damaged record). The broken
+// variant (cluster.ApplyOverDamage) shows the hold is needed.
+func TestRecoveredDamageHoldsTheLog(t *testing.T) {
+	for _, snap := range []bool{false, true} {
+		t.Run(fmt.Sprintf("held, snapshot=%v", snap), func(t *testing.T) {
+			if err := holdScenario(t, snap); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+	// With a snapshot past the damage the replay does not read the
+	// damaged record: only the hold keeps the new T/1 message from
+	// taking its queue offset.
+	t.Run("broken variant: applied over the damage", func(t *testing.T) {
+		if err := holdScenario(t, true, cluster.ApplyOverDamage); err == nil {
+			t.Fatal("the broken variant went unnoticed: the test cannot tell a replica that applies over unrepaired damage")
+		} else {
+			t.Logf("caught: %v", err)
+		}
+	})
+}
+
+// holdScenario runs TestRecoveredDamageHoldsTheLog's steps and returns
+// what went wrong after the damage was placed.
+func holdScenario(t *testing.T, snapshot bool, tune ...func(*cluster.NodeConfig)) error {
+	g, reg := newRepairGroup(t, 3, tune...)
+	s := sent{}
+	for i := range 20 {
+		s.send(g, int32(i%2))
+	}
+	s.send(g, 1)
+	time.Sleep(5 * time.Millisecond) // see TestRepairRecoveredDamage
+	for range 5 {
+		s.send(g, 0)
+	}
+	before := g.converge()
+	f := (g.leader() + 1) % 3
+	tail, err := g.nodes[f].Broker().Store().CommitLogOffsetInQueue("T", 1, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if snapshot {
+		if err := g.nodes[f].Snapshot(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	g.stop(f)
+	reg.block(true)
+	reg.sync(g)
+	flipByte(t, filepath.Join(g.dirs[f], "commitlog", "00000000000000000000"), tail+35)
+	if err := os.WriteFile(filepath.Join(g.dirs[f], "abort"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	g.start(f)
+	reg.sync(g)
+	n := g.nodes[f]
+	if d := n.DamagedRanges(); len(d) != 1 || d[0].Offset != tail {
+		t.Fatalf("damage %+v, want T/1's last record at %d", d, tail)
+	}
+	for range 3 {
+		s.send(g, 1)
+	}
+	// Room for a replica that does not hold to apply what the group
+	// committed (the others have).
+	g.converge2(f)
+	for wait := time.Now().Add(time.Second); time.Now().Before(wait) && n.AppliedOffset() <= before; {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if applied := n.AppliedOffset(); applied > before {
+		// What follows is the replica taking the damaged record's queue
+		// offset for a new message; the repair then refuses to overwrite
+		// its unit and the damage stays forever (seen when written).
+		return fmt.Errorf("applied up to %d over unrepaired damage (held log ends at %d)", applied, before)
+	}
+	reg.block(false)
+	deadline := time.Now().Add(10 * time.Second)
+	for len(n.DamagedRanges()) != 0 {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("not repaired once replicas answer: %+v", n.DamagedRanges())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if ferr := n.Err(); ferr != nil {
+		return fmt.Errorf("the replica stopped applying: %w", ferr)
+	}
+	lead := g.nodes[g.leader()]
+	for n.AppliedOffset() != lead.AppliedOffset() {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("applied %d, the leader %d", n.AppliedOffset(), lead.AppliedOffset())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	end := g.converge()
+	leader := readTree(t, filepath.Join(g.dirs[g.leader()], "commitlog"), end)
+	mine := readTree(t, filepath.Join(g.dirs[f], "commitlog"), end)
+	for name, b := range leader {
+		if !bytes.Equal(mine[name], b) {
+			return fmt.Errorf("commitlog/%s differs from the leader's", name)
+		}
+	}
+	g.sameFiles("consumequeue", -1)
+	s.checkServed(t, n.Broker().Store())
+	return nil
+}
+
+// converge2 waits until the live nodes other than skip have applied the
+// same CommitLog prefix.
+func (g *group) converge2(skip int) {
+	g.t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		var offs []int64
+		for i, n := range g.nodes {
+			if n != nil && i != skip {
+				offs = append(offs, n.AppliedOffset())
+			}
+		}
+		if len(offs) > 0 && offs[0] == offs[len(offs)-1] {
+			return
+		}
+		if time.Now().After(deadline) {
+			g.t.Fatalf("replicas did not converge: %v", offs)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 }
