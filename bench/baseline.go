@@ -105,7 +105,7 @@ func (e env) fdatasyncBound(batch, recSize int, maxBytes int64, maxTime time.Dur
 	start := time.Now()
 	deadline := start.Add(maxTime)
 	var off int64
-	for off+int64(batch) <= size && time.Now().Before(deadline) {
+	for off+int64(batch) <= size && (off == 0 || time.Now().Before(deadline)) { // at least one batch
 		if _, err := f.WriteAt(buf, off); err != nil {
 			return Bound{}, err
 		}

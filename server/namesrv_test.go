@@ -536,23 +536,48 @@ func TestReadOnlyBrokerRegistersItsPermission(t *testing.T) {
 }
 
 func TestCloseDoesNotWaitForSilentNameServer(t *testing.T) {
-	// A name server that accepts connections and never answers.
+	// A name server that accepts connections and never answers. Every
+	// goroutine it starts is counted before the accept loop's own Done, so
+	// the final Wait (after the listener is closed) never races an Add; its
+	// connections are closed first, so a failing Close cannot hang the test.
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ln.Close()
-	var conns sync.WaitGroup
-	defer conns.Wait()
+	var (
+		conns sync.WaitGroup
+		mu    sync.Mutex
+		open  []net.Conn
+	)
+	defer func() {
+		_ = ln.Close()
+		mu.Lock()
+		for _, c := range open {
+			_ = c.Close()
+		}
+		mu.Unlock()
+		conns.Wait()
+	}()
+	accepted := make(chan struct{}, 1)
+	conns.Add(1)
 	go func() {
+		defer conns.Done()
 		for {
 			c, err := ln.Accept()
 			if err != nil {
 				return
 			}
+			mu.Lock()
+			open = append(open, c)
+			mu.Unlock()
+			select {
+			case accepted <- struct{}{}:
+			default:
+			}
 			conns.Add(1)
 			go func() {
 				defer conns.Done()
+				defer c.Close()
 				_, _ = io.Copy(io.Discard, c)
 			}()
 		}
@@ -563,17 +588,26 @@ func TestCloseDoesNotWaitForSilentNameServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer b.Close()
+	// A registration would wait an hour for the silent name server; Close
+	// must cancel it instead of waiting.
 	s, err := server.New(b, server.Config{Logger: quiet, Role: server.RoleBroker, NamesrvAddr: []string{ln.Addr().String()},
-		BrokerAddr: "127.0.0.1:1", RegisterTimeout: time.Minute})
+		BrokerAddr: "127.0.0.1:1", RegisterTimeout: time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(100 * time.Millisecond) // the first registration is in flight
-	start := time.Now()
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
+	select { // the first registration is in flight
+	case <-accepted:
+	case <-time.After(time.Minute):
+		t.Fatal("the broker never connected to its name server")
 	}
-	if d := time.Since(start); d > 10*time.Second {
-		t.Fatalf("Close took %v behind a silent name server", d)
+	closed := make(chan error, 1)
+	go func() { closed <- s.Close() }()
+	select {
+	case err := <-closed:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("Close still waits for a registration the silent name server never answers (RegisterTimeout is an hour)")
 	}
 }
