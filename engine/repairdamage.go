@@ -217,7 +217,7 @@ func (s *Store) fixUnits(req *dispatch.Request) error {
 
 // overwritePlaceholder writes want at index q of cq when the unit there
 // points at a damaged range; same reports that it already was want.
-func (s *Store) overwritePlaceholder(cq *ConsumeQueue, q int64, want Unit) (same bool, err error) {
+func (s *Store) overwritePlaceholder(cq *consumeQueue, q int64, want Unit) (same bool, err error) {
 	at := q * CQUnitSize
 	mf := cq.q.findMappedFileByOffset(at, false)
 	if mf == nil || !mf.hold() {
