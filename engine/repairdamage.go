@@ -236,6 +236,12 @@ func (s *Store) overwritePlaceholder(cq *consumeQueue, q int64, want Unit) (same
 		return false, fmt.Errorf("%w: consume queue %s/%d unit %d points at commitlog offset %d, not at the repaired record at %d",
 			ErrCorruptStore, cq.topic, cq.queueID, q, cur.CommitLogOffset, want.CommitLogOffset)
 	}
+	// GetMessage may read this unit meanwhile; it skips it as long as
+	// it points into a damaged range, which both the placeholder and
+	// the repaired record do until RepairDamaged marks the range
+	// repaired. A read torn between the two units is not excluded (no
+	// lock orders GetMessage with this write); where the placeholder is
+	// for the record's own range only TAGSCODE differs.
 	b := want.put(make([]byte, 0, CQUnitSize))
 	if _, err := mf.seg.WriteAt(b, pos); err != nil {
 		return false, fmt.Errorf("consume queue %s/%d: write unit %d: %w", cq.topic, cq.queueID, q, err)
