@@ -1,10 +1,13 @@
 package engine
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"path"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -17,14 +20,41 @@ import (
 // (copy on write: queues are created rarely and read on every get).
 type consumeQueueTable struct {
 	mu sync.Mutex
-	m  atomic.Pointer[map[string]map[int32]*consumeQueue]
+	m  atomic.Pointer[cqSnapshot]
+}
+
+// cqSnapshot is one immutable state of the table: the map for lookups and
+// the same queues ordered by topic and queue id for passes over all of
+// them. The fixed order makes a flush or recovery issue its file
+// operations in the same sequence every time, so that a crash test's seed
+// (a power cut at the k-th write) replays the same crash.
+type cqSnapshot struct {
+	m      map[string]map[int32]*consumeQueue
+	sorted []*consumeQueue
 }
 
 func (t *consumeQueueTable) snapshot() map[string]map[int32]*consumeQueue {
 	if p := t.m.Load(); p != nil {
-		return *p
+		return p.m
 	}
 	return nil
+}
+
+// store publishes next with its ordered list.
+func (t *consumeQueueTable) store(next map[string]map[int32]*consumeQueue) {
+	var sorted []*consumeQueue
+	for _, qs := range next {
+		for _, cq := range qs {
+			sorted = append(sorted, cq)
+		}
+	}
+	slices.SortFunc(sorted, func(a, b *consumeQueue) int {
+		if c := strings.Compare(a.topic, b.topic); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.queueID, b.queueID)
+	})
+	t.m.Store(&cqSnapshot{m: next, sorted: sorted})
 }
 
 // find returns the queue or nil. The lookup does not allocate.
@@ -74,7 +104,7 @@ func (t *consumeQueueTable) add(cq *consumeQueue) {
 	}
 	qs[cq.queueID] = cq
 	next[cq.topic] = qs
-	t.m.Store(&next)
+	t.store(next)
 }
 
 // removeTopic drops topic's queues from the table and returns them.
@@ -92,22 +122,25 @@ func (t *consumeQueueTable) removeTopic(topic string) []*consumeQueue {
 			next[k] = v
 		}
 	}
-	t.m.Store(&next)
+	t.store(next)
 	out := make([]*consumeQueue, 0, len(qs))
 	for _, cq := range qs {
 		out = append(out, cq)
 	}
+	slices.SortFunc(out, func(a, b *consumeQueue) int { return cmp.Compare(a.queueID, b.queueID) })
 	return out
 }
 
-// all calls fn for every queue.
+// all calls fn for every queue, in topic and queue id order.
 func (t *consumeQueueTable) all(fn func(*consumeQueue) error) error {
+	p := t.m.Load()
+	if p == nil {
+		return nil
+	}
 	var errs []error
-	for _, qs := range t.snapshot() {
-		for _, cq := range qs {
-			if err := fn(cq); err != nil {
-				errs = append(errs, err)
-			}
+	for _, cq := range p.sorted {
+		if err := fn(cq); err != nil {
+			errs = append(errs, err)
 		}
 	}
 	return errors.Join(errs...)

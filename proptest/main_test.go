@@ -19,12 +19,25 @@ const (
 	soakChecks = 200000
 )
 
+// userSeed is set when the command line (-rapid.seed) or the environment
+// (RAPID_SEED) chose rapid's seed. It is read once, before any test sets
+// the flag: flag.Visit also lists flags set by flag.Set, so after the
+// first broken variant had set and restored -rapid.seed, every later one
+// took it for the user's choice and ran from a random seed.
+var userSeed bool
+
 // TestMain sizes rapid's default budget for CI; an explicit -rapid.checks
 // wins.
 func TestMain(m *testing.M) {
 	flag.Parse()
 	explicit := false
-	flag.Visit(func(f *flag.Flag) { explicit = explicit || f.Name == "rapid.checks" })
+	flag.Visit(func(f *flag.Flag) {
+		explicit = explicit || f.Name == "rapid.checks"
+		userSeed = userSeed || f.Name == "rapid.seed"
+	})
+	if _, env := os.LookupEnv("RAPID_SEED"); env {
+		userSeed = true
+	}
 	if _, env := os.LookupEnv("RAPID_CHECKS"); !explicit && !env {
 		n := ciChecks
 		if os.Getenv("ROCKETSTORE_SOAK") != "" {
