@@ -14,7 +14,15 @@
 //
 // The engine lives in package engine, the file backends in backend/mmap and
 // backend/memfs, the reput service in dispatch and the tag filter in filter;
-// this package re-exports what a user needs.
+// this package re-exports (as type aliases) everything its functions and
+// the Store's methods take or return, so that a user imports this package
+// alone. The aliased types' fields and methods are documented in the
+// package that defines them (go doc engine.Store, go doc engine.Config).
+//
+// Unlike raft-wal, whose public types live in a leaf types package, the
+// types stay where they are implemented and are aliased here: the engine,
+// the broker and the tools share them, and an alias keeps one type (no
+// conversions) while this package stays the one import a user needs.
 package rocketstore
 
 import (
@@ -46,6 +54,40 @@ type (
 	GetMessageStatus = engine.GetMessageStatus
 	// MessageFilter selects messages in GetMessage.
 	MessageFilter = engine.MessageFilter
+	// MessageView is one message in a GetMessageResult: a zero-copy view
+	// of its record, valid until the result is released.
+	MessageView = engine.MessageView
+	// TagFilter is a MessageFilter for a tag subscription expression
+	// (NewTagFilter).
+	TagFilter = filter.TagFilter
+	// FlushDiskType is AsyncFlush or SyncFlush (Config.FlushDiskType).
+	FlushDiskType = engine.FlushDiskType
+	// RetentionPolicy says when expired CommitLog files are deleted
+	// (Config.Retention).
+	RetentionPolicy = engine.RetentionPolicy
+	// RetentionReport says what a clean round deleted
+	// (Store.DeleteExpiredFiles).
+	RetentionReport = engine.RetentionReport
+	// DamagePolicy says what recovery does with undecidable damage
+	// (Config.OnUndecidableDamage).
+	DamagePolicy = engine.DamagePolicy
+	// RecoveryReport says what recovery found and did (Store.Recovery).
+	RecoveryReport = engine.RecoveryReport
+	// DamagedRange is a damaged CommitLog range that recovery skipped
+	// (RecoveryReport.Damaged).
+	DamagedRange = engine.DamagedRange
+	// Health is the store's state for monitoring (Store.Health).
+	Health = engine.Health
+	// CommitLog gives the CommitLog's offsets and file size
+	// (Store.CommitLog).
+	CommitLog = engine.CommitLog
+	// Checkpoint is the store's checkpoint file (Store.Checkpoint).
+	Checkpoint = engine.Checkpoint
+	// Dispatcher receives every stored record in CommitLog order, after
+	// the ConsumeQueues (pass extra dispatchers to Open, e.g. an index).
+	Dispatcher = dispatch.Dispatcher
+	// DispatchRequest is what a Dispatcher receives for one record.
+	DispatchRequest = dispatch.Request
 )
 
 // Flush disk types.
@@ -54,10 +96,31 @@ const (
 	SyncFlush  = engine.SyncFlush
 )
 
+// GetMessage statuses (RocketMQ's GetMessageStatus; see
+// engine.GetMessageStatus for what each means for the next offset).
+const (
+	Found               = engine.Found
+	NoMatchedMessage    = engine.NoMatchedMessage
+	MessageWasRemoving  = engine.MessageWasRemoving
+	OffsetFoundNull     = engine.OffsetFoundNull
+	OffsetOverflowBadly = engine.OffsetOverflowBadly
+	OffsetOverflowOne   = engine.OffsetOverflowOne
+	OffsetTooSmall      = engine.OffsetTooSmall
+	NoMatchedLogicQueue = engine.NoMatchedLogicQueue
+	NoMessageInQueue    = engine.NoMessageInQueue
+)
+
+// Damage policies (Config.OnUndecidableDamage).
+const (
+	DamageRefuse   = engine.DamageRefuse
+	DamageSkip     = engine.DamageSkip
+	DamageTruncate = engine.DamageTruncate
+)
+
 // Open opens or creates a store in dir on memory-mapped files. Unless the
 // config says otherwise, retention watches the usage of the disk holding
 // dir (RocketMQ deletes expired files at any hour above 75 %).
-func Open(dir string, cfg Config, dispatchers ...dispatch.Dispatcher) (*Store, error) {
+func Open(dir string, cfg Config, dispatchers ...Dispatcher) (*Store, error) {
 	fs, err := mmap.New(dir)
 	if err != nil {
 		return nil, err
@@ -71,13 +134,13 @@ func Open(dir string, cfg Config, dispatchers ...dispatch.Dispatcher) (*Store, e
 // OpenFS opens or creates a store on an afero file system (nil: a new
 // in-memory one). Data reaches fs only when it is synced, so dropping a
 // store without Close models a power cut.
-func OpenFS(fs afero.Fs, cfg Config, dispatchers ...dispatch.Dispatcher) (*Store, error) {
+func OpenFS(fs afero.Fs, cfg Config, dispatchers ...Dispatcher) (*Store, error) {
 	return engine.Open(memfs.New(fs), cfg, dispatchers...)
 }
 
 // NewTagFilter returns a filter for a subscription expression such as "*"
 // or "TagA || TagB".
-func NewTagFilter(expr string) (*filter.TagFilter, error) { return filter.NewTagFilter(expr) }
+func NewTagFilter(expr string) (*TagFilter, error) { return filter.NewTagFilter(expr) }
 
 // DecodeMessage decodes one record returned by GetMessage.
 func DecodeMessage(rec []byte) (*MessageExt, error) { return record.Decode(rec, -1, false) }

@@ -10,6 +10,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -91,8 +92,10 @@ func (g *group) nodeConfig(i int) cluster.NodeConfig {
 		BrokerName: "broker-a",
 		StoreHost:  netip.MustParseAddrPort(fmt.Sprintf("127.0.0.%d:10911", i+1)),
 		Cluster: cluster.Config{NodeID: g.peers[i].ID, Peers: g.peers,
-			HeartbeatTimeout: time.Second, ElectionTimeout: time.Second,
-			LeaderLeaseTimeout: 500 * time.Millisecond, CommitTimeout: 5 * time.Millisecond,
+			// Generous timeouts: CI runs these beside other packages on
+			// 2 cores, and a lost lease fails a send.
+			HeartbeatTimeout: 2 * time.Second, ElectionTimeout: 2 * time.Second,
+			LeaderLeaseTimeout: time.Second, CommitTimeout: 5 * time.Millisecond,
 			StateInterval: 20 * time.Millisecond, Logger: logger()},
 	}
 	id := g.peers[i].ID
@@ -191,10 +194,18 @@ func (g *group) leader() int {
 // unless it is SEND_OK.
 func (g *group) send(topic string, qid int32, body string, props string) broker.SendResult {
 	g.t.Helper()
-	b := g.nodes[g.leader()].Broker()
-	res := b.SendMessage(context.Background(), &broker.SendRequest{ProducerGroup: "pg", Topic: topic,
-		DefaultTopic: "TBW102", DefaultTopicQueueNums: 4, QueueID: qid, Body: []byte(body), Properties: props,
-		BornTimestamp: 1700000000000, BornHost: netip.MustParseAddrPort("192.0.2.1:5555")})
+	var res broker.SendResult
+	for range 50 {
+		b := g.nodes[g.leader()].Broker()
+		res = b.SendMessage(context.Background(), &broker.SendRequest{ProducerGroup: "pg", Topic: topic,
+			DefaultTopic: "TBW102", DefaultTopicQueueNums: 4, QueueID: qid, Body: []byte(body), Properties: props,
+			BornTimestamp: 1700000000000, BornHost: netip.MustParseAddrPort("192.0.2.1:5555")})
+		// A node that stopped leading before the send was proposed
+		// refuses it whole: sending again cannot store it twice.
+		if res.Code != broker.ServiceNotAvailable || !strings.Contains(res.Remark, "(a slave)") {
+			break
+		}
+	}
 	if res.Code != broker.Success {
 		g.t.Fatalf("send %s/%d: %v %s", topic, qid, res.Code, res.Remark)
 	}

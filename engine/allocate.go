@@ -20,13 +20,13 @@ import (
 // empty file stays on disk and recovery removes or adopts it like any file
 // past the end of the data.
 type allocator struct {
-	q *MappedFileQueue
+	q *mappedFileQueue
 
 	mu      sync.Mutex
 	from    int64         // offset of the file being prepared; -1 when none
 	done    chan struct{} // closed when mf/err are set
 	settled chan struct{} // closed when the goroutine has finished with mf
-	mf      *MappedFile
+	mf      *mappedFile
 	err     error
 	stopped bool
 	wg      sync.WaitGroup
@@ -34,7 +34,7 @@ type allocator struct {
 	// The write-ahead prefaulter: one goroutine, started on first use,
 	// populates [ahead.done, ahead.to) of ahead.mf.
 	ahead struct {
-		mf      *MappedFile
+		mf      *mappedFile
 		done    int64 // file position populated up to
 		to      int64 // file position to populate up to
 		kick    chan struct{}
@@ -50,11 +50,11 @@ const (
 	prefaultStep   = 1 << 20
 )
 
-func newAllocator(q *MappedFileQueue) *allocator { return &allocator{q: q, from: -1} }
+func newAllocator(q *mappedFileQueue) *allocator { return &allocator{q: q, from: -1} }
 
 // prefaultAhead asks for [pos, pos+prefaultWindow) of mf to be populated
 // for writing, in the background. It never blocks.
-func (a *allocator) prefaultAhead(mf *MappedFile, pos int64) {
+func (a *allocator) prefaultAhead(mf *mappedFile, pos int64) {
 	if _, ok := mf.seg.(backend.WritePrefaulter); !ok {
 		return
 	}
@@ -148,7 +148,7 @@ func (a *allocator) prepare(from int64) {
 // take returns the prepared file at from, waiting for it if it is still
 // being made, or nil when none was prepared there (or preparing failed:
 // the caller then creates it itself and reports that error if it recurs).
-func (a *allocator) take(from int64) *MappedFile {
+func (a *allocator) take(from int64) *mappedFile {
 	a.mu.Lock()
 	if a.from != from {
 		a.mu.Unlock()

@@ -23,10 +23,28 @@ const (
 	checkpointUsedBytes = 24
 )
 
-// StoreCheckpoint records how far the CommitLog, the ConsumeQueues and the
+// Checkpoint is the store's checkpoint file as its users see it: the
+// timestamps up to which the CommitLog, the ConsumeQueues and the index are
+// durable. The broker's index service records its own timestamp here.
+type Checkpoint interface {
+	// Timestamps returns physicMsgTimestamp, logicsMsgTimestamp and
+	// indexMsgTimestamp (ms; 0 when unknown).
+	Timestamps() (physic, logics, index int64)
+	// MinTimestamp is the time from which abnormal recovery replays.
+	MinTimestamp() int64
+	// SetIndex records the index timestamp; the next checkpoint flush
+	// writes it.
+	SetIndex(ts int64)
+	// Flush writes and syncs the checkpoint file.
+	Flush() error
+}
+
+var _ Checkpoint = (*storeCheckpoint)(nil)
+
+// storeCheckpoint records how far the CommitLog, the ConsumeQueues and the
 // index are known to be durable, by store timestamp. Abnormal recovery
 // replays the CommitLog from the first file older than the minimum.
-type StoreCheckpoint struct {
+type storeCheckpoint struct {
 	mu                 sync.Mutex
 	seg                backend.Segment
 	physicMsgTimestamp int64
@@ -38,7 +56,7 @@ type StoreCheckpoint struct {
 // openCheckpoint opens or creates the checkpoint file. valid is false when
 // the file was missing or held values that cannot be timestamps; the
 // timestamps are then 0, which makes recovery start from the first file.
-func openCheckpoint(fs backend.FS, name string, now int64, log *slog.Logger) (cp *StoreCheckpoint, valid bool, err error) {
+func openCheckpoint(fs backend.FS, name string, now int64, log *slog.Logger) (cp *storeCheckpoint, valid bool, err error) {
 	seg, err := fs.Open(name)
 	if err == nil && seg.Size() < checkpointUsedBytes {
 		// A short checkpoint holds no timestamps, like a missing one
@@ -61,12 +79,12 @@ func openCheckpoint(fs backend.FS, name string, now int64, log *slog.Logger) (cp
 			seg.Close()
 			return nil, false, fmt.Errorf("%w: sync dir of checkpoint %s: %w", ErrFlushFailed, name, err)
 		}
-		return &StoreCheckpoint{seg: seg}, false, nil
+		return &storeCheckpoint{seg: seg}, false, nil
 	}
 	if err != nil {
 		return nil, false, fmt.Errorf("open checkpoint %s: %w", name, err)
 	}
-	cp = &StoreCheckpoint{seg: seg}
+	cp = &storeCheckpoint{seg: seg}
 	ts, valid := decodeCheckpoint(seg.View(0, checkpointUsedBytes), now)
 	cp.physicMsgTimestamp, cp.logicsMsgTimestamp, cp.indexMsgTimestamp = ts.Physic, ts.Logics, ts.Index
 	return cp, valid, nil
@@ -96,7 +114,7 @@ func decodeCheckpoint(b []byte, now int64) (CheckpointTimestamps, bool) {
 
 // Timestamps returns physicMsgTimestamp, logicsMsgTimestamp and
 // indexMsgTimestamp.
-func (c *StoreCheckpoint) Timestamps() (physic, logics, index int64) {
+func (c *storeCheckpoint) Timestamps() (physic, logics, index int64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.physicMsgTimestamp, c.logicsMsgTimestamp, c.indexMsgTimestamp
@@ -104,44 +122,44 @@ func (c *StoreCheckpoint) Timestamps() (physic, logics, index int64) {
 
 // MinTimestamp is RocketMQ's getMinTimestamp: min(physic, logics) - 3 s,
 // the margin covering messages that share a millisecond.
-func (c *StoreCheckpoint) MinTimestamp() int64 {
+func (c *storeCheckpoint) MinTimestamp() int64 {
 	p, l, _ := c.Timestamps()
 	return max(0, min(p, l)-3000)
 }
 
-func (c *StoreCheckpoint) setPhysic(ts int64) {
+func (c *storeCheckpoint) setPhysic(ts int64) {
 	c.mu.Lock()
 	c.physicMsgTimestamp = ts
 	c.mu.Unlock()
 }
 
-func (c *StoreCheckpoint) setLogics(ts int64) {
+func (c *storeCheckpoint) setLogics(ts int64) {
 	c.mu.Lock()
 	c.logicsMsgTimestamp = ts
 	c.mu.Unlock()
 }
 
-func (c *StoreCheckpoint) logics() int64 {
+func (c *storeCheckpoint) logics() int64 {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.logicsMsgTimestamp
 }
 
 // SetIndex records the index timestamp (set by the index service).
-func (c *StoreCheckpoint) SetIndex(ts int64) {
+func (c *storeCheckpoint) SetIndex(ts int64) {
 	c.mu.Lock()
 	c.indexMsgTimestamp = ts
 	c.mu.Unlock()
 }
 
 // flush writes the three timestamps and syncs them.
-func (c *StoreCheckpoint) flush() error {
+func (c *storeCheckpoint) flush() error {
 	return c.Flush()
 }
 
 // Flush writes the three timestamps and syncs them (the index service calls
 // it after SetIndex so that its timestamp is durable).
-func (c *StoreCheckpoint) Flush() error {
+func (c *storeCheckpoint) Flush() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	b := binary.BigEndian.AppendUint64(c.buf[:0], uint64(c.physicMsgTimestamp))
@@ -156,4 +174,4 @@ func (c *StoreCheckpoint) Flush() error {
 	return nil
 }
 
-func (c *StoreCheckpoint) close() error { return c.seg.Close() }
+func (c *storeCheckpoint) close() error { return c.seg.Close() }

@@ -53,7 +53,7 @@ type topicQueueKey struct {
 // offsets; the wrote position is published after the bytes are in place,
 // and readers only read below it.
 type CommitLog struct {
-	q         *MappedFileQueue
+	q         *mappedFileQueue
 	cfg       *Config
 	storeHost netip.AddrPort
 
@@ -212,7 +212,7 @@ func checkBatch(msgs []*record.Message) error {
 
 // prefaultAhead moves the write-prefaulted window once every prefaultStep
 // bytes. The caller holds mu.
-func (c *CommitLog) prefaultAhead(mf *MappedFile, pos int64) {
+func (c *CommitLog) prefaultAhead(mf *mappedFile, pos int64) {
 	if off := mf.fileFromOffset + pos; off >= c.prefaultMark && c.q.alloc != nil {
 		c.prefaultMark = off + prefaultStep
 		c.q.alloc.prefaultAhead(mf, pos)
@@ -231,7 +231,7 @@ func (c *CommitLog) checkFits(size int) error {
 // fileWithRoom returns the file and position for size bytes, ending the
 // current file with a BLANK record when they do not fit in it. A file always
 // keeps BlankLength bytes for that record (RocketMQ's END_OF_FILE rule).
-func (c *CommitLog) fileWithRoom(size int) (*MappedFile, int64, error) {
+func (c *CommitLog) fileWithRoom(size int) (*mappedFile, int64, error) {
 	mf, err := c.q.getLastMappedFile(0, true)
 	if err != nil {
 		return nil, 0, err
@@ -340,7 +340,7 @@ func redirectDelayed(m *record.Message, maxLevel int) (*record.Message, error) {
 
 // view returns size bytes at CommitLog offset off, holding a reference on
 // the file; the caller releases mf.
-func (c *CommitLog) view(off int64, size int) ([]byte, *MappedFile) {
+func (c *CommitLog) view(off int64, size int) ([]byte, *mappedFile) {
 	mf := c.q.findMappedFileByOffset(off, off == 0)
 	if mf == nil {
 		return nil, nil
@@ -354,7 +354,7 @@ func (c *CommitLog) view(off int64, size int) ([]byte, *MappedFile) {
 
 // data returns the published bytes from off to the end of its file, for
 // the reput service. The caller releases mf.
-func (c *CommitLog) data(off int64) ([]byte, *MappedFile) {
+func (c *CommitLog) data(off int64) ([]byte, *mappedFile) {
 	mf := c.q.findMappedFileByOffset(off, off == 0)
 	if mf == nil {
 		return nil, nil
@@ -368,7 +368,7 @@ func (c *CommitLog) data(off int64) ([]byte, *MappedFile) {
 }
 
 // recordAt returns the whole record starting at off, or nil.
-func (c *CommitLog) recordAt(off int64) ([]byte, *MappedFile) {
+func (c *CommitLog) recordAt(off int64) ([]byte, *mappedFile) {
 	h, mf := c.view(off, 4)
 	if h == nil {
 		return nil, nil

@@ -46,12 +46,12 @@ func (u Unit) put(b []byte) []byte {
 
 var blankUnit = Unit{CommitLogOffset: 0, Size: math.MaxInt32, TagsCode: 0}
 
-// ConsumeQueue is the index of one topic queue: unit i points at the i-th
+// consumeQueue is the index of one topic queue: unit i points at the i-th
 // message of the queue in the CommitLog. Only the dispatcher writes it.
-type ConsumeQueue struct {
+type consumeQueue struct {
 	topic   string
 	queueID int32
-	q       *MappedFileQueue
+	q       *mappedFileQueue
 
 	// maxPhysicOffset is the CommitLog end of the last unit written; puts
 	// at or below it are replays and are skipped (idempotency).
@@ -66,34 +66,34 @@ type ConsumeQueue struct {
 	noMaxPhysicOffsetCheck bool
 }
 
-func newConsumeQueue(fs backend.FS, root, topic string, queueID int32, units int64) *ConsumeQueue {
+func newConsumeQueue(fs backend.FS, root, topic string, queueID int32, units int64) *consumeQueue {
 	dir := path.Join(root, topic, strconv.Itoa(int(queueID)))
-	cq := &ConsumeQueue{topic: topic, queueID: queueID, q: newMappedFileQueue(fs, dir, units*CQUnitSize)}
+	cq := &consumeQueue{topic: topic, queueID: queueID, q: newMappedFileQueue(fs, dir, units*CQUnitSize)}
 	cq.maxPhysicOffset.Store(-1)
 	return cq
 }
 
 // Topic returns the queue's topic.
-func (cq *ConsumeQueue) Topic() string { return cq.topic }
+func (cq *consumeQueue) Topic() string { return cq.topic }
 
 // QueueID returns the queue's id.
-func (cq *ConsumeQueue) QueueID() int32 { return cq.queueID }
+func (cq *consumeQueue) QueueID() int32 { return cq.queueID }
 
 // MinOffsetInQueue returns the index of the first unit held.
-func (cq *ConsumeQueue) MinOffsetInQueue() int64 { return cq.minLogicOffset.Load() / CQUnitSize }
+func (cq *consumeQueue) MinOffsetInQueue() int64 { return cq.minLogicOffset.Load() / CQUnitSize }
 
 // MaxOffsetInQueue returns the index of the next unit to be written.
-func (cq *ConsumeQueue) MaxOffsetInQueue() int64 { return cq.q.MaxOffset() / CQUnitSize }
+func (cq *consumeQueue) MaxOffsetInQueue() int64 { return cq.q.MaxOffset() / CQUnitSize }
 
 // MaxPhysicOffset returns the CommitLog end of the last unit (-1 if none).
-func (cq *ConsumeQueue) MaxPhysicOffset() int64 { return cq.maxPhysicOffset.Load() }
+func (cq *consumeQueue) MaxPhysicOffset() int64 { return cq.maxPhysicOffset.Load() }
 
 // unitsPerFile returns the number of units in each file.
-func (cq *ConsumeQueue) unitsPerFile() int64 { return cq.q.fileSize / CQUnitSize }
+func (cq *consumeQueue) unitsPerFile() int64 { return cq.q.fileSize / CQUnitSize }
 
 // RollNextFile returns the first index of the file after the one holding
 // index.
-func (cq *ConsumeQueue) RollNextFile(index int64) int64 {
+func (cq *consumeQueue) RollNextFile(index int64) int64 {
 	n := cq.unitsPerFile()
 	return index + n - index%n
 }
@@ -102,7 +102,7 @@ func (cq *ConsumeQueue) RollNextFile(index int64) int64 {
 // idempotently: a unit for CommitLog bytes at or below maxPhysicOffset, or
 // for an index already written, is skipped (RocketMQ's
 // putMessagePositionInfo). It returns true when the unit is in place.
-func (cq *ConsumeQueue) putMessagePositionInfo(offset int64, size int32, tagsCode, cqOffset int64) (bool, error) {
+func (cq *consumeQueue) putMessagePositionInfo(offset int64, size int32, tagsCode, cqOffset int64) (bool, error) {
 	if offset+int64(size) <= cq.maxPhysicOffset.Load() && !cq.noMaxPhysicOffsetCheck {
 		return true, nil
 	}
@@ -155,7 +155,7 @@ func (cq *ConsumeQueue) putMessagePositionInfo(offset int64, size int32, tagsCod
 // it to nothing, and the CommitLog now starts elsewhere) gets that file
 // replaced by one that does: getLastMappedFile would return the empty file
 // and the unit would land at the wrong index.
-func (cq *ConsumeQueue) fileFor(expect int64) (*MappedFile, error) {
+func (cq *consumeQueue) fileFor(expect int64) (*mappedFile, error) {
 	files := cq.q.snapshot()
 	if len(files) == 1 && files[0].wrote.Load() == 0 &&
 		(expect < files[0].fileFromOffset || expect >= files[0].fileFromOffset+cq.q.fileSize) {
@@ -170,7 +170,7 @@ func (cq *ConsumeQueue) fileFor(expect int64) (*MappedFile, error) {
 
 // fillPreBlank fills a queue's first file with blank units up to expect, for
 // a queue whose first index is not 0 (its earlier files were deleted).
-func (cq *ConsumeQueue) fillPreBlank(mf *MappedFile, expect int64) error {
+func (cq *consumeQueue) fillPreBlank(mf *mappedFile, expect int64) error {
 	until := expect % cq.q.fileSize
 	b := blankUnit.put(cq.buf[:0])
 	for pos := int64(0); pos < until; pos += CQUnitSize {
@@ -187,7 +187,7 @@ func (cq *ConsumeQueue) fillPreBlank(mf *MappedFile, expect int64) error {
 // indexView returns the units from index to the end of the published part
 // of the file holding it (one file only), with a reference held; nil when
 // index is below the minimum or not written.
-func (cq *ConsumeQueue) indexView(index int64) ([]byte, *MappedFile) {
+func (cq *consumeQueue) indexView(index int64) ([]byte, *mappedFile) {
 	off := index * CQUnitSize
 	if off < cq.minLogicOffset.Load() {
 		return nil, nil
@@ -208,7 +208,7 @@ func (cq *ConsumeQueue) indexView(index int64) ([]byte, *MappedFile) {
 }
 
 // UnitAt returns the unit at index, or false if there is none.
-func (cq *ConsumeQueue) UnitAt(index int64) (Unit, bool) {
+func (cq *consumeQueue) UnitAt(index int64) (Unit, bool) {
 	b, mf := cq.indexView(index)
 	if b == nil {
 		return Unit{}, false
@@ -222,7 +222,7 @@ func (cq *ConsumeQueue) UnitAt(index int64) (Unit, bool) {
 
 // recover walks the units from the third-from-last file, setting
 // maxPhysicOffset, and truncates after the last valid unit.
-func (cq *ConsumeQueue) recover() error {
+func (cq *consumeQueue) recover() error {
 	files := cq.q.snapshot()
 	if len(files) == 0 {
 		return nil
@@ -270,7 +270,7 @@ func scanUnits(b []byte) (int64, int64) {
 // cut (see crashsim's ReuseFreedBlocks), whose units look valid and point
 // at real records of other queues. Units written before the last
 // ConsumeQueue flush are durable, so such a page can only come after them.
-func (cq *ConsumeQueue) truncateDirtyLogicFiles(phy int64, check func(u Unit, index int64) bool) error {
+func (cq *consumeQueue) truncateDirtyLogicFiles(phy int64, check func(u Unit, index int64) bool) error {
 	for {
 		mf := cq.q.lastFile()
 		if mf == nil {
@@ -320,7 +320,7 @@ func (cq *ConsumeQueue) truncateDirtyLogicFiles(phy int64, check func(u Unit, in
 
 // prevMaxPhysicOffset returns the CommitLog end of the last unit before
 // file mf, or -1.
-func (cq *ConsumeQueue) prevMaxPhysicOffset(mf *MappedFile) int64 {
+func (cq *consumeQueue) prevMaxPhysicOffset(mf *mappedFile) int64 {
 	files := cq.q.snapshot()
 	for i := len(files) - 1; i >= 0; i-- {
 		if files[i].fileFromOffset >= mf.fileFromOffset {
@@ -339,7 +339,7 @@ func (cq *ConsumeQueue) prevMaxPhysicOffset(mf *MappedFile) int64 {
 // only; here the search goes on into the next files, since a power cut may
 // bring back a head file whose removal was not yet durable while the files
 // after it also point below phyMin.
-func (cq *ConsumeQueue) correctMinOffset(phyMin int64) {
+func (cq *consumeQueue) correctMinOffset(phyMin int64) {
 	files := cq.q.snapshot()
 	if len(files) == 0 {
 		return
@@ -363,10 +363,10 @@ func (cq *ConsumeQueue) correctMinOffset(phyMin int64) {
 }
 
 // flush syncs dirty units under the least-pages rule.
-func (cq *ConsumeQueue) flush(leastPages int) error {
+func (cq *consumeQueue) flush(leastPages int) error {
 	_, err := cq.q.flush(leastPages)
 	return err
 }
 
 // flushAll syncs every unit written.
-func (cq *ConsumeQueue) flushAll() error { return cq.q.flushAll() }
+func (cq *consumeQueue) flushAll() error { return cq.q.flushAll() }

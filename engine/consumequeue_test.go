@@ -7,14 +7,14 @@ import (
 	"github.com/rocketstore/rocketstore/backend/memfs"
 )
 
-func newTestCQ(t *testing.T, fs backend.FS) *ConsumeQueue {
+func newTestCQ(t *testing.T, fs backend.FS) *consumeQueue {
 	t.Helper()
 	cq := newConsumeQueue(fs, consumeQueueDir, "t", 0, 8)
 	t.Cleanup(cq.q.shutdown)
 	return cq
 }
 
-func mustPutUnit(t *testing.T, cq *ConsumeQueue, off int64, cqOffset int64) {
+func mustPutUnit(t *testing.T, cq *consumeQueue, off int64, cqOffset int64) {
 	t.Helper()
 	if ok, err := cq.putMessagePositionInfo(off, 100, 7, cqOffset); !ok || err != nil {
 		t.Fatalf("put unit %d: %v %v", cqOffset, ok, err)

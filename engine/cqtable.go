@@ -17,10 +17,10 @@ import (
 // (copy on write: queues are created rarely and read on every get).
 type consumeQueueTable struct {
 	mu sync.Mutex
-	m  atomic.Pointer[map[string]map[int32]*ConsumeQueue]
+	m  atomic.Pointer[map[string]map[int32]*consumeQueue]
 }
 
-func (t *consumeQueueTable) snapshot() map[string]map[int32]*ConsumeQueue {
+func (t *consumeQueueTable) snapshot() map[string]map[int32]*consumeQueue {
 	if p := t.m.Load(); p != nil {
 		return *p
 	}
@@ -28,12 +28,12 @@ func (t *consumeQueueTable) snapshot() map[string]map[int32]*ConsumeQueue {
 }
 
 // find returns the queue or nil. The lookup does not allocate.
-func (t *consumeQueueTable) find(topic string, queueID int32) *ConsumeQueue {
+func (t *consumeQueueTable) find(topic string, queueID int32) *consumeQueue {
 	return t.snapshot()[topic][queueID]
 }
 
 // findOrCreate returns the queue for a dispatched record, creating it.
-func (t *consumeQueueTable) findOrCreate(s *Store, topic []byte, queueID int32) (*ConsumeQueue, error) {
+func (t *consumeQueueTable) findOrCreate(s *Store, topic []byte, queueID int32) (*consumeQueue, error) {
 	if cq := t.snapshot()[string(topic)][queueID]; cq != nil {
 		return cq, nil
 	}
@@ -46,7 +46,7 @@ func (t *consumeQueueTable) findOrCreate(s *Store, topic []byte, queueID int32) 
 	return cq, nil
 }
 
-func (s *Store) newConsumeQueue(topic string, queueID int32) *ConsumeQueue {
+func (s *Store) newConsumeQueue(topic string, queueID int32) *consumeQueue {
 	cq := newConsumeQueue(s.fs, consumeQueueDir, topic, queueID, s.cfg.ConsumeQueueUnits)
 	cq.noMaxPhysicOffsetCheck = s.cfg.hooks.NoMaxPhysicOffsetCheck
 	return cq
@@ -60,15 +60,15 @@ func checkTopicName(topic string) error {
 	return nil
 }
 
-func (t *consumeQueueTable) add(cq *ConsumeQueue) {
+func (t *consumeQueueTable) add(cq *consumeQueue) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	old := t.snapshot()
-	next := make(map[string]map[int32]*ConsumeQueue, len(old)+1)
+	next := make(map[string]map[int32]*consumeQueue, len(old)+1)
 	for k, v := range old {
 		next[k] = v
 	}
-	qs := make(map[int32]*ConsumeQueue, len(old[cq.topic])+1)
+	qs := make(map[int32]*consumeQueue, len(old[cq.topic])+1)
 	for k, v := range old[cq.topic] {
 		qs[k] = v
 	}
@@ -78,7 +78,7 @@ func (t *consumeQueueTable) add(cq *ConsumeQueue) {
 }
 
 // removeTopic drops topic's queues from the table and returns them.
-func (t *consumeQueueTable) removeTopic(topic string) []*ConsumeQueue {
+func (t *consumeQueueTable) removeTopic(topic string) []*consumeQueue {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	old := t.snapshot()
@@ -86,14 +86,14 @@ func (t *consumeQueueTable) removeTopic(topic string) []*ConsumeQueue {
 	if len(qs) == 0 {
 		return nil
 	}
-	next := make(map[string]map[int32]*ConsumeQueue, len(old))
+	next := make(map[string]map[int32]*consumeQueue, len(old))
 	for k, v := range old {
 		if k != topic {
 			next[k] = v
 		}
 	}
 	t.m.Store(&next)
-	out := make([]*ConsumeQueue, 0, len(qs))
+	out := make([]*consumeQueue, 0, len(qs))
 	for _, cq := range qs {
 		out = append(out, cq)
 	}
@@ -101,7 +101,7 @@ func (t *consumeQueueTable) removeTopic(topic string) []*ConsumeQueue {
 }
 
 // all calls fn for every queue.
-func (t *consumeQueueTable) all(fn func(*ConsumeQueue) error) error {
+func (t *consumeQueueTable) all(fn func(*consumeQueue) error) error {
 	var errs []error
 	for _, qs := range t.snapshot() {
 		for _, cq := range qs {
@@ -114,7 +114,7 @@ func (t *consumeQueueTable) all(fn func(*ConsumeQueue) error) error {
 }
 
 func (t *consumeQueueTable) shutdownAll() {
-	t.all(func(cq *ConsumeQueue) error { cq.q.shutdown(); return nil })
+	t.all(func(cq *consumeQueue) error { cq.q.shutdown(); return nil })
 }
 
 // loadConsumeQueues opens consumequeue/{topic}/{queueId}/ directories.
@@ -180,4 +180,4 @@ func (r commitLogReader) MaxOffset() int64 {
 }
 
 // Release implements dispatch.Releaser.
-func (mf *MappedFile) Release() { mf.release() }
+func (mf *mappedFile) Release() { mf.release() }

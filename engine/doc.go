@@ -13,6 +13,18 @@
 // run after it. GetMessage reads units from a ConsumeQueue, filters them by
 // tagsCode, and returns zero-copy views of the records, valid until Release.
 //
+// # API surface
+//
+// The exported API is Store and the values it takes and returns. The file
+// types behind it (mappedFile, mappedFileQueue, consumeQueue, storeCheckpoint)
+// are unexported; callers see read-only views: CommitLog (offsets, file
+// size), Checkpoint (timestamps, and SetIndex/Flush for the broker's index),
+// Store.Health and Store.Recovery. They stay in this package rather than in
+// an engine/internal/ package (raft-wal's small API over internals is the
+// model, its package split is not): they share the Store's locks, lifecycle
+// and failure state field by field, and a package boundary would export
+// those fields to each other without hiding anything more from users.
+//
 // # Durability and recovery
 //
 // A CommitLog flush service syncs (group commit for SyncFlush; interval and

@@ -69,7 +69,7 @@ func (s *Store) flushConsumeQueues(leastPages int) error {
 		return fmt.Errorf("%w: %w", ErrReadOnly, *e)
 	}
 	logics := s.checkpoint.logics()
-	err := s.queues.all(func(cq *ConsumeQueue) error {
+	err := s.queues.all(func(cq *consumeQueue) error {
 		if leastPages == 0 {
 			return cq.flushAll()
 		}

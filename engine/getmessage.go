@@ -81,7 +81,7 @@ type GetMessageResult struct {
 	// in-memory share of the CommitLog.
 	SuggestPullingFromSlave bool
 
-	held []*MappedFile
+	held []*mappedFile
 }
 
 var resultPool = sync.Pool{New: func() any { return new(GetMessageResult) }}
@@ -129,7 +129,7 @@ func (s *Store) GetMessage(group, topic string, queueID int32, offset int64, max
 
 // scanQueue is the FOUND / NO_MATCHED_MESSAGE / MESSAGE_WAS_REMOVING /
 // OFFSET_FOUND_NULL part of getMessage.
-func (s *Store) scanQueue(res *GetMessageResult, cq *ConsumeQueue, offset int64, maxMsgNums int, filter MessageFilter) {
+func (s *Store) scanQueue(res *GetMessageResult, cq *consumeQueue, offset int64, maxMsgNums int, filter MessageFilter) {
 	units, cqFile := cq.indexView(offset)
 	if units == nil {
 		res.Status, res.NextBeginOffset = OffsetFoundNull, cq.RollNextFile(offset)

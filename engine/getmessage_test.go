@@ -70,7 +70,7 @@ func TestMessageWasRemoving(t *testing.T) {
 		n := s.MaxOffsetInQueue("w", 0)
 		// Delete every CommitLog file but the last, without correcting
 		// the ConsumeQueue's minimum (as a reader racing retention sees).
-		if _, err := s.commitLog.q.deleteFirstFiles(func(mf *MappedFile) bool { return false }); err != nil {
+		if _, err := s.commitLog.q.deleteFirstFiles(func(mf *mappedFile) bool { return false }); err != nil {
 			t.Fatal(err)
 		}
 		st, next, found := status(t, s, "w", 0)
@@ -90,7 +90,7 @@ func TestOffsetFoundNull(t *testing.T) {
 			t.Fatal(err)
 		}
 		cq := s.queues.find("n", 0)
-		if _, err := cq.q.deleteFirstFiles(func(mf *MappedFile) bool { return mf.fileFromOffset > 0 }); err != nil {
+		if _, err := cq.q.deleteFirstFiles(func(mf *mappedFile) bool { return mf.fileFromOffset > 0 }); err != nil {
 			t.Fatal(err)
 		}
 		st, next, _ := status(t, s, "n", 2)

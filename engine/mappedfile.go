@@ -33,7 +33,7 @@ func fileNameToOffset(name string) (int64, error) {
 	return off, nil
 }
 
-// MappedFile is one segment of a MappedFileQueue: a fixed-size file whose
+// mappedFile is one segment of a mappedFileQueue: a fixed-size file whose
 // first byte sits at fileFromOffset in the queue's offset space.
 //
 // Invariant: flushed <= wrote <= fileSize. Bytes below wrote are immutable
@@ -42,7 +42,7 @@ func fileNameToOffset(name string) (int64, error) {
 // position for its transient store pool (a write buffer committed to the
 // file); there is no such pool here, so its committed position is always
 // the wrote position and is not stored (CommittedPosition).
-type MappedFile struct {
+type mappedFile struct {
 	seg            backend.Segment
 	name           string // full path within the FS
 	fileFromOffset int64
@@ -65,42 +65,42 @@ type MappedFile struct {
 	closeErr  error
 }
 
-func newMappedFile(seg backend.Segment, name string, from int64) *MappedFile {
-	mf := &MappedFile{seg: seg, name: name, fileFromOffset: from, fileSize: seg.Size()}
+func newMappedFile(seg backend.Segment, name string, from int64) *mappedFile {
+	mf := &mappedFile{seg: seg, name: name, fileFromOffset: from, fileSize: seg.Size()}
 	mf.refs.Store(1)
 	mf.available.Store(true)
 	return mf
 }
 
 // FileFromOffset returns the queue offset of the file's first byte.
-func (mf *MappedFile) FileFromOffset() int64 { return mf.fileFromOffset }
+func (mf *mappedFile) FileFromOffset() int64 { return mf.fileFromOffset }
 
 // FileSize returns the fixed size of the file.
-func (mf *MappedFile) FileSize() int64 { return mf.fileSize }
+func (mf *mappedFile) FileSize() int64 { return mf.fileSize }
 
 // Name returns the file's path within the FS.
-func (mf *MappedFile) Name() string { return mf.name }
+func (mf *mappedFile) Name() string { return mf.name }
 
 // WrotePosition returns the number of bytes appended (file-relative).
-func (mf *MappedFile) WrotePosition() int64 { return mf.wrote.Load() }
+func (mf *mappedFile) WrotePosition() int64 { return mf.wrote.Load() }
 
 // CommittedPosition returns RocketMQ's committed position, which without a
 // transient store pool is the wrote position.
-func (mf *MappedFile) CommittedPosition() int64 { return mf.wrote.Load() }
+func (mf *mappedFile) CommittedPosition() int64 { return mf.wrote.Load() }
 
 // FlushedPosition returns the number of bytes synced (file-relative).
-func (mf *MappedFile) FlushedPosition() int64 { return mf.flushed.Load() }
+func (mf *mappedFile) FlushedPosition() int64 { return mf.flushed.Load() }
 
 // IsFull reports whether nothing more can be appended.
-func (mf *MappedFile) IsFull() bool { return mf.wrote.Load() == mf.fileSize }
+func (mf *mappedFile) IsFull() bool { return mf.wrote.Load() == mf.fileSize }
 
-func (mf *MappedFile) setPositions(p int64) {
+func (mf *mappedFile) setPositions(p int64) {
 	mf.wrote.Store(p)
 	mf.flushed.Store(p)
 }
 
 // hold takes a reader reference; it fails once the file is being destroyed.
-func (mf *MappedFile) hold() bool {
+func (mf *mappedFile) hold() bool {
 	for {
 		n := mf.refs.Load()
 		if n <= 0 || !mf.available.Load() {
@@ -113,7 +113,7 @@ func (mf *MappedFile) hold() bool {
 }
 
 // release drops a reference and closes the segment after the last one.
-func (mf *MappedFile) release() {
+func (mf *mappedFile) release() {
 	if mf.refs.Add(-1) == 0 {
 		mf.closeErr = mf.seg.Close()
 	}
@@ -121,7 +121,7 @@ func (mf *MappedFile) release() {
 
 // shutdown drops the owner's reference: the segment closes once the last
 // reader has released it.
-func (mf *MappedFile) shutdown() {
+func (mf *mappedFile) shutdown() {
 	if mf.available.CompareAndSwap(true, false) {
 		mf.release()
 	}
@@ -130,7 +130,7 @@ func (mf *MappedFile) shutdown() {
 // appendAt writes the pieces of one record at the current wrote position.
 // The caller holds the queue's append lock and publishes the new position
 // with publish once every record of the put is in place.
-func (mf *MappedFile) appendAt(pos int64, pieces ...[]byte) (int64, error) {
+func (mf *mappedFile) appendAt(pos int64, pieces ...[]byte) (int64, error) {
 	for _, p := range pieces {
 		if len(p) == 0 {
 			continue
@@ -144,12 +144,12 @@ func (mf *MappedFile) appendAt(pos int64, pieces ...[]byte) (int64, error) {
 }
 
 // publish makes bytes below pos visible to readers.
-func (mf *MappedFile) publish(pos int64) {
+func (mf *mappedFile) publish(pos int64) {
 	mf.wrote.Store(pos)
 }
 
 // isAbleToFlush applies RocketMQ's least-pages rule.
-func (mf *MappedFile) isAbleToFlush(leastPages int) bool {
+func (mf *mappedFile) isAbleToFlush(leastPages int) bool {
 	flush, write := mf.flushed.Load(), mf.wrote.Load()
 	if mf.IsFull() && write > flush {
 		return true
@@ -164,7 +164,7 @@ func (mf *MappedFile) isAbleToFlush(leastPages int) bool {
 // the flushed position. Unlike RocketMQ (#2706), a failed sync does not
 // advance the flushed position: the error is returned and the caller turns
 // the store read-only.
-func (mf *MappedFile) flush(leastPages int) (int64, error) {
+func (mf *mappedFile) flush(leastPages int) (int64, error) {
 	if !mf.isAbleToFlush(leastPages) || !mf.hold() {
 		return mf.flushed.Load(), nil
 	}
@@ -181,7 +181,7 @@ func (mf *MappedFile) flush(leastPages int) (int64, error) {
 // view returns the n bytes at file position pos with a reference held; the
 // caller must call release. It fails when the range is not below wrote or
 // the file is being destroyed.
-func (mf *MappedFile) view(pos, n int64) ([]byte, bool) {
+func (mf *mappedFile) view(pos, n int64) ([]byte, bool) {
 	if pos < 0 || n < 0 || pos+n > mf.wrote.Load() || !mf.hold() {
 		return nil, false
 	}
@@ -192,7 +192,7 @@ func (mf *MappedFile) view(pos, n int64) ([]byte, bool) {
 // that holds a non-zero byte, then syncs them. Recovery calls it so that
 // stale bytes past the recovered end can never come back as a record after
 // a second crash.
-func (mf *MappedFile) zeroTail(pos int64) (int, error) {
+func (mf *mappedFile) zeroTail(pos int64) (int, error) {
 	var zero [osPageSize]byte
 	dirtyFrom, dirtyTo := int64(-1), int64(-1)
 	for p := pos; p < mf.fileSize; {
@@ -226,7 +226,7 @@ func (mf *MappedFile) zeroTail(pos int64) (int, error) {
 // hold. Writing them again makes them dirty, so that the next process's
 // recovery sync really writes them. The store is read-only by now; this
 // is best effort (a failing write leaves nothing worse).
-func (mf *MappedFile) redirty(pos, n int64) {
+func (mf *mappedFile) redirty(pos, n int64) {
 	if mf.noRedirty {
 		return
 	}

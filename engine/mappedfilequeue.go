@@ -11,12 +11,12 @@ import (
 	"github.com/rocketstore/rocketstore/backend"
 )
 
-// MappedFileQueue is a directory of equal-size MappedFiles that together
+// mappedFileQueue is a directory of equal-size mappedFiles that together
 // hold one offset space (the CommitLog, or one ConsumeQueue).
 //
 // The file list is copy-on-write: readers load a snapshot without locking;
 // changes (create, truncate, delete) take mu and publish a new slice.
-type MappedFileQueue struct {
+type mappedFileQueue struct {
 	fs       backend.FS
 	dir      string
 	fileSize int64
@@ -25,7 +25,7 @@ type MappedFileQueue struct {
 	// flushMu serialises flushes, so that flushed positions never move
 	// backwards when two goroutines flush at once.
 	flushMu sync.Mutex
-	files   atomic.Pointer[[]*MappedFile]
+	files   atomic.Pointer[[]*mappedFile]
 
 	// padded lists the short last files load restored to full size.
 	padded []string
@@ -43,22 +43,22 @@ type MappedFileQueue struct {
 	noRedirty bool
 }
 
-func newMappedFileQueue(fs backend.FS, dir string, fileSize int64) *MappedFileQueue {
-	q := &MappedFileQueue{fs: fs, dir: dir, fileSize: fileSize}
-	q.files.Store(&[]*MappedFile{})
+func newMappedFileQueue(fs backend.FS, dir string, fileSize int64) *mappedFileQueue {
+	q := &mappedFileQueue{fs: fs, dir: dir, fileSize: fileSize}
+	q.files.Store(&[]*mappedFile{})
 	return q
 }
 
 // snapshot returns the current file list; do not modify it.
-func (q *MappedFileQueue) snapshot() []*MappedFile { return *q.files.Load() }
+func (q *mappedFileQueue) snapshot() []*mappedFile { return *q.files.Load() }
 
 // FileSize returns the size of each file.
-func (q *MappedFileQueue) FileSize() int64 { return q.fileSize }
+func (q *mappedFileQueue) FileSize() int64 { return q.fileSize }
 
 // load opens the existing files of the directory, sorted by name. Every file
 // must have the queue's size and a 20-digit name; the files must be
 // contiguous. Positions are set to the file size; recovery fixes them.
-func (q *MappedFileQueue) load() error {
+func (q *mappedFileQueue) load() error {
 	names, err := q.fs.List(q.dir)
 	if errors.Is(err, backend.ErrNotExist) {
 		return nil
@@ -66,7 +66,7 @@ func (q *MappedFileQueue) load() error {
 	if err != nil {
 		return fmt.Errorf("list %s: %w", q.dir, err)
 	}
-	var files []*MappedFile
+	var files []*mappedFile
 	closeAll := func() {
 		for _, mf := range files {
 			mf.shutdown()
@@ -119,7 +119,7 @@ const padSuffix = ".pad"
 // careless copy. Its bytes are kept and zeros appended, so recovery then
 // cuts it at the last good record as it would a torn tail. The padded copy
 // replaces the original atomically (a crash leaves one or the other).
-func (q *MappedFileQueue) padShortTail(name string) error {
+func (q *mappedFileQueue) padShortTail(name string) error {
 	p := path.Join(q.dir, name)
 	size, err := q.fs.Stat(p)
 	if err != nil || size >= q.fileSize {
@@ -153,7 +153,7 @@ func (q *MappedFileQueue) padShortTail(name string) error {
 }
 
 // checkNext validates the file that follows files.
-func (q *MappedFileQueue) checkNext(files []*MappedFile, name string, from int64) error {
+func (q *mappedFileQueue) checkNext(files []*mappedFile, name string, from int64) error {
 	p := path.Join(q.dir, name)
 	size, err := q.fs.Stat(p)
 	if err != nil {
@@ -172,14 +172,14 @@ func (q *MappedFileQueue) checkNext(files []*MappedFile, name string, from int64
 }
 
 // firstFile and lastFile return nil for an empty queue.
-func (q *MappedFileQueue) firstFile() *MappedFile {
+func (q *mappedFileQueue) firstFile() *mappedFile {
 	if fs := q.snapshot(); len(fs) > 0 {
 		return fs[0]
 	}
 	return nil
 }
 
-func (q *MappedFileQueue) lastFile() *MappedFile {
+func (q *mappedFileQueue) lastFile() *mappedFile {
 	if fs := q.snapshot(); len(fs) > 0 {
 		return fs[len(fs)-1]
 	}
@@ -189,7 +189,7 @@ func (q *MappedFileQueue) lastFile() *MappedFile {
 // getLastMappedFile returns the file to append to, creating one at
 // startOffset (rounded down to a file boundary) if the queue is empty, or
 // after the last file if it is full. needCreate false never creates.
-func (q *MappedFileQueue) getLastMappedFile(startOffset int64, needCreate bool) (*MappedFile, error) {
+func (q *mappedFileQueue) getLastMappedFile(startOffset int64, needCreate bool) (*mappedFile, error) {
 	last := q.lastFile()
 	if last != nil && !last.IsFull() {
 		return last, nil
@@ -213,7 +213,7 @@ func (q *MappedFileQueue) getLastMappedFile(startOffset int64, needCreate bool) 
 	if err != nil {
 		return nil, err
 	}
-	next := append(append(make([]*MappedFile, 0, len(files)+1), files...), mf)
+	next := append(append(make([]*mappedFile, 0, len(files)+1), files...), mf)
 	q.files.Store(&next)
 	if q.alloc != nil {
 		q.alloc.prepare(from + q.fileSize)
@@ -223,7 +223,7 @@ func (q *MappedFileQueue) getLastMappedFile(startOffset int64, needCreate bool) 
 
 // takeOrCreate returns the file the allocator prepared at from, or creates
 // it now.
-func (q *MappedFileQueue) takeOrCreate(from int64) (*MappedFile, error) {
+func (q *mappedFileQueue) takeOrCreate(from int64) (*mappedFile, error) {
 	if q.alloc == nil {
 		return q.create(from)
 	}
@@ -244,7 +244,7 @@ func (q *MappedFileQueue) takeOrCreate(from int64) (*MappedFile, error) {
 // directory's own entry is durable only once its parent is synced: each
 // level up to the root is synced, or a power cut could drop the whole
 // directory with the data synced into it.
-func (q *MappedFileQueue) create(from int64) (*MappedFile, error) {
+func (q *mappedFileQueue) create(from int64) (*mappedFile, error) {
 	newDir := len(q.snapshot()) == 0
 	if err := q.fs.MkdirAll(q.dir); err != nil {
 		return nil, fmt.Errorf("mkdir %s: %w", q.dir, err)
@@ -292,7 +292,7 @@ func syncParents(fs backend.FS, dir string) error {
 // are removed one at a time, each removal made durable before the next,
 // from the end of the queue (truncation) or from its start (retention), so
 // that a power cut in between can never leave a gap in the queue.
-func (q *MappedFileQueue) removeFile(mf *MappedFile) error {
+func (q *mappedFileQueue) removeFile(mf *mappedFile) error {
 	mf.shutdown()
 	if err := q.fs.Remove(mf.name); err != nil && !errors.Is(err, backend.ErrNotExist) {
 		return fmt.Errorf("remove %s: %w", mf.name, err)
@@ -305,7 +305,7 @@ func (q *MappedFileQueue) removeFile(mf *MappedFile) error {
 
 // findMappedFileByOffset returns the file holding offset, or the first file
 // when returnFirstOnNotFound is set and offset is outside the queue.
-func (q *MappedFileQueue) findMappedFileByOffset(offset int64, returnFirstOnNotFound bool) *MappedFile {
+func (q *mappedFileQueue) findMappedFileByOffset(offset int64, returnFirstOnNotFound bool) *mappedFile {
 	files := q.snapshot()
 	if len(files) == 0 {
 		return nil
@@ -324,7 +324,7 @@ func (q *MappedFileQueue) findMappedFileByOffset(offset int64, returnFirstOnNotF
 }
 
 // MinOffset returns the offset of the first byte still held (0 if empty).
-func (q *MappedFileQueue) MinOffset() int64 {
+func (q *mappedFileQueue) MinOffset() int64 {
 	if mf := q.firstFile(); mf != nil {
 		return mf.fileFromOffset
 	}
@@ -332,7 +332,7 @@ func (q *MappedFileQueue) MinOffset() int64 {
 }
 
 // MaxOffset returns the offset after the last published byte.
-func (q *MappedFileQueue) MaxOffset() int64 {
+func (q *mappedFileQueue) MaxOffset() int64 {
 	if mf := q.lastFile(); mf != nil {
 		return mf.fileFromOffset + mf.wrote.Load()
 	}
@@ -340,12 +340,12 @@ func (q *MappedFileQueue) MaxOffset() int64 {
 }
 
 // FlushedWhere returns the offset up to which data is synced.
-func (q *MappedFileQueue) FlushedWhere() int64 { return q.flushedWhere.Load() }
+func (q *mappedFileQueue) FlushedWhere() int64 { return q.flushedWhere.Load() }
 
 // flush syncs the file holding flushedWhere under the least-pages rule and
 // reports whether flushedWhere stayed where it was. Like RocketMQ it
 // flushes one file per call; callers loop to cross a file boundary.
-func (q *MappedFileQueue) flush(leastPages int) (unchanged bool, err error) {
+func (q *mappedFileQueue) flush(leastPages int) (unchanged bool, err error) {
 	q.flushMu.Lock()
 	defer q.flushMu.Unlock()
 	where := q.flushedWhere.Load()
@@ -379,7 +379,7 @@ func (q *MappedFileQueue) flush(leastPages int) (unchanged bool, err error) {
 
 // flushAll flushes until everything published is synced. Each round syncs
 // one file; flushedWhere moves into the next file when one is done.
-func (q *MappedFileQueue) flushAll() error {
+func (q *mappedFileQueue) flushAll() error {
 	for {
 		unchanged, err := q.flush(0)
 		if err != nil || unchanged {
@@ -391,7 +391,7 @@ func (q *MappedFileQueue) flushAll() error {
 // truncateDirtyFiles sets positions to offset in the file holding it, zeroes
 // and syncs the stale tail of that file, and deletes every later file, the
 // last first (see removeFile).
-func (q *MappedFileQueue) truncateDirtyFiles(offset int64) error {
+func (q *mappedFileQueue) truncateDirtyFiles(offset int64) error {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	files := q.snapshot()
@@ -434,7 +434,7 @@ func (q *MappedFileQueue) truncateDirtyFiles(offset int64) error {
 }
 
 // deleteLastFile closes and removes the last file.
-func (q *MappedFileQueue) deleteLastFile() error {
+func (q *mappedFileQueue) deleteLastFile() error {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	files := q.snapshot()
@@ -442,7 +442,7 @@ func (q *MappedFileQueue) deleteLastFile() error {
 		return nil
 	}
 	mf := files[len(files)-1]
-	rest := append([]*MappedFile(nil), files[:len(files)-1]...)
+	rest := append([]*mappedFile(nil), files[:len(files)-1]...)
 	q.files.Store(&rest)
 	if q.flushedWhere.Load() > mf.fileFromOffset {
 		q.flushedWhere.Store(mf.fileFromOffset)
@@ -451,12 +451,12 @@ func (q *MappedFileQueue) deleteLastFile() error {
 }
 
 // setFlushedWhere records the recovered end as synced.
-func (q *MappedFileQueue) setFlushedWhere(off int64) { q.flushedWhere.Store(off) }
+func (q *mappedFileQueue) setFlushedWhere(off int64) { q.flushedWhere.Store(off) }
 
 // deleteFirstFiles removes files from the head of the queue while keep
 // returns false for them, and reports how many went. The last file is never
 // deleted. Readers holding a view keep the segment open until they release.
-func (q *MappedFileQueue) deleteFirstFiles(keep func(*MappedFile) bool) (int, error) {
+func (q *mappedFileQueue) deleteFirstFiles(keep func(*mappedFile) bool) (int, error) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	files := q.snapshot()
@@ -478,7 +478,7 @@ func (q *MappedFileQueue) deleteFirstFiles(keep func(*MappedFile) bool) (int, er
 			mf.redirty(0, mf.wrote.Load())
 			return i, fmt.Errorf("%w: sync %s before removing it: %w", ErrFlushFailed, mf.name, err)
 		}
-		rest := append([]*MappedFile(nil), files[i+1:]...)
+		rest := append([]*mappedFile(nil), files[i+1:]...)
 		q.files.Store(&rest)
 		if err := q.removeFile(mf); err != nil {
 			return i, err
@@ -488,7 +488,7 @@ func (q *MappedFileQueue) deleteFirstFiles(keep func(*MappedFile) bool) (int, er
 }
 
 // shutdown closes every file (after its readers release) without syncing.
-func (q *MappedFileQueue) shutdown() {
+func (q *mappedFileQueue) shutdown() {
 	if q.alloc != nil {
 		q.alloc.stop()
 	}
@@ -497,12 +497,12 @@ func (q *MappedFileQueue) shutdown() {
 	for _, mf := range q.snapshot() {
 		mf.shutdown()
 	}
-	q.files.Store(&[]*MappedFile{})
+	q.files.Store(&[]*mappedFile{})
 }
 
 // destroy removes every file, the last first (see removeFile), and then
 // the directory.
-func (q *MappedFileQueue) destroy() error {
+func (q *mappedFileQueue) destroy() error {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	files := q.snapshot()

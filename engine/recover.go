@@ -73,14 +73,14 @@ func (s *Store) recover(lastExitOK, cpValid bool) error {
 	r := &s.recovery
 	r.Abnormal, r.CheckpointValid = !lastExitOK, cpValid
 	r.PaddedFiles = append(r.PaddedFiles, s.commitLog.q.padded...)
-	s.queues.all(func(cq *ConsumeQueue) error {
+	s.queues.all(func(cq *consumeQueue) error {
 		r.PaddedFiles = append(r.PaddedFiles, cq.q.padded...)
 		return nil
 	})
 	if len(r.PaddedFiles) > 0 {
 		s.cfg.Logger.Warn("short last files padded to the file size", "files", r.PaddedFiles)
 	}
-	if err := s.queues.all(func(cq *ConsumeQueue) error { return cq.recover() }); err != nil {
+	if err := s.queues.all(func(cq *consumeQueue) error { return cq.recover() }); err != nil {
 		return err
 	}
 	files := s.commitLog.q.snapshot()
@@ -96,7 +96,7 @@ func (s *Store) recover(lastExitOK, cpValid bool) error {
 	if !lastExitOK {
 		// After a crash, units for records from the scan start may be
 		// torn: cut the queues there, and the scan rebuilds them.
-		if err := s.queues.all(func(cq *ConsumeQueue) error {
+		if err := s.queues.all(func(cq *consumeQueue) error {
 			return cq.truncateDirtyLogicFiles(r.ScanFrom, s.unitCheck(cq))
 		}); err != nil {
 			return err
@@ -127,7 +127,7 @@ func (s *Store) recover(lastExitOK, cpValid bool) error {
 		return nil
 	}
 	// Units for records past the end are gone.
-	if err := s.queues.all(func(cq *ConsumeQueue) error { return cq.truncateDirtyLogicFiles(end, s.unitCheck(cq)) }); err != nil {
+	if err := s.queues.all(func(cq *consumeQueue) error { return cq.truncateDirtyLogicFiles(end, s.unitCheck(cq)) }); err != nil {
 		return err
 	}
 	return s.redispatch()
@@ -136,7 +136,7 @@ func (s *Store) recover(lastExitOK, cpValid bool) error {
 // abnormalStartFile returns the index of the last file whose first record
 // is older than the checkpoint's minimum timestamp: everything before it is
 // known to be durable in the CommitLog and the ConsumeQueues.
-func (s *Store) abnormalStartFile(files []*MappedFile) int {
+func (s *Store) abnormalStartFile(files []*mappedFile) int {
 	minTs := s.checkpoint.MinTimestamp()
 	for i := len(files) - 1; i >= 0; i-- {
 		mf := files[i]
@@ -152,7 +152,7 @@ func (s *Store) abnormalStartFile(files []*MappedFile) int {
 // files[0] and returns the offset after the last good one and why it
 // stopped there. A damaged record with intact records after it is skipped
 // or refused (see onDamage), never a reason to drop what follows.
-func (s *Store) scanCommitLog(files []*MappedFile, dispatch bool) (end int64, stop, dispatchErr error) {
+func (s *Store) scanCommitLog(files []*mappedFile, dispatch bool) (end int64, stop, dispatchErr error) {
 	checkCRC := !s.cfg.SkipCRCOnRecover && !s.cfg.hooks.NoCRCCheck
 	resume := int64(-1)
 	// One Request for the whole scan: Apply takes its address, so a
@@ -298,7 +298,7 @@ func (s *Store) redispatch() error {
 	from := s.recovery.ScanFrom
 	if !s.recovery.Abnormal {
 		from = s.commitLog.MinOffset()
-		s.queues.all(func(cq *ConsumeQueue) error {
+		s.queues.all(func(cq *consumeQueue) error {
 			from = max(from, cq.MaxPhysicOffset())
 			return nil
 		})
@@ -321,7 +321,7 @@ func (s *Store) redispatch() error {
 // CommitLog into new ones.
 func (s *Store) rebuildConsumeQueues() error {
 	s.recovery.ConsumeQueuesRebuilt = true
-	if err := s.queues.all(func(cq *ConsumeQueue) error { return cq.q.destroy() }); err != nil {
+	if err := s.queues.all(func(cq *consumeQueue) error { return cq.q.destroy() }); err != nil {
 		return err
 	}
 	s.queues.m.Store(nil)
@@ -343,7 +343,7 @@ func (s *Store) rebuildConsumeQueues() error {
 func (s *Store) recoverTopicQueueTable() {
 	t := make(map[topicQueueKey]int64)
 	minPhy := s.commitLog.MinOffset()
-	s.queues.all(func(cq *ConsumeQueue) error {
+	s.queues.all(func(cq *consumeQueue) error {
 		t[topicQueueKey{cq.topic, cq.queueID}] = cq.MaxOffsetInQueue()
 		cq.correctMinOffset(minPhy)
 		return nil

@@ -27,7 +27,7 @@ var minCRCAheadBytes int64 = 4 << 20 // a variable for BenchmarkRecoveryCRCAhead
 
 // startCRCAhead starts verifying mf's records from file position pos, or
 // returns nil when CRCs are not checked or there is too little to check.
-func (s *Store) startCRCAhead(mf *MappedFile, pos int64, checkCRC bool) *crcAhead {
+func (s *Store) startCRCAhead(mf *mappedFile, pos int64, checkCRC bool) *crcAhead {
 	if !checkCRC || mf.fileSize-pos < minCRCAheadBytes {
 		return nil
 	}

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/rocketstore/rocketstore/backend/mmap"
+	"github.com/rocketstore/rocketstore/internal/hooks"
 )
 
 // BenchmarkRecoveryCRCAhead times abnormal recovery of a 64 MiB CommitLog
@@ -17,8 +18,7 @@ import (
 //	go test ./engine -run '^$' -bench RecoveryCRCAhead -count 3
 func BenchmarkRecoveryCRCAhead(b *testing.B) {
 	dir := b.TempDir()
-	cfg := Config{CommitLogFileSize: 64 << 20, ConsumeQueueUnits: 1 << 17}
-	cfg.hooks.Manual = true
+	cfg := hooks.Manual(Config{CommitLogFileSize: 64 << 20, ConsumeQueueUnits: 1 << 17})
 	fs, err := mmap.New(dir)
 	if err != nil {
 		b.Fatal(err)

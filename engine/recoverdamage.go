@@ -62,7 +62,7 @@ type DamagedRange struct {
 // ahead of the synced log), so the damage before it is damage too. Past
 // that point a power cut can leave unwritten pages followed by written
 // ones, and only the operator can choose (Config.OnUndecidableDamage).
-func (s *Store) onDamage(files []*MappedFile, i int, pos int64, cause error) (resume int64, truncate bool, err error) {
+func (s *Store) onDamage(files []*mappedFile, i int, pos int64, cause error) (resume int64, truncate bool, err error) {
 	j, at, ts, ok := resync(files, i, pos+1)
 	if !ok {
 		return 0, true, nil
@@ -121,7 +121,7 @@ var (
 // holding an intact record (magic code, PHYSICALOFFSET equal to its
 // position, body CRC), as a file index and position, with the record's
 // store timestamp; ok is false when no intact record follows.
-func resync(files []*MappedFile, i int, from int64) (j int, at int64, ts int64, ok bool) {
+func resync(files []*mappedFile, i int, from int64) (j int, at int64, ts int64, ok bool) {
 	for j = i; j < len(files); j++ {
 		mf := files[j]
 		b := mf.seg.View(0, mf.fileSize)
@@ -181,7 +181,7 @@ var errQueueGap = errors.New("engine: consume queue gap")
 // skips them), so the queue keeps one unit per queue offset. When fewer
 // damaged ranges lie between the queue's last unit and req than units are
 // missing, nothing is written and the gap stays an error.
-func (s *Store) fillDamagedUnits(cq *ConsumeQueue, req *dispatch.Request) error {
+func (s *Store) fillDamagedUnits(cq *consumeQueue, req *dispatch.Request) error {
 	cur := cq.MaxOffsetInQueue()
 	missing := req.ConsumeQueueOffset - cur
 	ranges := s.damagedBetween(max(cq.MaxPhysicOffset(), 0), req.CommitLogOffset)
@@ -204,7 +204,7 @@ func (s *Store) fillDamagedUnits(cq *ConsumeQueue, req *dispatch.Request) error 
 // the next intact record (files[j] position at) hold, within some 512-byte
 // sector, a stretch of at least 8 zero bytes: what a sector or page that
 // was never written looks like in a preallocated file.
-func tornWrite(files []*MappedFile, i int, pos int64, j int, at int64) bool {
+func tornWrite(files []*mappedFile, i int, pos int64, j int, at int64) bool {
 	mf := files[i]
 	end := mf.fileSize
 	if j == i {

@@ -106,7 +106,7 @@ func (s *Store) DeleteExpiredFiles(now time.Time, p RetentionPolicy, force bool)
 	files := s.commitLog.q.snapshot()
 	deleted := 0
 	var rep RetentionReport
-	n, err := s.commitLog.q.deleteFirstFiles(func(mf *MappedFile) bool {
+	n, err := s.commitLog.q.deleteFirstFiles(func(mf *mappedFile) bool {
 		if deleted >= p.MaxFilesPerRound {
 			return true
 		}
@@ -148,10 +148,10 @@ func (s *Store) DeleteExpiredFiles(now time.Time, p RetentionPolicy, force bool)
 // records.
 func (s *Store) correctMinOffsets() {
 	phyMin := s.commitLog.MinOffset()
-	s.queues.all(func(cq *ConsumeQueue) error { cq.correctMinOffset(phyMin); return nil })
+	s.queues.all(func(cq *consumeQueue) error { cq.correctMinOffset(phyMin); return nil })
 }
 
-func (s *Store) nextFile(files []*MappedFile, mf *MappedFile) *MappedFile {
+func (s *Store) nextFile(files []*mappedFile, mf *mappedFile) *mappedFile {
 	for i, f := range files {
 		if f == mf && i+1 < len(files) {
 			return files[i+1]
@@ -162,7 +162,7 @@ func (s *Store) nextFile(files []*MappedFile, mf *MappedFile) *MappedFile {
 
 // firstStoreTimestamp returns the store time of a file's first record, or
 // MaxInt64 when it has none (such a file is never judged expired).
-func firstStoreTimestamp(mf *MappedFile) int64 {
+func firstStoreTimestamp(mf *mappedFile) int64 {
 	info, err := record.Check(mf.seg.View(0, mf.wrote.Load()), mf.fileFromOffset, false)
 	if err != nil || info.Blank {
 		return 1<<63 - 1
@@ -175,8 +175,8 @@ func firstStoreTimestamp(mf *MappedFile) int64 {
 // minimum offsets (RocketMQ's deleteExpiredFileByOffset + correctMinOffset).
 func (s *Store) deleteConsumeQueueFilesBelow(phyMin int64) (int, error) {
 	total := 0
-	err := s.queues.all(func(cq *ConsumeQueue) error {
-		n, err := cq.q.deleteFirstFiles(func(mf *MappedFile) bool {
+	err := s.queues.all(func(cq *consumeQueue) error {
+		n, err := cq.q.deleteFirstFiles(func(mf *mappedFile) bool {
 			b := mf.seg.View(0, mf.wrote.Load())
 			if len(b) < CQUnitSize {
 				return true

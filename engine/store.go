@@ -40,7 +40,7 @@ type Store struct {
 
 	lock       backend.Unlocker
 	commitLog  *CommitLog
-	checkpoint *StoreCheckpoint
+	checkpoint *storeCheckpoint
 	queues     consumeQueueTable
 	reput      *dispatch.Service
 	parser     *dispatch.Parser
@@ -142,7 +142,7 @@ func (s *Store) open(dispatchers []dispatch.Dispatcher) error {
 // sync failed is read-only and cannot close cleanly).
 func (s *Store) syncDirs() error {
 	var dirs []string
-	s.queues.all(func(cq *ConsumeQueue) error {
+	s.queues.all(func(cq *consumeQueue) error {
 		dirs = append(dirs, cq.q.dir)
 		return nil
 	})
@@ -309,11 +309,11 @@ func (s *Store) Config() Config { return s.cfg }
 // Recovery returns what recovery found and did when the store was opened.
 func (s *Store) Recovery() RecoveryReport { return s.recovery }
 
-// CommitLog returns the store's CommitLog.
+// CommitLog returns the store's CommitLog, for its offsets and file size.
 func (s *Store) CommitLog() *CommitLog { return s.commitLog }
 
-// Checkpoint returns the store's checkpoint.
-func (s *Store) Checkpoint() *StoreCheckpoint { return s.checkpoint }
+// Checkpoint returns the store's checkpoint file.
+func (s *Store) Checkpoint() Checkpoint { return s.checkpoint }
 
 // writable returns nil if puts are allowed.
 func (s *Store) writable() error {

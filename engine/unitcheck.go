@@ -8,7 +8,7 @@ import "github.com/rocketstore/rocketstore/engine/record"
 // offset). A unit pointing below the CommitLog minimum (its record deleted
 // by retention) cannot be checked and is kept. After a clean exit every
 // unit was synced by Close, and nil is returned.
-func (s *Store) unitCheck(cq *ConsumeQueue) func(Unit, int64) bool {
+func (s *Store) unitCheck(cq *consumeQueue) func(Unit, int64) bool {
 	if !s.recovery.Abnormal {
 		return nil
 	}

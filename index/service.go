@@ -57,7 +57,7 @@ func (c Config) Validate() error {
 }
 
 // Checkpoint receives the index timestamp once the files holding it are
-// durable (engine.StoreCheckpoint implements it).
+// durable (engine.Checkpoint, the store's checkpoint file, is one).
 type Checkpoint interface{ SetIndex(ts int64) }
 
 // Service owns the index files.

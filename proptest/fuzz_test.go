@@ -1,6 +1,8 @@
 package proptest
 
 import (
+	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"io"
 	"log/slog"
@@ -15,6 +17,7 @@ import (
 	"github.com/rocketstore/rocketstore/broker/config"
 	"github.com/rocketstore/rocketstore/broker/configfile"
 	"github.com/rocketstore/rocketstore/broker/offset"
+	"github.com/rocketstore/rocketstore/crashsim"
 	"github.com/rocketstore/rocketstore/engine"
 	"github.com/rocketstore/rocketstore/engine/record"
 	"github.com/rocketstore/rocketstore/internal/fixture"
@@ -53,20 +56,40 @@ func FuzzRecordCheck(f *testing.F) {
 	})
 }
 
-// FuzzDecodeUnit: the ConsumeQueue unit reader round-trips any 20 bytes.
+// FuzzDecodeUnit: the ConsumeQueue unit reader round-trips any 20 bytes:
+// the unit it returns, written back in RocketMQ's layout (8-byte
+// CommitLog offset, 4-byte size, 8-byte tags code, big-endian; encoded
+// here independently of the engine), gives the same 20 bytes, and bytes
+// past the unit do not change it.
 func FuzzDecodeUnit(f *testing.F) {
 	f.Add(make([]byte, engine.CQUnitSize))
+	f.Add(bytes.Repeat([]byte{0xff}, engine.CQUnitSize+3))
+	// RocketMQ's blank unit: offset 0, size Integer.MAX_VALUE, tags 0.
+	f.Add([]byte{0, 0, 0, 0, 0, 0, 0, 0, 0x7f, 0xff, 0xff, 0xff, 0, 0, 0, 0, 0, 0, 0, 0})
 	f.Fuzz(func(t *testing.T, b []byte) {
 		if len(b) < engine.CQUnitSize {
 			return
 		}
 		u := engine.DecodeUnit(b)
-		_ = u
+		back := binary.BigEndian.AppendUint64(nil, uint64(u.CommitLogOffset))
+		back = binary.BigEndian.AppendUint32(back, uint32(u.Size))
+		back = binary.BigEndian.AppendUint64(back, uint64(u.TagsCode))
+		if !bytes.Equal(back, b[:engine.CQUnitSize]) {
+			t.Fatalf("unit %x decodes to %+v, which encodes to %x", b[:engine.CQUnitSize], u, back)
+		}
+		tail := append(append([]byte(nil), b[:engine.CQUnitSize]...), 0xa5, 0x5a)
+		if v := engine.DecodeUnit(tail); v != u {
+			t.Fatalf("bytes past the unit changed it: %+v, want %+v", v, u)
+		}
 	})
 }
 
-// openFuzzStore opens a 4096-byte-file store whose file name holds data,
-// and must neither panic nor hang; errors are fine.
+// openFuzzStore opens a 4096-byte-file store whose file name holds data.
+// Open must neither panic nor hang; it may refuse the data. A store it
+// opens must hold invariants: a second recovery (after a kill) changes no
+// byte (P4), the CommitLog ends inside its one file, and every message a
+// queue serves decodes at the offset its unit names and belongs to that
+// queue.
 func openFuzzStore(t *testing.T, name string, data []byte) {
 	afs := afero.NewMemMapFs()
 	if err := afs.MkdirAll(pathDir(name), 0o755); err != nil {
@@ -75,18 +98,55 @@ func openFuzzStore(t *testing.T, name string, data []byte) {
 	if err := afero.WriteFile(afs, name, data, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	s, err := engine.Open(memfs.New(afs), hooks.Manual(engine.Config{CommitLogFileSize: 4096, ConsumeQueueUnits: 16, Logger: quiet}))
+	cfg := hooks.Manual(engine.Config{CommitLogFileSize: 4096, ConsumeQueueUnits: 16, Logger: quiet})
+	fs, err := crashsim.New(afs, crashsim.Options{})
 	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := engine.Open(fs, cfg); err != nil {
 		return
+	}
+	s, err := engine.Open(fs, cfg)
+	if err == nil {
+		t.Fatal("a second store opened on a locked directory")
+	}
+	fs.Kill()
+	first := storeFiles(fs)
+	s, err = engine.Open(fs, cfg)
+	if err != nil {
+		t.Fatalf("a recovered store does not open again after a kill: %v", err)
+	}
+	if second := storeFiles(fs); !sameFiles(first, second, false) {
+		t.Fatalf("recovering a recovered store changed its files:\n%s", diffFiles(first, second))
+	}
+	if end := s.CommitLog().MaxOffset(); end < 0 || end > 4096 {
+		t.Fatalf("recovered CommitLog ends at %d, outside its one 4096-byte file", end)
 	}
 	for topic, ids := range s.Topics() {
 		for _, id := range ids {
-			if r, err := s.GetMessage("g", topic, id, 0, 32, nil); err == nil {
-				r.Release()
-			}
+			checkFuzzQueue(t, s, topic, id)
 		}
 	}
 	_ = s.Close()
+}
+
+// checkFuzzQueue reads a queue from its first offset and checks each
+// message against its unit.
+func checkFuzzQueue(t *testing.T, s *engine.Store, topic string, id int32) {
+	r, err := s.GetMessage("g", topic, id, s.MinOffsetInQueue(topic, id), 32, nil)
+	if err != nil {
+		return
+	}
+	defer r.Release()
+	for _, v := range r.Messages {
+		ext, err := record.Decode(v.Record, v.CommitLogOffset, true)
+		if err != nil {
+			t.Fatalf("queue %s/%d serves a record at %d that does not decode: %v", topic, id, v.CommitLogOffset, err)
+		}
+		if ext.Topic != topic || ext.QueueID != id || ext.QueueOffset != v.QueueOffset {
+			t.Fatalf("queue %s/%d#%d serves a record of %s/%d#%d", topic, id, v.QueueOffset, ext.Topic, ext.QueueID, ext.QueueOffset)
+		}
+	}
 }
 
 func pathDir(name string) string {
