@@ -60,6 +60,9 @@ type fsm struct {
 	failed atomic.Pointer[error]
 	// leading is set while this replica leads (ApplyBatch syncs then).
 	leading atomic.Bool
+	// damageGate, when set, blocks a put entry until the damage that
+	// recovery found is repaired (see Node.holdForDamage).
+	damageGate func() error
 }
 
 // Err returns why the replica stopped applying, or nil.
@@ -146,6 +149,11 @@ func (f *fsm) apply(l *raft.Log) (*applyResult, bool) {
 // applyPut writes the entry's messages, or checks them against the
 // records already at the cursor (a replay after restart).
 func (f *fsm) applyPut(index uint64, batch bool, e *putEntry) (*applyResult, bool) {
+	if f.damageGate != nil {
+		if err := f.damageGate(); err != nil {
+			return &applyResult{err: f.fail(err)}, false
+		}
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.group == nil {

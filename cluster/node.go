@@ -48,6 +48,13 @@ type NodeConfig struct {
 	// it leads and accepts writes, its follower id (1, 2, ...) when it
 	// stops leading.
 	OnRoleChange func(brokerID int64)
+
+	// askPeer replaces the repair protocol's TCP client (tests on
+	// in-memory transports set it through export_test.go).
+	askPeer func(ctx context.Context, addr string, op byte, off, size int64) ([]byte, error)
+	// applyOverDamage is the broken variant of the tests that shows the
+	// state machine must wait for the repair of recovered damage.
+	applyOverDamage bool
 }
 
 // ErrNotLeader reports a write to a replica that is not its group's
@@ -80,6 +87,11 @@ type Node struct {
 	lastAssigned int64
 
 	repaired atomic.Int64
+	// ask sends one repair request to a replica (askPeer over TCP).
+	ask func(ctx context.Context, addr string, op byte, off, size int64) ([]byte, error)
+	// damageRepaired is closed once the damage recovery reported at
+	// open is repaired (at once when there was none); see startrepair.go.
+	damageRepaired chan struct{}
 
 	notify    chan bool
 	stop      chan struct{}
@@ -100,7 +112,11 @@ func Open(cfg NodeConfig) (*Node, error) {
 	if !cfg.StoreHost.IsValid() {
 		return nil, fmt.Errorf("%w: no store host (the node's broker address)", ErrConfig)
 	}
-	n := &Node{cfg: cfg, ccfg: cfg.Cluster.withDefaults(), notify: make(chan bool, 16), stop: make(chan struct{})}
+	n := &Node{cfg: cfg, ccfg: cfg.Cluster.withDefaults(), notify: make(chan bool, 16), stop: make(chan struct{}),
+		ask: askPeer, damageRepaired: make(chan struct{})}
+	if cfg.askPeer != nil {
+		n.ask = cfg.askPeer
+	}
 	n.log = n.ccfg.Logger.With("node", n.ccfg.NodeID)
 	raftDir := filepath.Join(cfg.Dir, "raft")
 	if err := os.MkdirAll(filepath.Join(raftDir, "wal"), 0o755); err != nil {
@@ -109,6 +125,7 @@ func Open(cfg NodeConfig) (*Node, error) {
 	if err := n.openBroker(); err != nil {
 		return nil, err
 	}
+	damaged := n.holdForDamage()
 	if err := n.openRaft(raftDir); err != nil {
 		return nil, errors.Join(err, n.b.Close())
 	}
@@ -120,6 +137,10 @@ func Open(cfg NodeConfig) (*Node, error) {
 	n.wg.Add(2)
 	go n.watchLeadership()
 	go n.replicateState()
+	if damaged {
+		n.wg.Add(1)
+		go n.repairRecoveredDamage()
+	}
 	if n.ccfg.ScrubInterval > 0 {
 		n.wg.Add(1)
 		go n.scrubLoop()
@@ -140,6 +161,14 @@ func (n *Node) openBroker() error {
 	// replicated group refuses transactional messages (NO_PERMISSION,
 	// rejectTransactionMessage) rather than let replicas diverge.
 	bc.Transaction.Reject = true
+	if bc.Store.OnUndecidableDamage == engine.DamageRefuse {
+		// Every record in a replica's CommitLog was committed before it
+		// was applied, so the other replicas hold its bytes: damage that
+		// recovery cannot tell from a torn write is skipped, kept
+		// hidden and rewritten from a replica (startrepair.go) instead
+		// of refusing to start.
+		bc.Store.OnUndecidableDamage = engine.DamageSkip
+	}
 	n.now = bc.Store.Now
 	if n.now == nil {
 		n.now = func() int64 { return time.Now().UnixMilli() }

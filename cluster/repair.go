@@ -232,7 +232,7 @@ func (n *Node) scrubChunk(ctx context.Context, pos, limit int64, rep *ScrubRepor
 func (n *Node) repairRecord(ctx context.Context, off int64, damage error) ([]byte, error) {
 	var errs []error
 	for _, p := range n.peers() {
-		rec, err := askPeer(ctx, p, opRecord, off, 0)
+		rec, err := n.ask(ctx, p, opRecord, off, 0)
 		if err == nil {
 			err = n.fsm.store.CommitLog().Repair(off, rec)
 		}
@@ -258,7 +258,7 @@ func (n *Node) compareChunk(ctx context.Context, from, to int64, rep *ScrubRepor
 	var agreeing []string
 	var crcs []string
 	for _, p := range n.peers() {
-		c, err := askPeer(ctx, p, opCRC, from, to-from)
+		c, err := n.ask(ctx, p, opCRC, from, to-from)
 		if err != nil {
 			continue // down or behind: compare with the others
 		}
@@ -277,7 +277,7 @@ func (n *Node) compareChunk(ctx context.Context, from, to int64, rep *ScrubRepor
 			return nil
 		}
 	}
-	theirs, err := askPeer(ctx, agreeing[0], opBytes, from, to-from)
+	theirs, err := n.ask(ctx, agreeing[0], opBytes, from, to-from)
 	if err != nil {
 		return nil
 	}

@@ -51,7 +51,8 @@ type Health struct {
 	// retry counts), failed syncs.
 	DiskFullErrors, DispatchErrors, FlushErrors int64
 	// DamagedRecords counts the damaged CommitLog records recovery
-	// skipped (see RecoveryReport.Damaged).
+	// skipped (see RecoveryReport.Damaged) and that are not repaired
+	// since (Store.RepairDamaged).
 	DamagedRecords int
 }
 
@@ -84,7 +85,7 @@ func (s *Store) Health() Health {
 		DiskFull:        s.health.diskFull.Load() != nil,
 		DispatchFailing: s.health.dispatchErr.Load() != nil,
 		FlushFailed:     s.failed.Load() != nil,
-		DamagedRecords:  len(s.recovery.Damaged),
+		DamagedRecords:  len(s.DamagedRanges()),
 	}
 	h.Reason = s.writableAt(time.Time{})
 	h.Writable = h.Reason == nil

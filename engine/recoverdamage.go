@@ -154,11 +154,12 @@ func (s *Store) recordDamage() {
 	}
 }
 
-// damaged reports whether CommitLog offset off lies in a damaged range.
+// damaged reports whether CommitLog offset off lies in a damaged range
+// not repaired since (RepairDamaged).
 func (s *Store) damaged(off int64) bool {
 	d := s.recovery.Damaged
 	k := sort.Search(len(d), func(i int) bool { return d[i].End > off })
-	return k < len(d) && d[k].Offset <= off
+	return k < len(d) && d[k].Offset <= off && !s.repairs.repaired(d[k].Offset)
 }
 
 // damagedBefore returns the damaged ranges in [from, to), for the units a

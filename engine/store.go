@@ -61,6 +61,10 @@ type Store struct {
 	cqFlushLog faultLog
 
 	recovery RecoveryReport
+	// repairs marks the damaged ranges rewritten since (repairdamage.go).
+	repairs damageRepairs
+	// extraDispatchers are the dispatchers given to Open.
+	extraDispatchers []dispatch.Dispatcher
 }
 
 // Open opens (or creates) the store in the root of fs, recovering it from
@@ -124,6 +128,7 @@ func (s *Store) open(dispatchers []dispatch.Dispatcher) error {
 	s.checkpoint = cp
 	parser := &dispatch.Parser{DelayLevels: s.cfg.DelayLevels, NoPhysicalOffsetCheck: s.cfg.hooks.NoPhysicalOffsetCheck}
 	s.parser = parser
+	s.extraDispatchers = dispatchers
 	all := append([]dispatch.Dispatcher{dispatch.DispatcherFunc(s.buildConsumeQueue)}, dispatchers...)
 	s.reput = dispatch.NewService(commitLogReader{s.commitLog}, parser, 0, all...)
 	s.reput.IgnoreErrors = s.cfg.hooks.IgnoreDispatchErrors

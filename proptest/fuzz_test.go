@@ -106,13 +106,12 @@ func openFuzzStore(t *testing.T, name string, data []byte) {
 	if _, err := engine.Open(fs, cfg); err != nil {
 		return
 	}
-	s, err := engine.Open(fs, cfg)
-	if err == nil {
+	if _, err := engine.Open(fs, cfg); err == nil {
 		t.Fatal("a second store opened on a locked directory")
 	}
 	fs.Kill()
 	first := storeFiles(fs)
-	s, err = engine.Open(fs, cfg)
+	s, err := engine.Open(fs, cfg)
 	if err != nil {
 		t.Fatalf("a recovered store does not open again after a kill: %v", err)
 	}
