@@ -26,11 +26,18 @@ var clientIDs atomic.Uint64
 
 // Dial connects to addr ("127.0.0.1:9876"); ctx bounds the connect only.
 func Dial(ctx context.Context, addr string, opts ClientOptions) (*Client, error) {
+	var d net.Dialer
+	return dialWith(ctx, d.DialContext, addr, opts)
+}
+
+// dialWith validates opts, connects with dial and starts the client's
+// connection (Dial over TCP, DialTLS over TLS).
+func dialWith(ctx context.Context, dial func(context.Context, string, string) (net.Conn, error), addr string,
+	opts ClientOptions) (*Client, error) {
 	if err := opts.Validate(); err != nil {
 		return nil, err
 	}
-	var d net.Dialer
-	nc, err := d.DialContext(ctx, "tcp", addr)
+	nc, err := dial(ctx, "tcp", addr)
 	if err != nil {
 		return nil, err
 	}

@@ -150,23 +150,6 @@ func (c *prefixConn) Read(p []byte) (int, error) {
 
 // DialTLS connects to addr over TLS with cfg, as Dial does over TCP.
 func DialTLS(ctx context.Context, addr string, cfg *tls.Config, opts ClientOptions) (*Client, error) {
-	if err := opts.Validate(); err != nil {
-		return nil, err
-	}
 	d := tls.Dialer{Config: cfg}
-	nc, err := d.DialContext(ctx, "tcp", addr)
-	if err != nil {
-		return nil, err
-	}
-	h := opts.Handler
-	if h == nil {
-		h = NewMux()
-	}
-	cl := &Client{done: make(chan struct{})}
-	cl.conn = newConn(context.Background(), clientIDs.Add(1), nc, h, opts.withDefaults(), &cl.stats, nil)
-	go func() {
-		defer close(cl.done)
-		cl.conn.run()
-	}()
-	return cl, nil
+	return dialWith(ctx, d.DialContext, addr, opts)
 }
