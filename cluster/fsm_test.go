@@ -57,9 +57,11 @@ func TestFollowerRefusesSends(t *testing.T) {
 	if _, err := f.Put(context.Background(), &engine.Message{Topic: "T", Body: []byte("x")}); err == nil {
 		t.Fatal("follower Put succeeded")
 	}
-	if f.BrokerID() == 0 || g.nodes[l].BrokerID() != 0 {
-		t.Fatalf("broker ids: leader %d follower %d", g.nodes[l].BrokerID(), f.BrokerID())
-	}
+	// The broker id follows a leadership change asynchronously (the node's
+	// leader-observer goroutine), so wait for it rather than race it.
+	waitFor(t, "leader brokerId 0, follower non-zero", func() bool {
+		return f.BrokerID() != 0 && g.nodes[l].BrokerID() == 0
+	})
 }
 
 // TestLeaderChange stops the leader, sends through the new one, restarts
