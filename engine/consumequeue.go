@@ -2,6 +2,7 @@ package engine
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"math"
 	"path"
@@ -64,6 +65,8 @@ type consumeQueue struct {
 	// noMaxPhysicOffsetCheck is hooks.Engine.NoMaxPhysicOffsetCheck:
 	// both idempotency checks of putMessagePositionInfo are off.
 	noMaxPhysicOffsetCheck bool
+	// noReplayedUnitCheck is hooks.Engine.NoReplayedUnitCheck.
+	noReplayedUnitCheck bool
 }
 
 func newConsumeQueue(fs backend.FS, root, topic string, queueID int32, units int64) *consumeQueue {
@@ -126,7 +129,8 @@ func (cq *consumeQueue) putMessagePositionInfo(offset int64, size int32, tagsCod
 		// Already written: a replay. RocketMQ only checks this for
 		// cqOffset != 0 and appends a replayed unit 0 a second time; the
 		// maxPhysicOffset check above normally catches replays first.
-		return true, nil
+		// Here the unit in place must be this one (replayedUnitMatches).
+		return true, cq.replayedUnitMatches(expect, Unit{offset, size, tagsCode})
 	}
 	if expect < cur {
 		// hooks.Engine.NoMaxPhysicOffsetCheck: the replay takes RocketMQ's path
@@ -148,6 +152,40 @@ func (cq *consumeQueue) putMessagePositionInfo(offset int64, size int32, tagsCod
 	cq.maxPhysicOffset.Store(offset + int64(size))
 	mf.publish(pos + CQUnitSize)
 	return true, nil
+}
+
+// errQueueConflict reports a queue index already holding a unit for
+// another record than the one dispatched for it.
+var errQueueConflict = errors.New("engine: consume queue index holds another record's unit")
+
+// replayedUnitMatches checks, for a record whose queue index is already
+// written but whose CommitLog bytes lie past the queue's maxPhysicOffset,
+// that the unit there is the record's. A replay always finds its own
+// unit; another one means the queue holds units that are not its own: a
+// page that never reached the disk before a power cut and came back
+// holding a freed block of a deleted ConsumeQueue file (crashsim's
+// ReuseFreedBlocks; ext4 data=writeback on sparse files), whose units
+// point below the CommitLog minimum, where recovery cannot check them.
+// Skipping the record as RocketMQ does would leave it unreachable; the
+// error makes recovery rebuild the queues from the CommitLog.
+func (cq *consumeQueue) replayedUnitMatches(expect int64, want Unit) error {
+	if cq.noReplayedUnitCheck {
+		return nil
+	}
+	mf := cq.q.findMappedFileByOffset(expect, false)
+	if mf == nil || !mf.hold() {
+		return nil // below the queue's first file: deleted, nothing to compare
+	}
+	defer mf.release()
+	pos := expect - mf.fileFromOffset
+	if pos+CQUnitSize > mf.wrote.Load() {
+		return nil
+	}
+	if got := DecodeUnit(mf.seg.View(pos, CQUnitSize)); got != want {
+		return fmt.Errorf("%w: %w: consume queue %s/%d: unit %d is %+v, the record dispatched for it is %+v",
+			ErrCorruptStore, errQueueConflict, cq.topic, cq.queueID, expect/CQUnitSize, got, want)
+	}
+	return nil
 }
 
 // fileFor returns the file to append unit byte offset expect to. A queue
@@ -263,14 +301,13 @@ func scanUnits(b []byte) (int64, int64) {
 
 // truncateDirtyLogicFiles drops every unit whose record does not end at or
 // before phy (the recovered CommitLog end), deleting files that start past
-// it, and zeroes the tail. With check set (recovery after an abnormal exit)
-// it also drops every unit from the first one that does not point forward
-// from the unit before it or that check rejects: a page of units that never
-// reached the disk may hold a freed block of another file after a power
-// cut (see crashsim's ReuseFreedBlocks), whose units look valid and point
-// at real records of other queues. Units written before the last
-// ConsumeQueue flush are durable, so such a page can only come after them.
-func (cq *consumeQueue) truncateDirtyLogicFiles(phy int64, check func(u Unit, index int64) bool) error {
+// it, and zeroes the tail, looking back from the last file as RocketMQ
+// does. With check set (recovery after an abnormal exit) it walks forward
+// instead and checks every unit it keeps: see truncateAfterCrash.
+func (cq *consumeQueue) truncateDirtyLogicFiles(phy int64, check *unitChecker) error {
+	if check != nil {
+		return cq.truncateAfterCrash(phy, check)
+	}
 	for {
 		mf := cq.q.lastFile()
 		if mf == nil {
@@ -279,27 +316,13 @@ func (cq *consumeQueue) truncateDirtyLogicFiles(phy int64, check func(u Unit, in
 		}
 		b := mf.seg.View(0, mf.wrote.Load())
 		pos, maxPhy := 0, int64(-1)
-		prevEnd := int64(-1)
-		if check != nil {
-			prevEnd = cq.prevMaxPhysicOffset(mf)
-		}
 		for ; pos+CQUnitSize <= len(b); pos += CQUnitSize {
 			u := DecodeUnit(b[pos:])
 			if !u.valid() || (u != blankUnit && u.CommitLogOffset+int64(u.Size) > phy) {
 				break
 			}
-			if check != nil {
-				// Blank fillers only precede a queue's first unit.
-				if u == blankUnit && prevEnd >= 0 {
-					break
-				}
-				if u != blankUnit && (u.CommitLogOffset < prevEnd || !check(u, (mf.fileFromOffset+int64(pos))/CQUnitSize)) {
-					break
-				}
-			}
 			if u != blankUnit {
 				maxPhy = u.CommitLogOffset + int64(u.Size)
-				prevEnd = maxPhy
 			}
 		}
 		if pos == 0 && len(cq.q.snapshot()) > 1 {

@@ -79,6 +79,7 @@ func (t *consumeQueueTable) findOrCreate(s *Store, topic []byte, queueID int32) 
 func (s *Store) newConsumeQueue(topic string, queueID int32) *consumeQueue {
 	cq := newConsumeQueue(s.fs, consumeQueueDir, topic, queueID, s.cfg.ConsumeQueueUnits)
 	cq.noMaxPhysicOffsetCheck = s.cfg.hooks.NoMaxPhysicOffsetCheck
+	cq.noReplayedUnitCheck = s.cfg.hooks.NoReplayedUnitCheck
 	return cq
 }
 

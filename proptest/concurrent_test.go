@@ -69,7 +69,7 @@ type ackedPut struct {
 
 func powerCutCase(seed uint64, withRetention bool) error {
 	rng := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
-	fs, err := crashsim.New(nil, crashsim.Options{ReuseFreedBlocks: rng.IntN(2) == 0, ReuseFreedBlocksUnder: "commitlog"})
+	fs, err := crashsim.New(nil, crashsim.Options{ReuseFreedBlocks: rng.IntN(2) == 0})
 	if err != nil {
 		return err
 	}

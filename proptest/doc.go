@@ -24,6 +24,15 @@
 //
 //	go test ./proptest -run TestBrokenVariants -brokenvariants -v
 //
+// Beside the state machine, TestPowerCutUnderConcurrentLoad cuts the power
+// under a store running its real goroutines (group commit or async flush,
+// dispatch, ConsumeQueue flush, retention in every other case), and
+// TestBrokerOffsetsUnderPowerCuts under a broker (consumer offsets and the
+// delayed-delivery service persisting consumerOffset.json and
+// delayOffset.json); each prints the seed of a failing case, which
+// reproduces it up to goroutine timing. ROCKETSTORE_SOAK=1 runs 50 times
+// as many cases of each.
+//
 // A failure prints the seed and the shrunk action list, and rapid writes a
 // fail file under testdata/rapid/<Test>/ that later runs replay first.
 package proptest

@@ -54,14 +54,14 @@ func TestMain(m *testing.M) {
 type counters struct {
 	cases, actions, crashes, crashesAtWrite, crashesInRecovery atomic.Int64
 	kills, restarts, faults, recoveries, gets                  atomic.Int64
-	undecidable                                                atomic.Int64
+	undecidable, ghosts                                        atomic.Int64
 }
 
 func (c *counters) String() string {
 	return fmt.Sprintf("%d cases, %d actions, %d power cuts (%d at the k-th write, %d during recovery), "+
-		"%d kills, %d clean restarts, %d injected faults fired, %d recoveries checked, %d getMessage checks, %d undecidable-damage refusals",
+		"%d kills, %d clean restarts, %d injected faults fired, %d recoveries checked, %d getMessage checks, %d undecidable-damage refusals, %d unreadable stale units adopted",
 		c.cases.Load(), c.actions.Load(), c.crashes.Load(), c.crashesAtWrite.Load(), c.crashesInRecovery.Load(),
-		c.kills.Load(), c.restarts.Load(), c.faults.Load(), c.recoveries.Load(), c.gets.Load(), c.undecidable.Load())
+		c.kills.Load(), c.restarts.Load(), c.faults.Load(), c.recoveries.Load(), c.gets.Load(), c.undecidable.Load(), c.ghosts.Load())
 }
 
 // checkShare runs prop with share of the rapid budget (at least one case),

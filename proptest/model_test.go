@@ -67,6 +67,9 @@ type model struct {
 	// deletable is the CommitLog offset below which retention may have
 	// deleted the messages.
 	deletable int64
+	// ghosts lists, per queue, the queue offsets that recovery filled
+	// with units no consumer can read (see machine.adoptGhosts).
+	ghosts map[queueKey][]int64
 }
 
 // firstKept returns the index in queue q (all its messages ever written)
@@ -74,20 +77,28 @@ type model struct {
 // minimum offset once retention deleted the files below min.
 func firstKept(q []*msg, min int64) int64 {
 	for i, mm := range q {
-		if mm.off >= min {
+		if mm != nil && mm.off >= min {
 			return int64(i)
 		}
 	}
 	return int64(len(q))
 }
 
-// queue returns the messages of one queue in queue order.
+// queue returns the messages of one queue in queue order, with nil at
+// the queue offsets of ghosts.
 func (md *model) queue(k queueKey) []*msg {
 	var out []*msg
+	ghosts := md.ghosts[k]
 	for _, m := range md.log {
 		if m.topic == k.topic && m.qid == k.qid {
+			for len(ghosts) > 0 && ghosts[0] == int64(len(out)) {
+				out, ghosts = append(out, nil), ghosts[1:]
+			}
 			out = append(out, m)
 		}
+	}
+	for range ghosts {
+		out = append(out, nil)
 	}
 	return out
 }
@@ -115,6 +126,9 @@ func (md *model) queues() map[queueKey]bool {
 	out := make(map[queueKey]bool)
 	for _, m := range md.log {
 		out[queueKey{m.topic, m.qid}] = true
+	}
+	for k := range md.ghosts {
+		out[k] = true
 	}
 	return out
 }

@@ -220,7 +220,8 @@ func TestRegressionStaleTailFileBlock(t *testing.T) {
 // case, seed 12111522304324246771, replays from testdata/rapid). Fixed by
 // checking, after an abnormal exit, each kept tail unit against the record
 // it points at. Units pointing below the CommitLog minimum cannot be
-// checked, hence no retention here (see reuseFreedBlocks).
+// checked that way; TestCrashStateMachine covers them, with retention
+// (see reuseFreedBlocks).
 func TestRegressionStaleConsumeQueueBlock(t *testing.T) {
 	var stats counters
 	checkShare(t, 0.1, func(rt *rapid.T) {

@@ -62,8 +62,47 @@ func (m *machine) verify(mode int) {
 		for _, mm := range m.md.log {
 			mm.durable = true
 		}
+		m.adoptGhosts()
 	}
 	m.checkQueues()
+}
+
+// adoptGhosts accepts, after a power cut on a disk that exposes freed
+// blocks (crashsim's ReuseFreedBlocks), a queue that ends past its
+// recovered messages with units no consumer can read: a page of the
+// queue that never reached the disk came back holding a freed block of a
+// deleted ConsumeQueue file, whose units point below the CommitLog
+// minimum, where recovery cannot check them, and the records that the
+// page really indexed were lost with the cut (so no replay conflicts with
+// them; see engine's replayedUnitMatches for the case where they survive).
+// Such a queue skips those offsets: nothing is lost (the records were not
+// durable), hidden (the units point at deleted records, below the queue's
+// minimum) or reused (later puts come after them). Allowed only when every
+// message the queue had is below the CommitLog minimum (a unit above it is
+// checked by recovery) and the engine's queue minimum is past the units.
+// The model then counts them as ghosts.
+func (m *machine) adoptGhosts() {
+	if !m.st.fsOpts.ReuseFreedBlocks {
+		return
+	}
+	clMin := m.s.CommitLog().MinOffset()
+	for topic, ids := range m.s.Topics() {
+		for _, id := range ids {
+			k := queueKey{topic, id}
+			want := m.md.queue(k)
+			got := m.s.MaxOffsetInQueue(topic, id)
+			if got <= int64(len(want)) || firstKept(want, clMin) != int64(len(want)) || m.s.MinOffsetInQueue(topic, id) != got {
+				continue
+			}
+			if m.md.ghosts == nil {
+				m.md.ghosts = map[queueKey][]int64{}
+			}
+			for off := int64(len(want)); off < got; off++ {
+				m.md.ghosts[k] = append(m.md.ghosts[k], off)
+			}
+			m.stats.ghosts.Add(got - int64(len(want)))
+		}
+	}
 }
 
 // walkCommitLog decodes every record of the CommitLog files as the

@@ -59,6 +59,9 @@ type Engine struct {
 	// NoRetentionQueueFlush lets a clean round delete CommitLog files
 	// without first syncing the ConsumeQueues that point into them.
 	NoRetentionQueueFlush bool
+	// NoReplayedUnitCheck skips a replay whose queue index is taken, as
+	// RocketMQ does, without checking that the unit there is its own.
+	NoReplayedUnitCheck bool
 }
 
 // Broker holds the broker's switches; a Broker keeps them in an unexported
