@@ -28,9 +28,14 @@ func (b *Broker) openTransactions() error {
 	var err error
 	b.tx, err = transaction.Open(ctx, b.store, transaction.Config{TimeOut: tc.TimeOut, CheckMax: tc.CheckMax,
 		CheckInterval: tc.CheckInterval, Now: func() time.Time { return time.UnixMilli(now()) },
-		Logger: b.logger, Manual: b.manual()})
+		Logger: b.logger, Manual: b.manual(), Put: b.writer().Put, Active: b.writer().Writable})
 	return err
 }
+
+// InvalidateTransactions has the transaction service rebuild its state
+// from the half and op queues before it next uses it: a replicated group
+// calls it when a replica starts leading (see transaction.Service.Invalidate).
+func (b *Broker) InvalidateTransactions() { b.tx.Invalidate() }
 
 // isHalfMessage is SendMessageProcessor's test: TRAN_MSG=true, except for
 // a retried message that is being delayed (or a prepared sysflag).
