@@ -66,7 +66,7 @@ type groupEntry struct {
 func encodePut(kind byte, e *putEntry) []byte {
 	n := 64
 	for _, m := range e.msgs {
-		n += 64 + len(m.Topic) + len(m.Body) + 16*len(m.Properties)
+		n += 64 + len(m.Topic) + len(m.Body) + 16*len(m.Properties) + len(m.EncodedProperties)
 	}
 	b := make([]byte, 0, n)
 	b = append(b, kind)
@@ -82,7 +82,7 @@ func encodePut(kind byte, e *putEntry) []byte {
 		b = appendAddr(b, m.BornHost)
 		b = binary.BigEndian.AppendUint32(b, uint32(m.ReconsumeTimes))
 		b = binary.BigEndian.AppendUint64(b, uint64(m.PreparedTransactionOffset))
-		props := record.AppendProperties(nil, m.Properties)
+		props := m.AppendEncodedProperties(nil)
 		b = appendStr(b, string(props))
 		b = binary.BigEndian.AppendUint32(b, uint32(len(m.Body)))
 		b = append(b, m.Body...)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/rocketstore/rocketstore/engine"
 	"github.com/rocketstore/rocketstore/engine/record"
+	"github.com/rocketstore/rocketstore/internal/hooks"
 )
 
 // Topics and properties of transactional messages (TopicValidator,
@@ -68,8 +69,6 @@ type Config struct {
 	Now func() time.Time
 	// Logger receives the service's logs (slog.Default()).
 	Logger *slog.Logger
-	// Manual runs no background check loop; the owner calls Check.
-	Manual bool
 	// Put writes the service's messages (half, op, commit, check-back
 	// copies); nil means the store's Put. A replicated broker group
 	// passes its Writer, so that they go through the group's log.
@@ -79,6 +78,19 @@ type Config struct {
 	// check-back, and its state is rebuilt from the queues when it is
 	// active again (see Invalidate).
 	Active func() bool
+
+	// hooks are the test switches (internal/hooks.Service; Manual: no
+	// background check loop, the owner calls Check).
+	hooks hooks.Service
+}
+
+func init() {
+	hooks.RegisterService(func(cfg any) *hooks.Service {
+		if c, ok := cfg.(*Config); ok {
+			return &c.hooks
+		}
+		return nil
+	})
 }
 
 func (c Config) withDefaults() Config {
@@ -165,7 +177,7 @@ var brokenSkipRepair bool
 
 // Open rebuilds the service's state from the store (whose ConsumeQueues
 // must be dispatched up to the CommitLog's end) and starts the check loop
-// unless cfg.Manual.
+// unless the config is manual (internal/hooks.Service).
 func Open(ctx context.Context, store *engine.Store, cfg Config) (*Service, error) {
 	s := &Service{store: store, cfg: cfg.withDefaults(), skipRepair: brokenSkipRepair, open: map[int64]*tx{}, rootOf: map[int64]int64{},
 		rootByCL: map[int64]int64{}, ended: map[int64]Outcome{}, stop: make(chan struct{}), done: make(chan struct{})}
@@ -174,7 +186,7 @@ func Open(ctx context.Context, store *engine.Store, cfg Config) (*Service, error
 	} else if err := s.rebuild(ctx); err != nil {
 		return nil, err
 	}
-	if s.cfg.Manual {
+	if s.cfg.hooks.Manual {
 		close(s.done)
 	} else {
 		go s.loop()
