@@ -81,20 +81,20 @@ func TestDeletesReplicated(t *testing.T) {
 	}
 
 	g.stop(l)
-	nl := g.leader()
+	g.leader()
 	// Several state intervals: the new leader replicates its tables.
 	for i := range 5 {
 		g.send("Keep", 0, fmt.Sprint("after", i), "")
 	}
 	g.start(l)
-	end := g.converge()
+	g.converge()
 	for _, n := range g.nodes {
 		if !deleted(n, "Gone", "cg") {
 			t.Fatalf("a deleted topic or group came back after the leader change")
 		}
 	}
 	g.send("Gone", 1, "again", "")
-	end = g.converge()
+	end := g.converge()
 	for i, n := range g.nodes {
 		if got := n.Broker().Store().MaxOffsetInQueue("Gone", 1); got != 1 {
 			t.Fatalf("%s: Gone/1 max offset %d after re-creation, want 1", g.peers[i].ID, got)
@@ -102,7 +102,6 @@ func TestDeletesReplicated(t *testing.T) {
 	}
 	g.sameFiles("commitlog", end)
 	g.sameFiles("consumequeue", -1)
-	_ = nl
 }
 
 // TestDeleteCaughtUpBySnapshot: a follower that was down while a topic
