@@ -193,6 +193,18 @@ func TestAddRemoveNodeOverTCP(t *testing.T) {
 		t.Fatal(err)
 	}
 	g.nodes[j] = n4
+	if err := cluster.AddNode(ctx, via, "n5", g.peers[j].Addr); err == nil || !strings.Contains(err.Error(), `is "n4", not "n5"`) {
+		t.Fatalf("adding a node under another id: %v", err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	nobody := ln.Addr().String()
+	_ = ln.Close()
+	if err := cluster.AddNode(ctx, via, "n6", nobody); err == nil || !strings.Contains(err.Error(), "not reachable") {
+		t.Fatalf("adding a node that does not run: %v", err)
+	}
 	if err := cluster.AddNode(ctx, via, "n4", g.peers[j].Addr); err != nil {
 		t.Fatal(err)
 	}
