@@ -313,6 +313,7 @@ func (n *Node) askToJoin() {
 		err := callLeader(ctx, n.adminCall, n.otherPeers(), opJoin, payload)
 		if err == nil {
 			n.log.Info("added to the group")
+			n.settleBrokerID()
 			return
 		}
 		if errors.Is(err, ErrRefused) {
@@ -324,6 +325,25 @@ func (n *Node) askToJoin() {
 		}
 		if attempt%10 == 0 {
 			n.log.Warn("asking to join the group", "attempt", attempt+1, "err", err)
+		}
+	}
+}
+
+// settleBrokerID waits until this node sees itself in the group's
+// configuration and then has its follower broker id recomputed (by the
+// leadership watcher, which alone reports role changes).
+func (n *Node) settleBrokerID() {
+	for !n.isMember() {
+		select {
+		case <-n.stop:
+			return
+		case <-time.After(n.ccfg.CommitTimeout):
+		}
+	}
+	if !n.writable.Load() {
+		select {
+		case n.notify <- false:
+		default:
 		}
 	}
 }
@@ -463,4 +483,21 @@ func (n *Node) initialMember(id string) bool {
 		}
 	}
 	return false
+}
+
+// joinedFollowerID is the broker id of a follower that joined the group
+// (not in its own peer list): its place in the group's configuration,
+// where the first members come first in their order and the nodes that
+// joined follow in the order they were added, so that it differs from
+// every other member's.
+func (n *Node) joinedFollowerID() int64 {
+	fut := n.raft.GetConfiguration()
+	if fut.Error() == nil {
+		for i, s := range fut.Configuration().Servers {
+			if string(s.ID) == n.ccfg.NodeID {
+				return int64(i + 1)
+			}
+		}
+	}
+	return int64(len(n.ccfg.Peers) + 1)
 }
