@@ -1,6 +1,7 @@
 package server
 
 import (
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -116,10 +117,5 @@ func (s *Server) ConsumerGroupsOnline() []string {
 	r := s.clients
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	out := make([]string, 0, len(r.groups))
-	for g := range r.groups {
-		out = append(out, g)
-	}
-	slices.Sort(out)
-	return out
+	return slices.Sorted(maps.Keys(r.groups))
 }

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -88,12 +89,7 @@ func (r *producerRegistry) connections(group string) ([]admin.Connection, bool) 
 func (r *producerRegistry) groupNames() []string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	out := make([]string, 0, len(r.groups))
-	for g := range r.groups {
-		out = append(out, g)
-	}
-	slices.Sort(out)
-	return out
+	return slices.Sorted(maps.Keys(r.groups))
 }
 
 // drop removes the producers picked (a closed connection, or silent for

@@ -200,13 +200,7 @@ func topicBrokers(ctx context.Context, c *admin.Client, topic string) (map[strin
 	if err != nil {
 		return nil, err
 	}
-	out := map[string]string{}
-	for _, bd := range rd.BrokerDatas {
-		if a, ok := bd.BrokerAddrs["0"]; ok {
-			out[bd.BrokerName] = a
-		}
-	}
-	return out, nil
+	return rd.MasterAddrs(), nil
 }
 
 // targetBrokers resolves -b (a broker address) or -c (a cluster) to
