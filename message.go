@@ -21,8 +21,13 @@ type Message struct {
 	Body []byte
 	// Properties holds user and system properties (TAGS, KEYS, UNIQ_KEY,
 	// DELAY, ...). They are encoded in key order so that the same message
-	// always gives the same bytes.
+	// always gives the same bytes. Ignored when EncodedProperties is set.
 	Properties map[string]string
+	// EncodedProperties, when not nil, are the properties already in
+	// RocketMQ's encoding (k\x01v\x02k\x01v), as a client sent them: the
+	// store writes them as they are, without building or sorting a map,
+	// and Properties is not read.
+	EncodedProperties []byte
 	// SysFlag carries the transaction type and the compression bits. The
 	// IPv6 host bits are set by the encoder from the host addresses.
 	SysFlag int32

@@ -142,6 +142,8 @@ func (f *fsm) apply(l *raft.Log) (*applyResult, bool) {
 			return &applyResult{err: f.fail(fmt.Errorf("%w: group entry %d: %v", ErrDiverged, l.Index, err))}, false
 		}
 		return &applyResult{err: f.applyGroup(&g, !f.joined)}, false
+	case kindDelete:
+		return f.applyDelete(l), false
 	}
 	return &applyResult{err: fmt.Errorf("%w: kind %d at index %d", ErrBadEntry, l.Data[0], l.Index)}, false
 }
@@ -311,12 +313,14 @@ func (f *fsm) applyState(s *stateEntry) {
 			f.log.Warn("replicated topic not taken", "topic", name, "err", err)
 		}
 	}
+	f.applyGroups(s)
 }
 
 // state is the tables a state entry or snapshot carries.
 func (f *fsm) state() stateEntry {
 	topics, _ := f.b.Topics().All()
-	return stateEntry{ConsumerOffsets: f.b.Offsets().Table(), DelayOffsets: f.b.Schedule().Offsets(), Topics: topics}
+	return stateEntry{ConsumerOffsets: f.b.Offsets().Table(), DelayOffsets: f.b.Schedule().Offsets(), Topics: topics,
+		Groups: f.groupsState()}
 }
 
 // applyGroup checks the group's identity against this replica's store and
@@ -379,7 +383,8 @@ func (f *fsm) Snapshot() (raft.FSMSnapshot, error) {
 		return nil, errors.New("cluster: no snapshot before the group's identity is committed")
 	}
 	st := f.state()
-	return &fsmSnapshot{store: f.store, h: snapHeader{Group: *f.group, From: f.cursor, To: f.cursor, LastTs: f.lastTs.Load(), State: st}}, nil
+	return &fsmSnapshot{store: f.store, h: snapHeader{Group: *f.group, From: f.cursor, To: f.cursor, LastTs: f.lastTs.Load(), State: st,
+		Deleted: f.store.DeletedTopics()}}, nil
 }
 
 // Restore installs a snapshot received from the leader: the CommitLog
@@ -403,7 +408,7 @@ func (f *fsm) Restore(rc io.ReadCloser) error {
 	if h.LastTs > f.lastTs.Load() {
 		f.lastTs.Store(h.LastTs)
 	}
-	f.applyState(&h.State)
+	f.restoreTables(&h.State, h.Deleted)
 	return nil
 }
 

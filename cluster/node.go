@@ -52,6 +52,8 @@ type NodeConfig struct {
 	// askPeer replaces the repair protocol's TCP client (tests on
 	// in-memory transports set it through export_test.go).
 	askPeer func(ctx context.Context, addr string, op byte, off, size int64) ([]byte, error)
+	// askAdmin replaces the membership requests' TCP client (tests).
+	askAdmin adminFunc
 	// applyOverDamage is the broken variant of the tests that shows the
 	// state machine must wait for the repair of recovered damage.
 	applyOverDamage bool
@@ -85,10 +87,14 @@ type Node struct {
 	// store timestamps never go backwards along the log.
 	proposeMu    sync.Mutex
 	lastAssigned int64
+	// stateMu orders state entries with deletions (deletes.go).
+	stateMu sync.Mutex
 
 	repaired atomic.Int64
 	// ask sends one repair request to a replica (askPeer over TCP).
 	ask func(ctx context.Context, addr string, op byte, off, size int64) ([]byte, error)
+	// adminCall sends one membership request (membership.go).
+	adminCall adminFunc
 	// damageRepaired is closed once the damage recovery reported at
 	// open is repaired (at once when there was none); see startrepair.go.
 	damageRepaired chan struct{}
@@ -117,6 +123,10 @@ func Open(cfg NodeConfig) (*Node, error) {
 	if cfg.askPeer != nil {
 		n.ask = cfg.askPeer
 	}
+	n.adminCall = adminTCP
+	if cfg.askAdmin != nil {
+		n.adminCall = cfg.askAdmin
+	}
 	n.log = n.ccfg.Logger.With("node", n.ccfg.NodeID)
 	raftDir := filepath.Join(cfg.Dir, "raft")
 	if err := os.MkdirAll(filepath.Join(raftDir, "wal"), 0o755); err != nil {
@@ -144,6 +154,10 @@ func Open(cfg NodeConfig) (*Node, error) {
 	if n.ccfg.ScrubInterval > 0 {
 		n.wg.Add(1)
 		go n.scrubLoop()
+	}
+	if n.ccfg.Join {
+		n.wg.Add(1)
+		go n.askToJoin()
 	}
 	return n, nil
 }
@@ -296,7 +310,7 @@ func (n *Node) checkMembership() error {
 		}
 	}
 	for id, a := range conf {
-		if _, ok := mine[id]; !ok {
+		if _, ok := mine[id]; !ok && n.initialMember(id) {
 			return fmt.Errorf("%w: the group has member %s@%s, which raft.peers %v does not list", ErrConfig, id, a, n.ccfg.Peers)
 		}
 	}
@@ -374,7 +388,8 @@ func (n *Node) addConfiguredPeers() {
 		have[string(s.ID)] = true
 	}
 	for _, p := range n.ccfg.Peers {
-		if !have[p.ID] {
+		// A first member missing was removed (RemoveServer): not again.
+		if !have[p.ID] && !n.initialMember(p.ID) {
 			if err := n.AddVoter(p.ID, p.Addr); err != nil {
 				n.log.Warn("add configured peer", "peer", p, "err", err)
 				continue
@@ -497,13 +512,17 @@ func (n *Node) replicateState() {
 			last = nil
 			continue
 		}
+		n.stateMu.Lock()
 		st := n.fsm.state()
 		st.From = n.ccfg.NodeID
 		data, err := encodeJSON(kindState, st)
 		if err != nil || string(data) == string(last) {
+			n.stateMu.Unlock()
 			continue
 		}
-		if err := n.raft.Apply(data, n.ccfg.ApplyTimeout).Error(); err != nil {
+		fut := n.raft.Apply(data, n.ccfg.ApplyTimeout)
+		n.stateMu.Unlock()
+		if err := fut.Error(); err != nil {
 			n.log.Warn("replicate offsets and topics", "err", err)
 			continue
 		}

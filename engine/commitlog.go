@@ -200,7 +200,7 @@ func checkBatch(msgs []*record.Message) error {
 			return fmt.Errorf("%w: message %d is for %s/%d, the batch for %s/%d",
 				ErrBatch, i, m.Topic, m.QueueID, msgs[0].Topic, msgs[0].QueueID)
 		}
-		if m.Properties[record.PropertyDelayTimeLevel] != "" {
+		if m.HasProperty(record.PropertyDelayTimeLevel) {
 			return fmt.Errorf("%w: message %d has a delay level; batches cannot be delayed", ErrBatch, i)
 		}
 		if t := record.TransactionType(m.SysFlag); t == record.TransactionPrepared || t == record.TransactionRollback {
@@ -310,10 +310,10 @@ func (c *CommitLog) removeQueue(topic string, queueID int32) {
 // keeping its destination in REAL_TOPIC / REAL_QID (RocketMQ's
 // CommitLog.putMessage). It returns a copy; m is not modified.
 func redirectDelayed(m *record.Message, maxLevel int) (*record.Message, error) {
-	lv := m.Properties[record.PropertyDelayTimeLevel]
-	if lv == "" {
+	if !m.HasProperty(record.PropertyDelayTimeLevel) {
 		return m, nil
 	}
+	lv := m.Property(record.PropertyDelayTimeLevel)
 	if t := record.TransactionType(m.SysFlag); t != record.TransactionNotType && t != record.TransactionCommit {
 		return m, nil
 	}
@@ -326,8 +326,13 @@ func redirectDelayed(m *record.Message, maxLevel int) (*record.Message, error) {
 	}
 	level = min(level, maxLevel)
 	cp := *m
-	cp.Properties = make(map[string]string, len(m.Properties)+3)
-	for k, v := range m.Properties {
+	src := m.Properties
+	if m.EncodedProperties != nil {
+		src = record.ParseProperties(m.EncodedProperties)
+		cp.EncodedProperties = nil
+	}
+	cp.Properties = make(map[string]string, len(src)+3)
+	for k, v := range src {
 		cp.Properties[k] = v
 	}
 	cp.Properties[record.PropertyDelayTimeLevel] = strconv.Itoa(level)

@@ -365,6 +365,18 @@ func decodeJSONHeader(b []byte) (*RemotingCommand, error) {
 	if d.pos != len(d.s) {
 		return nil, d.errorf("data after the header object")
 	}
+	if !c.IsResponse() && leanRequest(c.Code) && !lenient {
+		// A hot request keeps its entries, not a map (extlean.go); null
+		// entries hold "", as in the map.
+		c.lean = true
+		if extSet && len(entries) > 0 {
+			c.ext = make([]extPair, len(entries))
+			for i, e := range entries {
+				c.ext[i] = extPair{e.k, e.v}
+			}
+		}
+		return c, nil
+	}
 	ext, err := buildExtFields(entries, extSet, lenient)
 	if err != nil {
 		return nil, err

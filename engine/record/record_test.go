@@ -289,3 +289,45 @@ func TestCheckTornSector(t *testing.T) {
 		t.Fatalf("NUL in a property: %v, want ErrMessageIllegal", err)
 	}
 }
+
+// TestEncodedProperties: a message carrying its properties pre-encoded is
+// written with exactly those bytes (the client's order kept, no map), reads
+// back like the map form, and is checked for NUL bytes and size alike.
+func TestEncodedProperties(t *testing.T) {
+	host := netip.MustParseAddrPort("127.0.0.1:10911")
+	raw := []byte("UNIQ_KEY\x01U1\x02TAGS\x01T\x02WAIT\x01true\x02CLUSTER\x01c")
+	m := &Message{Topic: "t", Body: []byte("b"), EncodedProperties: raw,
+		Properties: map[string]string{"IGNORED": "x"}}
+	var e Encoder
+	p, err := e.Prepare(m, host, 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	head, body, tail := e.Encode(p, Stamp{StoreTimestamp: 1, StoreHost: host})
+	rec := append(append(append([]byte(nil), head...), body...), tail...)
+	info, err := Check(rec, 0, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(info.Properties, raw) {
+		t.Fatalf("stored properties %q, want the client's %q", info.Properties, raw)
+	}
+	if m.Tags() != "T" || m.Property("UNIQ_KEY") != "U1" || m.Property("IGNORED") != "" ||
+		!m.PropertyIs("WAIT", "true") || m.PropertyIs("WAIT", "false") || !m.HasProperty("CLUSTER") || m.HasProperty("DELAY") {
+		t.Fatalf("property accessors disagree with %q", raw)
+	}
+	if got := m.AppendEncodedProperties(nil); !bytes.Equal(got, raw) {
+		t.Fatalf("AppendEncodedProperties = %q", got)
+	}
+	// The map form of the same properties gives a record of the same size.
+	mm := &Message{Topic: "t", Body: []byte("b"), Properties: ParseProperties(raw)}
+	if pm, err := e.Prepare(mm, host, 1<<20); err != nil || pm.Size != p.Size {
+		t.Fatalf("map form: size %d (%v), encoded form %d", pm.Size, err, p.Size)
+	}
+	if _, err := e.Prepare(&Message{Topic: "t", EncodedProperties: []byte("K\x01a\x00b")}, host, 1<<20); !errors.Is(err, ErrMessageIllegal) {
+		t.Fatalf("NUL in encoded properties: %v, want ErrMessageIllegal", err)
+	}
+	if _, err := e.Prepare(&Message{Topic: "t", EncodedProperties: bytes.Repeat([]byte("k"), MaxPropertiesLength+1)}, host, 1<<20); !errors.Is(err, ErrPropertiesTooLarge) {
+		t.Fatalf("oversized encoded properties: %v, want ErrPropertiesTooLarge", err)
+	}
+}
