@@ -67,7 +67,7 @@ type CommitLog struct {
 	// hashing was 10-15 % of a 128-byte put). Cleared with the table.
 	slotCache   [slotCacheSize]cachedSlot
 	lastStoreTs int64
-	blank           [record.BlankLength]byte
+	blank       [record.BlankLength]byte
 	// prefaultMark is the CommitLog offset at which the put path next
 	// moves the write-prefaulted window ahead (see allocator.prefaultAhead).
 	prefaultMark int64
