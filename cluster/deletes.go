@@ -133,7 +133,7 @@ func (f *fsm) applyDelete(l *raft.Log) *applyResult {
 // has not deleted there yet: the re-put of the records after pos then
 // gets the leader's queue offsets. The caller holds f.mu.
 func (f *fsm) deleteTopicsUpTo(marks map[string]int64, from, pos int64) error {
-	if len(marks) == 0 {
+	if len(marks) == 0 || f.noInstallDeletes {
 		return nil
 	}
 	mine := f.store.DeletedTopics()
@@ -153,7 +153,7 @@ func (f *fsm) deleteTopicsUpTo(marks map[string]int64, from, pos int64) error {
 // offsets and subscription groups are replaced, topics the leader
 // deleted and did not create again are deleted from the topic table, and
 // the rest is merged as a state entry is.
-func (f *fsm) restoreTables(s *stateEntry, deleted map[string]int64) {
+func (f *fsm) restoreTables(s *stateEntry) {
 	if s.ConsumerOffsets != nil {
 		// Offsets are removed a whole group at a time
 		// (DELETE_SUBSCRIPTIONGROUP with removeOffset).
@@ -176,7 +176,7 @@ func (f *fsm) restoreTables(s *stateEntry, deleted map[string]int64) {
 			}
 		}
 	}
-	for topic := range deleted {
+	for topic := range s.DeletedTopics {
 		if _, ok := s.Topics[topic]; !ok {
 			_ = f.b.Topics().Delete(topic)
 		}

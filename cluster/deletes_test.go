@@ -2,7 +2,9 @@ package cluster_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/rocketstore/rocketstore/broker"
@@ -107,8 +109,44 @@ func TestDeletesReplicated(t *testing.T) {
 // was deleted, created again and written to, and whose log was compacted
 // past it, is caught up from the leader's CommitLog and deletes the topic
 // at the same offset: its ConsumeQueues and tables match the leader's.
+// In the broken variant, which ignores the leader's deletions while
+// installing, the re-put records get other queue offsets and the
+// follower stops.
 func TestDeleteCaughtUpBySnapshot(t *testing.T) {
-	g := newGroup(t, 3, compact)
+	g, f := deleteWhileDown(t, nil)
+	end := g.converge()
+	if s := g.nodes[f].Raft().Stats()["last_snapshot_index"]; s == "0" {
+		t.Fatal("the follower was caught up without a snapshot")
+	}
+	g.sameFiles("commitlog", end)
+	g.sameFiles("consumequeue", -1)
+	fb := g.nodes[f].Broker()
+	if got := fb.Store().MaxOffsetInQueue("Gone", 0); got != 100 {
+		t.Fatalf("Gone/0 max offset %d on the caught-up follower, want 100", got)
+	}
+	all, _ := fb.Groups().All()
+	if _, ok := all["cg"]; ok || fb.Offsets().Query("cg", "Keep", 0) >= 0 {
+		t.Fatal("the deleted group or its offsets survived the snapshot install")
+	}
+	t.Run("broken variant", func(t *testing.T) {
+		g, f := deleteWhileDown(t, cluster.NoInstallDeletes)
+		waitFor(t, "the follower to stop", func() bool { return g.nodes[f].Err() != nil })
+		if err := g.nodes[f].Err(); !errors.Is(err, cluster.ErrDiverged) {
+			t.Fatalf("follower error %v", err)
+		}
+	})
+}
+
+// deleteWhileDown stops a follower, deletes topic Gone and group cg,
+// writes Gone again, compacts the live nodes' logs and starts the
+// follower; it returns the follower's index.
+func deleteWhileDown(t *testing.T, tune func(*cluster.NodeConfig)) (*group, int) {
+	g := newGroup(t, 3, func(nc *cluster.NodeConfig) {
+		compact(nc)
+		if tune != nil {
+			tune(nc)
+		}
+	})
 	setupDeletes(t, g)
 	l := g.leader()
 	f := (l + 1) % 3
@@ -120,25 +158,18 @@ func TestDeleteCaughtUpBySnapshot(t *testing.T) {
 	if code, remark := lb.DeleteSubscriptionGroup("cg", true); code != broker.Success {
 		t.Fatal(code, remark)
 	}
-	for i := range 40 {
-		g.send("Gone", int32(i%2), fmt.Sprint("again", i), "")
+	for i := range 200 {
+		g.send("Gone", int32(i%2), strings.Repeat("a", 300)+fmt.Sprint(i), "")
 	}
-	if err := g.nodes[l].Snapshot(); err != nil {
-		t.Fatal(err)
+	// Both live nodes compact, so that whichever leads when the
+	// follower is back has to send a snapshot.
+	for _, n := range g.nodes {
+		if n != nil {
+			if err := n.Snapshot(); err != nil {
+				t.Fatal(err)
+			}
+		}
 	}
 	g.start(f)
-	end := g.converge()
-	if s := g.nodes[f].Raft().Stats()["last_snapshot_index"]; s == "0" {
-		t.Fatal("the follower was caught up without a snapshot")
-	}
-	g.sameFiles("commitlog", end)
-	g.sameFiles("consumequeue", -1)
-	fb := g.nodes[f].Broker()
-	if got := fb.Store().MaxOffsetInQueue("Gone", 0); got != 20 {
-		t.Fatalf("Gone/0 max offset %d on the caught-up follower, want 20", got)
-	}
-	all, _ := fb.Groups().All()
-	if _, ok := all["cg"]; ok || fb.Offsets().Query("cg", "Keep", 0) >= 0 {
-		t.Fatal("the deleted group or its offsets survived the snapshot install")
-	}
+	return g, f
 }
