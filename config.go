@@ -3,6 +3,7 @@ package rocketstore
 import (
 	"log/slog"
 	"net/netip"
+	"reflect"
 	"time"
 
 	"github.com/rocketstore/rocketstore/engine"
@@ -150,64 +151,30 @@ type RetentionPolicy struct {
 	DiskUsage func() (float64, error)
 }
 
-// engine returns the engine's config for c. Every field is copied (a test
-// checks that none is forgotten); RetentionPolicy has the engine's field
-// layout, so it converts as a whole.
+// engine returns the engine's config for c.
 func (c Config) engine() engine.Config {
-	return engine.Config{
-		CommitLogFileSize:                 c.CommitLogFileSize,
-		ConsumeQueueUnits:                 c.ConsumeQueueUnits,
-		FlushDiskType:                     engine.FlushDiskType(c.FlushDiskType),
-		SyncFlushTimeout:                  c.SyncFlushTimeout,
-		FlushIntervalCommitLog:            c.FlushIntervalCommitLog,
-		FlushCommitLogLeastPages:          c.FlushCommitLogLeastPages,
-		FlushCommitLogThoroughInterval:    c.FlushCommitLogThoroughInterval,
-		FlushIntervalConsumeQueue:         c.FlushIntervalConsumeQueue,
-		FlushConsumeQueueLeastPages:       c.FlushConsumeQueueLeastPages,
-		FlushConsumeQueueThoroughInterval: c.FlushConsumeQueueThoroughInterval,
-		MaxMessageSize:                    c.MaxMessageSize,
-		SkipCRCOnRecover:                  c.SkipCRCOnRecover,
-		MaxTransferBytesOnMessageInMemory: c.MaxTransferBytesOnMessageInMemory,
-		MaxTransferCountOnMessageInMemory: c.MaxTransferCountOnMessageInMemory,
-		MaxTransferBytesOnMessageInDisk:   c.MaxTransferBytesOnMessageInDisk,
-		MaxTransferCountOnMessageInDisk:   c.MaxTransferCountOnMessageInDisk,
-		AccessMessageInMemoryMaxRatio:     c.AccessMessageInMemoryMaxRatio,
-		TotalPhysicalMemory:               c.TotalPhysicalMemory,
-		StoreHost:                         c.StoreHost,
-		DelayLevels:                       c.DelayLevels,
-		Logger:                            c.Logger,
-		Now:                               c.Now,
-		Retention:                         engine.RetentionPolicy(c.Retention),
-		OnUndecidableDamage:               engine.DamagePolicy(c.OnUndecidableDamage),
-	}
+	var e engine.Config
+	copyFields(&e, c)
+	return e
 }
 
 // configOf is the inverse of Config.engine.
-func configOf(c engine.Config) Config {
-	return Config{
-		CommitLogFileSize:                 c.CommitLogFileSize,
-		ConsumeQueueUnits:                 c.ConsumeQueueUnits,
-		FlushDiskType:                     FlushDiskType(c.FlushDiskType),
-		SyncFlushTimeout:                  c.SyncFlushTimeout,
-		FlushIntervalCommitLog:            c.FlushIntervalCommitLog,
-		FlushCommitLogLeastPages:          c.FlushCommitLogLeastPages,
-		FlushCommitLogThoroughInterval:    c.FlushCommitLogThoroughInterval,
-		FlushIntervalConsumeQueue:         c.FlushIntervalConsumeQueue,
-		FlushConsumeQueueLeastPages:       c.FlushConsumeQueueLeastPages,
-		FlushConsumeQueueThoroughInterval: c.FlushConsumeQueueThoroughInterval,
-		MaxMessageSize:                    c.MaxMessageSize,
-		SkipCRCOnRecover:                  c.SkipCRCOnRecover,
-		MaxTransferBytesOnMessageInMemory: c.MaxTransferBytesOnMessageInMemory,
-		MaxTransferCountOnMessageInMemory: c.MaxTransferCountOnMessageInMemory,
-		MaxTransferBytesOnMessageInDisk:   c.MaxTransferBytesOnMessageInDisk,
-		MaxTransferCountOnMessageInDisk:   c.MaxTransferCountOnMessageInDisk,
-		AccessMessageInMemoryMaxRatio:     c.AccessMessageInMemoryMaxRatio,
-		TotalPhysicalMemory:               c.TotalPhysicalMemory,
-		StoreHost:                         c.StoreHost,
-		DelayLevels:                       c.DelayLevels,
-		Logger:                            c.Logger,
-		Now:                               c.Now,
-		Retention:                         RetentionPolicy(c.Retention),
-		OnUndecidableDamage:               DamagePolicy(c.OnUndecidableDamage),
+func configOf(e engine.Config) Config {
+	var c Config
+	copyFields(&c, e)
+	return c
+}
+
+// copyFields sets each exported field of *dst from the field of the same
+// name of src, converting between this package's types and the engine's
+// (FlushDiskType, RetentionPolicy, DamagePolicy have the engine's
+// layouts). Config and engine.Config have the same exported fields, which
+// a test checks both ways, so that a new engine field cannot be forgotten.
+func copyFields(dst, src any) {
+	d, s := reflect.ValueOf(dst).Elem(), reflect.ValueOf(src)
+	for i := range d.NumField() {
+		if f := d.Type().Field(i); f.IsExported() {
+			d.Field(i).Set(s.FieldByName(f.Name).Convert(f.Type))
+		}
 	}
 }

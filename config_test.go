@@ -70,12 +70,17 @@ func zeroFields(v reflect.Value, prefix string) []string {
 // so that a field added to engine.Config cannot be forgotten here.
 func TestConfigCarriesEveryEngineField(t *testing.T) {
 	rt, et := reflect.TypeOf(Config{}), reflect.TypeOf(engine.Config{})
-	for i := 0; i < et.NumField(); i++ {
-		if sf := et.Field(i); sf.IsExported() {
-			if _, ok := rt.FieldByName(sf.Name); !ok {
-				t.Errorf("engine.Config.%s has no rocketstore.Config field", sf.Name)
+	for _, p := range [][2]reflect.Type{{et, rt}, {rt, et}} {
+		for i := 0; i < p[0].NumField(); i++ {
+			if sf := p[0].Field(i); sf.IsExported() {
+				if _, ok := p[1].FieldByName(sf.Name); !ok {
+					t.Errorf("%s.%s has no counterpart in %s", p[0], sf.Name, p[1])
+				}
 			}
 		}
+	}
+	if t.Failed() {
+		t.FailNow() // the conversions would panic
 	}
 	var c Config
 	fill(t, reflect.ValueOf(&c).Elem())

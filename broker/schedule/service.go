@@ -58,14 +58,7 @@ type Config struct {
 	hooks hooks.Service
 }
 
-func init() {
-	hooks.RegisterService(func(cfg any) *hooks.Service {
-		if c, ok := cfg.(*Config); ok {
-			return &c.hooks
-		}
-		return nil
-	})
-}
+func init() { hooks.RegisterService(func(c *Config) *hooks.Service { return &c.hooks }) }
 
 // Service is the delayed-delivery service.
 type Service struct {

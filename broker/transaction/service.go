@@ -84,14 +84,7 @@ type Config struct {
 	hooks hooks.Service
 }
 
-func init() {
-	hooks.RegisterService(func(cfg any) *hooks.Service {
-		if c, ok := cfg.(*Config); ok {
-			return &c.hooks
-		}
-		return nil
-	})
-}
+func init() { hooks.RegisterService(func(c *Config) *hooks.Service { return &c.hooks }) }
 
 func (c Config) withDefaults() Config {
 	if c.TimeOut == 0 {

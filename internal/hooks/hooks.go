@@ -81,9 +81,15 @@ type Service struct {
 var serviceOf []func(cfg any) *Service
 
 // RegisterService is called by a service package at init with the
-// accessor of the switches inside a pointer to its Config; the accessor
-// returns nil for any other type.
-func RegisterService(of func(cfg any) *Service) { serviceOf = append(serviceOf, of) }
+// accessor of the switches inside its Config.
+func RegisterService[C any](of func(cfg *C) *Service) {
+	serviceOf = append(serviceOf, func(cfg any) *Service {
+		if c, ok := cfg.(*C); ok {
+			return of(c)
+		}
+		return nil
+	})
+}
 
 // ServiceOf returns the switches inside cfg, a pointer to a registered
 // service Config.
