@@ -197,6 +197,15 @@ func (c *collector) waitFor(t testing.TB, timeout time.Duration, cond func() boo
 	return true
 }
 
+// waitDistinct waits until exactly n distinct messages are consumed and
+// fails the test when the timeout passes first.
+func (c *collector) waitDistinct(t testing.TB, timeout time.Duration, n int) {
+	t.Helper()
+	if !c.waitFor(t, timeout, func() bool { return c.distinct() == n }) {
+		t.Fatalf("consumed %d distinct messages of %d within %v", c.distinct(), n, timeout)
+	}
+}
+
 // missing returns the keys of want that no consumed message carries.
 func (c *collector) missing(want map[string]bool) []string {
 	c.mu.Lock()
