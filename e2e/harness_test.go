@@ -110,6 +110,42 @@ func consumerOpts(addr, group string, extra ...consumer.Option) []consumer.Optio
 	}, extra...)
 }
 
+// startConsumer starts a push consumer of topic with opts that hands the
+// messages to fn; the caller shuts it down.
+func startConsumer(t *testing.T, opts []consumer.Option, topic string, sel consumer.MessageSelector,
+	fn func(context.Context, ...*primitive.MessageExt) (consumer.ConsumeResult, error)) interface{ Shutdown() error } {
+	t.Helper()
+	c, err := consumer.NewPushConsumer(opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Subscribe(topic, sel, fn); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// collectInto is a consume callback that records the messages in col.
+func collectInto(col *collector) func(context.Context, ...*primitive.MessageExt) (consumer.ConsumeResult, error) {
+	return func(_ context.Context, msgs ...*primitive.MessageExt) (consumer.ConsumeResult, error) {
+		for _, m := range msgs {
+			col.add(m)
+		}
+		return consumer.ConsumeSuccess, nil
+	}
+}
+
+// collect starts a push consumer of topic with opts that records every
+// message in a new collector; the caller shuts the consumer down.
+func collect(t *testing.T, opts []consumer.Option, topic string, sel consumer.MessageSelector) (*collector, interface{ Shutdown() error }) {
+	t.Helper()
+	col := newCollector()
+	return col, startConsumer(t, opts, topic, sel, collectInto(col))
+}
+
 // collector records consumed messages by a key property.
 type collector struct {
 	mu   sync.Mutex
@@ -150,6 +186,27 @@ func (c *collector) waitFor(t testing.TB, timeout time.Duration, cond func() boo
 		}
 	}
 	return true
+}
+
+// missing returns the keys of want that no consumed message carries.
+func (c *collector) missing(want map[string]bool) []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []string
+	for k := range want {
+		if len(c.msgs[k]) == 0 {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// waitForKeys waits until a message with each key of want is consumed and
+// returns the keys still missing when the timeout passes.
+func (c *collector) waitForKeys(t testing.TB, timeout time.Duration, want map[string]bool) []string {
+	t.Helper()
+	c.waitFor(t, timeout, func() bool { return len(c.missing(want)) == 0 })
+	return c.missing(want)
 }
 
 func (c *collector) distinct() int {

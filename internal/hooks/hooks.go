@@ -12,6 +12,8 @@
 // cannot import it (the engine imports this package).
 package hooks
 
+import "fmt"
+
 // Engine holds the engine's switches. The zero value changes nothing.
 type Engine struct {
 	// Manual disables every background goroutine: the caller drives
@@ -64,6 +66,46 @@ type Broker struct {
 	// BeforeSuspend, when set, runs between a pull finding nothing and its
 	// registration in the hold table (to provoke the lost-wake-up race).
 	BeforeSuspend func()
+}
+
+// Service holds the switches of a broker service that runs its own
+// goroutine (broker/schedule, broker/transaction). Their Configs keep it
+// in an unexported field, reached through ServiceOf.
+type Service struct {
+	// Manual starts no goroutine: the owner drives the service
+	// (schedule's DeliverDue, transaction's Check), as Engine.Manual does
+	// for the store.
+	Manual bool
+}
+
+var serviceOf []func(cfg any) *Service
+
+// RegisterService is called by a service package at init with the
+// accessor of the switches inside its Config.
+func RegisterService[C any](of func(cfg *C) *Service) {
+	serviceOf = append(serviceOf, func(cfg any) *Service {
+		if c, ok := cfg.(*C); ok {
+			return of(c)
+		}
+		return nil
+	})
+}
+
+// ServiceOf returns the switches inside cfg, a pointer to a registered
+// service Config.
+func ServiceOf(cfg any) *Service {
+	for _, of := range serviceOf {
+		if s := of(cfg); s != nil {
+			return s
+		}
+	}
+	panic(fmt.Sprintf("hooks: %T is not a registered service config", cfg))
+}
+
+// ManualService returns cfg, a service Config, with Service.Manual set to on.
+func ManualService[C any](cfg C, on bool) C {
+	ServiceOf(&cfg).Manual = on
+	return cfg
 }
 
 var engineOf func(cfg any) *Engine
