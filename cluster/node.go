@@ -333,7 +333,7 @@ func (n *Node) followerID() int64 {
 			return int64(i + 1)
 		}
 	}
-	return int64(len(n.ccfg.Peers) + 1)
+	return n.joinedFollowerID()
 }
 
 // watchLeadership turns writes on once this node leads and has applied
