@@ -59,6 +59,9 @@ type Engine struct {
 	// NoRedirty leaves the pages of a failed CommitLog sync clean, as
 	// Linux marks them, instead of writing them again.
 	NoRedirty bool
+	// NoRetentionQueueFlush lets a clean round delete CommitLog files
+	// without first syncing the ConsumeQueues that point into them.
+	NoRetentionQueueFlush bool
 }
 
 // Broker holds the broker's switches; a Broker keeps them in an unexported
