@@ -118,6 +118,7 @@ func TestClusterJepsen(t *testing.T) {
 	h.check(t, acked)
 
 	g.converge(t, 60*time.Second)
+	g.checkAlive(t)
 	ends := g.stopAll(t)
 	if slices.Min(ends) != slices.Max(ends) {
 		t.Errorf("replicas that converged end at different CommitLog offsets: %v", ends)
@@ -166,6 +167,10 @@ type replica struct {
 	cmd          *exec.Cmd
 	exited       chan struct{}
 	leader       bool
+	// stopping is set before the test kills or stops the process; an
+	// exit without it (a restart that failed) is recorded in died.
+	stopping bool
+	died     []string
 }
 
 type jepsenGroup struct {
@@ -219,6 +224,7 @@ raft:
 		for i := range g.reps {
 			g.kill(i)
 		}
+		g.keepLogs(t)
 	})
 	return g
 }
@@ -242,7 +248,7 @@ func (g *jepsenGroup) start(t *testing.T, i int) {
 	_ = pw.Close()
 	exited := make(chan struct{})
 	r.mu.Lock()
-	r.cmd, r.exited, r.leader = cmd, exited, false
+	r.cmd, r.exited, r.leader, r.stopping = cmd, exited, false, false
 	r.mu.Unlock()
 	go func() {
 		sc := bufio.NewScanner(pr)
@@ -259,11 +265,33 @@ func (g *jepsenGroup) start(t *testing.T, i int) {
 		_ = pr.Close()
 	}()
 	go func() {
-		_ = cmd.Wait()
+		err := cmd.Wait()
+		r.mu.Lock()
+		if r.cmd == cmd && !r.stopping {
+			r.died = append(r.died, fmt.Sprintf("exited by itself at %s: %v", time.Now().Format(time.TimeOnly), err))
+		}
+		r.mu.Unlock()
 		r.setLeader(cmd, false)
 		_ = f.Close()
 		close(exited)
 	}()
+}
+
+// keepLogs copies each replica's log to ROCKETSTORE_JEPSEN_LOGDIR when
+// set and, when the test failed, shows the end of each (the directories
+// are removed with the test).
+func (g *jepsenGroup) keepLogs(t *testing.T) {
+	for i, r := range g.reps {
+		b, _ := os.ReadFile(r.dir + ".log")
+		if keep := os.Getenv("ROCKETSTORE_JEPSEN_LOGDIR"); keep != "" {
+			_ = os.WriteFile(filepath.Join(keep, fmt.Sprintf("n%d.log", i+1)), b, 0o644)
+		}
+		if !t.Failed() {
+			continue
+		}
+		lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+		t.Logf("n%d log, last %d of %d lines:\n%s", i+1, min(60, len(lines)), len(lines), strings.Join(lines[max(0, len(lines)-60):], "\n"))
+	}
 }
 
 func (r *replica) setLeader(cmd *exec.Cmd, v bool) {
@@ -279,7 +307,7 @@ func (g *jepsenGroup) kill(i int) {
 	r := g.reps[i]
 	r.mu.Lock()
 	cmd, exited := r.cmd, r.exited
-	r.leader = false
+	r.leader, r.stopping = false, true
 	r.mu.Unlock()
 	if cmd == nil {
 		return
@@ -310,7 +338,8 @@ func (g *jepsenGroup) waitLeader(t *testing.T, d time.Duration) int {
 // each queue of the test topic (GET_MAX_OFFSET to each broker).
 func (g *jepsenGroup) converge(t *testing.T, d time.Duration) {
 	t.Helper()
-	deadline := time.Now().Add(d)
+	start := time.Now()
+	deadline := start.Add(d)
 	var last [][]int64
 	for time.Now().Before(deadline) {
 		last = nil
@@ -318,11 +347,26 @@ func (g *jepsenGroup) converge(t *testing.T, d time.Duration) {
 			last = append(last, maxOffsets(r.broker))
 		}
 		if slices.Equal(last[0], last[1]) && slices.Equal(last[0], last[2]) && last[0] != nil {
+			t.Logf("replicas converged in %v", time.Since(start).Round(time.Millisecond))
 			return
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
 	t.Errorf("replicas did not converge within %v: max offsets %v", d, last)
+}
+
+// checkAlive fails the test for every replica process that exited
+// without being killed or stopped (a failed start or a crash).
+func (g *jepsenGroup) checkAlive(t *testing.T) {
+	t.Helper()
+	for i, r := range g.reps {
+		r.mu.Lock()
+		died := slices.Clone(r.died)
+		r.mu.Unlock()
+		for _, d := range died {
+			t.Errorf("n%d %s (see its log)", i+1, d)
+		}
+	}
 }
 
 // maxOffsets asks a broker for the max offset of JepsenTopic's queues
@@ -357,6 +401,7 @@ func (g *jepsenGroup) stopAll(t *testing.T) []int64 {
 	for i, r := range g.reps {
 		r.mu.Lock()
 		cmd, exited := r.cmd, r.exited
+		r.stopping = true
 		r.mu.Unlock()
 		_ = cmd.Process.Signal(syscall.SIGTERM)
 		select {
@@ -444,7 +489,8 @@ type history struct {
 	mu       sync.Mutex
 	sent     map[string]*sendRec
 	consumed map[string]map[[2]int64]bool
-	okTimes  []time.Time
+	// okSends is when each acknowledged send started and finished.
+	okSends [][2]time.Time
 }
 
 const sendTimeout = 3 * time.Second
@@ -485,7 +531,7 @@ func runProducer(t *testing.T, nsList string, p int, h *history, stop chan struc
 		rec.finished, rec.slow = time.Now(), time.Since(t0) >= sendTimeout
 		if err == nil && res.Status == primitive.SendOK {
 			rec.acked, rec.queue, rec.offset = true, int64(res.MessageQueue.QueueId), res.QueueOffset
-			h.okTimes = append(h.okTimes, rec.finished)
+			h.okSends = append(h.okSends, [2]time.Time{t0, rec.finished})
 		} else {
 			rec.failed = true
 		}
@@ -525,15 +571,17 @@ func startJepsenConsumer(t *testing.T, nsList string, h *history) interface{ Shu
 	return c
 }
 
-// firstSuccessAfter waits for a send acknowledged after at.
+// firstSuccessAfter waits for the first acknowledged send that started
+// after at (a send in flight at the fault may be acknowledged just after
+// it by the old leader) and returns how long after at it was answered.
 func (h *history) firstSuccessAfter(at time.Time, limit time.Duration) time.Duration {
 	deadline := time.Now().Add(limit)
 	for time.Now().Before(deadline) {
 		h.mu.Lock()
-		for _, ts := range h.okTimes {
-			if ts.After(at) {
+		for _, s := range h.okSends {
+			if !s[0].Before(at) {
 				h.mu.Unlock()
-				return ts.Sub(at)
+				return s[1].Sub(at)
 			}
 		}
 		h.mu.Unlock()
