@@ -388,6 +388,7 @@ func (f *fsm) Restore(rc io.ReadCloser) error {
 	if err := f.install(h, r); err != nil {
 		return f.fail(fmt.Errorf("%w: install snapshot: %w", ErrDiverged, err))
 	}
+	f.log.Info("installed a snapshot of the leader's CommitLog", "from", h.From, "to", h.To, "hadUpTo", f.cursor)
 	f.cursor = h.To
 	if h.LastTs > f.lastTs.Load() {
 		f.lastTs.Store(h.LastTs)
