@@ -236,7 +236,11 @@ func (b *Broker) plainMessage(req *SendRequest, qid int32) (*record.Message, boo
 	if req.Cluster != "" {
 		n += 2 + len(record.PropertyCluster) + len(req.Cluster)
 	}
-	enc := make([]byte, 0, n)
+	ps := new(plainSend) // the message and its properties in one allocation
+	enc := ps.props[:0]
+	if n > len(ps.props) {
+		enc = make([]byte, 0, n)
+	}
 	enc = append(enc, raw...)
 	if req.Cluster != "" {
 		if len(enc) > 0 {
@@ -246,8 +250,17 @@ func (b *Broker) plainMessage(req *SendRequest, qid int32) (*record.Message, boo
 		enc = append(enc, 1)
 		enc = append(enc, req.Cluster...)
 	}
-	return &record.Message{Topic: req.Topic, QueueID: qid, Flag: req.Flag, Body: req.Body, EncodedProperties: enc,
-		SysFlag: req.SysFlag, BornTimestamp: req.BornTimestamp, BornHost: req.BornHost, ReconsumeTimes: req.ReconsumeTimes}, true
+	ps.m = record.Message{Topic: req.Topic, QueueID: qid, Flag: req.Flag, Body: req.Body, EncodedProperties: enc,
+		SysFlag: req.SysFlag, BornTimestamp: req.BornTimestamp, BornHost: req.BornHost, ReconsumeTimes: req.ReconsumeTimes}
+	return &ps.m, true
+}
+
+// plainSend is a plain send's message with room for its encoded
+// properties (a Go client's UNIQ_KEY, WAIT, TAGS and KEYS plus CLUSTER
+// take about 100 bytes).
+type plainSend struct {
+	m     record.Message
+	props [192]byte
 }
 
 // hasPropertyName reports whether the encoded properties props hold an

@@ -2,6 +2,7 @@ package broker_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"github.com/rocketstore/rocketstore/backend/memfs"
@@ -22,7 +23,8 @@ func TestSendKeepsClientProperties(t *testing.T) {
 		{"UNIQ_KEY\x01U1\x02WAIT\x01true\x02TAGS\x01A", "UNIQ_KEY\x01U1\x02WAIT\x01true\x02TAGS\x01A\x02CLUSTER\x01DefaultCluster"},
 		{"TAGS\x01A\x02KEYS\x01k\x02", "TAGS\x01A\x02KEYS\x01k\x02CLUSTER\x01DefaultCluster"},
 		{"", "CLUSTER\x01DefaultCluster"},
-		{"TAGS\x01B\x02CLUSTER\x01theirs", "CLUSTER\x01DefaultCluster\x02TAGS\x01B"}, // map path: sorted
+		{"KEYS\x01" + strings.Repeat("k", 300), "KEYS\x01" + strings.Repeat("k", 300) + "\x02CLUSTER\x01DefaultCluster"}, // longer than plainSend's room
+		{"TAGS\x01B\x02CLUSTER\x01theirs", "CLUSTER\x01DefaultCluster\x02TAGS\x01B"},                                     // map path: sorted
 	} {
 		res := br.SendMessage(ctx, &broker.SendRequest{ProducerGroup: "PG", Topic: "T", DefaultTopic: "TBW102",
 			DefaultTopicQueueNums: 4, QueueID: 0, Properties: c.sent, Body: []byte("b"), Cluster: "DefaultCluster"})

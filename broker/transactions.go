@@ -29,9 +29,14 @@ func (b *Broker) openTransactions() error {
 	var err error
 	b.tx, err = transaction.Open(ctx, b.store, hooks.ManualService(transaction.Config{TimeOut: tc.TimeOut,
 		CheckMax: tc.CheckMax, CheckInterval: tc.CheckInterval, Now: func() time.Time { return time.UnixMilli(now()) },
-		Logger: b.logger}, b.manual()))
+		Logger: b.logger, Put: b.writer().Put, Active: b.writer().Writable}, b.manual()))
 	return err
 }
+
+// InvalidateTransactions has the transaction service rebuild its state
+// from the half and op queues before it next uses it: a replicated group
+// calls it when a replica starts leading (see transaction.Service.Invalidate).
+func (b *Broker) InvalidateTransactions() { b.tx.Invalidate() }
 
 // isHalfMessage is SendMessageProcessor's test: TRAN_MSG=true, except for
 // a retried message that is being delayed (or a prepared sysflag).

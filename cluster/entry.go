@@ -48,8 +48,10 @@ type stateEntry struct {
 	ConsumerOffsets map[string]map[int32]int64    `json:"consumerOffsets"`
 	DelayOffsets    map[int]int64                 `json:"delayOffsets,omitempty"`
 	Topics          map[string]config.TopicConfig `json:"topics,omitempty"`
-	// Groups are the subscription groups (see deletes.go).
-	Groups map[string]config.SubscriptionGroupConfig `json:"groups"`
+	// Groups are the subscription groups, DeletedTopics the store's
+	// deleted-topic record (see deletes.go).
+	Groups        map[string]config.SubscriptionGroupConfig `json:"groups"`
+	DeletedTopics map[string]int64                          `json:"deletedTopics,omitempty"`
 }
 
 // groupEntry is the group's identity, proposed once by its first leader;

@@ -18,3 +18,11 @@ func AdminVia(nc *NodeConfig, nodeAt func(addr string) *Node) {
 		return st, body, nil
 	}
 }
+
+// NoTransactionRebuild is a broken variant: a node that leads again
+// keeps the transaction state it had.
+func NoTransactionRebuild(nc *NodeConfig) { nc.noTxnRebuild = true }
+
+// NoInstallDeletes is a broken variant: a snapshot install does not
+// delete the topics the leader deleted.
+func NoInstallDeletes(nc *NodeConfig) { nc.noInstallDeletes = true }

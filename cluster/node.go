@@ -54,6 +54,10 @@ type NodeConfig struct {
 	askPeer func(ctx context.Context, addr string, op byte, off, size int64) ([]byte, error)
 	// askAdmin replaces the membership requests' TCP client (tests).
 	askAdmin adminFunc
+	// noTxnRebuild and noInstallDeletes are broken variants of the
+	// tests: a new leader keeps its transaction state, a snapshot
+	// install ignores the leader's topic deletions.
+	noTxnRebuild, noInstallDeletes bool
 	// applyOverDamage is the broken variant of the tests that shows the
 	// state machine must wait for the repair of recovered damage.
 	applyOverDamage bool
@@ -135,6 +139,7 @@ func Open(cfg NodeConfig) (*Node, error) {
 	if err := n.openBroker(); err != nil {
 		return nil, err
 	}
+	n.fsm.noInstallDeletes = cfg.noInstallDeletes
 	damaged := n.holdForDamage()
 	if err := n.openRaft(raftDir); err != nil {
 		return nil, errors.Join(err, n.b.Close())
@@ -170,11 +175,9 @@ func (n *Node) openBroker() error {
 	bc.Store.FlushDiskType = engine.AsyncFlush
 	bc.Store.StoreHost = n.cfg.StoreHost
 	bc.Writer = n
-	// The transaction service writes half and op messages and keeps
-	// state rebuilt from them at open, outside the group's log: a
-	// replicated group refuses transactional messages (NO_PERMISSION,
-	// rejectTransactionMessage) rather than let replicas diverge.
-	bc.Transaction.Reject = true
+	// The transaction service writes through the Writer (the group's
+	// log) and is rebuilt from its queues when the node leads
+	// (transaction.Service.Invalidate).
 	if bc.Store.OnUndecidableDamage == engine.DamageRefuse {
 		// Every record in a replica's CommitLog was committed before it
 		// was applied, so the other replicas hold its bytes: damage that
@@ -330,7 +333,7 @@ func (n *Node) followerID() int64 {
 			return int64(i + 1)
 		}
 	}
-	return int64(len(n.ccfg.Peers) + 1)
+	return n.joinedFollowerID()
 }
 
 // watchLeadership turns writes on once this node leads and has applied
@@ -366,6 +369,9 @@ func (n *Node) lead() {
 	n.proposeMu.Lock()
 	n.lastAssigned = max(n.lastAssigned, n.fsm.lastTs.Load())
 	n.proposeMu.Unlock()
+	if !n.cfg.noTxnRebuild {
+		n.b.InvalidateTransactions() // rebuilt before its first use as leader
+	}
 	n.writable.Store(true)
 	n.addConfiguredPeers()
 	n.b.Schedule().Wake()

@@ -37,8 +37,6 @@ type snapHeader struct {
 	// LastTs is the store timestamp of the record ending at To.
 	LastTs int64      `json:"lastTs"`
 	State  stateEntry `json:"state"`
-	// Deleted is the deleted-topic record at To (see deletes.go).
-	Deleted map[string]int64 `json:"deleted,omitempty"`
 }
 
 func encodeSnapHeader(h *snapHeader) ([]byte, error) {
@@ -105,7 +103,7 @@ func (f *fsm) install(h *snapHeader, r io.Reader) error {
 	var head [8]byte
 	var rec, mine []byte
 	for pos := h.From; pos < h.To; {
-		if err := f.deleteTopicsUpTo(h.Deleted, local, pos); err != nil {
+		if err := f.deleteTopicsUpTo(h.State.DeletedTopics, local, pos); err != nil {
 			return err
 		}
 		if _, err := io.ReadFull(r, head[:]); err != nil {
@@ -143,7 +141,7 @@ func (f *fsm) install(h *snapHeader, r io.Reader) error {
 		}
 		pos += size
 	}
-	return f.deleteTopicsUpTo(h.Deleted, local, h.To)
+	return f.deleteTopicsUpTo(h.State.DeletedTopics, local, h.To)
 }
 
 // reput stores the record rec, which belongs at pos, through the put

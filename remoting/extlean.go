@@ -55,7 +55,7 @@ func (c *RemotingCommand) ExtMap() map[string]string {
 // the entries in a slice that AppendFrame encodes, and Ext or ExtMap read
 // them. The hot handlers answer with it.
 func (c *RemotingCommand) NewLeanResponse(code int32, remark string) *RemotingCommand {
-	return &RemotingCommand{
+	r := &leanCommand{cmd: RemotingCommand{
 		Code:          code,
 		Language:      DefaultLanguage,
 		Version:       DefaultVersion,
@@ -64,7 +64,34 @@ func (c *RemotingCommand) NewLeanResponse(code int32, remark string) *RemotingCo
 		Remark:        remark,
 		SerializeType: c.SerializeType,
 		lean:          true,
+	}}
+	r.cmd.ext = r.entries[:0]
+	return &r.cmd
+}
+
+// leanEntriesInline is how many extFields entries a lean command holds in
+// its own allocation (a send answer has five, a send request thirteen).
+const leanEntriesInline = 16
+
+// leanCommand is a lean command and room for its entries, allocated
+// together: one allocation where a command, its slice and the slice's
+// growth took up to five.
+type leanCommand struct {
+	cmd     RemotingCommand
+	entries [leanEntriesInline]extPair
+}
+
+// newLeanCommand returns a lean copy of c (decoded fields) with room for
+// n entries, len 0.
+func newLeanCommand(c *RemotingCommand, n int) *RemotingCommand {
+	if n > leanEntriesInline {
+		d := *c
+		d.lean, d.ext = true, make([]extPair, 0, n)
+		return &d
 	}
+	r := &leanCommand{cmd: *c}
+	r.cmd.lean, r.cmd.ext = true, r.entries[:0]
+	return &r.cmd
 }
 
 // setLeanExt sets name in a lean command's entries.

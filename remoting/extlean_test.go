@@ -1,6 +1,7 @@
 package remoting
 
 import (
+	"bufio"
 	"bytes"
 	"reflect"
 	"testing"
@@ -133,6 +134,33 @@ func TestLeanResponse(t *testing.T) {
 		}
 		if v, ok := lean.Ext("msgId"); !ok || v != "ID2" {
 			t.Fatalf("Ext(msgId) = %q", v)
+		}
+	}
+}
+
+// TestFrameBuffered: the read loop skips the idle deadline only for a
+// frame wholly in its buffer; a partial frame (or a length alone) still
+// reads the socket under the deadline.
+func TestFrameBuffered(t *testing.T) {
+	frame, err := NewRequest(CodePullMessage, []byte("body")).MarshalFrame()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		in   []byte
+		want bool
+	}{
+		{append(append([]byte(nil), frame...), frame[:3]...), true},
+		{frame, true},
+		{frame[:len(frame)-1], false},
+		{frame[:4], false},
+		{frame[:2], false},
+		{nil, false},
+	} {
+		br := bufio.NewReaderSize(bytes.NewReader(c.in), 1<<10)
+		_, _ = br.Peek(len(c.in)) // fill the buffer as a socket read would
+		if got := frameBuffered(br); got != c.want {
+			t.Fatalf("%d bytes buffered of a %d-byte frame: %v, want %v", len(c.in), len(frame), got, c.want)
 		}
 	}
 }

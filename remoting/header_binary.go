@@ -66,9 +66,12 @@ func decodeBinaryHeader(b []byte) (*RemotingCommand, error) {
 	}
 	// Bytes after extFields are ignored, as Java's decoder ignores them.
 	if !c.IsResponse() && leanRequest(c.Code) {
-		c.lean = true
-		c.ext, err = decodeBinaryExtLean(ext)
-		return c, err
+		lc := newLeanCommand(c, leanEntriesInline)
+		lc.ext, err = decodeBinaryExtLean(ext, lc.ext)
+		if err != nil {
+			return nil, err
+		}
+		return lc, nil
 	}
 	if c.ExtFields, err = decodeBinaryExt(ext); err != nil {
 		return nil, err
@@ -95,12 +98,11 @@ func decodeBinaryExt(b []byte) (map[string]string, error) {
 
 // decodeBinaryExtLean reads the extFields of a lean request (extlean.go)
 // into entries whose strings share one copy of b.
-func decodeBinaryExtLean(b []byte) ([]extPair, error) {
+func decodeBinaryExtLean(b []byte, out []extPair) ([]extPair, error) {
 	if len(b) == 0 {
-		return nil, nil
+		return out, nil
 	}
 	s := string(b)
-	var out []extPair
 	r := binReader{b: b}
 	for r.off < len(b) {
 		kStart := r.off + 2

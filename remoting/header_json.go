@@ -303,7 +303,8 @@ func decodeJSONHeader(b []byte) (*RemotingCommand, error) {
 		return nil, fmt.Errorf("%w: JSON header is not an object", ErrBadHeader)
 	}
 	d.pos++
-	c := &RemotingCommand{}
+	var cv RemotingCommand // copied into the allocation returned
+	c := &cv
 	var (
 		entriesBuf [16]extEntry
 		entries    = entriesBuf[:0]
@@ -368,21 +369,23 @@ func decodeJSONHeader(b []byte) (*RemotingCommand, error) {
 	if !c.IsResponse() && leanRequest(c.Code) && !lenient {
 		// A hot request keeps its entries, not a map (extlean.go); null
 		// entries hold "", as in the map.
-		c.lean = true
-		if extSet && len(entries) > 0 {
-			c.ext = make([]extPair, len(entries))
-			for i, e := range entries {
-				c.ext[i] = extPair{e.k, e.v}
-			}
+		if !extSet {
+			entries = entries[:0]
 		}
-		return c, nil
+		lc := newLeanCommand(c, len(entries))
+		for _, e := range entries {
+			lc.ext = append(lc.ext, extPair{e.k, e.v})
+		}
+		return lc, nil
 	}
 	ext, err := buildExtFields(entries, extSet, lenient)
 	if err != nil {
 		return nil, err
 	}
-	c.ExtFields = ext
-	return c, nil
+	out := new(RemotingCommand)
+	*out = cv
+	out.ExtFields = ext
+	return out, nil
 }
 
 // buildExtFields makes the extFields map from its entries in input order,

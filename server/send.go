@@ -100,7 +100,10 @@ func (s *Server) sendMessage(ctx context.Context, c *remoting.Conn, req *remotin
 			"topic", sr.Topic, "remote", peerString(c))
 	}
 	sr.BornHost, sr.Cluster = peer(c), s.cfg.ClusterName
-	start := time.Now()
+	var start time.Time
+	if s.metrics != nil { // a clock read costs ~70 ns on a VM: only when measured
+		start = time.Now()
+	}
 	res := s.b.SendMessage(ctx, sr)
 	if s.metrics != nil {
 		s.metrics.put(res, len(req.Body), time.Since(start))

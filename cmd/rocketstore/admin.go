@@ -59,7 +59,7 @@ account with --accessKey and --secretKey (admin commands need an admin account).
 		newConsumerProgressCmd(g), newConsumerConnectionCmd(g), newProducerConnectionCmd(g),
 		newResetOffsetByTimeCmd(g), newUpdateSubGroupCmd(g), newDeleteSubGroupCmd(g),
 		newQueryMsgByIDCmd(g), newQueryMsgByKeyCmd(g), newQueryMsgByOffsetCmd(g),
-		newSendMessageCmd(g), newConsumeMessageCmd(g),
+		newSendMessageCmd(g), newConsumeMessageCmd(g), newAdminClusterCmd(g),
 	)
 	return cmd
 }

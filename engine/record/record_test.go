@@ -331,3 +331,29 @@ func TestEncodedProperties(t *testing.T) {
 		t.Fatalf("oversized encoded properties: %v, want ErrPropertiesTooLarge", err)
 	}
 }
+
+// TestVerifyBodyCRC: the split CRC check accepts an intact record (IPv4
+// and IPv6 hosts) and refuses one with a flipped body byte, with the error
+// CheckWith gives.
+func TestVerifyBodyCRC(t *testing.T) {
+	for _, host := range []netip.AddrPort{netip.MustParseAddrPort("127.0.0.1:1"), netip.MustParseAddrPort("[2001:db8::1]:1")} {
+		var e Encoder
+		p, err := e.Prepare(&Message{Topic: "t", Body: []byte("some body"), BornHost: host, Properties: map[string]string{"TAGS": "A"}}, host, 1<<20)
+		if err != nil {
+			t.Fatal(err)
+		}
+		head, body, tail := e.Encode(p, Stamp{StoreTimestamp: 1, StoreHost: host})
+		rec := append(append(append([]byte(nil), head...), body...), tail...)
+		if err := VerifyBodyCRC(rec); err != nil {
+			t.Fatalf("%v: intact record: %v", host, err)
+		}
+		rec[len(rec)-len("TAGS\x01A")-2-len("t")-1-1] ^= 1 // the last body byte
+		_, want := Check(rec, 0, true)
+		if err := VerifyBodyCRC(rec); !errors.Is(err, ErrCorrupt) || want == nil || err.Error() != want.Error() {
+			t.Fatalf("%v: damaged body: %v, want %v", host, err, want)
+		}
+	}
+	if err := VerifyBodyCRC(make([]byte, 10)); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("short input: %v", err)
+	}
+}
