@@ -132,7 +132,8 @@ type Health struct {
 	DiskFullErrors, DispatchErrors, FlushErrors int64
 	// DamagedRecords counts the damaged CommitLog records recovery
 	// skipped (see RecoveryReport.Damaged) and that are not repaired
-	// since (Store.RepairDamaged).
+	// since (a replicated group repairs them from a replica; see package
+	// cluster).
 	DamagedRecords int
 }
 
@@ -167,7 +168,7 @@ type RecoveryReport struct {
 	ConsumeQueuesRebuilt bool
 	// Damaged lists the damaged CommitLog ranges that recovery kept in
 	// place and skipped (nothing in them is dispatched) because intact
-	// records follow them; see recoverdamage.go.
+	// records follow them.
 	Damaged []DamagedRange
 	// TruncatedAtDamage is set when recovery could not tell damage from a
 	// torn tail and, as the config allowed, cut the CommitLog there.

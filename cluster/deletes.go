@@ -150,9 +150,9 @@ func (f *fsm) deleteTopicsUpTo(marks map[string]int64, from, pos int64) error {
 }
 
 // restoreTables makes the receiver's tables the snapshot's: consumer
-// offsets and subscription groups are replaced, topics the leader
-// deleted and did not create again are deleted from the topic table, and
-// the rest is merged as a state entry is.
+// offsets, subscription groups and topics missing from the snapshot are
+// removed (their queues went at their deletion offsets, above), and the
+// rest is merged as a state entry is.
 func (f *fsm) restoreTables(s *stateEntry) {
 	if s.ConsumerOffsets != nil {
 		// Offsets are removed a whole group at a time
@@ -176,9 +176,16 @@ func (f *fsm) restoreTables(s *stateEntry) {
 			}
 		}
 	}
-	for topic := range s.DeletedTopics {
-		if _, ok := s.Topics[topic]; !ok {
-			_ = f.b.Topics().Delete(topic)
+	if len(s.Topics) > 0 {
+		// A topic deleted while this replica was behind: in the
+		// leader's deleted-topic record when it had messages, simply
+		// absent when it had none. (A retry topic a consumer's
+		// heartbeat created here only is created again by the next.)
+		all, _ := f.b.Topics().All()
+		for topic := range all {
+			if _, ok := s.Topics[topic]; !ok {
+				_ = f.b.Topics().Delete(topic)
+			}
 		}
 	}
 	from := s.From

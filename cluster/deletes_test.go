@@ -34,6 +34,9 @@ func setupDeletes(t *testing.T, g *group) {
 	if err := lb.Groups().Update(config.NewSubscriptionGroupConfig("cg")); err != nil {
 		t.Fatal(err)
 	}
+	if err := lb.Topics().Update(config.TopicConfig{TopicName: "Empty", ReadQueueNums: 2, WriteQueueNums: 2, Perm: 6}); err != nil {
+		t.Fatal(err)
+	}
 	for _, topic := range []string{"Gone", "Keep"} {
 		if code, remark := lb.UpdateConsumerOffset("c", "cg", topic, 0, 7); code != broker.Success {
 			t.Fatal(code, remark)
@@ -47,7 +50,8 @@ func setupDeletes(t *testing.T, g *group) {
 		waitFor(t, "group and offsets on every replica", func() bool {
 			all, _ := n.Broker().Groups().All()
 			_, ok := all["cg"]
-			return ok && n.Broker().Offsets().Query("cg", "Keep", 0) == 7
+			_, empty := n.Broker().Topics().Get("Empty")
+			return ok && empty && n.Broker().Offsets().Query("cg", "Keep", 0) == 7
 		})
 	}
 }
@@ -81,20 +85,20 @@ func TestDeletesReplicated(t *testing.T) {
 	}
 
 	g.stop(l)
-	nl := g.leader()
+	g.leader()
 	// Several state intervals: the new leader replicates its tables.
 	for i := range 5 {
 		g.send("Keep", 0, fmt.Sprint("after", i), "")
 	}
 	g.start(l)
-	end := g.converge()
+	g.converge()
 	for _, n := range g.nodes {
 		if !deleted(n, "Gone", "cg") {
 			t.Fatalf("a deleted topic or group came back after the leader change")
 		}
 	}
 	g.send("Gone", 1, "again", "")
-	end = g.converge()
+	end := g.converge()
 	for i, n := range g.nodes {
 		if got := n.Broker().Store().MaxOffsetInQueue("Gone", 1); got != 1 {
 			t.Fatalf("%s: Gone/1 max offset %d after re-creation, want 1", g.peers[i].ID, got)
@@ -102,7 +106,6 @@ func TestDeletesReplicated(t *testing.T) {
 	}
 	g.sameFiles("commitlog", end)
 	g.sameFiles("consumequeue", -1)
-	_ = nl
 }
 
 // TestDeleteCaughtUpBySnapshot: a follower that was down while a topic
@@ -127,6 +130,9 @@ func TestDeleteCaughtUpBySnapshot(t *testing.T) {
 	all, _ := fb.Groups().All()
 	if _, ok := all["cg"]; ok || fb.Offsets().Query("cg", "Keep", 0) >= 0 {
 		t.Fatal("the deleted group or its offsets survived the snapshot install")
+	}
+	if _, ok := fb.Topics().Get("Empty"); ok {
+		t.Fatal("a topic deleted without messages survived the snapshot install")
 	}
 	t.Run("broken variant", func(t *testing.T) {
 		g, f := deleteWhileDown(t, cluster.NoInstallDeletes)
@@ -153,6 +159,9 @@ func deleteWhileDown(t *testing.T, tune func(*cluster.NodeConfig)) (*group, int)
 	g.stop(f)
 	lb := g.nodes[l].Broker()
 	if err := lb.DeleteTopic(context.Background(), "Gone"); err != nil {
+		t.Fatal(err)
+	}
+	if err := lb.DeleteTopic(context.Background(), "Empty"); err != nil { // no messages: no deletion record
 		t.Fatal(err)
 	}
 	if code, remark := lb.DeleteSubscriptionGroup("cg", true); code != broker.Success {

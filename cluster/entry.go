@@ -82,8 +82,11 @@ func encodePut(kind byte, e *putEntry) []byte {
 		b = appendAddr(b, m.BornHost)
 		b = binary.BigEndian.AppendUint32(b, uint32(m.ReconsumeTimes))
 		b = binary.BigEndian.AppendUint64(b, uint64(m.PreparedTransactionOffset))
-		props := m.AppendEncodedProperties(nil)
-		b = appendStr(b, string(props))
+		// PROPERTIES encoded in place: its length is filled in after.
+		at := len(b)
+		b = binary.BigEndian.AppendUint32(b, 0)
+		b = m.AppendEncodedProperties(b)
+		binary.BigEndian.PutUint32(b[at:], uint32(len(b)-at-4))
 		b = binary.BigEndian.AppendUint32(b, uint32(len(m.Body)))
 		b = append(b, m.Body...)
 	}

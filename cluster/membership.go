@@ -29,7 +29,8 @@ import (
 //
 // An operator does the same, and removes a node, with AddNode and
 // RemoveNode against any node's Raft address (`rocketstore admin cluster
-// add-node|remove-node|members`). The Raft port is the group's internal
+// add-node|remove-node|members`); for an operator's request the leader
+// asks the new node itself what its store is (op 6) and checks that. The Raft port is the group's internal
 // network, as for Raft itself: it must not be reachable by clients.
 //
 // Requests on the Raft port (repair.go's framing):
@@ -163,17 +164,21 @@ func (n *Node) join(r joinRequest) error {
 	if _, _, err := net.SplitHostPort(r.Addr); err != nil {
 		return refuse("address: %v", err)
 	}
-	if !r.Operator {
-		switch {
-		case r.CommitLogFileSize != g.CommitLogFileSize:
-			return refuse("CommitLog file size %d, the group's is %d (mapedFileSizeCommitLog must be equal on every node)",
-				r.CommitLogFileSize, g.CommitLogFileSize)
-		case r.BrokerName != g.BrokerName:
-			return refuse("brokerName %q, the group's is %q", r.BrokerName, g.BrokerName)
-		case r.GroupID != "" && r.GroupID != g.GroupID:
-			return refuse("its store directory belongs to broker group %s, this group is %s (a foreign store directory)",
-				r.GroupID, g.GroupID)
+	if r.Operator {
+		// The operator names the node; it tells what its store is.
+		if err := n.askNodeInfo(&r); err != nil {
+			return err
 		}
+	}
+	switch {
+	case r.CommitLogFileSize != g.CommitLogFileSize:
+		return refuse("CommitLog file size %d, the group's is %d (mapedFileSizeCommitLog must be equal on every node)",
+			r.CommitLogFileSize, g.CommitLogFileSize)
+	case r.BrokerName != g.BrokerName:
+		return refuse("brokerName %q, the group's is %q", r.BrokerName, g.BrokerName)
+	case r.GroupID != "" && r.GroupID != g.GroupID:
+		return refuse("its store directory belongs to broker group %s, this group is %s (a foreign store directory)",
+			r.GroupID, g.GroupID)
 	}
 	fut := n.raft.GetConfiguration()
 	if err := fut.Error(); err != nil {
@@ -193,6 +198,29 @@ func (n *Node) join(r joinRequest) error {
 		return fmt.Errorf("add %s@%s: %w", r.ID, r.Addr, err)
 	}
 	n.log.Info("node added to the group", "node", r.ID, "addr", r.Addr)
+	return nil
+}
+
+// askNodeInfo fills an operator's request with what the node itself
+// says of its store (op 6 on its Raft address).
+func (n *Node) askNodeInfo(r *joinRequest) error {
+	ctx, cancel := context.WithTimeout(context.Background(), n.ccfg.ApplyTimeout)
+	defer cancel()
+	st, body, err := n.adminCall(ctx, r.Addr, opInfo, nil)
+	if err == nil && st != statusOK {
+		err = errors.New(string(body))
+	}
+	var gi GroupInfo
+	if err == nil {
+		err = json.Unmarshal(body, &gi)
+	}
+	if err != nil {
+		return fmt.Errorf("node %s@%s is not reachable (start it first, on an empty directory with raft.join): %w", r.ID, r.Addr, err)
+	}
+	if gi.NodeID != r.ID {
+		return &adminStatus{statusRefused, fmt.Sprintf("the node at %s is %q, not %q", r.Addr, gi.NodeID, r.ID)}
+	}
+	r.BrokerName, r.CommitLogFileSize, r.GroupID = gi.BrokerName, gi.CommitLogFileSize, gi.GroupID
 	return nil
 }
 
@@ -285,6 +313,7 @@ func (n *Node) askToJoin() {
 		err := callLeader(ctx, n.adminCall, n.otherPeers(), opJoin, payload)
 		if err == nil {
 			n.log.Info("added to the group")
+			n.settleBrokerID()
 			return
 		}
 		if errors.Is(err, ErrRefused) {
@@ -296,6 +325,25 @@ func (n *Node) askToJoin() {
 		}
 		if attempt%10 == 0 {
 			n.log.Warn("asking to join the group", "attempt", attempt+1, "err", err)
+		}
+	}
+}
+
+// settleBrokerID waits until this node sees itself in the group's
+// configuration and then has its follower broker id recomputed (by the
+// leadership watcher, which alone reports role changes).
+func (n *Node) settleBrokerID() {
+	for !n.isMember() {
+		select {
+		case <-n.stop:
+			return
+		case <-time.After(n.ccfg.CommitTimeout):
+		}
+	}
+	if !n.writable.Load() {
+		select {
+		case n.notify <- false:
+		default:
 		}
 	}
 }
@@ -435,4 +483,21 @@ func (n *Node) initialMember(id string) bool {
 		}
 	}
 	return false
+}
+
+// joinedFollowerID is the broker id of a follower that joined the group
+// (not in its own peer list): its place in the group's configuration,
+// where the first members come first in their order and the nodes that
+// joined follow in the order they were added, so that it differs from
+// every other member's.
+func (n *Node) joinedFollowerID() int64 {
+	fut := n.raft.GetConfiguration()
+	if fut.Error() == nil {
+		for i, s := range fut.Configuration().Servers {
+			if string(s.ID) == n.ccfg.NodeID {
+				return int64(i + 1)
+			}
+		}
+	}
+	return int64(len(n.ccfg.Peers) + 1)
 }

@@ -68,7 +68,9 @@ func TestJoinRunningGroup(t *testing.T) {
 	}
 	j := g.addNode("n4")
 	nc := g.nodeConfig(j)
-	nc.Cluster.Join, nc.Cluster.Peers = true, g.peers[:3]
+	// It names one node only, which may be a follower: that one points
+	// it to the leader.
+	nc.Cluster.Join, nc.Cluster.Peers = true, g.peers[:1]
 	n4, err := g.open(j, nc)
 	if err != nil {
 		t.Fatal(err)
@@ -76,6 +78,9 @@ func TestJoinRunningGroup(t *testing.T) {
 	g.nodes[j] = n4
 	reg.sync(g)
 	g.members(4)
+	// Its broker id follows the first members' (1, 2, 3), not its short
+	// peer list's length.
+	waitFor(t, "the joined node's broker id", func() bool { return n4.BrokerID() == 4 })
 	g.send("T0", 0, "after the join", "")
 	end := g.converge()
 	g.sameFiles("commitlog", end)
@@ -193,6 +198,18 @@ func TestAddRemoveNodeOverTCP(t *testing.T) {
 		t.Fatal(err)
 	}
 	g.nodes[j] = n4
+	if err := cluster.AddNode(ctx, via, "n5", g.peers[j].Addr); err == nil || !strings.Contains(err.Error(), `is "n4", not "n5"`) {
+		t.Fatalf("adding a node under another id: %v", err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	nobody := ln.Addr().String()
+	_ = ln.Close()
+	if err := cluster.AddNode(ctx, via, "n6", nobody); err == nil || !strings.Contains(err.Error(), "not reachable") {
+		t.Fatalf("adding a node that does not run: %v", err)
+	}
 	if err := cluster.AddNode(ctx, via, "n4", g.peers[j].Addr); err != nil {
 		t.Fatal(err)
 	}

@@ -21,6 +21,7 @@ import (
 	wal "github.com/hashicorp/raft-wal"
 	"github.com/hashicorp/raft-wal/metadb"
 
+	"github.com/rocketstore/rocketstore/backend"
 	"github.com/rocketstore/rocketstore/backend/mmap"
 	"github.com/rocketstore/rocketstore/broker"
 	"github.com/rocketstore/rocketstore/engine"
@@ -31,9 +32,11 @@ type NodeConfig struct {
 	// Dir is the store directory; Raft's log, snapshots and the group's
 	// identity are in Dir/raft.
 	Dir string
-	// Broker configures the broker on Dir. Store.FlushDiskType is the
-	// group's flush type: with SyncFlush a send is answered after the
-	// leader synced it. Open sets Writer.
+	// Broker configures the broker on Dir. Open sets Writer, and the
+	// store's FlushDiskType to ASYNC_FLUSH: whatever the configured flush
+	// type, a send is answered once its entry is fsynced in the Raft logs
+	// of a quorum (the leader's included) and applied on the leader; the
+	// CommitLog is a copy rebuilt from the Raft log after a crash.
 	Broker broker.Config
 	// BrokerName is the group's name; every node of the group must have
 	// the same.
@@ -61,6 +64,11 @@ type NodeConfig struct {
 	// applyOverDamage is the broken variant of the tests that shows the
 	// state machine must wait for the repair of recovered damage.
 	applyOverDamage bool
+	// fsys replaces the store directory's file system (crash tests).
+	fsys backend.FS
+	// snapshotNoSync is the broken variant of the crash tests that shows
+	// a snapshot must sync the CommitLog.
+	snapshotNoSync bool
 }
 
 // ErrNotLeader reports a write to a replica that is not its group's
@@ -169,9 +177,9 @@ func Open(cfg NodeConfig) (*Node, error) {
 
 func (n *Node) openBroker() error {
 	bc := n.cfg.Broker
-	syncFlush := bc.Store.FlushDiskType == engine.SyncFlush
-	// The state machine syncs once per applied batch instead of once
-	// per put (see fsm.ApplyBatch).
+	// A send is durable once its entry is fsynced in the Raft logs of a
+	// quorum; the CommitLog, rebuilt from the Raft log after a crash, is
+	// synced in the background and at snapshots (see fsm.ApplyBatch).
 	bc.Store.FlushDiskType = engine.AsyncFlush
 	bc.Store.StoreHost = n.cfg.StoreHost
 	bc.Writer = n
@@ -190,7 +198,7 @@ func (n *Node) openBroker() error {
 	if n.now == nil {
 		n.now = func() int64 { return time.Now().UnixMilli() }
 	}
-	fsys, err := mmap.New(n.cfg.Dir)
+	fsys, err := n.storeFS()
 	if err != nil {
 		return err
 	}
@@ -198,9 +206,17 @@ func (n *Node) openBroker() error {
 		return err
 	}
 	n.fsm = &fsm{b: n.b, store: n.b.Store(), log: n.log, nodeID: n.ccfg.NodeID, brokerName: n.cfg.BrokerName,
-		peers: peerList(n.ccfg.Peers), syncFlush: syncFlush, joined: n.ccfg.Join,
+		peers: peerList(n.ccfg.Peers), snapshotNoSync: n.cfg.snapshotNoSync, joined: n.ccfg.Join,
 		ident: &identityFile{path: filepath.Join(n.cfg.Dir, "raft", "group.json")}}
 	return nil
+}
+
+// storeFS is the store directory's file system.
+func (n *Node) storeFS() (backend.FS, error) {
+	if n.cfg.fsys != nil {
+		return n.cfg.fsys, nil
+	}
+	return mmap.New(n.cfg.Dir)
 }
 
 // openRaft recovers the state machine's position and starts Raft.
@@ -333,7 +349,7 @@ func (n *Node) followerID() int64 {
 			return int64(i + 1)
 		}
 	}
-	return int64(len(n.ccfg.Peers) + 1)
+	return n.joinedFollowerID()
 }
 
 // watchLeadership turns writes on once this node leads and has applied
@@ -355,7 +371,6 @@ func (n *Node) watchLeadership() {
 }
 
 func (n *Node) lead() {
-	n.fsm.leading.Store(true)
 	// The barrier applies every entry of earlier terms, so that the
 	// state machine's last timestamp is the log's.
 	if err := n.raft.Barrier(n.ccfg.ApplyTimeout).Error(); err != nil {
@@ -407,7 +422,6 @@ func (n *Node) addConfiguredPeers() {
 
 func (n *Node) follow() {
 	n.writable.Store(false)
-	n.fsm.leading.Store(false)
 	n.log.Info("following", "leader", n.LeaderID())
 	n.setBrokerID(n.followerID())
 }

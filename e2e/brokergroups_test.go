@@ -106,9 +106,7 @@ func TestTwoBrokerGroupsBehindOneNameServer(t *testing.T) {
 
 	col, c := collect(t, consumerOpts(ns.Addr, "GroupTwoGroups"), topic, consumer.MessageSelector{})
 	defer c.Shutdown()
-	if !col.waitFor(t, 60*time.Second, func() bool { return col.distinct() == total }) {
-		t.Fatalf("consumed %d distinct of %d", col.distinct(), total)
-	}
+	col.waitDistinct(t, 60*time.Second, total)
 	got := map[string]int{}
 	col.mu.Lock()
 	for _, ms := range col.msgs {

@@ -19,31 +19,13 @@ import (
 
 	"github.com/rocketstore/rocketstore/broker"
 	"github.com/rocketstore/rocketstore/broker/config"
-	"github.com/rocketstore/rocketstore/broker/schedule"
 	"github.com/rocketstore/rocketstore/server"
 )
 
 // featureNode starts a node with the broker settings mod changes.
 func featureNode(t testing.TB, dir string, mod func(*broker.Config)) *server.Node {
 	t.Helper()
-	levels, err := schedule.ParseLevels(testLevels)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var bc broker.Config
-	bc.Store.DelayLevels = levels
-	bc.Store.CommitLogFileSize = 8 << 20
-	bc.Store.ConsumeQueueUnits = 20000
-	bc.FlushConsumerOffsetInterval = time.Second
-	if mod != nil {
-		mod(&bc)
-	}
-	n, err := server.StartNode(server.NodeConfig{Dir: dir, Listen: "127.0.0.1:0", Broker: bc,
-		Server: server.Config{ScanInterval: time.Second}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return n
+	return nodeWith(t, dir, "127.0.0.1:0", mod)
 }
 
 func resolver(addr string) primitive.NsResolver {

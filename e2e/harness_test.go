@@ -40,6 +40,13 @@ func node(t testing.TB, dir, listen string) *server.Node {
 // nodeWithFlush is node with the given flush type.
 func nodeWithFlush(t testing.TB, dir, listen string, flush engine.FlushDiskType) *server.Node {
 	t.Helper()
+	return nodeWith(t, dir, listen, func(bc *broker.Config) { bc.Store.FlushDiskType = flush })
+}
+
+// nodeWith starts a node with the tests' broker settings (small files,
+// the test delay levels, offsets flushed every second) as mod changes them.
+func nodeWith(t testing.TB, dir, listen string, mod func(*broker.Config)) *server.Node {
+	t.Helper()
 	levels, err := schedule.ParseLevels(testLevels)
 	if err != nil {
 		t.Fatal(err)
@@ -48,8 +55,10 @@ func nodeWithFlush(t testing.TB, dir, listen string, flush engine.FlushDiskType)
 	bc.Store.DelayLevels = levels
 	bc.Store.CommitLogFileSize = 8 << 20
 	bc.Store.ConsumeQueueUnits = 20000
-	bc.Store.FlushDiskType = flush
 	bc.FlushConsumerOffsetInterval = time.Second
+	if mod != nil {
+		mod(&bc)
+	}
 	n, err := server.StartNode(server.NodeConfig{Dir: dir, Listen: listen, Broker: bc,
 		Server: server.Config{ScanInterval: time.Second}})
 	if err != nil {
@@ -186,6 +195,15 @@ func (c *collector) waitFor(t testing.TB, timeout time.Duration, cond func() boo
 		}
 	}
 	return true
+}
+
+// waitDistinct waits until exactly n distinct messages are consumed and
+// fails the test when the timeout passes first.
+func (c *collector) waitDistinct(t testing.TB, timeout time.Duration, n int) {
+	t.Helper()
+	if !c.waitFor(t, timeout, func() bool { return c.distinct() == n }) {
+		t.Fatalf("consumed %d distinct messages of %d within %v", c.distinct(), n, timeout)
+	}
 }
 
 // missing returns the keys of want that no consumed message carries.

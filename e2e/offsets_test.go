@@ -26,9 +26,7 @@ func TestRestartedConsumerResumes(t *testing.T) {
 	p := newProducer(t, n.Addr)
 	sendN(t, p, "TopicResume", 0, 50, "")
 	col1, c1 := collect(t, consumerOpts(n.Addr, "GroupResume"), "TopicResume", consumer.MessageSelector{})
-	if !col1.waitFor(t, 20*time.Second, func() bool { return col1.distinct() == 50 }) {
-		t.Fatalf("first consumer got %d of 50", col1.distinct())
-	}
+	col1.waitDistinct(t, 20*time.Second, 50)
 	// Shutdown persists the offsets (one-way UPDATE_CONSUMER_OFFSET).
 	_ = c1.Shutdown()
 	tc, ok := n.Broker.Topics().Get("TopicResume")

@@ -49,9 +49,7 @@ func TestProduceConsumeExactlyOnce(t *testing.T) {
 
 	col, c := collect(t, consumerOpts(n.Addr, "GroupE2E"), topic, consumer.MessageSelector{})
 	defer c.Shutdown()
-	if !col.waitFor(t, 30*time.Second, func() bool { return col.distinct() == want }) {
-		t.Fatalf("consumed %d distinct of %d", col.distinct(), want)
-	}
+	col.waitDistinct(t, 30*time.Second, want)
 	time.Sleep(500 * time.Millisecond) // duplicates would show up now
 	if d := col.dups(); len(d) > 0 {
 		t.Fatalf("duplicates: %v", d)

@@ -36,9 +36,7 @@ func TestTagSubscription(t *testing.T) {
 	col, c := collect(t, consumerOpts(n.Addr, "GroupTags"), "TopicTags",
 		consumer.MessageSelector{Type: consumer.TAG, Expression: "A || B"})
 	defer c.Shutdown()
-	if !col.waitFor(t, 20*time.Second, func() bool { return col.distinct() == 4 }) {
-		t.Fatalf("got %d messages, want 4", col.distinct())
-	}
+	col.waitDistinct(t, 20*time.Second, 4)
 	time.Sleep(500 * time.Millisecond)
 	col.mu.Lock()
 	defer col.mu.Unlock()

@@ -123,8 +123,7 @@ func (s *Store) recover(lastExitOK, cpValid bool) error {
 			return s.rebuildConsumeQueues()
 		}
 		s.reput.SetReputFrom(end)
-		s.recoverTopicQueueTable()
-		return nil
+		return s.recoverTopicQueueTable()
 	}
 	// Units for records past the end are gone.
 	if err := s.queues.all(func(cq *consumeQueue) error { return cq.truncateDirtyLogicFiles(end, s.unitCheck(cq)) }); err != nil {
@@ -321,8 +320,7 @@ func (s *Store) redispatch() error {
 		s.cfg.Logger.Warn("consume queues inconsistent with the commitlog; rebuilding them", "err", err)
 		return s.rebuildConsumeQueues()
 	}
-	s.recoverTopicQueueTable()
-	return nil
+	return s.recoverTopicQueueTable()
 }
 
 // rebuildConsumeQueues deletes every ConsumeQueue and replays the whole
@@ -342,13 +340,18 @@ func (s *Store) rebuildConsumeQueues() error {
 	if err != nil {
 		return err
 	}
-	s.recoverTopicQueueTable()
-	return nil
+	return s.recoverTopicQueueTable()
 }
 
 // recoverTopicQueueTable sets each queue's next offset from its
-// ConsumeQueue and each queue's minimum from the CommitLog's minimum.
-func (s *Store) recoverTopicQueueTable() {
+// ConsumeQueue and each queue's minimum from the CommitLog's minimum,
+// after keeping the queue offsets of damaged records (damagedtail.go).
+func (s *Store) recoverTopicQueueTable() error {
+	if len(s.recovery.Damaged) > 0 {
+		if err := s.keepDamagedQueueOffsets(); err != nil {
+			return err
+		}
+	}
 	t := make(map[topicQueueKey]int64)
 	minPhy := s.commitLog.MinOffset()
 	s.queues.all(func(cq *consumeQueue) error {
@@ -357,4 +360,5 @@ func (s *Store) recoverTopicQueueTable() {
 		return nil
 	})
 	s.commitLog.setTopicQueueTable(t)
+	return nil
 }

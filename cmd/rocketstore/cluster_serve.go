@@ -98,13 +98,9 @@ func startClusterNode(nc server.NodeConfig, rc *raftFileConfig, log *slog.Logger
 		return nil, err
 	}
 	mu.Lock()
+	defer mu.Unlock()
 	nc.Server.BrokerID = cn.node.BrokerID()
-	cn.srv, err = server.New(cn.node.Broker(), nc.Server)
-	if err == nil {
-		setBrokerID(cn.srv, cn.node.BrokerID())
-	}
-	mu.Unlock()
-	if err != nil {
+	if cn.srv, err = server.New(cn.node.Broker(), nc.Server); err != nil {
 		closeAll()
 		return nil, errors.Join(err, cn.node.Close())
 	}
@@ -115,6 +111,12 @@ func startClusterNode(nc server.NodeConfig, rc *raftFileConfig, log *slog.Logger
 			defer cn.wg.Done()
 			_ = cn.srv.Serve(l)
 		}()
+	}
+	// Serve first: the registration below waits for every name server
+	// of namesrvAddr, this process's own among them, which answers only
+	// once it serves (before, a restart waited RegisterTimeout, 6 s).
+	if id := cn.node.BrokerID(); id != nc.Server.BrokerID {
+		setBrokerID(cn.srv, id) // the role changed while the server was made
 	}
 	return cn, nil
 }

@@ -1,15 +1,16 @@
 // Package hooks holds the switches that tests (and the module's own
 // offline tools) use to drive or weaken the engine and the broker. They
 // live in an internal package so that no exported type carries them:
-// engine.Config and broker.Config hold them in an unexported field, which
-// only code in this module can reach (through EngineOf for the engine).
+// engine.Config, broker.Broker, schedule.Config and transaction.Config
+// hold them in an unexported field, which only code in this module can
+// reach (through EngineOf for the engine, ServiceOf for the services).
 //
 // This departs from Pebble's model (testing knobs as unexported fields set
 // by tests of the same package) because the switches are needed across
 // packages: the contract suite (engine/enginetest), the property tests
 // (proptest), the broker and the read-only tools of cmd/rocketstore all
-// set them. The engine registers the accessor at init, since this package
-// cannot import it (the engine imports this package).
+// set them. The engine and the services register their accessors at init,
+// since this package cannot import them (they import this package).
 package hooks
 
 import "fmt"
@@ -58,6 +59,9 @@ type Engine struct {
 	// NoRedirty leaves the pages of a failed CommitLog sync clean, as
 	// Linux marks them, instead of writing them again.
 	NoRedirty bool
+	// NoRetentionQueueFlush lets a clean round delete CommitLog files
+	// without first syncing the ConsumeQueues that point into them.
+	NoRetentionQueueFlush bool
 }
 
 // Broker holds the broker's switches; a Broker keeps them in an unexported
