@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -116,7 +117,8 @@ const batchHeaderLen = 20
 //	16 BODYLEN int32 | 20 BODY | PROPLEN int16 | PROPERTIES
 //
 // (MessageDecoder.encodeMessage). Every length is checked against the
-// bytes present; TOTALSIZE must equal the sum of the parts.
+// bytes present; TOTALSIZE must equal the sum of the parts. Each
+// message's EncodedProperties are its PROPERTIES bytes (a slice of b).
 func DecodeBatch(b []byte) ([]record.Message, error) {
 	var out []record.Message
 	for pos := 0; pos < len(b); {
@@ -136,9 +138,9 @@ func DecodeBatch(b []byte) ([]record.Message, error) {
 			return nil, fmt.Errorf("%w: message at %d: total size %d, parts %d, %d bytes left", ErrBadBatch, pos, total, size, len(rest))
 		}
 		out = append(out, record.Message{
-			Flag:       int32(binary.BigEndian.Uint32(rest[12:])),
-			Body:       rest[batchHeaderLen:propOff],
-			Properties: record.ParseProperties(rest[propOff+2 : size]),
+			Flag:              int32(binary.BigEndian.Uint32(rest[12:])),
+			Body:              rest[batchHeaderLen:propOff:propOff],
+			EncodedProperties: rest[propOff+2 : size : size],
 		})
 		pos += int(size)
 	}
@@ -273,7 +275,9 @@ func hasPropertyName(props, name string) bool {
 		} else {
 			props = ""
 		}
-		if len(item) > len(name) && item[len(name)] == 1 && item[:len(name)] == name {
+		// As ParseProperties reads them: an entry with an empty value
+		// is no entry.
+		if len(item) > len(name)+1 && item[len(name)] == 1 && item[:len(name)] == name {
 			return true
 		}
 	}
@@ -379,19 +383,43 @@ func (b *Broker) sendBatch(ctx context.Context, req *SendRequest, qid int32) Sen
 	if err != nil {
 		return SendResult{Code: MessageIllegal, Remark: err.Error()}
 	}
-	header := record.ParseProperties([]byte(req.Properties))
+	header := strings.TrimRight(req.Properties, "\x02")
+	// The batch's own properties apply to each message, which keeps its
+	// own values (MessageExtBatchEncoder appends them), and the broker
+	// adds CLUSTER. Every message's merged string goes in one buffer,
+	// sized so that it never grows under the slices taken of it.
+	room := 0
+	for i := range inner {
+		room += len(inner[i].EncodedProperties) + 1 + len(header) + 2 + len(record.PropertyCluster) + len(req.Cluster)
+	}
+	buf := make([]byte, 0, room)
 	msgs := make([]*record.Message, len(inner))
 	for i := range inner {
 		m := &inner[i]
-		// The batch's own properties apply to each message, which keeps
-		// its own values (MessageExtBatchEncoder appends them).
-		for k, v := range header {
-			if _, ok := m.Properties[k]; !ok {
-				m.Properties[k] = v
+		own := bytes.TrimRight(m.EncodedProperties, "\x02")
+		if req.Cluster != "" && hasPropertyName(string(own), record.PropertyCluster) {
+			// The client's own CLUSTER is replaced: the map path.
+			props := record.ParseProperties(own)
+			record.ForEachProperty([]byte(header), func(k, v []byte) bool {
+				if _, ok := props[string(k)]; !ok {
+					props[string(k)] = string(v)
+				}
+				return true
+			})
+			props[record.PropertyCluster] = req.Cluster
+			m.Properties, m.EncodedProperties = props, nil
+		} else {
+			start := len(buf)
+			buf = append(buf, own...)
+			forEachHeaderProperty(header, func(k, v string) {
+				if (req.Cluster == "" || k != record.PropertyCluster) && !hasPropertyName(string(own), k) {
+					buf = appendProperty(buf, start, k, v)
+				}
+			})
+			if req.Cluster != "" {
+				buf = appendProperty(buf, start, record.PropertyCluster, req.Cluster)
 			}
-		}
-		if req.Cluster != "" {
-			m.Properties[record.PropertyCluster] = req.Cluster
+			m.EncodedProperties = buf[start:len(buf):len(buf)]
 		}
 		m.Topic, m.QueueID, m.SysFlag = req.Topic, qid, req.SysFlag
 		m.BornTimestamp, m.BornHost, m.ReconsumeTimes = req.BornTimestamp, req.BornHost, req.ReconsumeTimes
@@ -432,4 +460,33 @@ func putResult(err error) SendResult {
 		return SendResult{Code: ServiceNotAvailable, Remark: "service not available now: " + err.Error()}
 	}
 	return SendResult{Code: SystemError, Remark: err.Error()}
+}
+
+// forEachHeaderProperty calls fn for each valid entry of the encoded
+// properties s, as record.ForEachProperty reads them.
+func forEachHeaderProperty(s string, fn func(k, v string)) {
+	for len(s) > 0 {
+		item := s
+		if i := strings.IndexByte(s, 2); i >= 0 {
+			item, s = s[:i], s[i+1:]
+		} else {
+			s = ""
+		}
+		kv := strings.IndexByte(item, 1)
+		if len(item) < 3 || kv <= 0 || kv >= len(item)-1 {
+			continue
+		}
+		fn(item[:kv], item[kv+1:])
+	}
+}
+
+// appendProperty appends the entry k=v to the encoded properties that
+// start at start in b.
+func appendProperty(b []byte, start int, k, v string) []byte {
+	if len(b) > start {
+		b = append(b, 2)
+	}
+	b = append(b, k...)
+	b = append(b, 1)
+	return append(b, v...)
 }
