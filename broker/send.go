@@ -182,6 +182,9 @@ func (b *Broker) SendMessage(ctx context.Context, req *SendRequest) SendResult {
 	if req.Batch {
 		return b.sendBatch(ctx, req, qid)
 	}
+	if m, ok := b.plainMessage(req, qid); ok {
+		return b.putOne(ctx, m, qid)
+	}
 	props := record.ParseProperties([]byte(req.Properties))
 	if isHalfMessage(req, props) {
 		return b.prepareTransaction(ctx, req, qid, props)
@@ -198,12 +201,83 @@ func (b *Broker) SendMessage(ctx context.Context, req *SendRequest) SendResult {
 	}
 	m := &record.Message{Topic: topic, QueueID: qid, Flag: req.Flag, Body: req.Body, Properties: props,
 		SysFlag: req.SysFlag, BornTimestamp: req.BornTimestamp, BornHost: req.BornHost, ReconsumeTimes: req.ReconsumeTimes}
+	return b.putOne(ctx, m, qid)
+}
+
+// putOne stores one message and answers with where it went.
+func (b *Broker) putOne(ctx context.Context, m *record.Message, qid int32) SendResult {
 	res, err := b.writer().Put(ctx, m)
 	out := putResult(err)
 	if out.Code == Success || out.Code == FlushDiskTimeout {
 		out.MsgID, out.Topic, out.QueueID, out.QueueOffset, out.MsgNum = res.MsgID(), res.Topic, qid, res.QueueOffset, 1
 	}
 	return out
+}
+
+// plainMessage returns the message for a send that needs no property
+// rewriting beyond the CLUSTER property the broker adds: not a half
+// (transaction) message, not a retry-topic send, no CLUSTER of the
+// client's own. Its properties are the string the client sent with
+// CLUSTER appended (RocketMQ's SendMessageProcessor puts CLUSTER; the
+// client's other properties are stored as sent), so that a send builds
+// no map and sorts nothing. ok is false for the other sends, which take
+// the map path.
+func (b *Broker) plainMessage(req *SendRequest, qid int32) (*record.Message, bool) {
+	if record.TransactionType(req.SysFlag) == record.TransactionPrepared ||
+		strings.HasPrefix(req.Topic, config.RetryGroupTopicPrefix) {
+		return nil, false
+	}
+	raw := strings.TrimRight(req.Properties, "\x02")
+	if hasPropertyName(raw, record.PropertyTransactionPrep) ||
+		req.Cluster != "" && hasPropertyName(raw, record.PropertyCluster) {
+		return nil, false
+	}
+	n := len(raw)
+	if req.Cluster != "" {
+		n += 2 + len(record.PropertyCluster) + len(req.Cluster)
+	}
+	ps := new(plainSend) // the message and its properties in one allocation
+	enc := ps.props[:0]
+	if n > len(ps.props) {
+		enc = make([]byte, 0, n)
+	}
+	enc = append(enc, raw...)
+	if req.Cluster != "" {
+		if len(enc) > 0 {
+			enc = append(enc, 2)
+		}
+		enc = append(enc, record.PropertyCluster...)
+		enc = append(enc, 1)
+		enc = append(enc, req.Cluster...)
+	}
+	ps.m = record.Message{Topic: req.Topic, QueueID: qid, Flag: req.Flag, Body: req.Body, EncodedProperties: enc,
+		SysFlag: req.SysFlag, BornTimestamp: req.BornTimestamp, BornHost: req.BornHost, ReconsumeTimes: req.ReconsumeTimes}
+	return &ps.m, true
+}
+
+// plainSend is a plain send's message with room for its encoded
+// properties (a Go client's UNIQ_KEY, WAIT, TAGS and KEYS plus CLUSTER
+// take about 100 bytes).
+type plainSend struct {
+	m     record.Message
+	props [192]byte
+}
+
+// hasPropertyName reports whether the encoded properties props hold an
+// entry named name (whatever its value), without allocating.
+func hasPropertyName(props, name string) bool {
+	for len(props) > 0 {
+		item := props
+		if i := strings.IndexByte(props, 2); i >= 0 {
+			item, props = props[:i], props[i+1:]
+		} else {
+			props = ""
+		}
+		if len(item) > len(name) && item[len(name)] == 1 && item[:len(name)] == name {
+			return true
+		}
+	}
+	return false
 }
 
 // sendCheck is AbstractSendMessageProcessor.msgCheck.

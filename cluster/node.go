@@ -55,6 +55,12 @@ type NodeConfig struct {
 	// askPeer replaces the repair protocol's TCP client (tests on
 	// in-memory transports set it through export_test.go).
 	askPeer func(ctx context.Context, addr string, op byte, off, size int64) ([]byte, error)
+	// askAdmin replaces the membership requests' TCP client (tests).
+	askAdmin adminFunc
+	// noTxnRebuild and noInstallDeletes are broken variants of the
+	// tests: a new leader keeps its transaction state, a snapshot
+	// install ignores the leader's topic deletions.
+	noTxnRebuild, noInstallDeletes bool
 	// applyOverDamage is the broken variant of the tests that shows the
 	// state machine must wait for the repair of recovered damage.
 	applyOverDamage bool
@@ -93,10 +99,14 @@ type Node struct {
 	// store timestamps never go backwards along the log.
 	proposeMu    sync.Mutex
 	lastAssigned int64
+	// stateMu orders state entries with deletions (deletes.go).
+	stateMu sync.Mutex
 
 	repaired atomic.Int64
 	// ask sends one repair request to a replica (askPeer over TCP).
 	ask func(ctx context.Context, addr string, op byte, off, size int64) ([]byte, error)
+	// adminCall sends one membership request (membership.go).
+	adminCall adminFunc
 	// damageRepaired is closed once the damage recovery reported at
 	// open is repaired (at once when there was none); see startrepair.go.
 	damageRepaired chan struct{}
@@ -125,6 +135,10 @@ func Open(cfg NodeConfig) (*Node, error) {
 	if cfg.askPeer != nil {
 		n.ask = cfg.askPeer
 	}
+	n.adminCall = adminTCP
+	if cfg.askAdmin != nil {
+		n.adminCall = cfg.askAdmin
+	}
 	n.log = n.ccfg.Logger.With("node", n.ccfg.NodeID)
 	raftDir := filepath.Join(cfg.Dir, "raft")
 	if err := os.MkdirAll(filepath.Join(raftDir, "wal"), 0o755); err != nil {
@@ -133,6 +147,7 @@ func Open(cfg NodeConfig) (*Node, error) {
 	if err := n.openBroker(); err != nil {
 		return nil, err
 	}
+	n.fsm.noInstallDeletes = cfg.noInstallDeletes
 	damaged := n.holdForDamage()
 	if err := n.openRaft(raftDir); err != nil {
 		return nil, errors.Join(err, n.b.Close())
@@ -153,6 +168,10 @@ func Open(cfg NodeConfig) (*Node, error) {
 		n.wg.Add(1)
 		go n.scrubLoop()
 	}
+	if n.ccfg.Join {
+		n.wg.Add(1)
+		go n.askToJoin()
+	}
 	return n, nil
 }
 
@@ -164,11 +183,9 @@ func (n *Node) openBroker() error {
 	bc.Store.FlushDiskType = engine.AsyncFlush
 	bc.Store.StoreHost = n.cfg.StoreHost
 	bc.Writer = n
-	// The transaction service writes half and op messages and keeps
-	// state rebuilt from them at open, outside the group's log: a
-	// replicated group refuses transactional messages (NO_PERMISSION,
-	// rejectTransactionMessage) rather than let replicas diverge.
-	bc.Transaction.Reject = true
+	// The transaction service writes through the Writer (the group's
+	// log) and is rebuilt from its queues when the node leads
+	// (transaction.Service.Invalidate).
 	if bc.Store.OnUndecidableDamage == engine.DamageRefuse {
 		// Every record in a replica's CommitLog was committed before it
 		// was applied, so the other replicas hold its bytes: damage that
@@ -312,7 +329,7 @@ func (n *Node) checkMembership() error {
 		}
 	}
 	for id, a := range conf {
-		if _, ok := mine[id]; !ok {
+		if _, ok := mine[id]; !ok && n.initialMember(id) {
 			return fmt.Errorf("%w: the group has member %s@%s, which raft.peers %v does not list", ErrConfig, id, a, n.ccfg.Peers)
 		}
 	}
@@ -332,7 +349,7 @@ func (n *Node) followerID() int64 {
 			return int64(i + 1)
 		}
 	}
-	return int64(len(n.ccfg.Peers) + 1)
+	return n.joinedFollowerID()
 }
 
 // watchLeadership turns writes on once this node leads and has applied
@@ -367,6 +384,9 @@ func (n *Node) lead() {
 	n.proposeMu.Lock()
 	n.lastAssigned = max(n.lastAssigned, n.fsm.lastTs.Load())
 	n.proposeMu.Unlock()
+	if !n.cfg.noTxnRebuild {
+		n.b.InvalidateTransactions() // rebuilt before its first use as leader
+	}
 	n.writable.Store(true)
 	n.addConfiguredPeers()
 	n.b.Schedule().Wake()
@@ -389,7 +409,8 @@ func (n *Node) addConfiguredPeers() {
 		have[string(s.ID)] = true
 	}
 	for _, p := range n.ccfg.Peers {
-		if !have[p.ID] {
+		// A first member missing was removed (RemoveServer): not again.
+		if !have[p.ID] && !n.initialMember(p.ID) {
 			if err := n.AddVoter(p.ID, p.Addr); err != nil {
 				n.log.Warn("add configured peer", "peer", p, "err", err)
 				continue
@@ -511,13 +532,17 @@ func (n *Node) replicateState() {
 			last = nil
 			continue
 		}
+		n.stateMu.Lock()
 		st := n.fsm.state()
 		st.From = n.ccfg.NodeID
 		data, err := encodeJSON(kindState, st)
 		if err != nil || string(data) == string(last) {
+			n.stateMu.Unlock()
 			continue
 		}
-		if err := n.raft.Apply(data, n.ccfg.ApplyTimeout).Error(); err != nil {
+		fut := n.raft.Apply(data, n.ccfg.ApplyTimeout)
+		n.stateMu.Unlock()
+		if err := fut.Error(); err != nil {
 			n.log.Warn("replicate offsets and topics", "err", err)
 			continue
 		}

@@ -113,10 +113,14 @@ func (s *Store) writableAt(now time.Time) error {
 // diskFull records a put that failed for lack of space.
 func (s *Store) diskFull(err error) error {
 	s.health.diskFullErrors.Add(1)
-	s.health.diskFull.Store(&diskFullState{err: err, retryAt: time.Now().Add(DiskFullRetryInterval)})
+	s.health.diskFull.Store(&diskFullState{err: err, retryAt: s.now().Add(DiskFullRetryInterval)})
 	s.health.diskLog.failed(s.cfg.Logger, "disk full: puts are refused (SERVICE_NOT_AVAILABLE) until space is freed", err)
 	return fmt.Errorf("%w: %w: %w", ErrReadOnly, ErrDiskFull, err)
 }
+
+// now is the store's clock (Config.Now) as a time: the disk-full retry
+// window follows it, so that tests can step it.
+func (s *Store) now() time.Time { return time.UnixMilli(s.cfg.Now()) }
 
 // putSucceeded clears the disk-full state after a put that worked.
 func (s *Store) putSucceeded() {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io"
 	"log/slog"
 	"strings"
 	"sync"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/rocketstore/rocketstore/crashsim"
 	"github.com/rocketstore/rocketstore/engine"
+	"github.com/rocketstore/rocketstore/internal/hooks"
 )
 
 // syncBuffer is a log sink safe for the store's goroutines.
@@ -176,3 +178,48 @@ func TestRecoveryReportLogsAsKeyValues(t *testing.T) {
 		t.Errorf("log line %q holds a Go struct", l)
 	}
 }
+
+// The disk-full retry window follows the store's clock (Config.Now), not
+// the wall clock: with the clock stepped past DiskFullRetryInterval the
+// next put tries again at once, and before that no put touches the disk.
+// Failed while the window was measured with time.Now.
+func TestDiskFullRetryFollowsConfigClock(t *testing.T) {
+	fs, full := fullDisk(t, "commitlog")
+	var clock atomic.Int64
+	clock.Store(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixMilli())
+	s, err := engine.Open(fs, hooks.Manual(engine.Config{CommitLogFileSize: 4096, ConsumeQueueUnits: 64,
+		Now: clock.Load, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ctx := context.Background()
+	body := bytes.Repeat([]byte("x"), 500)
+	full.Store(true)
+	var refused error
+	for i := 0; i < 40 && refused == nil; i++ {
+		_, refused = s.Put(ctx, &engine.Message{Topic: "t", Body: body})
+	}
+	if !errors.Is(refused, engine.ErrDiskFull) {
+		t.Fatalf("put on a full disk: %v, want ErrDiskFull", refused)
+	}
+	full.Store(false)
+	creates := fs.Count(crashsim.OpCreate)
+	clock.Add(DiskFullRetryIntervalMillis - 1)
+	if _, err := s.Put(ctx, &engine.Message{Topic: "t", Body: body}); !errors.Is(err, engine.ErrDiskFull) {
+		t.Fatalf("put within the retry window: %v, want ErrDiskFull", err)
+	}
+	if n := fs.Count(crashsim.OpCreate); n != creates {
+		t.Fatalf("a put within the retry window tried to create %d files", n-creates)
+	}
+	clock.Add(1)
+	if _, err := s.Put(ctx, &engine.Message{Topic: "t", Body: body}); err != nil {
+		t.Fatalf("put once the store clock passed the retry window: %v", err)
+	}
+	if h := s.Health(); !h.Writable || h.DiskFull {
+		t.Fatalf("health after the retry: %+v", h)
+	}
+}
+
+// DiskFullRetryIntervalMillis is engine.DiskFullRetryInterval in ms.
+const DiskFullRetryIntervalMillis = int64(engine.DiskFullRetryInterval / time.Millisecond)

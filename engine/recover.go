@@ -123,8 +123,7 @@ func (s *Store) recover(lastExitOK, cpValid bool) error {
 			return s.rebuildConsumeQueues()
 		}
 		s.reput.SetReputFrom(end)
-		s.recoverTopicQueueTable()
-		return nil
+		return s.recoverTopicQueueTable()
 	}
 	// Units for records past the end are gone.
 	if err := s.queues.all(func(cq *consumeQueue) error { return cq.truncateDirtyLogicFiles(end, s.unitCheck(cq)) }); err != nil {
@@ -158,7 +157,7 @@ func (s *Store) scanCommitLog(files []*mappedFile, dispatch bool) (end int64, st
 	// One Request for the whole scan: Apply takes its address, so a
 	// Request per record would be a heap allocation per record.
 	var req dispatchRequest
-	var ahead *crcAhead // CRCs of the current file, checked beside the walk
+	var ahead *parseAhead // records of the current file, parsed beside the walk
 	defer func() { ahead.close() }()
 	for i := 0; i < len(files); i++ {
 		mf := files[i]
@@ -168,14 +167,22 @@ func (s *Store) scanCommitLog(files []*mappedFile, dispatch bool) (end int64, st
 			pos = resume - mf.fileFromOffset
 		}
 		ahead.close()
-		ahead = s.startCRCAhead(mf, pos, checkCRC)
+		ahead = s.startParseAhead(mf, pos)
 		onChain := true // pos was reached from the helper's start by record sizes
 		for {
 			var size int32
 			var blank bool
 			var err error
-			crc := checkCRC && !(onChain && ahead.covers(pos))
-			req, size, blank, err = s.parser.Parse(b[pos:], mf.fileFromOffset+pos, crc)
+			var r parsedRecord
+			parsed := false
+			if onChain {
+				r, parsed = ahead.take(pos)
+			}
+			if parsed {
+				req, size, err = r.req, r.size, checkParsed(b, r, checkCRC)
+			} else {
+				req, size, blank, err = s.parser.Parse(b[pos:], mf.fileFromOffset+pos, checkCRC)
+			}
 			if err == nil && blank && pos+int64(size) != mf.fileSize {
 				err = fmt.Errorf("%w: blank record of %d bytes does not end the file", record.ErrCorrupt, size)
 			}
@@ -313,8 +320,7 @@ func (s *Store) redispatch() error {
 		s.cfg.Logger.Warn("consume queues inconsistent with the commitlog; rebuilding them", "err", err)
 		return s.rebuildConsumeQueues()
 	}
-	s.recoverTopicQueueTable()
-	return nil
+	return s.recoverTopicQueueTable()
 }
 
 // rebuildConsumeQueues deletes every ConsumeQueue and replays the whole
@@ -334,13 +340,18 @@ func (s *Store) rebuildConsumeQueues() error {
 	if err != nil {
 		return err
 	}
-	s.recoverTopicQueueTable()
-	return nil
+	return s.recoverTopicQueueTable()
 }
 
 // recoverTopicQueueTable sets each queue's next offset from its
-// ConsumeQueue and each queue's minimum from the CommitLog's minimum.
-func (s *Store) recoverTopicQueueTable() {
+// ConsumeQueue and each queue's minimum from the CommitLog's minimum,
+// after keeping the queue offsets of damaged records (damagedtail.go).
+func (s *Store) recoverTopicQueueTable() error {
+	if len(s.recovery.Damaged) > 0 {
+		if err := s.keepDamagedQueueOffsets(); err != nil {
+			return err
+		}
+	}
 	t := make(map[topicQueueKey]int64)
 	minPhy := s.commitLog.MinOffset()
 	s.queues.all(func(cq *consumeQueue) error {
@@ -349,4 +360,5 @@ func (s *Store) recoverTopicQueueTable() {
 		return nil
 	})
 	s.commitLog.setTopicQueueTable(t)
+	return nil
 }

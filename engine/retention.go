@@ -104,17 +104,39 @@ func (s *Store) DeleteExpiredFiles(now time.Time, p RetentionPolicy, force bool)
 	p = p.withDefaults()
 	deadline := now.Add(-p.FileReservedTime).UnixMilli()
 	files := s.commitLog.q.snapshot()
-	deleted := 0
-	var rep RetentionReport
-	n, err := s.commitLog.q.deleteFirstFiles(func(mf *mappedFile) bool {
-		if deleted >= p.MaxFilesPerRound {
+	// A file goes only once the dispatcher is past it: a file removed
+	// before its records are in their ConsumeQueues would leave a gap of
+	// queue offsets the dispatcher could never fill (a forced clean of
+	// a full disk while dispatch is stuck).
+	dispatched := s.reput.ReputFromOffset()
+	expired := func(mf *mappedFile) bool {
+		if mf.fileFromOffset+mf.fileSize > dispatched {
+			return false
+		}
+		if force {
 			return true
 		}
-		if !force {
-			next := s.nextFile(files, mf)
-			if next == nil || firstStoreTimestamp(next) > deadline {
-				return true
-			}
+		next := s.nextFile(files, mf)
+		return next != nil && firstStoreTimestamp(next) <= deadline
+	}
+	var rep RetentionReport
+	if len(files) < 2 || !expired(files[0]) {
+		rep.MinOffset = s.commitLog.MinOffset()
+		return rep, nil
+	}
+	// Every unit pointing into a file must be durable before the file
+	// goes. Else a power cut could bring back the queue with a hole of
+	// zero units (its pages never written back) among durable ones that
+	// point into the deleted files: recovery trusts units below its scan
+	// start, which the checkpoint no longer bounds once the file it
+	// named is gone (issue 11: holes after concurrent retention).
+	if err := s.flushQueuesForRetention(); err != nil {
+		return rep, err
+	}
+	deleted := 0
+	n, err := s.commitLog.q.deleteFirstFiles(func(mf *mappedFile) bool {
+		if deleted >= p.MaxFilesPerRound || !expired(mf) {
+			return true
 		}
 		deleted++
 		return false
@@ -140,6 +162,24 @@ func (s *Store) DeleteExpiredFiles(now time.Time, p RetentionPolicy, force bool)
 			"minOffset", rep.MinOffset)
 	}
 	return rep, err
+}
+
+// flushQueuesForRetention syncs every ConsumeQueue (not the checkpoint)
+// before a clean round deletes CommitLog files. A failed sync turns the
+// store read-only, as the flush service's would.
+func (s *Store) flushQueuesForRetention() error {
+	if s.cfg.hooks.NoRetentionQueueFlush {
+		return nil
+	}
+	if e := s.failed.Load(); e != nil {
+		return fmt.Errorf("%w: %w", ErrReadOnly, *e)
+	}
+	err := s.queues.all(func(cq *consumeQueue) error { return cq.flushAll() })
+	if err != nil {
+		s.fail(err)
+		return fmt.Errorf("flush consume queues before deleting commitlog files: %w", err)
+	}
+	return nil
 }
 
 // correctMinOffsets moves every queue's minimum to the CommitLog's after a
@@ -199,7 +239,7 @@ func (s *Store) deleteConsumeQueueFilesBelow(phyMin int64) (int, error) {
 func (s *Store) startCleanService(p RetentionPolicy) *ticker {
 	p = p.withDefaults()
 	return startTicker(p.CleanResourceInterval, func(*time.Time) {
-		now := time.Now()
+		now := s.now()
 		clean, immediately := p.shouldClean(now)
 		if !clean {
 			return

@@ -190,3 +190,35 @@ func TestDeleteTopic(t *testing.T) {
 		t.Fatalf("recreated gone/0 holds %d, want 1", got)
 	}
 }
+
+// A forced clean round (a full disk) must not delete CommitLog files whose
+// records the dispatcher has not reached: their units could never be
+// written, and the next unit of each queue would land past a gap of queue
+// offsets (the dispatcher fails for good). Failed before retention
+// stopped at the dispatched position.
+func TestDeleteExpiredFilesKeepsUndispatchedFiles(t *testing.T) {
+	base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	s, _ := retentionStore(t, base, 10) // dispatched: the first file only
+	for i := 0; i < 60; i++ {
+		if _, err := s.Put(context.Background(), &engine.Message{Topic: "t", Body: bytes.Repeat([]byte("u"), 100)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dispatched := s.ReputFromOffset()
+	rep, err := s.DeleteExpiredFiles(base, engine.RetentionPolicy{MaxFilesPerRound: 100}, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.MinOffset > dispatched {
+		t.Fatalf("retention moved the commitlog minimum to %d, past the dispatched offset %d", rep.MinOffset, dispatched)
+	}
+	if _, err := s.Dispatch(); err != nil {
+		t.Fatalf("dispatch after a clean round: %v", err)
+	}
+	if got := s.MaxOffsetInQueue("t", 0); got != 70 {
+		t.Fatalf("queue holds up to %d, want 70", got)
+	}
+	if rep, err = s.DeleteExpiredFiles(base, engine.RetentionPolicy{MaxFilesPerRound: 100}, true); err != nil || rep.CommitLogFiles == 0 {
+		t.Fatalf("once dispatched the files go: %+v %v", rep, err)
+	}
+}

@@ -9,7 +9,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/rocketstore/rocketstore/backend"
 	"github.com/rocketstore/rocketstore/dispatch"
@@ -328,7 +327,7 @@ func (s *Store) writable() error {
 	if s.failed.Load() == nil && s.health.dispatchErr.Load() == nil && s.health.diskFull.Load() == nil {
 		return nil
 	}
-	return s.writableAt(time.Now())
+	return s.writableAt(s.now())
 }
 
 // fail turns the store read-only for good after a failed sync (or a
@@ -360,7 +359,7 @@ func (s *Store) put(ctx context.Context, m *Message, o *Origin) (PutResult, erro
 		return res, s.putError(err)
 	}
 	s.putSucceeded()
-	return res, s.afterPut(ctx, res, m.Properties[record.PropertyWaitStoreMsgOK] != "false")
+	return res, s.afterPut(ctx, res, !m.PropertyIs(record.PropertyWaitStoreMsgOK, "false"))
 }
 
 // PutBatch stores messages for one topic and queue as consecutive records

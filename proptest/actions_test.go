@@ -182,38 +182,47 @@ func (m *machine) actRetention(t *rapid.T) {
 	if m.md.failed || m.st.noRetention {
 		t.Skip("store failed, or no retention in this test")
 	}
-	// Dispatch and flush the ConsumeQueues first: a unit lost in a power
-	// cut after its record was deleted cannot be rebuilt, and the queue
-	// offsets would then restart below the model's (as in RocketMQ). A
-	// real clean service deletes files FileReservedTime after their last
-	// message, long after their units were flushed.
+	// Dispatch first, as the dispatcher running beside a real clean
+	// service would have: the engine deletes no file the dispatcher has
+	// not passed (engine's TestDeleteExpiredFilesKeepsUndispatchedFiles).
+	// The ConsumeQueues are flushed (and the checkpoint written) or
+	// left unsynced: the engine syncs them before it deletes CommitLog
+	// files (the NoRetentionQueueFlush variant).
 	ok := m.dispatch()
 	if !ok {
 		ok = m.dispatch() // one retry
 	}
-	if !ok {
-		return // the retry failed too: the queues are behind, nothing to check
+	if !ok || m.md.failed {
+		return // the queues are behind: nothing to check
 	}
-	if !m.md.failed {
-		m.flushCQ(0)
-	}
-	if m.md.failed {
-		return
+	if rapid.Bool().Draw(t, "flushQueuesFirst") {
+		if m.flushCQ(0); m.md.failed {
+			return
+		}
 	}
 	files := rapid.IntRange(1, 2).Draw(t, "retentionFiles")
 	size := m.s.CommitLog().FileSize()
 	// The last file is never deleted: at most up to its start.
 	bound := min(m.s.CommitLog().MinOffset()+int64(files)*size, m.s.CommitLog().MaxOffset()-m.s.CommitLog().MaxOffset()%size)
+	// And never past the dispatcher.
+	bound = min(bound, m.s.ReputFromOffset())
 	m.md.deletable = max(m.md.deletable, bound)
 	_, err := m.s.DeleteExpiredFiles(time.UnixMilli(m.clock), engine.RetentionPolicy{MaxFilesPerRound: files}, true)
 	if err != nil {
 		// A failed removal (its directory sync) leaves the store
 		// writable: the file may come back after a power cut, which
-		// only lowers the CommitLog minimum again.
+		// only lowers the CommitLog minimum again. A failed sync of
+		// the queues before it turns the store read-only.
 		if !m.injecting() {
 			t.Fatalf("DeleteExpiredFiles failed without an injected fault: %v", err)
 		}
+		if m.s.Health().FlushFailed {
+			m.md.failed = true
+		}
 		return
 	}
-	m.checkQueues()
+	// What the dispatcher had not reached is still there to dispatch.
+	if m.dispatch() && !m.md.failed {
+		m.checkQueues()
+	}
 }

@@ -53,6 +53,7 @@ func allVariants() []variant {
 		{"IgnoreDispatchErrors", "P3", unsafeVariant(func(u *hooks.Engine) { u.IgnoreDispatchErrors = true })},
 		{"NoRecoverySync", "P1", unsafeVariant(func(u *hooks.Engine) { u.NoRecoverySync = true })},
 		{"NoRedirty", "P1", unsafeVariant(func(u *hooks.Engine) { u.NoRedirty = true })},
+		{"NoRetentionQueueFlush", "P3", unsafeVariant(func(u *hooks.Engine) { u.NoRetentionQueueFlush = true })},
 	}
 }
 

@@ -41,11 +41,12 @@ const concurrentCases = 40
 // is reproduced by its seed only up to goroutine timing; the seed is
 // printed with every failure.
 //
-// The clean service (retention) running concurrently is left out: with it
-// (powerCutCase(seed, true)) verify finds ConsumeQueues with holes after
-// a cut (units after the end of a queue's data, records missing from
-// their queue), an open bug of the interplay of concurrent retention,
-// ConsumeQueue flushing and recovery (issue 11).
+// Every other case also runs the clean service (retention) with forced
+// deletion, so that power cuts land in the middle of clean rounds
+// (CommitLog files deleted, ConsumeQueue files not yet): before clean
+// rounds synced the queues first, verify found queues with holes after
+// about one cut in eighty (TestRetentionSyncsQueuesBeforeDeletingCommitLog
+// is the minimal case).
 func TestPowerCutUnderConcurrentLoad(t *testing.T) {
 	n := concurrentCases
 	if soak() {
@@ -54,7 +55,7 @@ func TestPowerCutUnderConcurrentLoad(t *testing.T) {
 	base := rand.Uint64()
 	for i := range n {
 		seed := base + uint64(i)
-		if err := powerCutCase(seed, false); err != nil {
+		if err := powerCutCase(seed, seed%2 == 0); err != nil {
 			t.Fatalf("seed %d: %v", seed, err)
 		}
 	}

@@ -94,7 +94,8 @@ func (c *checker) checkRecord(f segFile, pos int64, info *record.Info) {
 	if info.PhysicalOffset != off {
 		c.violation(KindPhysicalOffset, f.name, pos, "PHYSICALOFFSET %d, want %d (stale or misplaced bytes)", info.PhysicalOffset, off)
 	}
-	if crc := record.BodyCRC(info.Body); crc != info.BodyCRC {
+	crc := record.BodyCRC(info.Body)
+	if crc != info.BodyCRC {
 		c.violation(KindCRC, f.name, pos, "BODYCRC %08x, body hashes to %08x", info.BodyCRC, crc)
 	}
 	// Stored under the put lock, so never decreasing; abnormal recovery
@@ -108,7 +109,7 @@ func (c *checker) checkRecord(f segFile, pos int64, info *record.Info) {
 		return
 	}
 	c.rep.Dispatchable++
-	c.matchRecord(f, pos, info)
+	c.matchRecord(f, pos, info, crc != info.BodyCRC)
 }
 
 // dispatchable reports whether a record belongs in a ConsumeQueue:
@@ -119,8 +120,11 @@ func dispatchable(sysFlag int32) bool {
 }
 
 // matchRecord checks that the record's queue holds, at the record's queue
-// offset, a unit pointing at it, and marks that unit as matched.
-func (c *checker) matchRecord(f segFile, pos int64, info *record.Info) {
+// offset, a unit pointing at it, and marks that unit as matched. For a
+// damaged record (damaged set: its body fails the CRC, reported already)
+// the unit may be the engine's placeholder: pointing at it with tags code
+// 0, which keeps the queue offset consumed while consumers skip it.
+func (c *checker) matchRecord(f segFile, pos int64, info *record.Info, damaged bool) {
 	if mark, ok := c.deleted[string(info.Topic)]; ok && f.from+pos < mark {
 		return // the topic was deleted after this record: no queue is right
 	}
@@ -138,6 +142,10 @@ func (c *checker) matchRecord(f segFile, pos int64, info *record.Info) {
 		return
 	}
 	want := unit{offset: f.from + pos, size: info.Size, tagsCode: c.tagsCode(info)}
+	if damaged && u.offset == want.offset && u.size > 0 && u.tagsCode == 0 {
+		q.mark(idx)
+		return
+	}
 	if u != want {
 		c.violation(KindMissing, f.name, pos, "unit %d of %s/%d is %v, want %v", idx, q.topic, q.id, u, want)
 		return

@@ -124,6 +124,19 @@ func Save(fs backend.FS, name string, v any) error {
 		if err := fs.MkdirAll(dir); err != nil {
 			return fmt.Errorf("configfile: mkdir %s: %w", dir, err)
 		}
+		// A directory's own entry is durable only once its parent is
+		// synced; WriteFileAtomic syncs only the directory itself. Without
+		// this a power cut could drop config/ with every file saved in it
+		// (consumer offsets back to nothing; issue 11). The directory may
+		// also be one a killed process created, so this is not only done
+		// when MkdirAll created it; a directory sync costs little next to
+		// the file sync of every save.
+		for d := dir; d != "."; {
+			d = path.Dir(d)
+			if err := fs.SyncDir(d); err != nil {
+				return fmt.Errorf("configfile: sync dir %s: %w", d, err)
+			}
+		}
 	}
 	if err := backend.WriteFileAtomic(fs, name, data); err != nil {
 		return fmt.Errorf("configfile: write %s: %w", name, err)

@@ -1,0 +1,141 @@
+package engine_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"testing"
+
+	"github.com/spf13/afero"
+
+	"github.com/rocketstore/rocketstore/backend/memfs"
+	"github.com/rocketstore/rocketstore/engine"
+	"github.com/rocketstore/rocketstore/internal/hooks"
+	"github.com/rocketstore/rocketstore/verify"
+)
+
+// crashWithDamagedTail puts three messages to T/0 and then three to T/1,
+// syncs everything (CommitLog, ConsumeQueues, checkpoint), dies without
+// closing, and flips a bit in the body of T/0's last message: after the
+// crash, recovery rebuilds the queues from the CommitLog and skips the
+// damaged record, which is proven damage (intact, checkpointed records
+// follow it). It returns the store's files and the damaged record's put.
+func crashWithDamagedTail(t *testing.T) (afero.Fs, engine.Config, engine.PutResult, []byte) {
+	t.Helper()
+	afs := afero.NewMemMapFs()
+	clock := int64(1_700_000_000_000)
+	cfg := hooks.Manual(engine.Config{CommitLogFileSize: 4096, ConsumeQueueUnits: 16,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Now: func() int64 { clock += 10_000; return clock }})
+	s, err := engine.Open(memfs.New(afs), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var victim engine.PutResult
+	for i := range 6 {
+		res, err := s.Put(context.Background(), &engine.Message{Topic: "T", QueueID: int32(i / 3), Body: []byte(fmt.Sprintf("message %d", i)),
+			Properties: map[string]string{"TAGS": "tagA"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i == 2 {
+			victim = res
+		}
+	}
+	if _, err := s.Dispatch(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.FlushCommitLog(0); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.FlushConsumeQueues(0); err != nil {
+		t.Fatal(err)
+	}
+	s.Abandon()
+	f, err := afs.OpenFile(fmt.Sprintf("commitlog/%020d", 0), 2, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := make([]byte, victim.WroteBytes)
+	f.ReadAt(rec, victim.WroteOffset)
+	at := victim.WroteOffset + int64(bytes.Index(rec, []byte("message 2"))) // in the body
+	f.WriteAt([]byte("M"), at)
+	f.Close()
+	return afs, cfg, victim, rec
+}
+
+// TestDamagedLastRecordKeepsItsQueueOffset is the single-node half of
+// issue 11's damaged-record handling: when the damaged record was its
+// queue's last, recovery used to set the queue's next offset from the
+// rebuilt ConsumeQueue, which lacks it, so the next put took the damaged
+// record's queue offset and two records claimed one offset (a replica
+// repaired later holds the damaged one there). The offset must stay
+// consumed: a placeholder unit keeps it, consumers skip it, verify reports
+// only the damage itself, and all of it survives a restart.
+func TestDamagedLastRecordKeepsItsQueueOffset(t *testing.T) {
+	afs, cfg, victim, orig := crashWithDamagedTail(t)
+	s, err := engine.Open(memfs.New(afs), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := s.Recovery().Damaged; len(d) != 1 || d[0].Offset != victim.WroteOffset {
+		t.Fatalf("recovery found damage %+v, want the record at %d", d, victim.WroteOffset)
+	}
+	if got := s.MaxOffsetInQueue("T", 0); got != victim.QueueOffset+1 {
+		t.Fatalf("T/0 ends at %d after recovery, want %d (the damaged record's offset kept)", got, victim.QueueOffset+1)
+	}
+	res, err := s.Put(context.Background(), &engine.Message{Topic: "T", QueueID: 0, Body: []byte("after the crash")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.QueueOffset != victim.QueueOffset+1 {
+		t.Fatalf("put after recovery took queue offset %d, the damaged record has %d", res.QueueOffset, victim.QueueOffset)
+	}
+	if _, err := s.Dispatch(); err != nil {
+		t.Fatal(err)
+	}
+	r, err := s.GetMessage("g", "T", 0, victim.QueueOffset, 32, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Messages) != 1 || r.Messages[0].QueueOffset != res.QueueOffset || r.NextBeginOffset != res.QueueOffset+1 {
+		t.Fatalf("get from the damaged offset: %v, %d messages, next %d; want only the new message", r.Status, len(r.Messages), r.NextBeginOffset)
+	}
+	r.Release()
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := verify.Run(memfs.New(afs), verify.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range rep.Violations {
+		if v.Kind != verify.KindCRC {
+			t.Errorf("verify: %v (want only the damaged record's CRC)", v)
+		}
+	}
+	if len(rep.Violations) == 0 {
+		t.Error("verify does not report the damaged record")
+	}
+	s, err = engine.Open(memfs.New(afs), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if got := s.MaxOffsetInQueue("T", 0); got != res.QueueOffset+1 {
+		t.Fatalf("T/0 ends at %d after a restart, want %d", got, res.QueueOffset+1)
+	}
+	// Repaired from a healthy copy, the record takes its own offset back.
+	if err := s.RepairDamaged(map[int64][]byte{victim.WroteOffset: orig}); err != nil {
+		t.Fatal(err)
+	}
+	r, err = s.GetMessage("g", "T", 0, victim.QueueOffset, 1, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Release()
+	if len(r.Messages) != 1 || r.Messages[0].CommitLogOffset != victim.WroteOffset {
+		t.Fatalf("get of the repaired record: %v, %d messages", r.Status, len(r.Messages))
+	}
+}
