@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log"
 	"os"
+	"sync"
 
 	"github.com/rocketstore/rocketstore"
 )
@@ -39,12 +40,12 @@ func Example() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	got, err := s.GetMessage("billing", "orders", 0, 0, 32, filter)
+	got, err := s.GetMessage("billing", "orders", 0, 0, 32, rocketstore.WithFilter(filter))
 	if err != nil {
 		log.Fatal(err)
 	}
 	for _, v := range got.Messages { // views into the mapped files
-		m, err := rocketstore.DecodeMessage(v.Record)
+		m, err := v.Decode()
 		if err != nil {
 			log.Fatal(err)
 		}
@@ -79,4 +80,52 @@ func ExampleOpenFS() {
 	fmt.Printf("%s at commitlog offset %d: %s\n", m.Topic, m.CommitLogOffset, m.Body)
 	// Output:
 	// t at commitlog offset 0: hi
+}
+
+// keyIndex is a Dispatcher that indexes messages by their KEYS property.
+type keyIndex struct {
+	mu      sync.Mutex
+	offsets map[string]int64
+}
+
+func (x *keyIndex) Dispatch(req *rocketstore.DispatchRequest) error {
+	if !req.Dispatchable() || len(req.Keys) == 0 {
+		return nil
+	}
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	x.offsets[string(req.Keys)] = req.CommitLogOffset // idempotent: replays write the same value
+	return nil
+}
+
+// ExampleWithDispatcher builds an index of one's own from every stored
+// record, as the store dispatches it.
+func ExampleWithDispatcher() {
+	idx := &keyIndex{offsets: map[string]int64{}}
+	s, err := rocketstore.OpenFS(nil, rocketstore.Config{CommitLogFileSize: 64 << 10}, rocketstore.WithDispatcher(idx))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer s.Close()
+	ctx := context.Background()
+	for _, key := range []string{"order-1", "order-2"} {
+		res, err := s.Put(ctx, &rocketstore.Message{Topic: "orders", Body: []byte(key),
+			Properties: map[string]string{"KEYS": key}})
+		if err != nil {
+			log.Fatal(err)
+		}
+		if err := s.WaitDispatched(ctx, res.WroteOffset+int64(res.WroteBytes)); err != nil {
+			log.Fatal(err)
+		}
+	}
+	idx.mu.Lock()
+	off := idx.offsets["order-2"]
+	idx.mu.Unlock()
+	m, err := s.LookMessageByOffset(off)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Printf("order-2 at commitlog offset %d: %s\n", off, m.Body)
+	// Output:
+	// order-2 at commitlog offset 116: order-2
 }

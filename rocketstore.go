@@ -9,118 +9,70 @@
 //	s, err := rocketstore.Open("/var/lib/rocketstore", rocketstore.Config{})
 //	res, err := s.Put(ctx, &rocketstore.Message{Topic: "orders", Body: body,
 //		Properties: map[string]string{"TAGS": "created", "KEYS": "order-42"}})
-//	got, err := s.GetMessage("group", "orders", 0, 0, 32, nil)
+//	err = s.WaitDispatched(ctx, res.WroteOffset+int64(res.WroteBytes))
+//	got, err := s.GetMessage("group", "orders", 0, 0, 32, rocketstore.WithFilter(f))
 //	defer got.Release()
 //
-// The engine lives in package engine, the file backends in backend/mmap and
-// backend/memfs, the reput service in dispatch and the tag filter in filter;
-// this package re-exports (as type aliases) everything its functions and
-// the Store's methods take or return, so that a user imports this package
-// alone. The aliased types' fields and methods are documented in the
-// package that defines them (go doc engine.Store, go doc engine.Config).
+// Everything a user needs is declared here: this package's types are its
+// own (Store wraps the engine's store, and Message, PutResult, Config and
+// the rest have the engine's fields, converted without copying where the
+// layouts are the same), so that its documentation reads without another
+// package. The engine lives in package engine, the file backends in
+// backend/mmap and backend/memfs; the broker and the tools use those
+// directly, with the operations (manual flushes and dispatch, replication,
+// repair) that an embedding user does not need.
 //
-// Unlike raft-wal, whose public types live in a leaf types package, the
-// types stay where they are implemented and are aliased here: the engine,
-// the broker and the tools share them, and an alias keeps one type (no
-// conversions) while this package stays the one import a user needs.
+// Unlike raft-wal, whose public types live in a leaf types package that
+// the implementation also uses, the types here mirror the engine's: the
+// engine, the broker and the tools share the engine's types, and a copy
+// keeps this package's API readable and stable while the engine's grows.
 package rocketstore
 
 import (
+	"context"
+	"time"
+
 	"github.com/spf13/afero"
 
 	"github.com/rocketstore/rocketstore/backend/memfs"
 	"github.com/rocketstore/rocketstore/backend/mmap"
 	"github.com/rocketstore/rocketstore/dispatch"
 	"github.com/rocketstore/rocketstore/engine"
-	"github.com/rocketstore/rocketstore/engine/record"
-	"github.com/rocketstore/rocketstore/filter"
 )
 
-// Re-exported types; see package engine for their documentation.
-type (
-	// Store is an open message store.
-	Store = engine.Store
-	// Config configures a store; zero fields mean RocketMQ's defaults.
-	Config = engine.Config
-	// Message is a message to store.
-	Message = engine.Message
-	// MessageExt is a stored message, decoded.
-	MessageExt = engine.MessageExt
-	// PutResult describes a stored message.
-	PutResult = engine.PutResult
-	// GetMessageResult holds the messages found by GetMessage.
-	GetMessageResult = engine.GetMessageResult
-	// GetMessageStatus is the outcome of GetMessage.
-	GetMessageStatus = engine.GetMessageStatus
-	// MessageFilter selects messages in GetMessage.
-	MessageFilter = engine.MessageFilter
-	// MessageView is one message in a GetMessageResult: a zero-copy view
-	// of its record, valid until the result is released.
-	MessageView = engine.MessageView
-	// TagFilter is a MessageFilter for a tag subscription expression
-	// (NewTagFilter).
-	TagFilter = filter.TagFilter
-	// FlushDiskType is AsyncFlush or SyncFlush (Config.FlushDiskType).
-	FlushDiskType = engine.FlushDiskType
-	// RetentionPolicy says when expired CommitLog files are deleted
-	// (Config.Retention).
-	RetentionPolicy = engine.RetentionPolicy
-	// RetentionReport says what a clean round deleted
-	// (Store.DeleteExpiredFiles).
-	RetentionReport = engine.RetentionReport
-	// DamagePolicy says what recovery does with undecidable damage
-	// (Config.OnUndecidableDamage).
-	DamagePolicy = engine.DamagePolicy
-	// RecoveryReport says what recovery found and did (Store.Recovery).
-	RecoveryReport = engine.RecoveryReport
-	// DamagedRange is a damaged CommitLog range that recovery skipped
-	// (RecoveryReport.Damaged).
-	DamagedRange = engine.DamagedRange
-	// Health is the store's state for monitoring (Store.Health).
-	Health = engine.Health
-	// CommitLog gives the CommitLog's offsets and file size
-	// (Store.CommitLog).
-	CommitLog = engine.CommitLog
-	// Checkpoint is the store's checkpoint file (Store.Checkpoint).
-	Checkpoint = engine.Checkpoint
-	// Dispatcher receives every stored record in CommitLog order, after
-	// the ConsumeQueues (pass extra dispatchers to Open, e.g. an index).
-	Dispatcher = dispatch.Dispatcher
-	// DispatchRequest is what a Dispatcher receives for one record.
-	DispatchRequest = dispatch.Request
-)
+// Store is an open message store. All methods are safe for concurrent use.
+type Store struct {
+	s *engine.Store
+}
 
-// Flush disk types.
-const (
-	AsyncFlush = engine.AsyncFlush
-	SyncFlush  = engine.SyncFlush
-)
+// Option configures Open and OpenFS beyond Config.
+type Option func(*options)
 
-// GetMessage statuses (RocketMQ's GetMessageStatus; see
-// engine.GetMessageStatus for what each means for the next offset).
-const (
-	Found               = engine.Found
-	NoMatchedMessage    = engine.NoMatchedMessage
-	MessageWasRemoving  = engine.MessageWasRemoving
-	OffsetFoundNull     = engine.OffsetFoundNull
-	OffsetOverflowBadly = engine.OffsetOverflowBadly
-	OffsetOverflowOne   = engine.OffsetOverflowOne
-	OffsetTooSmall      = engine.OffsetTooSmall
-	NoMatchedLogicQueue = engine.NoMatchedLogicQueue
-	NoMessageInQueue    = engine.NoMessageInQueue
-)
+type options struct {
+	dispatchers []dispatch.Dispatcher
+}
 
-// Damage policies (Config.OnUndecidableDamage).
-const (
-	DamageRefuse   = engine.DamageRefuse
-	DamageSkip     = engine.DamageSkip
-	DamageTruncate = engine.DamageTruncate
-)
+// WithDispatcher adds d to the dispatchers that receive every stored
+// record, in CommitLog order, after its ConsumeQueue unit is built (an
+// index of your own, say). Options apply in order.
+func WithDispatcher(d Dispatcher) Option {
+	return func(o *options) { o.dispatchers = append(o.dispatchers, dispatcher{d}) }
+}
 
-// Open opens or creates a store in dir on memory-mapped files. Unless the
-// config says otherwise, retention watches the usage of the disk holding
-// dir (RocketMQ deletes expired files at any hour above 75 %).
-func Open(dir string, cfg Config, dispatchers ...Dispatcher) (*Store, error) {
+func collect(opts []Option) options {
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
+	return o
+}
+
+// Open opens or creates a store in dir on memory-mapped files. Unless
+// cfg.Retention.DiskUsage is set, retention watches the usage of the disk
+// holding dir (RocketMQ deletes expired files at any hour above 75 %).
+// Open runs recovery (see Recovery) and starts the store's flush, dispatch
+// and clean services, which Close stops.
+func Open(dir string, cfg Config, opts ...Option) (*Store, error) {
 	fs, err := mmap.New(dir)
 	if err != nil {
 		return nil, err
@@ -128,54 +80,155 @@ func Open(dir string, cfg Config, dispatchers ...Dispatcher) (*Store, error) {
 	if cfg.Retention.DiskUsage == nil {
 		cfg.Retention.DiskUsage = func() (float64, error) { return mmap.DiskUsage(fs.Root()) }
 	}
-	return engine.Open(fs, cfg, dispatchers...)
+	s, err := engine.Open(fs, cfg.engine(), collect(opts).dispatchers...)
+	if err != nil {
+		return nil, err
+	}
+	return &Store{s: s}, nil
 }
 
 // OpenFS opens or creates a store on an afero file system (nil: a new
 // in-memory one). Data reaches fs only when it is synced, so dropping a
 // store without Close models a power cut.
-func OpenFS(fs afero.Fs, cfg Config, dispatchers ...Dispatcher) (*Store, error) {
-	return engine.Open(memfs.New(fs), cfg, dispatchers...)
+func OpenFS(fs afero.Fs, cfg Config, opts ...Option) (*Store, error) {
+	s, err := engine.Open(memfs.New(fs), cfg.engine(), collect(opts).dispatchers...)
+	if err != nil {
+		return nil, err
+	}
+	return &Store{s: s}, nil
 }
 
-// NewTagFilter returns a filter for a subscription expression such as "*"
-// or "TagA || TagB".
-func NewTagFilter(expr string) (*TagFilter, error) { return filter.NewTagFilter(expr) }
+// Put stores m in m.Topic's queue m.QueueID and returns where. With
+// AsyncFlush it returns once the record is in the page cache; with
+// SyncFlush (unless the message's WAIT property is "false") once it is
+// synced, or with ErrFlushTimeout when the sync takes longer than
+// Config.SyncFlushTimeout (the message is stored all the same, as in
+// RocketMQ). ctx bounds the wait for the put
+// lock and the sync. A message with a DELAY property goes to the schedule
+// topic (PutResult.Topic says so). GetMessage sees the message once it is
+// dispatched (WaitDispatched).
+func (s *Store) Put(ctx context.Context, m *Message) (PutResult, error) {
+	r, err := s.s.Put(ctx, (*engine.Message)(m))
+	return PutResult(r), err
+}
 
-// DecodeMessage decodes one record returned by GetMessage.
-func DecodeMessage(rec []byte) (*MessageExt, error) { return record.Decode(rec, -1, false) }
+// PutBatch stores msgs, all for the same topic and queue, as consecutive
+// records under one lock; the result describes the first record and
+// counts them (MsgNum). An invalid batch fails with ErrBatch.
+func (s *Store) PutBatch(ctx context.Context, msgs []*Message) (PutResult, error) {
+	em := make([]*engine.Message, len(msgs))
+	for i, m := range msgs {
+		em[i] = (*engine.Message)(m)
+	}
+	r, err := s.s.PutBatch(ctx, em)
+	return PutResult(r), err
+}
 
-// Errors returned by the store; test them with errors.Is. An error from a
-// failed sync wraps both the sentinel and the file system's cause, so
-// errors.Is(err, ErrFlushFailed) and errors.Is(err, syscall.ENOSPC) both
-// hold for a Put that met a full disk.
-var (
-	// ErrClosed reports a call on a closed store.
-	ErrClosed = engine.ErrClosed
-	// ErrReadOnly reports a put or flush on a store that turned read-only
-	// after a failed sync or dispatch; it wraps the first failure.
-	ErrReadOnly = engine.ErrReadOnly
-	// ErrFlushTimeout reports a SyncFlush put that was stored but not
-	// synced within Config.SyncFlushTimeout.
-	ErrFlushTimeout = engine.ErrFlushTimeout
-	// ErrFlushFailed reports a sync that failed; the store is read-only
-	// from then on.
-	ErrFlushFailed = engine.ErrFlushFailed
-	// ErrConfig reports an unusable configuration.
-	ErrConfig = engine.ErrConfig
-	// ErrCorruptStore reports store files that cannot be opened as they are.
-	ErrCorruptStore = engine.ErrCorruptStore
-	// ErrNotFound reports a lookup of a message that is not stored.
-	ErrNotFound = engine.ErrNotFound
-	// ErrBatch reports an invalid batch for PutBatch.
-	ErrBatch = engine.ErrBatch
-	// ErrMessageIllegal is wrapped by every error for a message that
-	// cannot be stored (RocketMQ's MESSAGE_ILLEGAL).
-	ErrMessageIllegal = engine.ErrMessageIllegal
-	// ErrTopicTooLong reports a topic over 127 bytes.
-	ErrTopicTooLong = engine.ErrTopicTooLong
-	// ErrMessageTooLarge reports a body over Config.MaxMessageSize.
-	ErrMessageTooLarge = engine.ErrMessageTooLarge
-	// ErrPropertiesTooLarge reports encoded properties over 32767 bytes.
-	ErrPropertiesTooLarge = engine.ErrPropertiesTooLarge
-)
+// WaitDispatched waits until every record below CommitLog offset off is in
+// its ConsumeQueue (and has reached the dispatchers), so that GetMessage
+// finds it: pass PutResult.WroteOffset + WroteBytes. It returns ctx's
+// error when ctx ends first, or the store's when it is closed.
+func (s *Store) WaitDispatched(ctx context.Context, off int64) error {
+	return s.s.WaitDispatched(ctx, off)
+}
+
+// GetMessage reads up to maxMsgNums messages of topic's queue queueID from
+// queue offset offset, as RocketMQ's getMessage: Status says what was found
+// and NextBeginOffset where to read next (see GetMessageStatus). group
+// names the reader (RocketMQ uses it for statistics only). GetMessage does
+// not wait for messages; call Release on the result when done with its
+// views.
+func (s *Store) GetMessage(group, topic string, queueID int32, offset int64, maxMsgNums int, opts ...GetOption) (*GetMessageResult, error) {
+	var o getOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
+	var f engine.MessageFilter
+	if o.filter != nil {
+		f = o.filter.f
+	}
+	r, err := s.s.GetMessage(group, topic, queueID, offset, maxMsgNums, f)
+	if err != nil {
+		return nil, err
+	}
+	return newGetMessageResult(r), nil
+}
+
+// LookMessageByOffset decodes the message stored at a CommitLog offset
+// (PutResult.WroteOffset, MessageExt.CommitLogOffset); ErrNotFound when
+// none is.
+func (s *Store) LookMessageByOffset(commitLogOffset int64) (*MessageExt, error) {
+	m, err := s.s.LookMessageByOffset(commitLogOffset)
+	if err != nil {
+		return nil, err
+	}
+	return messageExt(m), nil
+}
+
+// LookMessageByMsgID decodes the message with an offset message id
+// (PutResult.MsgID, MessageExt.MsgID).
+func (s *Store) LookMessageByMsgID(id string) (*MessageExt, error) {
+	m, err := s.s.LookMessageByMsgID(id)
+	if err != nil {
+		return nil, err
+	}
+	return messageExt(m), nil
+}
+
+// MinOffsetInQueue returns the first queue offset still held in a queue
+// (0 for an unknown queue).
+func (s *Store) MinOffsetInQueue(topic string, queueID int32) int64 {
+	return s.s.MinOffsetInQueue(topic, queueID)
+}
+
+// MaxOffsetInQueue returns the queue offset the next message of a queue
+// gets, i.e. one past the last dispatched one (0 for an unknown queue).
+func (s *Store) MaxOffsetInQueue(topic string, queueID int32) int64 {
+	return s.s.MaxOffsetInQueue(topic, queueID)
+}
+
+// CommitLogOffsetInQueue returns the CommitLog offset of the message at a
+// queue offset; ErrNotFound when the queue does not hold it.
+func (s *Store) CommitLogOffsetInQueue(topic string, queueID int32, queueOffset int64) (int64, error) {
+	return s.s.CommitLogOffsetInQueue(topic, queueID, queueOffset)
+}
+
+// MinCommitLogOffset returns the CommitLog offset of the oldest byte held
+// (it grows as retention deletes files).
+func (s *Store) MinCommitLogOffset() int64 { return s.s.CommitLog().MinOffset() }
+
+// MaxCommitLogOffset returns the CommitLog offset after the last stored
+// record.
+func (s *Store) MaxCommitLogOffset() int64 { return s.s.CommitLog().MaxOffset() }
+
+// FlushedCommitLogOffset returns the CommitLog offset up to which the
+// store is synced: what survives a power cut.
+func (s *Store) FlushedCommitLogOffset() int64 { return s.s.CommitLog().FlushedWhere() }
+
+// Topics returns every topic with a ConsumeQueue and its queue ids.
+func (s *Store) Topics() map[string][]int32 { return s.s.Topics() }
+
+// DeleteTopic removes a topic's ConsumeQueues (RocketMQ's deleteTopics):
+// its messages can no longer be read through its queues, a topic of the
+// same name starts again at queue offset 0, and the CommitLog bytes go with
+// retention. Stop sending to the topic first.
+func (s *Store) DeleteTopic(topic string) error { return s.s.DeleteTopic(topic) }
+
+// DeleteExpiredFiles runs one retention round now, as the clean service
+// does on its own per Config.Retention: it deletes the CommitLog files that
+// expired under p at time now (or, with force, the oldest ones regardless
+// of age, as RocketMQ does above DiskCleanForciblyRatio) and the
+// ConsumeQueue files that only point into them.
+func (s *Store) DeleteExpiredFiles(now time.Time, p RetentionPolicy, force bool) (RetentionReport, error) {
+	r, err := s.s.DeleteExpiredFiles(now, engine.RetentionPolicy(p), force)
+	return RetentionReport(r), err
+}
+
+// Config returns the store's configuration with the defaults filled in
+// and the file sizes found on disk.
+func (s *Store) Config() Config { return configOf(s.s.Config()) }
+
+// Close stops the store's services, flushes and syncs everything, writes
+// the checkpoint and marks a clean shutdown; later calls return nil, and
+// other methods ErrClosed.
+func (s *Store) Close() error { return s.s.Close() }

@@ -104,7 +104,7 @@ func groupNeed(g string) Need { return Need{Kind: Group, Name: g, Perm: PermSub}
 // (batch sends, offset and queue queries, queue locks). An error means the
 // request is malformed and is refused.
 func Needs(req *remoting.RemotingCommand) ([]Need, error) {
-	ext := func(k string) string { return req.ExtFields[k] }
+	ext := func(k string) string { v, _ := req.Ext(k); return v }
 	var out []Need
 	add := func(ns ...Need) {
 		for _, n := range ns {
@@ -120,7 +120,7 @@ func Needs(req *remoting.RemotingCommand) ([]Need, error) {
 		// The broker reads a V2 header (b = topic) when field a is present
 		// and a V1 header otherwise; the check must read the same field.
 		t := ext("topic")
-		if _, v2 := req.ExtFields["a"]; v2 {
+		if _, v2 := req.Ext("a"); v2 {
 			t = ext("b")
 		}
 		add(topicNeed(t, PermPub))

@@ -58,6 +58,7 @@ func Sign(content []byte, secretKey []byte) string {
 // client of rocketstore's own remoting package uses to talk to a server
 // with ACL on.
 func SignRequest(req *remoting.RemotingCommand, accessKey, secretKey, securityToken string) {
+	req.ExtMap() // a decoded send or pull request keeps its fields in a slice
 	if req.ExtFields == nil {
 		req.ExtFields = map[string]string{}
 	}

@@ -200,7 +200,7 @@ func (v *Validator) Check(req *remoting.RemotingCommand, remote netip.Addr) *Den
 			return nil
 		}
 	}
-	ak, hasKey := req.ExtFields[FieldAccessKey]
+	ak, hasKey := req.Ext(FieldAccessKey)
 	if !hasKey || ak == "" {
 		return &Denial{Reason: ReasonUnsigned, Remark: fmt.Sprintf("ACL: request code %d has no AccessKey; sign it (the client's credentials)", req.Code)}
 	}
@@ -211,7 +211,7 @@ func (v *Validator) Check(req *remoting.RemotingCommand, remote netip.Addr) *Den
 	if acc.white.match(remote) {
 		return nil
 	}
-	if !verify(Content(req.ExtFields, req.Body), acc.secret, req.ExtFields[FieldSignature]) {
+	if !verify(Content(req.ExtMap(), req.Body), acc.secret, req.ExtMap()[FieldSignature]) {
 		return &Denial{Reason: ReasonBadSignature, AccessKey: ak, Remark: fmt.Sprintf("ACL: signature check failed for accessKey=%s", ak)}
 	}
 	if IsAdminCode(req.Code) && !acc.admin {
@@ -263,7 +263,7 @@ func (v *Validator) CheckResource(req *remoting.RemotingCommand, remote netip.Ad
 			return nil
 		}
 	}
-	ak := req.ExtFields[FieldAccessKey]
+	ak, _ := req.Ext(FieldAccessKey)
 	acc := r.accounts[ak]
 	if acc == nil {
 		return &Denial{Reason: ReasonUnknownKey, AccessKey: ak, Remark: fmt.Sprintf("ACL: no account for accessKey=%s", ak)}

@@ -280,6 +280,18 @@ type TopicRouteData struct {
 	BrokerDatas    []BrokerData `json:"brokerDatas"`
 }
 
+// MasterAddrs returns the address of each broker's master (brokerId 0) by
+// broker name; a broker without a master is left out.
+func (rd *TopicRouteData) MasterAddrs() map[string]string {
+	out := map[string]string{}
+	for _, bd := range rd.BrokerDatas {
+		if a, ok := bd.BrokerAddrs["0"]; ok {
+			out[bd.BrokerName] = a
+		}
+	}
+	return out
+}
+
 // ConsumeMessageDirectlyResult is a client's answer to CONSUME_MESSAGE_DIRECTLY (309).
 type ConsumeMessageDirectlyResult struct {
 	Order          bool     `json:"order"`

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"sync"
@@ -251,14 +252,7 @@ func (c *Client) TopicBrokers(ctx context.Context, topic string) ([]string, erro
 	if err != nil {
 		return nil, err
 	}
-	var out []string
-	for _, bd := range rd.BrokerDatas {
-		if a, ok := bd.BrokerAddrs["0"]; ok {
-			out = append(out, a)
-		}
-	}
-	slices.Sort(out)
-	return out, nil
+	return slices.Sorted(maps.Values(rd.MasterAddrs())), nil
 }
 
 // TopicStats asks a broker for a topic's queue offsets.

@@ -89,6 +89,22 @@ func BenchmarkPut(b *testing.B) {
 	}
 }
 
+// BenchmarkPutMapProperties is Put/128B/1 with the properties in a map, as a
+// library user may set them (the store encodes them sorted on every put).
+func BenchmarkPutMapProperties(b *testing.B) {
+	bs := openBench(b, engine.AsyncFlush)
+	m := newMessage(0, 128)
+	m.EncodedProperties, m.Properties = nil, props
+	b.SetBytes(int64(recordSize(b, bs, 0, 128)))
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		if _, err := bs.Put(context.Background(), m); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
 // BenchmarkMemcpyBaseline copies records of the same size as BenchmarkPut's
 // into fresh preallocated mapped files (page faults included): the bound
 // for an async put. No store is open meanwhile.

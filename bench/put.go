@@ -8,14 +8,21 @@ import (
 	"time"
 
 	"github.com/rocketstore/rocketstore/engine"
+	"github.com/rocketstore/rocketstore/engine/record"
 )
 
 // Topic is the topic every workload writes.
 const Topic = "bench"
 
 // props are the properties of every benchmark message: a tag, as nearly
-// every RocketMQ producer sets one and consumers filter on it.
-var props = map[string]string{"TAGS": "TagA"}
+// every RocketMQ producer sets one and consumers filter on it. The
+// messages carry them encoded (encodedProps), as the broker passes a
+// client's property string to the store; BenchmarkPutMapProperties
+// measures the map form a library user may set instead.
+var (
+	props        = map[string]string{"TAGS": "TagA"}
+	encodedProps = record.AppendProperties(nil, props)
+)
 
 // storeConfig is the engine configuration of the benchmark stores:
 // RocketMQ's defaults except the file size and a silent logger.
@@ -38,7 +45,7 @@ func newMessage(q int, n int) *engine.Message {
 	for i := range body {
 		body[i] = byte('a' + i%26)
 	}
-	return &engine.Message{Topic: Topic, QueueID: int32(q), Body: body, Properties: props}
+	return &engine.Message{Topic: Topic, QueueID: int32(q), Body: body, EncodedProperties: encodedProps}
 }
 
 // putRun is the outcome of a put workload, with what its bounds need.

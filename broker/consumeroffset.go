@@ -1,7 +1,7 @@
 package broker
 
 import (
-	"errors"
+	"context"
 
 	"github.com/rocketstore/rocketstore/broker/config"
 )
@@ -55,12 +55,17 @@ func (b *Broker) UpdateConsumerOffset(clientHost, group, topic string, queueID i
 
 // DeleteSubscriptionGroup answers DELETE_SUBSCRIPTIONGROUP (207); with
 // removeOffset it also drops the group's consumer offsets.
+// Through a Writer that is a Deleter, the deletion is replicated.
 func (b *Broker) DeleteSubscriptionGroup(group string, removeOffset bool) (ResponseCode, string) {
-	if err := b.groups.Delete(group); err != nil && !errors.Is(err, config.ErrNoGroup) {
-		return SystemError, err.Error()
+	var err error
+	if d, ok := b.cfg.Writer.(Deleter); ok {
+		err = d.DeleteSubscriptionGroup(context.Background(), group, removeOffset)
+	} else {
+		err = b.DeleteSubscriptionGroupLocal(group, removeOffset)
 	}
-	if removeOffset {
-		b.offsets.RemoveGroup(group)
+	if err != nil {
+		r := putResult(err)
+		return r.Code, err.Error()
 	}
 	return Success, ""
 }

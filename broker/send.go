@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -116,7 +117,8 @@ const batchHeaderLen = 20
 //	16 BODYLEN int32 | 20 BODY | PROPLEN int16 | PROPERTIES
 //
 // (MessageDecoder.encodeMessage). Every length is checked against the
-// bytes present; TOTALSIZE must equal the sum of the parts.
+// bytes present; TOTALSIZE must equal the sum of the parts. Each
+// message's EncodedProperties are its PROPERTIES bytes (a slice of b).
 func DecodeBatch(b []byte) ([]record.Message, error) {
 	var out []record.Message
 	for pos := 0; pos < len(b); {
@@ -136,9 +138,9 @@ func DecodeBatch(b []byte) ([]record.Message, error) {
 			return nil, fmt.Errorf("%w: message at %d: total size %d, parts %d, %d bytes left", ErrBadBatch, pos, total, size, len(rest))
 		}
 		out = append(out, record.Message{
-			Flag:       int32(binary.BigEndian.Uint32(rest[12:])),
-			Body:       rest[batchHeaderLen:propOff],
-			Properties: record.ParseProperties(rest[propOff+2 : size]),
+			Flag:              int32(binary.BigEndian.Uint32(rest[12:])),
+			Body:              rest[batchHeaderLen:propOff:propOff],
+			EncodedProperties: rest[propOff+2 : size : size],
 		})
 		pos += int(size)
 	}
@@ -182,6 +184,9 @@ func (b *Broker) SendMessage(ctx context.Context, req *SendRequest) SendResult {
 	if req.Batch {
 		return b.sendBatch(ctx, req, qid)
 	}
+	if m, ok := b.plainMessage(req, qid); ok {
+		return b.putOne(ctx, m, qid)
+	}
 	props := record.ParseProperties([]byte(req.Properties))
 	if isHalfMessage(req, props) {
 		return b.prepareTransaction(ctx, req, qid, props)
@@ -198,12 +203,85 @@ func (b *Broker) SendMessage(ctx context.Context, req *SendRequest) SendResult {
 	}
 	m := &record.Message{Topic: topic, QueueID: qid, Flag: req.Flag, Body: req.Body, Properties: props,
 		SysFlag: req.SysFlag, BornTimestamp: req.BornTimestamp, BornHost: req.BornHost, ReconsumeTimes: req.ReconsumeTimes}
+	return b.putOne(ctx, m, qid)
+}
+
+// putOne stores one message and answers with where it went.
+func (b *Broker) putOne(ctx context.Context, m *record.Message, qid int32) SendResult {
 	res, err := b.writer().Put(ctx, m)
 	out := putResult(err)
 	if out.Code == Success || out.Code == FlushDiskTimeout {
 		out.MsgID, out.Topic, out.QueueID, out.QueueOffset, out.MsgNum = res.MsgID(), res.Topic, qid, res.QueueOffset, 1
 	}
 	return out
+}
+
+// plainMessage returns the message for a send that needs no property
+// rewriting beyond the CLUSTER property the broker adds: not a half
+// (transaction) message, not a retry-topic send, no CLUSTER of the
+// client's own. Its properties are the string the client sent with
+// CLUSTER appended (RocketMQ's SendMessageProcessor puts CLUSTER; the
+// client's other properties are stored as sent), so that a send builds
+// no map and sorts nothing. ok is false for the other sends, which take
+// the map path.
+func (b *Broker) plainMessage(req *SendRequest, qid int32) (*record.Message, bool) {
+	if record.TransactionType(req.SysFlag) == record.TransactionPrepared ||
+		strings.HasPrefix(req.Topic, config.RetryGroupTopicPrefix) {
+		return nil, false
+	}
+	raw := strings.TrimRight(req.Properties, "\x02")
+	if hasPropertyName(raw, record.PropertyTransactionPrep) ||
+		req.Cluster != "" && hasPropertyName(raw, record.PropertyCluster) {
+		return nil, false
+	}
+	n := len(raw)
+	if req.Cluster != "" {
+		n += 2 + len(record.PropertyCluster) + len(req.Cluster)
+	}
+	ps := new(plainSend) // the message and its properties in one allocation
+	enc := ps.props[:0]
+	if n > len(ps.props) {
+		enc = make([]byte, 0, n)
+	}
+	enc = append(enc, raw...)
+	if req.Cluster != "" {
+		if len(enc) > 0 {
+			enc = append(enc, 2)
+		}
+		enc = append(enc, record.PropertyCluster...)
+		enc = append(enc, 1)
+		enc = append(enc, req.Cluster...)
+	}
+	ps.m = record.Message{Topic: req.Topic, QueueID: qid, Flag: req.Flag, Body: req.Body, EncodedProperties: enc,
+		SysFlag: req.SysFlag, BornTimestamp: req.BornTimestamp, BornHost: req.BornHost, ReconsumeTimes: req.ReconsumeTimes}
+	return &ps.m, true
+}
+
+// plainSend is a plain send's message with room for its encoded
+// properties (a Go client's UNIQ_KEY, WAIT, TAGS and KEYS plus CLUSTER
+// take about 100 bytes).
+type plainSend struct {
+	m     record.Message
+	props [192]byte
+}
+
+// hasPropertyName reports whether the encoded properties props hold an
+// entry named name (whatever its value), without allocating.
+func hasPropertyName(props, name string) bool {
+	for len(props) > 0 {
+		item := props
+		if i := strings.IndexByte(props, 2); i >= 0 {
+			item, props = props[:i], props[i+1:]
+		} else {
+			props = ""
+		}
+		// As ParseProperties reads them: an entry with an empty value
+		// is no entry.
+		if len(item) > len(name)+1 && item[len(name)] == 1 && item[:len(name)] == name {
+			return true
+		}
+	}
+	return false
 }
 
 // sendCheck is AbstractSendMessageProcessor.msgCheck.
@@ -305,19 +383,43 @@ func (b *Broker) sendBatch(ctx context.Context, req *SendRequest, qid int32) Sen
 	if err != nil {
 		return SendResult{Code: MessageIllegal, Remark: err.Error()}
 	}
-	header := record.ParseProperties([]byte(req.Properties))
+	header := strings.TrimRight(req.Properties, "\x02")
+	// The batch's own properties apply to each message, which keeps its
+	// own values (MessageExtBatchEncoder appends them), and the broker
+	// adds CLUSTER. Every message's merged string goes in one buffer,
+	// sized so that it never grows under the slices taken of it.
+	room := 0
+	for i := range inner {
+		room += len(inner[i].EncodedProperties) + 1 + len(header) + 2 + len(record.PropertyCluster) + len(req.Cluster)
+	}
+	buf := make([]byte, 0, room)
 	msgs := make([]*record.Message, len(inner))
 	for i := range inner {
 		m := &inner[i]
-		// The batch's own properties apply to each message, which keeps
-		// its own values (MessageExtBatchEncoder appends them).
-		for k, v := range header {
-			if _, ok := m.Properties[k]; !ok {
-				m.Properties[k] = v
+		own := bytes.TrimRight(m.EncodedProperties, "\x02")
+		if req.Cluster != "" && hasPropertyName(string(own), record.PropertyCluster) {
+			// The client's own CLUSTER is replaced: the map path.
+			props := record.ParseProperties(own)
+			record.ForEachProperty([]byte(header), func(k, v []byte) bool {
+				if _, ok := props[string(k)]; !ok {
+					props[string(k)] = string(v)
+				}
+				return true
+			})
+			props[record.PropertyCluster] = req.Cluster
+			m.Properties, m.EncodedProperties = props, nil
+		} else {
+			start := len(buf)
+			buf = append(buf, own...)
+			forEachHeaderProperty(header, func(k, v string) {
+				if (req.Cluster == "" || k != record.PropertyCluster) && !hasPropertyName(string(own), k) {
+					buf = appendProperty(buf, start, k, v)
+				}
+			})
+			if req.Cluster != "" {
+				buf = appendProperty(buf, start, record.PropertyCluster, req.Cluster)
 			}
-		}
-		if req.Cluster != "" {
-			m.Properties[record.PropertyCluster] = req.Cluster
+			m.EncodedProperties = buf[start:len(buf):len(buf)]
 		}
 		m.Topic, m.QueueID, m.SysFlag = req.Topic, qid, req.SysFlag
 		m.BornTimestamp, m.BornHost, m.ReconsumeTimes = req.BornTimestamp, req.BornHost, req.ReconsumeTimes
@@ -358,4 +460,33 @@ func putResult(err error) SendResult {
 		return SendResult{Code: ServiceNotAvailable, Remark: "service not available now: " + err.Error()}
 	}
 	return SendResult{Code: SystemError, Remark: err.Error()}
+}
+
+// forEachHeaderProperty calls fn for each valid entry of the encoded
+// properties s, as record.ForEachProperty reads them.
+func forEachHeaderProperty(s string, fn func(k, v string)) {
+	for len(s) > 0 {
+		item := s
+		if i := strings.IndexByte(s, 2); i >= 0 {
+			item, s = s[:i], s[i+1:]
+		} else {
+			s = ""
+		}
+		kv := strings.IndexByte(item, 1)
+		if len(item) < 3 || kv <= 0 || kv >= len(item)-1 {
+			continue
+		}
+		fn(item[:kv], item[kv+1:])
+	}
+}
+
+// appendProperty appends the entry k=v to the encoded properties that
+// start at start in b.
+func appendProperty(b []byte, start int, k, v string) []byte {
+	if len(b) > start {
+		b = append(b, 2)
+	}
+	b = append(b, k...)
+	b = append(b, 1)
+	return append(b, v...)
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/rocketstore/rocketstore/broker/transaction"
 	"github.com/rocketstore/rocketstore/engine/record"
+	"github.com/rocketstore/rocketstore/internal/hooks"
 )
 
 // openTransactions starts the transaction service once the store's
@@ -26,11 +27,16 @@ func (b *Broker) openTransactions() error {
 	now := b.cfg.Store.Now
 	tc := b.cfg.Transaction
 	var err error
-	b.tx, err = transaction.Open(ctx, b.store, transaction.Config{TimeOut: tc.TimeOut, CheckMax: tc.CheckMax,
-		CheckInterval: tc.CheckInterval, Now: func() time.Time { return time.UnixMilli(now()) },
-		Logger: b.logger, Manual: b.manual()})
+	b.tx, err = transaction.Open(ctx, b.store, hooks.ManualService(transaction.Config{TimeOut: tc.TimeOut,
+		CheckMax: tc.CheckMax, CheckInterval: tc.CheckInterval, Now: func() time.Time { return time.UnixMilli(now()) },
+		Logger: b.logger, Put: b.writer().Put, Active: b.writer().Writable}, b.manual()))
 	return err
 }
+
+// InvalidateTransactions has the transaction service rebuild its state
+// from the half and op queues before it next uses it: a replicated group
+// calls it when a replica starts leading (see transaction.Service.Invalidate).
+func (b *Broker) InvalidateTransactions() { b.tx.Invalidate() }
 
 // isHalfMessage is SendMessageProcessor's test: TRAN_MSG=true, except for
 // a retried message that is being delayed (or a prepared sysflag).

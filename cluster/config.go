@@ -56,7 +56,10 @@ type Config struct {
 	// leader is replaced about that long after it fails.
 	HeartbeatTimeout time.Duration
 	ElectionTimeout  time.Duration
-	// LeaderLeaseTimeout is Raft's (500 ms).
+	// LeaderLeaseTimeout is Raft's: a leader that has not heard from a
+	// majority for this long steps down (half HeartbeatTimeout, so 500 ms
+	// by default; longer heartbeat timeouts for slow or loaded machines
+	// lengthen it too).
 	LeaderLeaseTimeout time.Duration
 	// CommitTimeout is Raft's (10 ms).
 	CommitTimeout time.Duration
@@ -113,7 +116,7 @@ func (c Config) withDefaults() Config {
 	}
 	def(&c.HeartbeatTimeout, DefaultHeartbeatTimeout)
 	def(&c.ElectionTimeout, DefaultElectionTimeout)
-	def(&c.LeaderLeaseTimeout, DefaultLeaderLeaseTimeout)
+	def(&c.LeaderLeaseTimeout, max(c.HeartbeatTimeout/2, 5*time.Millisecond))
 	def(&c.CommitTimeout, DefaultCommitTimeout)
 	def(&c.SnapshotInterval, DefaultSnapshotInterval)
 	def(&c.StateInterval, DefaultStateInterval)

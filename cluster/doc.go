@@ -10,9 +10,17 @@
 // prefix. The broker writes through a Writer (broker.Config.Writer): a send
 // on the leader is answered only after its entry is committed by a quorum
 // and applied on the leader — with SYNC_FLUSH, after the leader's
-// CommitLog sync. Consumer offsets, delay offsets and the topic table are
-// replicated through the log too (a state entry the leader proposes when
-// they change, every StateInterval).
+// CommitLog sync. Consumer offsets, delay offsets, the topic table and
+// the subscription groups are replicated through the log too (a state
+// entry the leader proposes when they change, every StateInterval);
+// deletions are entries of their own (deletes.go). The transaction
+// service writes through the log as well and is rebuilt from its queues
+// when a replica starts leading (broker/transaction).
+//
+// Membership: a new node started with Config.Join asks the group's nodes
+// to add it, and operators add and remove nodes, over the Raft port
+// (membership.go). A stopped replica's store is repaired offline from a
+// healthy replica by RepairStore (offlinerepair.go).
 //
 // The CommitLog is the state machine's state, so a snapshot is only a
 // position in it (plus the small tables): taking one syncs the CommitLog,

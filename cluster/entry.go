@@ -45,9 +45,13 @@ type stateEntry struct {
 	From string `json:"from,omitempty"`
 	// ConsumerOffsets maps "topic@group" to queue → offset, as
 	// consumerOffset.json does.
-	ConsumerOffsets map[string]map[int32]int64    `json:"consumerOffsets,omitempty"`
+	ConsumerOffsets map[string]map[int32]int64    `json:"consumerOffsets"`
 	DelayOffsets    map[int]int64                 `json:"delayOffsets,omitempty"`
 	Topics          map[string]config.TopicConfig `json:"topics,omitempty"`
+	// Groups are the subscription groups, DeletedTopics the store's
+	// deleted-topic record (see deletes.go).
+	Groups        map[string]config.SubscriptionGroupConfig `json:"groups"`
+	DeletedTopics map[string]int64                          `json:"deletedTopics,omitempty"`
 }
 
 // groupEntry is the group's identity, proposed once by its first leader;
@@ -62,7 +66,7 @@ type groupEntry struct {
 func encodePut(kind byte, e *putEntry) []byte {
 	n := 64
 	for _, m := range e.msgs {
-		n += 64 + len(m.Topic) + len(m.Body) + 16*len(m.Properties)
+		n += 64 + len(m.Topic) + len(m.Body) + 16*len(m.Properties) + len(m.EncodedProperties)
 	}
 	b := make([]byte, 0, n)
 	b = append(b, kind)
@@ -78,8 +82,11 @@ func encodePut(kind byte, e *putEntry) []byte {
 		b = appendAddr(b, m.BornHost)
 		b = binary.BigEndian.AppendUint32(b, uint32(m.ReconsumeTimes))
 		b = binary.BigEndian.AppendUint64(b, uint64(m.PreparedTransactionOffset))
-		props := record.AppendProperties(nil, m.Properties)
-		b = appendStr(b, string(props))
+		// PROPERTIES encoded in place: its length is filled in after.
+		at := len(b)
+		b = binary.BigEndian.AppendUint32(b, 0)
+		b = m.AppendEncodedProperties(b)
+		binary.BigEndian.PutUint32(b[at:], uint32(len(b)-at-4))
 		b = binary.BigEndian.AppendUint32(b, uint32(len(m.Body)))
 		b = append(b, m.Body...)
 	}

@@ -39,7 +39,9 @@ type fsm struct {
 	nodeID     string
 	brokerName string
 	peers      []string // configured, canonical
-	syncFlush  bool
+	// snapshotNoSync is the broken variant of the crash tests: a
+	// snapshot does not sync the CommitLog.
+	snapshotNoSync bool
 	// joined is set on a node added after the group started, whose
 	// peer list is longer than the group's first one.
 	joined bool
@@ -58,11 +60,12 @@ type fsm struct {
 	// leader's first timestamp is not below it.
 	lastTs atomic.Int64
 	failed atomic.Pointer[error]
-	// leading is set while this replica leads (ApplyBatch syncs then).
-	leading atomic.Bool
 	// damageGate, when set, blocks a put entry until the damage that
 	// recovery found is repaired (see Node.holdForDamage).
 	damageGate func() error
+
+	// noInstallDeletes is a broken variant (deletes.go).
+	noInstallDeletes bool
 }
 
 // Err returns why the replica stopped applying, or nil.
@@ -84,12 +87,15 @@ func (f *fsm) fail(err error) error {
 func (f *fsm) Apply(l *raft.Log) any { return f.ApplyBatch([]*raft.Log{l})[0] }
 
 // ApplyBatch applies committed entries in order. Puts are written
-// without waiting for a sync; with SYNC_FLUSH one CommitLog sync on the
-// leader after the batch covers them all before any proposer is
-// answered (the group commit).
+// without a sync, on the leader too: a committed entry is already fsynced
+// in the Raft logs of a quorum, the leader's included, and after a crash
+// every committed entry past the last snapshot is applied again from the
+// Raft log, re-putting the records the CommitLog lost (applyPut). The
+// CommitLog is synced by the store's flush service (every
+// FlushIntervalCommitLog) and at every snapshot, before Raft may drop the
+// entries it covers (fsmSnapshot.Persist).
 func (f *fsm) ApplyBatch(logs []*raft.Log) []any {
 	out := make([]any, len(logs))
-	wrote := false
 	for i, l := range logs {
 		if l.Type != raft.LogCommand {
 			continue
@@ -98,21 +104,7 @@ func (f *fsm) ApplyBatch(logs []*raft.Log) []any {
 			out[i] = &applyResult{err: err}
 			continue
 		}
-		r, w := f.apply(l)
-		out[i], wrote = r, wrote || w
-	}
-	// Only the leader syncs: a follower's CommitLog is rebuilt from the
-	// Raft log (fsynced on a majority before commit) after a crash, and
-	// its own flush service syncs it in the background.
-	if wrote && f.syncFlush && f.leading.Load() {
-		if err := f.store.FlushCommitLog(0); err != nil {
-			err = f.fail(fmt.Errorf("%w: sync the CommitLog: %w", ErrDiverged, err))
-			for i := range out {
-				if r, ok := out[i].(*applyResult); ok && r.err == nil {
-					r.err = err
-				}
-			}
-		}
+		out[i], _ = f.apply(l)
 	}
 	return out
 }
@@ -142,6 +134,8 @@ func (f *fsm) apply(l *raft.Log) (*applyResult, bool) {
 			return &applyResult{err: f.fail(fmt.Errorf("%w: group entry %d: %v", ErrDiverged, l.Index, err))}, false
 		}
 		return &applyResult{err: f.applyGroup(&g, !f.joined)}, false
+	case kindDelete:
+		return f.applyDelete(l), false
 	}
 	return &applyResult{err: fmt.Errorf("%w: kind %d at index %d", ErrBadEntry, l.Data[0], l.Index)}, false
 }
@@ -238,17 +232,16 @@ func (f *fsm) recordAtCursor() (*record.MessageExt, error) {
 	return nil, fmt.Errorf("two BLANK records in a row at %d", f.cursor)
 }
 
-// readRecord returns a copy of the whole record (or BLANK header) at off.
+// readRecord returns a copy of the whole record (or BLANK record) at off.
 func readRecord(cl *engine.CommitLog, off int64) ([]byte, error) {
 	var h [8]byte
 	if cl.ReadAt(h[:], off) < len(h) {
 		return nil, fmt.Errorf("no record at %d (CommitLog ends at %d)", off, cl.MaxOffset())
 	}
 	size := int64(int32(be32(h[:])))
-	if int32(be32(h[4:])) == record.MagicBlank {
-		return h[:], nil
-	}
-	if size < record.FixedOverhead || size > cl.FileSize() {
+	// A BLANK record is read whole too: record.Check wants all of it.
+	blank := int32(be32(h[4:])) == record.MagicBlank
+	if (size < record.FixedOverhead && !(blank && size >= 8)) || size > cl.FileSize() {
 		return nil, fmt.Errorf("record at %d: size %d", off, size)
 	}
 	rec := make([]byte, size)
@@ -311,12 +304,14 @@ func (f *fsm) applyState(s *stateEntry) {
 			f.log.Warn("replicated topic not taken", "topic", name, "err", err)
 		}
 	}
+	f.applyGroups(s)
 }
 
 // state is the tables a state entry or snapshot carries.
 func (f *fsm) state() stateEntry {
 	topics, _ := f.b.Topics().All()
-	return stateEntry{ConsumerOffsets: f.b.Offsets().Table(), DelayOffsets: f.b.Schedule().Offsets(), Topics: topics}
+	return stateEntry{ConsumerOffsets: f.b.Offsets().Table(), DelayOffsets: f.b.Schedule().Offsets(), Topics: topics,
+		Groups: f.groupsState(), DeletedTopics: f.store.DeletedTopics()}
 }
 
 // applyGroup checks the group's identity against this replica's store and
@@ -379,7 +374,7 @@ func (f *fsm) Snapshot() (raft.FSMSnapshot, error) {
 		return nil, errors.New("cluster: no snapshot before the group's identity is committed")
 	}
 	st := f.state()
-	return &fsmSnapshot{store: f.store, h: snapHeader{Group: *f.group, From: f.cursor, To: f.cursor, LastTs: f.lastTs.Load(), State: st}}, nil
+	return &fsmSnapshot{store: f.store, noSync: f.snapshotNoSync, h: snapHeader{Group: *f.group, From: f.cursor, To: f.cursor, LastTs: f.lastTs.Load(), State: st}}, nil
 }
 
 // Restore installs a snapshot received from the leader: the CommitLog
@@ -399,20 +394,27 @@ func (f *fsm) Restore(rc io.ReadCloser) error {
 	if err := f.install(h, r); err != nil {
 		return f.fail(fmt.Errorf("%w: install snapshot: %w", ErrDiverged, err))
 	}
+	f.log.Info("installed a snapshot of the leader's CommitLog", "from", h.From, "to", h.To, "hadUpTo", f.cursor)
 	f.cursor = h.To
 	if h.LastTs > f.lastTs.Load() {
 		f.lastTs.Store(h.LastTs)
 	}
-	f.applyState(&h.State)
+	f.restoreTables(&h.State)
 	return nil
 }
 
 type fsmSnapshot struct {
-	store *engine.Store
-	h     snapHeader
+	store  *engine.Store
+	noSync bool
+	h      snapHeader
 }
 
+// Persist syncs the CommitLog: the applied records it covers are then
+// durable without the entries Raft drops after the snapshot.
 func (s *fsmSnapshot) Persist(sink raft.SnapshotSink) error {
+	if s.noSync {
+		return errors.Join(writeSnapHeader(sink, &s.h), sink.Close())
+	}
 	if err := s.store.FlushCommitLog(0); err != nil {
 		_ = sink.Cancel()
 		return err

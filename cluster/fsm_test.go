@@ -19,8 +19,12 @@ func TestReplicasByteIdentical(t *testing.T) {
 	for i := range 300 {
 		g.send(fmt.Sprintf("T%d", i%3), int32(i%4), strings.Repeat("x", (i*7)%900)+fmt.Sprint(i), "TAGS\x01a\x02KEYS\x01k"+fmt.Sprint(i))
 	}
-	g.send("T0", 1, "later", "DELAY\x012")
 	l := g.nodes[g.leader()].Broker()
+	delayed := l.Store().MaxOffsetInQueue("T0", 1) + 1
+	g.send("T0", 1, "later", "DELAY\x012")
+	// The delayed message is written to T0/1 when it is due; compare
+	// the files after that, not while it replicates.
+	waitFor(t, "the delayed message", func() bool { return l.Store().MaxOffsetInQueue("T0", 1) == delayed })
 	batch := []byte{}
 	for i := range 5 {
 		batch = append(batch, encodeBatchMessage(fmt.Sprintf("b%d", i))...)

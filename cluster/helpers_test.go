@@ -58,6 +58,8 @@ func newGroup(t *testing.T, n int, tune func(*cluster.NodeConfig)) *group {
 func newGroupOn(t *testing.T, n int, tcp bool, tune func(*cluster.NodeConfig)) *group {
 	t.Helper()
 	g := &group{t: t, tune: tune, events: make(chan string, 1024), tcp: tcp}
+	// Held until every port is picked, so that no two are the same.
+	var lns []net.Listener
 	for i := range n {
 		addr := fmt.Sprintf("10.0.0.%d:7000", i+1)
 		if tcp {
@@ -66,10 +68,13 @@ func newGroupOn(t *testing.T, n int, tcp bool, tune func(*cluster.NodeConfig)) *
 				t.Fatal(err)
 			}
 			addr = ln.Addr().String()
-			_ = ln.Close()
+			lns = append(lns, ln)
 		}
 		g.peers = append(g.peers, cluster.Peer{ID: fmt.Sprintf("n%d", i+1), Addr: addr})
 		g.dirs = append(g.dirs, t.TempDir())
+	}
+	for _, ln := range lns {
+		_ = ln.Close()
 	}
 	g.nodes = make([]*cluster.Node, n)
 	g.trans = make([]*raft.InmemTransport, n)

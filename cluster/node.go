@@ -21,6 +21,7 @@ import (
 	wal "github.com/hashicorp/raft-wal"
 	"github.com/hashicorp/raft-wal/metadb"
 
+	"github.com/rocketstore/rocketstore/backend"
 	"github.com/rocketstore/rocketstore/backend/mmap"
 	"github.com/rocketstore/rocketstore/broker"
 	"github.com/rocketstore/rocketstore/engine"
@@ -31,9 +32,11 @@ type NodeConfig struct {
 	// Dir is the store directory; Raft's log, snapshots and the group's
 	// identity are in Dir/raft.
 	Dir string
-	// Broker configures the broker on Dir. Store.FlushDiskType is the
-	// group's flush type: with SyncFlush a send is answered after the
-	// leader synced it. Open sets Writer.
+	// Broker configures the broker on Dir. Open sets Writer, and the
+	// store's FlushDiskType to ASYNC_FLUSH: whatever the configured flush
+	// type, a send is answered once its entry is fsynced in the Raft logs
+	// of a quorum (the leader's included) and applied on the leader; the
+	// CommitLog is a copy rebuilt from the Raft log after a crash.
 	Broker broker.Config
 	// BrokerName is the group's name; every node of the group must have
 	// the same.
@@ -52,9 +55,20 @@ type NodeConfig struct {
 	// askPeer replaces the repair protocol's TCP client (tests on
 	// in-memory transports set it through export_test.go).
 	askPeer func(ctx context.Context, addr string, op byte, off, size int64) ([]byte, error)
+	// askAdmin replaces the membership requests' TCP client (tests).
+	askAdmin adminFunc
+	// noTxnRebuild and noInstallDeletes are broken variants of the
+	// tests: a new leader keeps its transaction state, a snapshot
+	// install ignores the leader's topic deletions.
+	noTxnRebuild, noInstallDeletes bool
 	// applyOverDamage is the broken variant of the tests that shows the
 	// state machine must wait for the repair of recovered damage.
 	applyOverDamage bool
+	// fsys replaces the store directory's file system (crash tests).
+	fsys backend.FS
+	// snapshotNoSync is the broken variant of the crash tests that shows
+	// a snapshot must sync the CommitLog.
+	snapshotNoSync bool
 }
 
 // ErrNotLeader reports a write to a replica that is not its group's
@@ -85,10 +99,14 @@ type Node struct {
 	// store timestamps never go backwards along the log.
 	proposeMu    sync.Mutex
 	lastAssigned int64
+	// stateMu orders state entries with deletions (deletes.go).
+	stateMu sync.Mutex
 
 	repaired atomic.Int64
 	// ask sends one repair request to a replica (askPeer over TCP).
 	ask func(ctx context.Context, addr string, op byte, off, size int64) ([]byte, error)
+	// adminCall sends one membership request (membership.go).
+	adminCall adminFunc
 	// damageRepaired is closed once the damage recovery reported at
 	// open is repaired (at once when there was none); see startrepair.go.
 	damageRepaired chan struct{}
@@ -117,6 +135,10 @@ func Open(cfg NodeConfig) (*Node, error) {
 	if cfg.askPeer != nil {
 		n.ask = cfg.askPeer
 	}
+	n.adminCall = adminTCP
+	if cfg.askAdmin != nil {
+		n.adminCall = cfg.askAdmin
+	}
 	n.log = n.ccfg.Logger.With("node", n.ccfg.NodeID)
 	raftDir := filepath.Join(cfg.Dir, "raft")
 	if err := os.MkdirAll(filepath.Join(raftDir, "wal"), 0o755); err != nil {
@@ -125,6 +147,7 @@ func Open(cfg NodeConfig) (*Node, error) {
 	if err := n.openBroker(); err != nil {
 		return nil, err
 	}
+	n.fsm.noInstallDeletes = cfg.noInstallDeletes
 	damaged := n.holdForDamage()
 	if err := n.openRaft(raftDir); err != nil {
 		return nil, errors.Join(err, n.b.Close())
@@ -145,22 +168,24 @@ func Open(cfg NodeConfig) (*Node, error) {
 		n.wg.Add(1)
 		go n.scrubLoop()
 	}
+	if n.ccfg.Join {
+		n.wg.Add(1)
+		go n.askToJoin()
+	}
 	return n, nil
 }
 
 func (n *Node) openBroker() error {
 	bc := n.cfg.Broker
-	syncFlush := bc.Store.FlushDiskType == engine.SyncFlush
-	// The state machine syncs once per applied batch instead of once
-	// per put (see fsm.ApplyBatch).
+	// A send is durable once its entry is fsynced in the Raft logs of a
+	// quorum; the CommitLog, rebuilt from the Raft log after a crash, is
+	// synced in the background and at snapshots (see fsm.ApplyBatch).
 	bc.Store.FlushDiskType = engine.AsyncFlush
 	bc.Store.StoreHost = n.cfg.StoreHost
 	bc.Writer = n
-	// The transaction service writes half and op messages and keeps
-	// state rebuilt from them at open, outside the group's log: a
-	// replicated group refuses transactional messages (NO_PERMISSION,
-	// rejectTransactionMessage) rather than let replicas diverge.
-	bc.Transaction.Reject = true
+	// The transaction service writes through the Writer (the group's
+	// log) and is rebuilt from its queues when the node leads
+	// (transaction.Service.Invalidate).
 	if bc.Store.OnUndecidableDamage == engine.DamageRefuse {
 		// Every record in a replica's CommitLog was committed before it
 		// was applied, so the other replicas hold its bytes: damage that
@@ -173,7 +198,7 @@ func (n *Node) openBroker() error {
 	if n.now == nil {
 		n.now = func() int64 { return time.Now().UnixMilli() }
 	}
-	fsys, err := mmap.New(n.cfg.Dir)
+	fsys, err := n.storeFS()
 	if err != nil {
 		return err
 	}
@@ -181,9 +206,17 @@ func (n *Node) openBroker() error {
 		return err
 	}
 	n.fsm = &fsm{b: n.b, store: n.b.Store(), log: n.log, nodeID: n.ccfg.NodeID, brokerName: n.cfg.BrokerName,
-		peers: peerList(n.ccfg.Peers), syncFlush: syncFlush, joined: n.ccfg.Join,
+		peers: peerList(n.ccfg.Peers), snapshotNoSync: n.cfg.snapshotNoSync, joined: n.ccfg.Join,
 		ident: &identityFile{path: filepath.Join(n.cfg.Dir, "raft", "group.json")}}
 	return nil
+}
+
+// storeFS is the store directory's file system.
+func (n *Node) storeFS() (backend.FS, error) {
+	if n.cfg.fsys != nil {
+		return n.cfg.fsys, nil
+	}
+	return mmap.New(n.cfg.Dir)
 }
 
 // openRaft recovers the state machine's position and starts Raft.
@@ -296,7 +329,7 @@ func (n *Node) checkMembership() error {
 		}
 	}
 	for id, a := range conf {
-		if _, ok := mine[id]; !ok {
+		if _, ok := mine[id]; !ok && n.initialMember(id) {
 			return fmt.Errorf("%w: the group has member %s@%s, which raft.peers %v does not list", ErrConfig, id, a, n.ccfg.Peers)
 		}
 	}
@@ -316,7 +349,7 @@ func (n *Node) followerID() int64 {
 			return int64(i + 1)
 		}
 	}
-	return int64(len(n.ccfg.Peers) + 1)
+	return n.joinedFollowerID()
 }
 
 // watchLeadership turns writes on once this node leads and has applied
@@ -338,7 +371,6 @@ func (n *Node) watchLeadership() {
 }
 
 func (n *Node) lead() {
-	n.fsm.leading.Store(true)
 	// The barrier applies every entry of earlier terms, so that the
 	// state machine's last timestamp is the log's.
 	if err := n.raft.Barrier(n.ccfg.ApplyTimeout).Error(); err != nil {
@@ -352,6 +384,9 @@ func (n *Node) lead() {
 	n.proposeMu.Lock()
 	n.lastAssigned = max(n.lastAssigned, n.fsm.lastTs.Load())
 	n.proposeMu.Unlock()
+	if !n.cfg.noTxnRebuild {
+		n.b.InvalidateTransactions() // rebuilt before its first use as leader
+	}
 	n.writable.Store(true)
 	n.addConfiguredPeers()
 	n.b.Schedule().Wake()
@@ -374,7 +409,8 @@ func (n *Node) addConfiguredPeers() {
 		have[string(s.ID)] = true
 	}
 	for _, p := range n.ccfg.Peers {
-		if !have[p.ID] {
+		// A first member missing was removed (RemoveServer): not again.
+		if !have[p.ID] && !n.initialMember(p.ID) {
 			if err := n.AddVoter(p.ID, p.Addr); err != nil {
 				n.log.Warn("add configured peer", "peer", p, "err", err)
 				continue
@@ -386,7 +422,6 @@ func (n *Node) addConfiguredPeers() {
 
 func (n *Node) follow() {
 	n.writable.Store(false)
-	n.fsm.leading.Store(false)
 	n.log.Info("following", "leader", n.LeaderID())
 	n.setBrokerID(n.followerID())
 }
@@ -497,13 +532,17 @@ func (n *Node) replicateState() {
 			last = nil
 			continue
 		}
+		n.stateMu.Lock()
 		st := n.fsm.state()
 		st.From = n.ccfg.NodeID
 		data, err := encodeJSON(kindState, st)
 		if err != nil || string(data) == string(last) {
+			n.stateMu.Unlock()
 			continue
 		}
-		if err := n.raft.Apply(data, n.ccfg.ApplyTimeout).Error(); err != nil {
+		fut := n.raft.Apply(data, n.ccfg.ApplyTimeout)
+		n.stateMu.Unlock()
+		if err := fut.Error(); err != nil {
 			n.log.Warn("replicate offsets and topics", "err", err)
 			continue
 		}

@@ -44,6 +44,12 @@ func (n *Node) serveRepair(c net.Conn, br *bufio.Reader) {
 			return
 		}
 		off, size := int64(binary.BigEndian.Uint64(req[2:])), int64(int32(binary.BigEndian.Uint32(req[10:])))
+		if isAdminOp(req[1]) {
+			if err := n.serveAdmin(c, br, req[1], size); err != nil {
+				return
+			}
+			continue
+		}
 		out, err := n.repairAnswer(req[1], off, size)
 		var resp []byte
 		if err != nil {

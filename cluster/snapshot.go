@@ -103,6 +103,9 @@ func (f *fsm) install(h *snapHeader, r io.Reader) error {
 	var head [8]byte
 	var rec, mine []byte
 	for pos := h.From; pos < h.To; {
+		if err := f.deleteTopicsUpTo(h.State.DeletedTopics, local, pos); err != nil {
+			return err
+		}
 		if _, err := io.ReadFull(r, head[:]); err != nil {
 			return fmt.Errorf("stream at %d: %w", pos, err)
 		}
@@ -138,7 +141,7 @@ func (f *fsm) install(h *snapHeader, r io.Reader) error {
 		}
 		pos += size
 	}
-	return nil
+	return f.deleteTopicsUpTo(h.State.DeletedTopics, local, h.To)
 }
 
 // reput stores the record rec, which belongs at pos, through the put

@@ -176,13 +176,7 @@ func topicAddrs(ctx context.Context, cl *admin.Client, topic string) (map[string
 	if err != nil {
 		return nil, err
 	}
-	out := map[string]string{}
-	for _, bd := range rd.BrokerDatas {
-		if a, ok := bd.BrokerAddrs["0"]; ok {
-			out[bd.BrokerName] = a
-		}
-	}
-	return out, nil
+	return rd.MasterAddrs(), nil
 }
 
 func (c *Console) topic(r *http.Request, cl *admin.Client) (any, error) {

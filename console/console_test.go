@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -19,16 +18,13 @@ import (
 
 	"github.com/rocketstore/rocketstore/acl"
 	"github.com/rocketstore/rocketstore/admin"
-	"github.com/rocketstore/rocketstore/broker"
 	"github.com/rocketstore/rocketstore/console"
-	"github.com/rocketstore/rocketstore/engine"
+	"github.com/rocketstore/rocketstore/console/internal/consoletest"
 	"github.com/rocketstore/rocketstore/engine/record"
 	"github.com/rocketstore/rocketstore/server"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
-
-var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 
 type env struct {
 	t   *testing.T
@@ -42,37 +38,12 @@ type env struct {
 
 func newEnv(t *testing.T, cfg console.Config, sec ...server.Security) *env {
 	t.Helper()
-	sc := server.Config{Logger: quiet}
+	cc := consoletest.Config{Console: cfg}
 	if len(sec) > 0 {
-		sc.Security = sec[0]
+		cc.Security = &sec[0]
 	}
-	n, err := server.StartNode(server.NodeConfig{Dir: t.TempDir(), Listen: "127.0.0.1:0",
-		Broker: broker.Config{Store: engine.Config{CommitLogFileSize: 1 << 20, ConsumeQueueUnits: 1000, Logger: quiet}},
-		Server: sc})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.NameServers = []string{n.Addr}
-	if len(sec) > 0 {
-		cfg.ACL = n.Server.ACLValidator()
-	}
-	cfg.Logger = quiet
-	c, err := console.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := httptest.NewServer(c)
-	adm, err := admin.NewClient([]string{n.Addr}, 5*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		hs.Close()
-		_ = c.Close()
-		_ = adm.Close()
-		_ = n.Close()
-	})
-	return &env{t: t, n: n, c: c, hs: hs, adm: adm}
+	ce := consoletest.Start(t, cc)
+	return &env{t: t, n: ce.Node, c: ce.Console, hs: ce.HTTP, adm: ce.Admin}
 }
 
 // do sends a request; a non-nil body makes it a console POST.
@@ -326,7 +297,7 @@ func TestConsoleRequiresAnACLAdmin(t *testing.T) {
 `), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	v, err := acl.Open(acl.Config{File: path, Logger: quiet})
+	v, err := acl.Open(acl.Config{File: path, Logger: consoletest.Quiet})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -61,13 +61,10 @@ func TestAdminCodesWithGoClients(t *testing.T) {
 	inst := instance("shared")
 	p := newProducer(t, n.Addr, producer.WithInstanceName(inst), producer.WithGroupName("PGAdminCodes"))
 	sendN(t, p, "TopicAdminCodes", 0, 20, "")
-	col := newCollector()
-	cons := startConsumer(t, consumerOpts(n.Addr, "GroupAdminCodes", consumer.WithInstance(inst)), "TopicAdminCodes",
-		consumer.MessageSelector{}, collectInto(col))
+	col, cons := collect(t, consumerOpts(n.Addr, "GroupAdminCodes", consumer.WithInstance(inst)), "TopicAdminCodes",
+		consumer.MessageSelector{})
 	defer cons.Shutdown()
-	if !col.waitFor(t, 20*time.Second, func() bool { return col.distinct() == 20 }) {
-		t.Fatalf("consumed %d of 20", col.distinct())
-	}
+	col.waitDistinct(t, 20*time.Second, 20)
 	c, err := admin.NewClient([]string{n.Addr}, 10*time.Second)
 	if err != nil {
 		t.Fatal(err)

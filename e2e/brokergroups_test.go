@@ -104,27 +104,9 @@ func TestTwoBrokerGroupsBehindOneNameServer(t *testing.T) {
 		t.Fatalf("sends not spread over both groups: %v", sentTo)
 	}
 
-	col := newCollector()
-	c, err := consumer.NewPushConsumer(consumerOpts(ns.Addr, "GroupTwoGroups")...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = c.Subscribe(topic, consumer.MessageSelector{}, func(_ context.Context, msgs ...*primitive.MessageExt) (consumer.ConsumeResult, error) {
-		for _, m := range msgs {
-			col.add(m)
-		}
-		return consumer.ConsumeSuccess, nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Start(); err != nil {
-		t.Fatal(err)
-	}
+	col, c := collect(t, consumerOpts(ns.Addr, "GroupTwoGroups"), topic, consumer.MessageSelector{})
 	defer c.Shutdown()
-	if !col.waitFor(t, 60*time.Second, func() bool { return col.distinct() == total }) {
-		t.Fatalf("consumed %d distinct of %d", col.distinct(), total)
-	}
+	col.waitDistinct(t, 60*time.Second, total)
 	got := map[string]int{}
 	col.mu.Lock()
 	for _, ms := range col.msgs {

@@ -4,7 +4,9 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
@@ -37,17 +39,13 @@ import (
 // for sends that failed or timed out (the client's own retry); and the
 // replicas' CommitLogs are byte-identical up to the shortest one and
 // `rocketstore verify` is clean on each. It reports the failover times
-// (fault → first successful send).
+// (fault → first successful send). The replicas snapshot every 200
+// entries and keep 50, so that log compaction, and catching a restarted
+// replica up from the leader's CommitLog, happen in every run.
 //
 // CI runs 3 faults; ROCKETSTORE_JEPSEN_FAULTS=12 (or more) is the soak.
 func TestClusterJepsen(t *testing.T) {
 	faults := 3
-	if os.Getenv("ROCKETSTORE_JEPSEN_FAULTS") == "" {
-		// Off in CI until a liveness flake is fixed: in 1 of 3 full CI runs a
-		// restarted follower had not caught up within 60 s (the safety checks
-		// passed). Issue 10 stays open for it.
-		t.Skip("set ROCKETSTORE_JEPSEN_FAULTS=3 (CI size) or 12 (soak) to run; off by default: a restarted follower's catch-up sometimes exceeds the convergence bound")
-	}
 	if v := os.Getenv("ROCKETSTORE_JEPSEN_FAULTS"); v != "" {
 		var err error
 		if faults, err = strconv.Atoi(v); err != nil {
@@ -55,6 +53,7 @@ func TestClusterJepsen(t *testing.T) {
 		}
 	}
 	bin := buildRocketstore(t)
+	began := time.Now()
 	g := startJepsenGroup(t, bin)
 	// Producers start once a leader is elected: a client whose first route
 	// look-up finds no master retries only at its 30 s route refresh.
@@ -77,29 +76,34 @@ func TestClusterJepsen(t *testing.T) {
 	if start := time.Now(); h.firstSuccessAfter(start.Add(-time.Hour), 100*time.Second) >= 100*time.Second+time.Hour {
 		t.Fatal("no send acknowledged within 100 s")
 	}
+	t.Logf("%v first send acknowledged", since(began))
 	c := startJepsenConsumer(t, g.nsList, h)
 	time.Sleep(3 * time.Second)
-	var failovers []time.Duration
+	var failovers, routed []time.Duration
 	for k := range faults {
 		l := g.waitLeader(t, 30*time.Second)
 		switch k % 3 {
 		case 0:
-			t.Logf("fault %d: SIGKILL leader n%d", k+1, l+1)
+			t.Logf("%v fault %d: SIGKILL leader n%d", since(began), k+1, l+1)
 			at := time.Now()
 			g.kill(l)
+			moved := g.watchRoutes(at, l)
 			failovers = append(failovers, h.firstSuccessAfter(at, 60*time.Second))
+			routed = append(routed, <-moved)
 			g.start(t, l)
 		case 1:
 			f := (l + 1) % 3
-			t.Logf("fault %d: SIGKILL follower n%d", k+1, f+1)
+			t.Logf("%v fault %d: SIGKILL follower n%d", since(began), k+1, f+1)
 			g.kill(f)
 			time.Sleep(3 * time.Second)
 			g.start(t, f)
 		case 2:
-			t.Logf("fault %d: partition leader n%d from the majority", k+1, l+1)
+			t.Logf("%v fault %d: partition leader n%d from the majority", since(began), k+1, l+1)
 			at := time.Now()
 			g.proxy.isolate(l, 3)
+			moved := g.watchRoutes(at, l)
 			failovers = append(failovers, h.firstSuccessAfter(at, 60*time.Second))
+			routed = append(routed, <-moved)
 			g.proxy.heal()
 		}
 		time.Sleep(2 * time.Second)
@@ -109,11 +113,13 @@ func TestClusterJepsen(t *testing.T) {
 	g.proxy.heal()
 	g.waitLeader(t, 30*time.Second)
 
+	t.Logf("%v producers stopped", since(began))
 	acked := h.ackedIDs()
 	deadline := time.Now().Add(90 * time.Second)
 	for len(h.missing(acked)) > 0 && time.Now().Before(deadline) {
 		time.Sleep(200 * time.Millisecond)
 	}
+	t.Logf("%v acknowledged sends consumed", since(began))
 	_ = c.Shutdown()
 	h.check(t, acked)
 
@@ -123,6 +129,7 @@ func TestClusterJepsen(t *testing.T) {
 		t.Errorf("replicas that converged end at different CommitLog offsets: %v", ends)
 	}
 	g.compareCommitLogs(t, ends)
+	g.reportSnapshots(t)
 	for i := range g.reps {
 		out, err := exec.Command(bin, "verify", "--dir", g.reps[i].dir).CombinedOutput()
 		if err != nil {
@@ -130,12 +137,18 @@ func TestClusterJepsen(t *testing.T) {
 		}
 	}
 	slices.Sort(failovers)
+	slices.Sort(routed)
 	if len(failovers) > 0 {
 		t.Logf("failover (fault → first successful send), %d faults %v: p50 %v, max %v", len(failovers), failovers,
 			failovers[len(failovers)/2].Round(time.Millisecond), failovers[len(failovers)-1].Round(time.Millisecond))
+		t.Logf("routes moved (fault → every name server names another replica brokerId 0), %v: p50 %v, max %v "+
+			"(the client sends there at its next 30 s route refresh)", routed,
+			routed[len(routed)/2].Round(time.Millisecond), routed[len(routed)-1].Round(time.Millisecond))
 	}
 	t.Logf("history: %d sends attempted, %d acknowledged, %d consumed distinct", h.attempted(), len(acked), h.consumedCount())
 }
+
+func since(t time.Time) time.Duration { return time.Since(t).Round(100 * time.Millisecond) }
 
 // buildRocketstore builds the command from the parent module.
 func buildRocketstore(t *testing.T) string {
@@ -149,8 +162,38 @@ func buildRocketstore(t *testing.T) string {
 	return bin
 }
 
+// freePort returns a port that ip:port can listen on, below the kernel's
+// ephemeral range (ip_local_port_range): the replicas bind their ports
+// again after every restart, and a port from the ephemeral range may be
+// taken meanwhile as the source port of any outgoing connection on the
+// machine (a proxy's, a client's), so that the restart fails.
 func freePort(t *testing.T, ip string) int {
 	t.Helper()
+	lo := 32768
+	if b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
+		if f := strings.Fields(string(b)); len(f) == 2 {
+			if v, err := strconv.Atoi(f[0]); err == nil {
+				lo = v
+			}
+		}
+	}
+	portsMu.Lock()
+	defer portsMu.Unlock()
+	if lo > 11000 {
+		for range 1000 {
+			p := 10000 + rand.IntN(lo-10000)
+			if portsUsed[p] {
+				continue
+			}
+			ln, err := net.Listen("tcp", net.JoinHostPort(ip, strconv.Itoa(p)))
+			if err != nil {
+				continue
+			}
+			_ = ln.Close()
+			portsUsed[p] = true
+			return p
+		}
+	}
 	ln, err := net.Listen("tcp", ip+":0")
 	if err != nil {
 		t.Fatal(err)
@@ -159,6 +202,11 @@ func freePort(t *testing.T, ip string) int {
 	return ln.Addr().(*net.TCPAddr).Port
 }
 
+var (
+	portsMu   sync.Mutex
+	portsUsed = map[int]bool{}
+)
+
 type replica struct {
 	dir, cfg, ns string
 	broker       string
@@ -166,6 +214,10 @@ type replica struct {
 	cmd          *exec.Cmd
 	exited       chan struct{}
 	leader       bool
+	// stopping is set before the test kills or stops the process; an
+	// exit without it (a restart that failed) is recorded in died.
+	stopping bool
+	died     []string
 }
 
 type jepsenGroup struct {
@@ -206,6 +258,11 @@ raft:
   nodeId: n%d
   bind: %s
   peers: [%s]
+  heartbeatTimeoutMs: 2000
+  electionTimeoutMs: 2000
+  snapshotThreshold: 200
+  snapshotIntervalMs: 2000
+  trailingLogs: 50
 `, port, g.nsList, i+1, binds[i], strings.Join(peers, ", "))
 		if err := os.WriteFile(r.cfg, []byte(conf), 0o644); err != nil {
 			t.Fatal(err)
@@ -216,9 +273,11 @@ raft:
 		g.start(t, i)
 	}
 	t.Cleanup(func() {
+		g.checkAlive(t) // also when the test stopped early
 		for i := range g.reps {
 			g.kill(i)
 		}
+		g.keepLogs(t)
 	})
 	return g
 }
@@ -241,11 +300,13 @@ func (g *jepsenGroup) start(t *testing.T, i int) {
 	}
 	_ = pw.Close()
 	exited := make(chan struct{})
+	drained := make(chan struct{})
 	r.mu.Lock()
-	r.cmd, r.exited, r.leader = cmd, exited, false
+	r.cmd, r.exited, r.leader, r.stopping = cmd, exited, false, false
 	r.mu.Unlock()
 	go func() {
 		sc := bufio.NewScanner(pr)
+		sc.Buffer(make([]byte, 64<<10), 16<<20)
 		for sc.Scan() {
 			line := sc.Text()
 			_, _ = f.WriteString(line + "\n")
@@ -257,13 +318,37 @@ func (g *jepsenGroup) start(t *testing.T, i int) {
 			}
 		}
 		_ = pr.Close()
+		close(drained)
 	}()
 	go func() {
-		_ = cmd.Wait()
+		err := cmd.Wait()
+		<-drained // the process's last words (a panic, a start error) reach the log
+		r.mu.Lock()
+		if r.cmd == cmd && !r.stopping {
+			r.died = append(r.died, fmt.Sprintf("exited by itself at %s: %v", time.Now().Format(time.TimeOnly), err))
+		}
+		r.mu.Unlock()
 		r.setLeader(cmd, false)
 		_ = f.Close()
 		close(exited)
 	}()
+}
+
+// keepLogs copies each replica's log to ROCKETSTORE_JEPSEN_LOGDIR when
+// set and, when the test failed, shows the end of each (the directories
+// are removed with the test).
+func (g *jepsenGroup) keepLogs(t *testing.T) {
+	for i, r := range g.reps {
+		b, _ := os.ReadFile(r.dir + ".log")
+		if keep := os.Getenv("ROCKETSTORE_JEPSEN_LOGDIR"); keep != "" {
+			_ = os.WriteFile(filepath.Join(keep, fmt.Sprintf("n%d.log", i+1)), b, 0o644)
+		}
+		if !t.Failed() {
+			continue
+		}
+		lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+		t.Logf("n%d log, last %d of %d lines:\n%s", i+1, min(60, len(lines)), len(lines), strings.Join(lines[max(0, len(lines)-60):], "\n"))
+	}
 }
 
 func (r *replica) setLeader(cmd *exec.Cmd, v bool) {
@@ -279,7 +364,7 @@ func (g *jepsenGroup) kill(i int) {
 	r := g.reps[i]
 	r.mu.Lock()
 	cmd, exited := r.cmd, r.exited
-	r.leader = false
+	r.leader, r.stopping = false, true
 	r.mu.Unlock()
 	if cmd == nil {
 		return
@@ -310,7 +395,8 @@ func (g *jepsenGroup) waitLeader(t *testing.T, d time.Duration) int {
 // each queue of the test topic (GET_MAX_OFFSET to each broker).
 func (g *jepsenGroup) converge(t *testing.T, d time.Duration) {
 	t.Helper()
-	deadline := time.Now().Add(d)
+	start := time.Now()
+	deadline := start.Add(d)
 	var last [][]int64
 	for time.Now().Before(deadline) {
 		last = nil
@@ -318,11 +404,82 @@ func (g *jepsenGroup) converge(t *testing.T, d time.Duration) {
 			last = append(last, maxOffsets(r.broker))
 		}
 		if slices.Equal(last[0], last[1]) && slices.Equal(last[0], last[2]) && last[0] != nil {
+			t.Logf("replicas converged in %v", time.Since(start).Round(time.Millisecond))
 			return
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
 	t.Errorf("replicas did not converge within %v: max offsets %v", d, last)
+}
+
+// checkAlive fails the test for every replica process that exited
+// without being killed or stopped (a failed start or a crash).
+func (g *jepsenGroup) checkAlive(t *testing.T) {
+	t.Helper()
+	for i, r := range g.reps {
+		r.mu.Lock()
+		died := slices.Clone(r.died)
+		r.mu.Unlock()
+		for _, d := range died {
+			t.Errorf("n%d %s (see its log)", i+1, d)
+		}
+	}
+}
+
+// watchRoutes reports, on the channel, how long after at every name
+// server that answers routes JepsenTopic's brokerId 0 to a replica other
+// than old (60 s when that does not happen by then).
+func (g *jepsenGroup) watchRoutes(at time.Time, old int) <-chan time.Duration {
+	ch := make(chan time.Duration, 1)
+	go func() {
+		for time.Since(at) < 60*time.Second {
+			answered, moved := 0, 0
+			for _, r := range g.reps {
+				m, ok := routedMaster(r.ns)
+				if !ok {
+					continue
+				}
+				answered++
+				if m != "" && m != g.reps[old].broker {
+					moved++
+				}
+			}
+			if answered > 0 && moved == answered {
+				ch <- time.Since(at)
+				return
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		ch <- time.Since(at)
+	}()
+	return ch
+}
+
+// routedMaster returns the brokerId 0 address a name server routes
+// JepsenTopic to (ok false when it does not answer).
+func routedMaster(ns string) (string, bool) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	cl, err := remoting.Dial(ctx, ns, remoting.ClientOptions{})
+	if err != nil {
+		return "", false
+	}
+	defer cl.Close()
+	req := remoting.NewRequest(remoting.CodeGetRouteInfoByTopic, nil)
+	req.SetExt("topic", "JepsenTopic")
+	resp, err := cl.Invoke(ctx, req)
+	if err != nil || resp.Code != remoting.CodeSuccess {
+		return "", false
+	}
+	var rd struct {
+		BrokerDatas []struct {
+			BrokerAddrs map[string]string `json:"brokerAddrs"`
+		} `json:"brokerDatas"`
+	}
+	if json.Unmarshal(resp.Body, &rd) != nil || len(rd.BrokerDatas) == 0 {
+		return "", true
+	}
+	return rd.BrokerDatas[0].BrokerAddrs["0"], true
 }
 
 // maxOffsets asks a broker for the max offset of JepsenTopic's queues
@@ -357,6 +514,7 @@ func (g *jepsenGroup) stopAll(t *testing.T) []int64 {
 	for i, r := range g.reps {
 		r.mu.Lock()
 		cmd, exited := r.cmd, r.exited
+		r.stopping = true
 		r.mu.Unlock()
 		_ = cmd.Process.Signal(syscall.SIGTERM)
 		select {
@@ -368,6 +526,25 @@ func (g *jepsenGroup) stopAll(t *testing.T) []int64 {
 		ends = append(ends, commitLogEnd(t, filepath.Join(r.dir, "commitlog")))
 	}
 	return ends
+}
+
+// reportSnapshots logs the snapshots each replica took and installed
+// (the config makes them frequent, so that compaction and catching up
+// from the leader's CommitLog are part of every run).
+func (g *jepsenGroup) reportSnapshots(t *testing.T) {
+	taken := 0
+	var parts []string
+	for i, r := range g.reps {
+		metas, _ := filepath.Glob(filepath.Join(r.dir, "raft", "snapshots", "*.meta"))
+		b, _ := os.ReadFile(r.dir + ".log")
+		installed := strings.Count(string(b), "installed a snapshot of the leader's CommitLog")
+		taken += len(metas)
+		parts = append(parts, fmt.Sprintf("n%d: %d kept, %d installed", i+1, len(metas), installed))
+	}
+	t.Logf("snapshots: %s", strings.Join(parts, "; "))
+	if taken == 0 {
+		t.Errorf("no replica took a snapshot (snapshotThreshold 200): compaction was not exercised")
+	}
 }
 
 // commitLogEnd walks the records of a CommitLog directory.
@@ -444,7 +621,8 @@ type history struct {
 	mu       sync.Mutex
 	sent     map[string]*sendRec
 	consumed map[string]map[[2]int64]bool
-	okTimes  []time.Time
+	// okSends is when each acknowledged send started and finished.
+	okSends [][2]time.Time
 }
 
 const sendTimeout = 3 * time.Second
@@ -485,7 +663,7 @@ func runProducer(t *testing.T, nsList string, p int, h *history, stop chan struc
 		rec.finished, rec.slow = time.Now(), time.Since(t0) >= sendTimeout
 		if err == nil && res.Status == primitive.SendOK {
 			rec.acked, rec.queue, rec.offset = true, int64(res.MessageQueue.QueueId), res.QueueOffset
-			h.okTimes = append(h.okTimes, rec.finished)
+			h.okSends = append(h.okSends, [2]time.Time{t0, rec.finished})
 		} else {
 			rec.failed = true
 		}
@@ -496,13 +674,32 @@ func runProducer(t *testing.T, nsList string, p int, h *history, stop chan struc
 	}
 }
 
+// startJepsenConsumer starts the push consumer. The client's Start fails
+// when the name server it asks has no route for the topic yet (the first
+// send created it a moment ago), so it is retried for up to a minute.
 func startJepsenConsumer(t *testing.T, nsList string, h *history) interface{ Shutdown() error } {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		c, err := tryJepsenConsumer(nsList, h)
+		if err == nil {
+			return c
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("consumer did not start within a minute: %v", err)
+		}
+		t.Logf("consumer start: %v; again", err)
+		time.Sleep(time.Second)
+	}
+}
+
+func tryJepsenConsumer(nsList string, h *history) (interface{ Shutdown() error }, error) {
 	c, err := consumer.NewPushConsumer(
 		consumer.WithNsResolver(primitive.NewPassthroughResolver(strings.Split(nsList, ";"))),
 		consumer.WithGroupName("jepsen-cg"), consumer.WithInstance(instance("jc")),
 		consumer.WithConsumeFromWhere(consumer.ConsumeFromFirstOffset))
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	err = c.Subscribe("JepsenTopic", consumer.MessageSelector{}, func(_ context.Context, msgs ...*primitive.MessageExt) (consumer.ConsumeResult, error) {
 		h.mu.Lock()
@@ -516,24 +713,27 @@ func startJepsenConsumer(t *testing.T, nsList string, h *history) interface{ Shu
 		}
 		return consumer.ConsumeSuccess, nil
 	})
+	if err == nil {
+		err = c.Start()
+	}
 	if err != nil {
-		t.Fatal(err)
+		_ = c.Shutdown()
+		return nil, err
 	}
-	if err := c.Start(); err != nil {
-		t.Fatal(err)
-	}
-	return c
+	return c, nil
 }
 
-// firstSuccessAfter waits for a send acknowledged after at.
+// firstSuccessAfter waits for the first acknowledged send that started
+// after at (a send in flight at the fault may be acknowledged just after
+// it by the old leader) and returns how long after at it was answered.
 func (h *history) firstSuccessAfter(at time.Time, limit time.Duration) time.Duration {
 	deadline := time.Now().Add(limit)
 	for time.Now().Before(deadline) {
 		h.mu.Lock()
-		for _, ts := range h.okTimes {
-			if ts.After(at) {
+		for _, s := range h.okSends {
+			if !s[0].Before(at) {
 				h.mu.Unlock()
-				return ts.Sub(at)
+				return s[1].Sub(at)
 			}
 		}
 		h.mu.Unlock()

@@ -19,31 +19,13 @@ import (
 
 	"github.com/rocketstore/rocketstore/broker"
 	"github.com/rocketstore/rocketstore/broker/config"
-	"github.com/rocketstore/rocketstore/broker/schedule"
 	"github.com/rocketstore/rocketstore/server"
 )
 
 // featureNode starts a node with the broker settings mod changes.
 func featureNode(t testing.TB, dir string, mod func(*broker.Config)) *server.Node {
 	t.Helper()
-	levels, err := schedule.ParseLevels(testLevels)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var bc broker.Config
-	bc.Store.DelayLevels = levels
-	bc.Store.CommitLogFileSize = 8 << 20
-	bc.Store.ConsumeQueueUnits = 20000
-	bc.FlushConsumerOffsetInterval = time.Second
-	if mod != nil {
-		mod(&bc)
-	}
-	n, err := server.StartNode(server.NodeConfig{Dir: dir, Listen: "127.0.0.1:0", Broker: bc,
-		Server: server.Config{ScanInterval: time.Second}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return n
+	return nodeWith(t, dir, "127.0.0.1:0", mod)
 }
 
 func resolver(addr string) primitive.NsResolver {
@@ -234,24 +216,7 @@ func TestSQL92Selector(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	col := newCollector()
-	c, err := consumer.NewPushConsumer(consumerOpts(n.Addr, "SQLGroup")...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = c.Subscribe("SQLTopic", consumer.MessageSelector{Type: consumer.SQL92, Expression: "a > 5 AND a <> 8"},
-		func(_ context.Context, msgs ...*primitive.MessageExt) (consumer.ConsumeResult, error) {
-			for _, m := range msgs {
-				col.add(m)
-			}
-			return consumer.ConsumeSuccess, nil
-		})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Start(); err != nil {
-		t.Fatal(err)
-	}
+	col, c := collect(t, consumerOpts(n.Addr, "SQLGroup"), "SQLTopic", consumer.MessageSelector{Type: consumer.SQL92, Expression: "a > 5 AND a <> 8"})
 	defer c.Shutdown()
 	if !col.waitFor(t, 30*time.Second, func() bool { return col.distinct() >= 3 }) {
 		t.Fatalf("consumed %d of 3", col.distinct())
@@ -375,23 +340,7 @@ func TestTransactions(t *testing.T) {
 	l.decide("unknown", primitive.CommitMessageState)
 	l.decide("orphan", primitive.CommitMessageState)
 
-	col := newCollector()
-	c, err := consumer.NewPushConsumer(consumerOpts(n.Addr, "TxConsumers")...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = c.Subscribe("TxTopic", consumer.MessageSelector{}, func(_ context.Context, msgs ...*primitive.MessageExt) (consumer.ConsumeResult, error) {
-		for _, m := range msgs {
-			col.add(m)
-		}
-		return consumer.ConsumeSuccess, nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Start(); err != nil {
-		t.Fatal(err)
-	}
+	col, c := collect(t, consumerOpts(n.Addr, "TxConsumers"), "TxTopic", consumer.MessageSelector{})
 	defer c.Shutdown()
 	if !col.waitFor(t, 60*time.Second, func() bool { return col.distinct() >= 3 }) {
 		t.Fatalf("consumed %v (checks: unknown %d, orphan %d)", keys(col.msgs), l.checks("unknown"), l.checks("orphan"))

@@ -115,9 +115,7 @@ func TestOrderlyConsumer(t *testing.T) {
 			return consumer.ConsumeSuccess, nil
 		})
 	defer c.Shutdown()
-	if !col.waitFor(t, 40*time.Second, func() bool { return col.distinct() == keys*per }) {
-		t.Fatalf("consumed %d of %d", col.distinct(), keys*per)
-	}
+	col.waitDistinct(t, 40*time.Second, keys*per)
 	mu.Lock()
 	defer mu.Unlock()
 	for k, is := range got {

@@ -40,6 +40,13 @@ func node(t testing.TB, dir, listen string) *server.Node {
 // nodeWithFlush is node with the given flush type.
 func nodeWithFlush(t testing.TB, dir, listen string, flush engine.FlushDiskType) *server.Node {
 	t.Helper()
+	return nodeWith(t, dir, listen, func(bc *broker.Config) { bc.Store.FlushDiskType = flush })
+}
+
+// nodeWith starts a node with the tests' broker settings (small files,
+// the test delay levels, offsets flushed every second) as mod changes them.
+func nodeWith(t testing.TB, dir, listen string, mod func(*broker.Config)) *server.Node {
+	t.Helper()
 	levels, err := schedule.ParseLevels(testLevels)
 	if err != nil {
 		t.Fatal(err)
@@ -48,8 +55,10 @@ func nodeWithFlush(t testing.TB, dir, listen string, flush engine.FlushDiskType)
 	bc.Store.DelayLevels = levels
 	bc.Store.CommitLogFileSize = 8 << 20
 	bc.Store.ConsumeQueueUnits = 20000
-	bc.Store.FlushDiskType = flush
 	bc.FlushConsumerOffsetInterval = time.Second
+	if mod != nil {
+		mod(&bc)
+	}
 	n, err := server.StartNode(server.NodeConfig{Dir: dir, Listen: listen, Broker: bc,
 		Server: server.Config{ScanInterval: time.Second}})
 	if err != nil {
@@ -110,6 +119,42 @@ func consumerOpts(addr, group string, extra ...consumer.Option) []consumer.Optio
 	}, extra...)
 }
 
+// startConsumer starts a push consumer of topic with opts that hands the
+// messages to fn; the caller shuts it down.
+func startConsumer(t *testing.T, opts []consumer.Option, topic string, sel consumer.MessageSelector,
+	fn func(context.Context, ...*primitive.MessageExt) (consumer.ConsumeResult, error)) interface{ Shutdown() error } {
+	t.Helper()
+	c, err := consumer.NewPushConsumer(opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Subscribe(topic, sel, fn); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// collectInto is a consume callback that records the messages in col.
+func collectInto(col *collector) func(context.Context, ...*primitive.MessageExt) (consumer.ConsumeResult, error) {
+	return func(_ context.Context, msgs ...*primitive.MessageExt) (consumer.ConsumeResult, error) {
+		for _, m := range msgs {
+			col.add(m)
+		}
+		return consumer.ConsumeSuccess, nil
+	}
+}
+
+// collect starts a push consumer of topic with opts that records every
+// message in a new collector; the caller shuts the consumer down.
+func collect(t *testing.T, opts []consumer.Option, topic string, sel consumer.MessageSelector) (*collector, interface{ Shutdown() error }) {
+	t.Helper()
+	col := newCollector()
+	return col, startConsumer(t, opts, topic, sel, collectInto(col))
+}
+
 // collector records consumed messages by a key property.
 type collector struct {
 	mu   sync.Mutex
@@ -150,6 +195,36 @@ func (c *collector) waitFor(t testing.TB, timeout time.Duration, cond func() boo
 		}
 	}
 	return true
+}
+
+// waitDistinct waits until exactly n distinct messages are consumed and
+// fails the test when the timeout passes first.
+func (c *collector) waitDistinct(t testing.TB, timeout time.Duration, n int) {
+	t.Helper()
+	if !c.waitFor(t, timeout, func() bool { return c.distinct() == n }) {
+		t.Fatalf("consumed %d distinct messages of %d within %v", c.distinct(), n, timeout)
+	}
+}
+
+// missing returns the keys of want that no consumed message carries.
+func (c *collector) missing(want map[string]bool) []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []string
+	for k := range want {
+		if len(c.msgs[k]) == 0 {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// waitForKeys waits until a message with each key of want is consumed and
+// returns the keys still missing when the timeout passes.
+func (c *collector) waitForKeys(t testing.TB, timeout time.Duration, want map[string]bool) []string {
+	t.Helper()
+	c.waitFor(t, timeout, func() bool { return len(c.missing(want)) == 0 })
+	return c.missing(want)
 }
 
 func (c *collector) distinct() int {

@@ -13,15 +13,6 @@ import (
 	"github.com/rocketstore/rocketstore/broker"
 )
 
-func collectInto(col *collector) func(context.Context, ...*primitive.MessageExt) (consumer.ConsumeResult, error) {
-	return func(_ context.Context, msgs ...*primitive.MessageExt) (consumer.ConsumeResult, error) {
-		for _, m := range msgs {
-			col.add(m)
-		}
-		return consumer.ConsumeSuccess, nil
-	}
-}
-
 // A consumer that restarts resumes from the offsets it committed: it gets
 // the new messages and none below the offsets the broker holds for it.
 // The client commits asynchronously (its offset table is updated after the
@@ -34,11 +25,8 @@ func TestRestartedConsumerResumes(t *testing.T) {
 	defer stopNode(t, n)
 	p := newProducer(t, n.Addr)
 	sendN(t, p, "TopicResume", 0, 50, "")
-	col1 := newCollector()
-	c1 := startConsumer(t, consumerOpts(n.Addr, "GroupResume"), "TopicResume", consumer.MessageSelector{}, collectInto(col1))
-	if !col1.waitFor(t, 20*time.Second, func() bool { return col1.distinct() == 50 }) {
-		t.Fatalf("first consumer got %d of 50", col1.distinct())
-	}
+	col1, c1 := collect(t, consumerOpts(n.Addr, "GroupResume"), "TopicResume", consumer.MessageSelector{})
+	col1.waitDistinct(t, 20*time.Second, 50)
 	// Shutdown persists the offsets (one-way UPDATE_CONSUMER_OFFSET).
 	_ = c1.Shutdown()
 	tc, ok := n.Broker.Topics().Get("TopicResume")
@@ -65,8 +53,7 @@ func TestRestartedConsumerResumes(t *testing.T) {
 	}
 	t.Logf("committed at shutdown: %v (%d of 50 messages)", committed, total)
 	sendN(t, p, "TopicResume", 50, 80, "")
-	col2 := newCollector()
-	c2 := startConsumer(t, consumerOpts(n.Addr, "GroupResume"), "TopicResume", consumer.MessageSelector{}, collectInto(col2))
+	col2, c2 := collect(t, consumerOpts(n.Addr, "GroupResume"), "TopicResume", consumer.MessageSelector{})
 	defer c2.Shutdown()
 	if !col2.waitFor(t, 20*time.Second, func() bool {
 		col2.mu.Lock()
@@ -100,9 +87,8 @@ func TestServerRestartLosesNothingAcknowledged(t *testing.T) {
 	n := node(t, dir, "127.0.0.1:0")
 	addr := n.Addr
 	p := newProducer(t, addr)
-	col := newCollector()
 	sendN(t, p, "TopicRestart", -1, 0, "")
-	c := startConsumer(t, consumerOpts(addr, "GroupRestart"), "TopicRestart", consumer.MessageSelector{}, collectInto(col))
+	col, c := collect(t, consumerOpts(addr, "GroupRestart"), "TopicRestart", consumer.MessageSelector{})
 	defer c.Shutdown()
 	// The topic must exist before the consumer starts.
 	_ = c
@@ -140,25 +126,7 @@ func TestServerRestartLosesNothingAcknowledged(t *testing.T) {
 	if want < 195-5 {
 		t.Fatalf("only %d sends acknowledged", want)
 	}
-	ok := col.waitFor(t, 60*time.Second, func() bool {
-		col.mu.Lock()
-		defer col.mu.Unlock()
-		for k := range acked {
-			if len(col.msgs[k]) == 0 {
-				return false
-			}
-		}
-		return true
-	})
-	if !ok {
-		col.mu.Lock()
-		var missing []string
-		for k := range acked {
-			if len(col.msgs[k]) == 0 {
-				missing = append(missing, k)
-			}
-		}
-		col.mu.Unlock()
+	if missing := col.waitForKeys(t, 60*time.Second, acked); len(missing) > 0 {
 		t.Fatalf("%d acknowledged messages never consumed: %v", len(missing), missing)
 	}
 }

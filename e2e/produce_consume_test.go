@@ -47,27 +47,9 @@ func TestProduceConsumeExactlyOnce(t *testing.T) {
 	}
 	want := total + 10
 
-	col := newCollector()
-	c, err := consumer.NewPushConsumer(consumerOpts(n.Addr, "GroupE2E")...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = c.Subscribe(topic, consumer.MessageSelector{}, func(_ context.Context, msgs ...*primitive.MessageExt) (consumer.ConsumeResult, error) {
-		for _, m := range msgs {
-			col.add(m)
-		}
-		return consumer.ConsumeSuccess, nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Start(); err != nil {
-		t.Fatal(err)
-	}
+	col, c := collect(t, consumerOpts(n.Addr, "GroupE2E"), topic, consumer.MessageSelector{})
 	defer c.Shutdown()
-	if !col.waitFor(t, 30*time.Second, func() bool { return col.distinct() == want }) {
-		t.Fatalf("consumed %d distinct of %d", col.distinct(), want)
-	}
+	col.waitDistinct(t, 30*time.Second, want)
 	time.Sleep(500 * time.Millisecond) // duplicates would show up now
 	if d := col.dups(); len(d) > 0 {
 		t.Fatalf("duplicates: %v", d)

@@ -25,22 +25,6 @@ func sendN(t *testing.T, p producerAPI, topic string, from, to int, tag string) 
 	}
 }
 
-func startConsumer(t *testing.T, opts []consumer.Option, topic string, sel consumer.MessageSelector,
-	fn func(context.Context, ...*primitive.MessageExt) (consumer.ConsumeResult, error)) interface{ Shutdown() error } {
-	t.Helper()
-	c, err := consumer.NewPushConsumer(opts...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Subscribe(topic, sel, fn); err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Start(); err != nil {
-		t.Fatal(err)
-	}
-	return c
-}
-
 func TestTagSubscription(t *testing.T) {
 	t.Parallel()
 	n := node(t, t.TempDir(), "127.0.0.1:0")
@@ -49,19 +33,10 @@ func TestTagSubscription(t *testing.T) {
 	for i, tag := range []string{"A", "B", "C", "D", "A", "B"} {
 		sendN(t, p, "TopicTags", i, i+1, tag)
 	}
-	col := newCollector()
-	c := startConsumer(t, consumerOpts(n.Addr, "GroupTags"), "TopicTags",
-		consumer.MessageSelector{Type: consumer.TAG, Expression: "A || B"},
-		func(_ context.Context, msgs ...*primitive.MessageExt) (consumer.ConsumeResult, error) {
-			for _, m := range msgs {
-				col.add(m)
-			}
-			return consumer.ConsumeSuccess, nil
-		})
+	col, c := collect(t, consumerOpts(n.Addr, "GroupTags"), "TopicTags",
+		consumer.MessageSelector{Type: consumer.TAG, Expression: "A || B"})
 	defer c.Shutdown()
-	if !col.waitFor(t, 20*time.Second, func() bool { return col.distinct() == 4 }) {
-		t.Fatalf("got %d messages, want 4", col.distinct())
-	}
+	col.waitDistinct(t, 20*time.Second, 4)
 	time.Sleep(500 * time.Millisecond)
 	col.mu.Lock()
 	defer col.mu.Unlock()

@@ -65,8 +65,7 @@ func TestGarbageConnectionsDoNotDisturbClients(t *testing.T) {
 	before := runtime.NumGoroutine()
 	p := newProducer(t, n.Addr)
 	sendN(t, p, "TopicUnderAttack", 0, 1, "")
-	col := newCollector()
-	c := startConsumer(t, consumerOpts(n.Addr, "GroupUnderAttack"), "TopicUnderAttack", consumer.MessageSelector{}, collectInto(col))
+	col, c := collect(t, consumerOpts(n.Addr, "GroupUnderAttack"), "TopicUnderAttack", consumer.MessageSelector{})
 	defer c.Shutdown()
 
 	stop := make(chan struct{})

@@ -145,45 +145,15 @@ func TestACLWithOfficialClient(t *testing.T) {
 
 	// A consumer with SUB on TopicBoth receives; one whose account only
 	// has PUB on TopicPub is refused its pulls (and heartbeats).
-	col := newCollector()
-	sub, err := consumer.NewPushConsumer(consumerOpts(n.Addr, "GroupACL",
-		consumer.WithCredentials(creds("consumerAK", "consumer-SK-1")))...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := sub.Subscribe("TopicBoth", consumer.MessageSelector{}, func(_ context.Context, msgs ...*primitive.MessageExt) (consumer.ConsumeResult, error) {
-		for _, m := range msgs {
-			col.add(m)
-		}
-		return consumer.ConsumeSuccess, nil
-	}); err != nil {
-		t.Fatal(err)
-	}
-	if err := sub.Start(); err != nil {
-		t.Fatal(err)
-	}
+	col, sub := collect(t, consumerOpts(n.Addr, "GroupACL",
+		consumer.WithCredentials(creds("consumerAK", "consumer-SK-1"))), "TopicBoth", consumer.MessageSelector{})
 	defer sub.Shutdown()
 	if !col.waitFor(t, 30*time.Second, func() bool { return col.n.Load() >= 1 }) {
 		t.Fatal("the consumer with SUB permission received nothing")
 	}
 	before := denials(t, m, "no_permission")
-	bad, err := consumer.NewPushConsumer(consumerOpts(n.Addr, "GroupACL2",
-		consumer.WithCredentials(creds("consumerAK", "consumer-SK-1")))...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := newCollector()
-	if err := bad.Subscribe("TopicPub", consumer.MessageSelector{}, func(_ context.Context, msgs ...*primitive.MessageExt) (consumer.ConsumeResult, error) {
-		for _, m := range msgs {
-			got.add(m)
-		}
-		return consumer.ConsumeSuccess, nil
-	}); err != nil {
-		t.Fatal(err)
-	}
-	if err := bad.Start(); err != nil {
-		t.Fatal(err)
-	}
+	got, bad := collect(t, consumerOpts(n.Addr, "GroupACL2",
+		consumer.WithCredentials(creds("consumerAK", "consumer-SK-1"))), "TopicPub", consumer.MessageSelector{})
 	defer bad.Shutdown()
 	if !got.waitFor(t, 20*time.Second, func() bool { return denials(t, m, "no_permission") > before }) {
 		t.Fatal("a consumer without SUB permission on TopicPub was not refused")
@@ -300,20 +270,7 @@ func TestTLSWithOfficialClient(t *testing.T) {
 		if _, err := plain.SendSync(ctx, primitive.NewMessage("TopicBoth", []byte("plain"))); err != nil {
 			t.Fatalf("plain send on the permissive port: %v", err)
 		}
-		col := newCollector()
-		c, err := consumer.NewPushConsumer(consumerOpts(n.Addr, "GroupTLS", consumer.WithTls(true))...)
-		if err != nil {
-			t.Fatal(err)
-		}
-		_ = c.Subscribe("TopicBoth", consumer.MessageSelector{}, func(_ context.Context, msgs ...*primitive.MessageExt) (consumer.ConsumeResult, error) {
-			for _, m := range msgs {
-				col.add(m)
-			}
-			return consumer.ConsumeSuccess, nil
-		})
-		if err := c.Start(); err != nil {
-			t.Fatal(err)
-		}
+		col, c := collect(t, consumerOpts(n.Addr, "GroupTLS", consumer.WithTls(true)), "TopicBoth", consumer.MessageSelector{})
 		defer c.Shutdown()
 		if !col.waitFor(t, 30*time.Second, func() bool { return col.n.Load() >= 2 }) {
 			t.Fatalf("TLS consumer received %d of 2", col.n.Load())

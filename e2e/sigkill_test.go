@@ -98,28 +98,9 @@ func TestSIGKILLRestartLosesNothingAcknowledged(t *testing.T) {
 	mu.Lock()
 	want := len(acked)
 	mu.Unlock()
-	col := newCollector()
-	c := startConsumer(t, consumerOpts(addr, "GroupKill"), "TopicKill", consumer.MessageSelector{}, collectInto(col))
+	col, c := collect(t, consumerOpts(addr, "GroupKill"), "TopicKill", consumer.MessageSelector{})
 	defer c.Shutdown()
-	ok := col.waitFor(t, 60*time.Second, func() bool {
-		col.mu.Lock()
-		defer col.mu.Unlock()
-		for k := range acked {
-			if len(col.msgs[k]) == 0 {
-				return false
-			}
-		}
-		return true
-	})
-	if !ok {
-		col.mu.Lock()
-		var lost []string
-		for k := range acked {
-			if len(col.msgs[k]) == 0 {
-				lost = append(lost, k)
-			}
-		}
-		col.mu.Unlock()
+	if lost := col.waitForKeys(t, 60*time.Second, acked); len(lost) > 0 {
 		t.Fatalf("%d of %d acknowledged sends not consumed after SIGKILL and restart: %v", len(lost), want, lost)
 	}
 	t.Logf("%d sends acknowledged before and around the kill, all consumed after the restart", want)

@@ -157,7 +157,7 @@ func (s *Store) scanCommitLog(files []*mappedFile, dispatch bool) (end int64, st
 	// One Request for the whole scan: Apply takes its address, so a
 	// Request per record would be a heap allocation per record.
 	var req dispatchRequest
-	var ahead *crcAhead // CRCs of the current file, checked beside the walk
+	var ahead *parseAhead // records of the current file, parsed beside the walk
 	defer func() { ahead.close() }()
 	for i := 0; i < len(files); i++ {
 		mf := files[i]
@@ -167,14 +167,22 @@ func (s *Store) scanCommitLog(files []*mappedFile, dispatch bool) (end int64, st
 			pos = resume - mf.fileFromOffset
 		}
 		ahead.close()
-		ahead = s.startCRCAhead(mf, pos, checkCRC)
+		ahead = s.startParseAhead(mf, pos)
 		onChain := true // pos was reached from the helper's start by record sizes
 		for {
 			var size int32
 			var blank bool
 			var err error
-			crc := checkCRC && !(onChain && ahead.covers(pos))
-			req, size, blank, err = s.parser.Parse(b[pos:], mf.fileFromOffset+pos, crc)
+			var r parsedRecord
+			parsed := false
+			if onChain {
+				r, parsed = ahead.take(pos)
+			}
+			if parsed {
+				req, size, err = r.req, r.size, checkParsed(b, r, checkCRC)
+			} else {
+				req, size, blank, err = s.parser.Parse(b[pos:], mf.fileFromOffset+pos, checkCRC)
+			}
 			if err == nil && blank && pos+int64(size) != mf.fileSize {
 				err = fmt.Errorf("%w: blank record of %d bytes does not end the file", record.ErrCorrupt, size)
 			}

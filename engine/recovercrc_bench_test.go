@@ -12,8 +12,9 @@ import (
 )
 
 // BenchmarkRecoveryCRCAhead times abnormal recovery of a 64 MiB CommitLog
-// (1 KiB bodies) with the body CRCs checked beside the walk (ahead) and
-// inside it (inline), alternately in one run:
+// (1 KiB bodies) with the records parsed by a helper beside the walk, which
+// checks the CRCs and dispatches (ahead), and by the walk alone (inline),
+// alternately in one run:
 //
 //	go test ./engine -run '^$' -bench RecoveryCRCAhead -count 3
 func BenchmarkRecoveryCRCAhead(b *testing.B) {
@@ -44,9 +45,9 @@ func BenchmarkRecoveryCRCAhead(b *testing.B) {
 		min  int64
 	}{{"ahead", 4 << 20}, {"inline", math.MaxInt64}} {
 		b.Run(mode.name, func(b *testing.B) {
-			old := minCRCAheadBytes
-			minCRCAheadBytes = mode.min
-			defer func() { minCRCAheadBytes = old }()
+			old := minParseAheadBytes
+			minParseAheadBytes = mode.min
+			defer func() { minParseAheadBytes = old }()
 			b.SetBytes(logBytes)
 			for b.Loop() {
 				b.StopTimer()

@@ -359,7 +359,7 @@ func (s *Store) put(ctx context.Context, m *Message, o *Origin) (PutResult, erro
 		return res, s.putError(err)
 	}
 	s.putSucceeded()
-	return res, s.afterPut(ctx, res, m.Properties[record.PropertyWaitStoreMsgOK] != "false")
+	return res, s.afterPut(ctx, res, !m.PropertyIs(record.PropertyWaitStoreMsgOK, "false"))
 }
 
 // PutBatch stores messages for one topic and queue as consecutive records

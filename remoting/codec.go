@@ -18,7 +18,13 @@ func (c *RemotingCommand) AppendFrame(dst []byte) ([]byte, error) {
 		return dst, fmt.Errorf("%w: body of %d bytes exceeds int32", ErrEncode, len(c.Body))
 	}
 	var extBuf [16]extPair
-	ext, extLen := sortedExt(c.ExtFields, extBuf[:0])
+	var ext []extPair
+	var extLen int
+	if c.ExtFields == nil && c.lean {
+		ext, extLen = leanExtSorted(c.ext, extBuf[:0])
+	} else {
+		ext, extLen = sortedExt(c.ExtFields, extBuf[:0])
+	}
 	start := len(dst)
 	// One allocation for the common case: the estimate covers the fixed
 	// fields, the remark, unescaped ext entries and the body.

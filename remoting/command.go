@@ -3,6 +3,7 @@ package remoting
 import (
 	"fmt"
 	"maps"
+	"slices"
 	"sync/atomic"
 )
 
@@ -63,6 +64,12 @@ type RemotingCommand struct {
 	// encoding the peer spoke.
 	SerializeType SerializeType
 	Body          []byte
+
+	// ext holds the extFields of a lean command (see extlean.go): a
+	// decoded send or pull request, or a NewLeanResponse. ExtFields is
+	// nil while lean is set.
+	ext  []extPair
+	lean bool
 }
 
 var nextOpaque atomic.Int32
@@ -108,6 +115,7 @@ func (c *RemotingCommand) IsOneway() bool { return c.Flag&FlagOneway != 0 }
 func (c *RemotingCommand) Clone() *RemotingCommand {
 	d := *c
 	d.ExtFields = maps.Clone(c.ExtFields)
+	d.ext = slices.Clone(c.ext)
 	return &d
 }
 
@@ -118,5 +126,17 @@ func (c *RemotingCommand) String() string {
 		kind = "response"
 	}
 	return fmt.Sprintf("%s{code=%d opaque=%d flag=%d lang=%s ver=%d remark=%q ext=%v body=%dB}",
-		kind, c.Code, c.Opaque, c.Flag, c.Language, c.Version, c.Remark, c.ExtFields, len(c.Body))
+		kind, c.Code, c.Opaque, c.Flag, c.Language, c.Version, c.Remark, c.extForString(), len(c.Body))
+}
+
+// extForString returns the extFields for String without changing c.
+func (c *RemotingCommand) extForString() map[string]string {
+	if c.ExtFields != nil || !c.lean {
+		return c.ExtFields
+	}
+	m := make(map[string]string, len(c.ext))
+	for _, p := range c.ext {
+		m[p.k] = p.v
+	}
+	return m
 }

@@ -3,6 +3,7 @@ package remoting
 import (
 	"bufio"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -204,6 +205,20 @@ func (c *Conn) finishWrites() {
 	})
 }
 
+// frameBuffered reports whether br holds the whole next frame, so that
+// reading it does not touch the socket.
+func frameBuffered(br *bufio.Reader) bool {
+	n := br.Buffered()
+	if n < frameLenSize {
+		return false
+	}
+	b, err := br.Peek(frameLenSize)
+	if err != nil {
+		return false
+	}
+	return int64(n) >= frameLenSize+int64(binary.BigEndian.Uint32(b))
+}
+
 // readLoop reads frames until an error, dispatching requests and
 // delivering responses.
 func (c *Conn) readLoop() error {
@@ -212,8 +227,14 @@ func (c *Conn) readLoop() error {
 		if c.draining.Load() {
 			return nil
 		}
-		if err := c.nc.SetReadDeadline(time.Now().Add(c.opts.IdleTimeout)); err != nil {
-			return err
+		// The idle deadline guards reads from the socket: a frame already
+		// whole in the buffer needs none, and resetting the deadline (a
+		// clock read and a timer update) per pipelined frame cost more
+		// than decoding it.
+		if !frameBuffered(br) {
+			if err := c.nc.SetReadDeadline(time.Now().Add(c.opts.IdleTimeout)); err != nil {
+				return err
+			}
 		}
 		if c.draining.Load() {
 			return nil

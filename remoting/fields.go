@@ -11,6 +11,10 @@ import (
 
 // SetExt sets the extFields entry name to value, allocating the map if needed.
 func (c *RemotingCommand) SetExt(name, value string) {
+	if c.ExtFields == nil && c.lean {
+		c.setLeanExt(name, value)
+		return
+	}
 	if c.ExtFields == nil {
 		c.ExtFields = make(map[string]string)
 	}
@@ -30,7 +34,7 @@ func (c *RemotingCommand) SetExtBool(name string, v bool) {
 // ExtString returns the extFields entry name, or an error wrapping
 // ErrMissingField when it is absent.
 func (c *RemotingCommand) ExtString(name string) (string, error) {
-	v, ok := c.ExtFields[name]
+	v, ok := c.Ext(name)
 	if !ok {
 		return "", fmt.Errorf("%w: %q (request code %d)", ErrMissingField, name, c.Code)
 	}
@@ -100,7 +104,7 @@ func (f *FieldReader) keep(err error) {
 }
 
 func (f *FieldReader) has(name string) bool {
-	_, ok := f.cmd.ExtFields[name]
+	_, ok := f.cmd.Ext(name)
 	return ok
 }
 

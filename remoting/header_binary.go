@@ -65,6 +65,14 @@ func decodeBinaryHeader(b []byte) (*RemotingCommand, error) {
 		return nil, err
 	}
 	// Bytes after extFields are ignored, as Java's decoder ignores them.
+	if !c.IsResponse() && leanRequest(c.Code) {
+		lc := newLeanCommand(c, leanEntriesInline)
+		lc.ext, err = decodeBinaryExtLean(ext, lc.ext)
+		if err != nil {
+			return nil, err
+		}
+		return lc, nil
+	}
 	if c.ExtFields, err = decodeBinaryExt(ext); err != nil {
 		return nil, err
 	}
@@ -86,6 +94,30 @@ func decodeBinaryExt(b []byte) (map[string]string, error) {
 		ext[string(k)] = string(v)
 	}
 	return ext, nil
+}
+
+// decodeBinaryExtLean reads the extFields of a lean request (extlean.go)
+// into entries whose strings share one copy of b.
+func decodeBinaryExtLean(b []byte, out []extPair) ([]extPair, error) {
+	if len(b) == 0 {
+		return out, nil
+	}
+	s := string(b)
+	r := binReader{b: b}
+	for r.off < len(b) {
+		kStart := r.off + 2
+		k, err := r.bytes16("extFields key")
+		if err != nil {
+			return nil, err
+		}
+		vStart := r.off + 4
+		v, err := r.bytes32("extFields value")
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, extPair{s[kStart : kStart+len(k)], s[vStart : vStart+len(v)]})
+	}
+	return out, nil
 }
 
 // binReader reads length-prefixed byte strings with bounds checks.

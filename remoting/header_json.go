@@ -303,7 +303,8 @@ func decodeJSONHeader(b []byte) (*RemotingCommand, error) {
 		return nil, fmt.Errorf("%w: JSON header is not an object", ErrBadHeader)
 	}
 	d.pos++
-	c := &RemotingCommand{}
+	var cv RemotingCommand // copied into the allocation returned
+	c := &cv
 	var (
 		entriesBuf [16]extEntry
 		entries    = entriesBuf[:0]
@@ -365,12 +366,26 @@ func decodeJSONHeader(b []byte) (*RemotingCommand, error) {
 	if d.pos != len(d.s) {
 		return nil, d.errorf("data after the header object")
 	}
+	if !c.IsResponse() && leanRequest(c.Code) && !lenient {
+		// A hot request keeps its entries, not a map (extlean.go); null
+		// entries hold "", as in the map.
+		if !extSet {
+			entries = entries[:0]
+		}
+		lc := newLeanCommand(c, len(entries))
+		for _, e := range entries {
+			lc.ext = append(lc.ext, extPair{e.k, e.v})
+		}
+		return lc, nil
+	}
 	ext, err := buildExtFields(entries, extSet, lenient)
 	if err != nil {
 		return nil, err
 	}
-	c.ExtFields = ext
-	return c, nil
+	out := new(RemotingCommand)
+	*out = cv
+	out.ExtFields = ext
+	return out, nil
 }
 
 // buildExtFields makes the extFields map from its entries in input order,

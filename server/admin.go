@@ -70,7 +70,7 @@ func (s *Server) updateAndCreateTopic(_ context.Context, _ *remoting.Conn, req *
 // leaves the topic table, so it has no route and takes no sends, and its
 // ConsumeQueues are deleted (the CommitLog bytes go with retention).
 // Deleting a missing topic succeeds, as in RocketMQ.
-func (s *Server) deleteTopicInBroker(_ context.Context, _ *remoting.Conn, req *remoting.RemotingCommand) (*remoting.RemotingCommand, error) {
+func (s *Server) deleteTopicInBroker(ctx context.Context, _ *remoting.Conn, req *remoting.RemotingCommand) (*remoting.RemotingCommand, error) {
 	f := req.Fields()
 	topic := f.String("topic")
 	if err := f.Err(); err != nil {
@@ -79,12 +79,10 @@ func (s *Server) deleteTopicInBroker(_ context.Context, _ *remoting.Conn, req *r
 	if err := s.checkAdminTopic(topic); err != nil {
 		return badRequest(req, err)
 	}
-	if err := s.b.Topics().Delete(topic); err != nil && !errors.Is(err, config.ErrNoTopic) {
-		return badRequest(req, err)
-	}
 	// RocketMQ's cleanUnusedTopic: the topic's ConsumeQueues go too, so a
-	// topic created again under the name starts empty.
-	if err := s.b.Store().DeleteTopic(topic); err != nil {
+	// topic created again under the name starts empty. In a replicated
+	// group the deletion goes through the group's log.
+	if err := s.b.DeleteTopic(ctx, topic); err != nil {
 		return req.NewResponse(remoting.CodeSystemError, err.Error()), nil
 	}
 	s.log.Info("topic deleted", "topic", topic)

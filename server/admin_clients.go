@@ -1,6 +1,7 @@
 package server
 
 import (
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -22,81 +23,55 @@ type clientInfo struct {
 	lastUpdate       time.Time
 }
 
-// clientTable records the producers (RocketMQ's ProducerManager) and the
-// consumer details the registry does not keep, from heartbeats.
+// clientTable records the consumer details that the registry does not
+// keep, from heartbeats (the producers are the producerRegistry's).
 type clientTable struct {
 	mu sync.Mutex
-	// producers: group → client id → info.
-	producers map[string]map[string]*clientInfo
 	// consumers: group → client id → info; membership is the registry's.
 	consumers map[string]map[string]*clientInfo
 }
 
 func newClientTable() *clientTable {
-	return &clientTable{producers: map[string]map[string]*clientInfo{}, consumers: map[string]map[string]*clientInfo{}}
+	return &clientTable{consumers: map[string]map[string]*clientInfo{}}
 }
 
-// adminHeartbeat records a heartbeat's producers and consumer settings.
-// hb is the body as parseHeartbeat decoded it.
-func (s *Server) adminHeartbeat(c *remoting.Conn, req *remoting.RemotingCommand, hb *heartbeatData) {
-	now := s.cfg.Now()
+// heartbeatInfo is what a heartbeat request says about its client.
+func heartbeatInfo(c *remoting.Conn, req *remoting.RemotingCommand, now time.Time) clientInfo {
+	return clientInfo{conn: c, language: req.Language.String(), version: req.Version, lastUpdate: now}
+}
+
+// adminHeartbeat records a heartbeat's consumer settings. hb is the body
+// as parseHeartbeat decoded it.
+func (s *Server) adminHeartbeat(c *remoting.Conn, req *remoting.RemotingCommand, hb *heartbeatData, now time.Time) {
 	t := s.clientTable
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	put := func(table map[string]map[string]*clientInfo, group string) *clientInfo {
-		g := table[group]
+	for i, cd := range hb.consumers {
+		g := t.consumers[cd.GroupName]
 		if g == nil {
 			g = map[string]*clientInfo{}
-			table[group] = g
+			t.consumers[cd.GroupName] = g
 		}
-		ci := &clientInfo{conn: c, language: req.Language.String(), version: req.Version, lastUpdate: now}
-		g[hb.clientID] = ci
-		return ci
-	}
-	for _, p := range hb.producers {
-		put(t.producers, p)
-	}
-	for i, cd := range hb.consumers {
-		ci := put(t.consumers, cd.GroupName)
+		ci := heartbeatInfo(c, req, now)
 		e := hb.consumerEnums[i]
 		ci.consumeType, ci.messageModel, ci.consumeFromWhere = e[0], e[1], e[2]
+		g[hb.clientID] = &ci
 	}
 }
 
-// adminConnClosed forgets the producers and consumer details of a closed
-// connection.
+// adminConnClosed forgets the consumer details of a closed connection.
 func (s *Server) adminConnClosed(c *remoting.Conn) {
 	t := s.clientTable
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	for _, table := range []map[string]map[string]*clientInfo{t.producers, t.consumers} {
-		for group, g := range table {
-			for id, ci := range g {
-				if ci.conn == c {
-					delete(g, id)
-				}
-			}
-			if len(g) == 0 {
-				delete(table, group)
-			}
-		}
-	}
-}
-
-// expireProducers drops producers silent for longer than ChannelExpiry.
-func (s *Server) expireProducers() {
-	deadline := s.cfg.Now().Add(-s.cfg.ChannelExpiry)
-	t := s.clientTable
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	for group, g := range t.producers {
+	for group, g := range t.consumers {
 		for id, ci := range g {
-			if ci.lastUpdate.Before(deadline) {
+			if ci.conn == c {
 				delete(g, id)
 			}
 		}
 		if len(g) == 0 {
-			delete(t.producers, group)
+			delete(t.consumers, group)
 		}
 	}
 }
@@ -131,43 +106,16 @@ func (s *Server) consumerMembers(group string) []consumerMember {
 
 // producerConnections returns a producer group's connections.
 func (s *Server) producerConnections(group string) ([]admin.Connection, bool) {
-	t := s.clientTable
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	g, ok := t.producers[group]
-	if !ok {
-		return nil, false
-	}
-	out := make([]admin.Connection, 0, len(g))
-	for id, ci := range g {
-		out = append(out, admin.Connection{ClientID: id, ClientAddr: peerString(ci.conn), Language: ci.language, Version: ci.version})
-	}
-	slices.SortFunc(out, func(a, b admin.Connection) int { return strings.Compare(a.ClientID, b.ClientID) })
-	return out, true
+	return s.producers.connections(group)
 }
 
 // ProducerGroups returns the producer groups with an online client, sorted.
-func (s *Server) ProducerGroups() []string {
-	t := s.clientTable
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	out := make([]string, 0, len(t.producers))
-	for g := range t.producers {
-		out = append(out, g)
-	}
-	slices.Sort(out)
-	return out
-}
+func (s *Server) ProducerGroups() []string { return s.producers.groupNames() }
 
 // ConsumerGroupsOnline returns the consumer groups with an online client, sorted.
 func (s *Server) ConsumerGroupsOnline() []string {
 	r := s.clients
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	out := make([]string, 0, len(r.groups))
-	for g := range r.groups {
-		out = append(out, g)
-	}
-	slices.Sort(out)
-	return out
+	return slices.Sorted(maps.Keys(r.groups))
 }

@@ -144,23 +144,19 @@ func (s *Server) sampleStats() {
 	}
 }
 
-// statsLoop samples once a second until the server stops, and expires
-// silent producers.
+// statsLoop samples once a second until the server stops (silent
+// producers expire with the other clients, in housekeeping).
 func (s *Server) statsLoop() {
 	defer close(s.statsDone)
 	s.sampleStats()
 	t := time.NewTicker(time.Second)
 	defer t.Stop()
-	n := 0
 	for {
 		select {
 		case <-s.stop:
 			return
 		case <-t.C:
 			s.sampleStats()
-			if n++; n%10 == 0 {
-				s.expireProducers()
-			}
 		}
 	}
 }

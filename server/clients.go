@@ -300,9 +300,9 @@ func (s *Server) heartbeat(_ context.Context, c *remoting.Conn, req *remoting.Re
 	if code, remark := s.b.Heartbeat(clientID, consumers); code != broker.Success {
 		return reply(req, code, remark), nil
 	}
-	s.adminHeartbeat(c, req, hb)
 	now := s.cfg.Now()
-	s.producers.heartbeat(hb.clientID, hb.producers, c, now)
+	s.adminHeartbeat(c, req, hb, now)
+	s.producers.heartbeat(hb.clientID, hb.producers, heartbeatInfo(c, req, now))
 	for _, d := range consumers {
 		if s.clients.touch(d.GroupName, clientID, c, now) {
 			s.log.Info("consumer joined", "group", d.GroupName, "clientID", clientID, "remote", peerString(c))

@@ -24,7 +24,7 @@ func (s *Server) consumerSendMsgBack(ctx context.Context, _ *remoting.Conn, req 
 		OriginTopic: f.OptString("originTopic", ""),
 		UnitMode:    f.OptBool("unitMode", false),
 	}
-	if _, ok := req.ExtFields["maxReconsumeTimes"]; ok {
+	if _, ok := req.Ext("maxReconsumeTimes"); ok {
 		v := f.Int32("maxReconsumeTimes")
 		r.MaxReconsumeTimes = &v
 	}

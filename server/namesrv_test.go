@@ -9,6 +9,7 @@ import (
 	"hash/crc32"
 	"io"
 	"net"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -386,7 +387,7 @@ func TestRoleConfig(t *testing.T) {
 		{":9876", nil, false},
 	} {
 		got, err := server.ParseNamesrvAddr(tc.in)
-		if (err == nil) != tc.ok || (tc.ok && !equalStrings(got, tc.want)) {
+		if (err == nil) != tc.ok || (tc.ok && !slices.Equal(got, tc.want)) {
 			t.Errorf("ParseNamesrvAddr(%q) = %v, %v", tc.in, got, err)
 		}
 	}
@@ -415,22 +416,10 @@ func TestRoleConfig(t *testing.T) {
 	if err := fc.Apply(&nc); err != nil {
 		t.Fatal(err)
 	}
-	if !equalStrings(nc.Server.NamesrvAddr, []string{"127.0.0.1:9876", "127.0.0.1:9877"}) || nc.Server.BrokerID != 1 ||
+	if !slices.Equal(nc.Server.NamesrvAddr, []string{"127.0.0.1:9876", "127.0.0.1:9877"}) || nc.Server.BrokerID != 1 ||
 		nc.Server.HAServerAddr != "127.0.0.2:10912" {
 		t.Fatalf("applied %+v", nc.Server)
 	}
-}
-
-func equalStrings(a, b []string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 func TestSendCreatingTopicRegistersBeforeAnswer(t *testing.T) {

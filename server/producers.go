@@ -1,44 +1,49 @@
 package server
 
 import (
+	"maps"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
+	"github.com/rocketstore/rocketstore/admin"
 	"github.com/rocketstore/rocketstore/remoting"
 )
 
-// producerRegistry is RocketMQ's ProducerManager: the connections of the
-// producers that sent heartbeats, by client id (for request-reply, whose
-// reply is pushed to the requesting client) and by group (for the
-// transaction check-back, sent to a producer of the half message's group).
+// producerRegistry is RocketMQ's ProducerManager: the producers that sent
+// heartbeats, by client id (for request-reply, whose reply is pushed to the
+// requesting client) and by group (for the transaction check-back, sent to
+// a producer of the half message's group, and for the admin codes that
+// list a group's connections). It is the one producer table of the server.
 type producerRegistry struct {
 	mu      sync.Mutex
-	clients map[string]*member            // client id → latest connection
-	groups  map[string]map[string]*member // group → client id → member
+	clients map[string]*clientInfo            // client id → latest heartbeat
+	groups  map[string]map[string]*clientInfo // group → client id → heartbeat
 }
 
 func newProducerRegistry() *producerRegistry {
-	return &producerRegistry{clients: map[string]*member{}, groups: map[string]map[string]*member{}}
+	return &producerRegistry{clients: map[string]*clientInfo{}, groups: map[string]map[string]*clientInfo{}}
 }
 
 // heartbeat records the producer groups of a client's heartbeat (parsed
-// with the rest of the body by parseHeartbeat). Heartbeats without
-// producers change nothing.
-func (r *producerRegistry) heartbeat(clientID string, groups []string, c *remoting.Conn, now time.Time) {
+// with the rest of the body by parseHeartbeat) with what info says about
+// the client. Heartbeats without producers change nothing.
+func (r *producerRegistry) heartbeat(clientID string, groups []string, info clientInfo) {
 	if clientID == "" || len(groups) == 0 {
 		return
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	m := &member{conn: c, lastUpdate: now}
-	r.clients[clientID] = m
+	ci := &info
+	r.clients[clientID] = ci
 	for _, group := range groups {
 		g := r.groups[group]
 		if g == nil {
-			g = map[string]*member{}
+			g = map[string]*clientInfo{}
 			r.groups[group] = g
 		}
-		g[clientID] = m
+		g[clientID] = ci
 	}
 }
 
@@ -46,8 +51,8 @@ func (r *producerRegistry) heartbeat(clientID string, groups []string, c *remoti
 func (r *producerRegistry) findClient(clientID string) *remoting.Conn {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if m := r.clients[clientID]; m != nil {
-		return m.conn
+	if ci := r.clients[clientID]; ci != nil {
+		return ci.conn
 	}
 	return nil
 }
@@ -57,27 +62,51 @@ func (r *producerRegistry) groupConns(group string) []*remoting.Conn {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	out := make([]*remoting.Conn, 0, len(r.groups[group]))
-	for _, m := range r.groups[group] {
-		out = append(out, m.conn)
+	for _, ci := range r.groups[group] {
+		out = append(out, ci.conn)
 	}
 	return out
 }
 
+// connections returns a producer group's clients as the admin codes report
+// them, sorted by client id; false when the group has no online client.
+func (r *producerRegistry) connections(group string) ([]admin.Connection, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	g, ok := r.groups[group]
+	if !ok {
+		return nil, false
+	}
+	out := make([]admin.Connection, 0, len(g))
+	for id, ci := range g {
+		out = append(out, admin.Connection{ClientID: id, ClientAddr: peerString(ci.conn), Language: ci.language, Version: ci.version})
+	}
+	slices.SortFunc(out, func(a, b admin.Connection) int { return strings.Compare(a.ClientID, b.ClientID) })
+	return out, true
+}
+
+// groupNames returns the groups with an online client, sorted.
+func (r *producerRegistry) groupNames() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Sorted(maps.Keys(r.groups))
+}
+
 // drop removes the producers picked (a closed connection, or silent for
 // too long) and returns their connections.
-func (r *producerRegistry) drop(pick func(*member) bool) []*remoting.Conn {
+func (r *producerRegistry) drop(pick func(*clientInfo) bool) []*remoting.Conn {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	var gone []*remoting.Conn
-	for id, m := range r.clients {
-		if pick(m) {
+	for id, ci := range r.clients {
+		if pick(ci) {
 			delete(r.clients, id)
-			gone = append(gone, m.conn)
+			gone = append(gone, ci.conn)
 		}
 	}
 	for name, g := range r.groups {
-		for id, m := range g {
-			if pick(m) {
+		for id, ci := range g {
+			if pick(ci) {
 				delete(g, id)
 			}
 		}
@@ -89,13 +118,13 @@ func (r *producerRegistry) drop(pick func(*member) bool) []*remoting.Conn {
 }
 
 func (r *producerRegistry) connClosed(c *remoting.Conn) {
-	r.drop(func(m *member) bool { return m.conn == c })
+	r.drop(func(ci *clientInfo) bool { return ci.conn == c })
 }
 
 // expire drops producers silent for longer than expiry and closes their
 // connections (ProducerManager.scanNotActiveChannel).
 func (r *producerRegistry) expire(deadline time.Time) {
-	for _, c := range r.drop(func(m *member) bool { return m.lastUpdate.Before(deadline) }) {
+	for _, c := range r.drop(func(ci *clientInfo) bool { return ci.lastUpdate.Before(deadline) }) {
 		_ = c.Close()
 	}
 }

@@ -119,7 +119,7 @@ func (s *Server) pullResponse(req *remoting.RemotingCommand, pr *broker.PullRequ
 	if s.metrics != nil {
 		s.metrics.pull(r)
 	}
-	resp := reply(req, r.Code, r.Remark)
+	resp := req.NewLeanResponse(int32(r.Code), r.Remark) // no extFields map
 	resp.SetExtInt("suggestWhichBrokerId", r.SuggestWhichBrokerID)
 	resp.SetExtInt("nextBeginOffset", r.NextBeginOffset)
 	resp.SetExtInt("minOffset", r.MinOffset)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/rocketstore/rocketstore/broker/config"
@@ -36,6 +37,11 @@ type registrar struct {
 	mu      sync.Mutex
 	clients map[string]*remoting.Client
 	closed  bool
+	// lost is set when a name server connection closes: the name server
+	// forgets the brokers registered on it (as RocketMQ's does on a
+	// channel close), so the next check registers again instead of
+	// waiting for RegisterInterval.
+	lost atomic.Bool
 
 	// ctx bounds every registration; close cancels it so that a name
 	// server that does not answer cannot hold Close up.
@@ -81,7 +87,8 @@ func (r *registrar) registerAll(force bool) {
 	r.regMu.Lock()
 	defer r.regMu.Unlock()
 	topics, version := r.s.b.Topics().All()
-	if !force && r.registered != nil && *r.registered == version {
+	lost := r.lost.Swap(false)
+	if !force && !lost && r.registered != nil && *r.registered == version {
 		return
 	}
 	for name, tc := range topics {
@@ -199,6 +206,13 @@ func (r *registrar) client(ctx context.Context, ns string) (*remoting.Client, er
 		return nil, err
 	}
 	r.clients[ns] = cl
+	go func() {
+		select {
+		case <-cl.Conn().Done():
+			r.lost.Store(true)
+		case <-r.ctx.Done():
+		}
+	}()
 	return cl, nil
 }
 

@@ -20,7 +20,7 @@ func isSendCode(code int32) bool {
 // sendFields returns the names of a send header's topic and
 // defaultTopicQueueNums fields (V1 or V2).
 func sendTopicFields(req *remoting.RemotingCommand) (topic, queueNums string) {
-	if _, v2 := req.ExtFields["a"]; v2 && req.Code != remoting.CodeSendMessage { // as sendHeader
+	if _, v2 := req.Ext("a"); v2 && req.Code != remoting.CodeSendMessage { // as sendHeader
 		return "b", "d"
 	}
 	return "topic", "defaultTopicQueueNums"
@@ -33,14 +33,14 @@ func sendTopicFields(req *remoting.RemotingCommand) (topic, queueNums string) {
 // function to call once the send is answered.
 func (sec *security) autoCreate(c *remoting.Conn, req *remoting.RemotingCommand) (*remoting.RemotingCommand, func()) {
 	tf, qf := sendTopicFields(req)
-	topic := req.ExtFields[tf]
+	topic, _ := req.Ext(tf)
 	if topic == "" || strings.HasPrefix(topic, "%RETRY%") || strings.HasPrefix(topic, "%DLQ%") {
 		return nil, nil
 	}
 	if _, ok := sec.s.b.Topics().Get(topic); ok {
 		return nil, nil
 	}
-	ak := req.ExtFields[acl.FieldAccessKey]
+	ak, _ := req.Ext(acl.FieldAccessKey)
 	refuse := func(code int32, reason, remark string) (*remoting.RemotingCommand, func()) {
 		inc(sec.createRefused, reason)
 		sec.logDenial("topic auto-creation refused", "topic", topic, "remote", peerString(c), "accessKey", ak, "reason", reason)
@@ -52,8 +52,9 @@ func (sec *security) autoCreate(c *remoting.Conn, req *remoting.RemotingCommand)
 	}
 	l := sec.cfg.Limits
 	if n := l.AutoCreateTopicMaxQueueNums; n > 0 {
-		if v, err := strconv.Atoi(req.ExtFields[qf]); err == nil && v > n {
-			req.ExtFields[qf] = strconv.Itoa(n)
+		q, _ := req.Ext(qf)
+		if v, err := strconv.Atoi(q); err == nil && v > n {
+			req.SetExt(qf, strconv.Itoa(n))
 		}
 	}
 	if l.AutoCreateTopicMaxTotal > 0 {

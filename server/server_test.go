@@ -44,19 +44,7 @@ func TestRouteInfo(t *testing.T) {
 	for _, topic := range []string{"TBW102", "%RETRY%G1", "%DLQ%G1"} {
 		resp := e.call(remoting.CodeGetRouteInfoByTopic, nil, "topic", topic)
 		wantCode(t, resp, remoting.CodeSuccess)
-		var rd struct {
-			QueueDatas []struct {
-				BrokerName     string `json:"brokerName"`
-				ReadQueueNums  int    `json:"readQueueNums"`
-				WriteQueueNums int    `json:"writeQueueNums"`
-				Perm           int    `json:"perm"`
-			} `json:"queueDatas"`
-			BrokerDatas []struct {
-				Cluster     string            `json:"cluster"`
-				BrokerName  string            `json:"brokerName"`
-				BrokerAddrs map[string]string `json:"brokerAddrs"`
-			} `json:"brokerDatas"`
-		}
+		var rd routeJSON
 		if err := json.Unmarshal(resp.Body, &rd); err != nil {
 			t.Fatal(err)
 		}

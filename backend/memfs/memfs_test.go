@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 
@@ -131,21 +132,9 @@ func TestSyncOfSubRangePersistsOnlyTouchedPages(t *testing.T) {
 	for _, p := range f.DirtyPages() {
 		offs = append(offs, p.Off)
 	}
-	if want := []int64{0, 3 * memfs.PageSize, 4 * memfs.PageSize}; !equal(offs, want) {
+	if want := []int64{0, 3 * memfs.PageSize, 4 * memfs.PageSize}; !slices.Equal(offs, want) {
 		t.Fatalf("dirty pages at %v, want %v", offs, want)
 	}
-}
-
-func equal(a, b []int64) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 func TestSyncWritesDirtyPagesOnly(t *testing.T) {

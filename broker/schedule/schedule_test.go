@@ -80,7 +80,7 @@ func start(t *testing.T, afs afero.Fs, levels []time.Duration, now func() int64,
 func startClock(t *testing.T, afs afero.Fs, levels []time.Duration, clk clockwork.Clock, now func() int64, manual bool) *env {
 	t.Helper()
 	e := &env{afs: afs, fs: memfs.New(afs), hold: longpoll.New(true)}
-	e.svc = schedule.New(e.fs, schedule.Config{Levels: levels, Logger: quiet, Clock: clk, Now: now, Manual: manual})
+	e.svc = schedule.New(e.fs, hooks.ManualService(schedule.Config{Levels: levels, Logger: quiet, Clock: clk, Now: now}, manual))
 	s, err := engine.Open(e.fs, engineConfig(levels, now, manual), e.hold, e.svc)
 	if err != nil {
 		t.Fatal(err)

@@ -15,6 +15,7 @@ import (
 	"github.com/rocketstore/rocketstore/dispatch"
 	"github.com/rocketstore/rocketstore/engine"
 	"github.com/rocketstore/rocketstore/engine/record"
+	"github.com/rocketstore/rocketstore/internal/hooks"
 )
 
 // ScheduleTopic is the topic of delayed messages.
@@ -44,9 +45,6 @@ type Config struct {
 	// Now returns the time in ms that deliver times are compared with; it
 	// must be the store's clock (engine.Config.Now). Nil: Clock's time.
 	Now func() int64
-	// Manual starts no goroutine: the owner calls DeliverDue (mirroring
-	// engine.Config.Manual, for deterministic tests and tools).
-	Manual bool
 	// Put, when set, stores the delivered messages instead of the
 	// store's Put (a replicated group's log; see broker.Writer).
 	Put func(ctx context.Context, m *engine.Message) (engine.PutResult, error)
@@ -54,7 +52,13 @@ type Config struct {
 	// its group's leader delivers nothing, and its offsets come from the
 	// leader (SetOffsets). Wake resumes.
 	Standby func() bool
+
+	// hooks are the test switches (internal/hooks.Service; Manual: the
+	// owner calls DeliverDue).
+	hooks hooks.Service
 }
+
+func init() { hooks.RegisterService(func(c *Config) *hooks.Service { return &c.hooks }) }
 
 // Service is the delayed-delivery service.
 type Service struct {
@@ -120,7 +124,7 @@ func (s *Service) Start(store *engine.Store) error {
 	s.correctOffsets()
 	ctx, cancel := context.WithCancel(context.Background())
 	s.cancel, s.done = cancel, make(chan struct{})
-	if s.cfg.Manual {
+	if s.cfg.hooks.Manual {
 		close(s.done)
 		return nil
 	}

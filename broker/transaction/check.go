@@ -26,7 +26,14 @@ func (s *Service) Check(ctx context.Context) (CheckReport, error) {
 		half  *engine.MessageExt
 	}
 	var checks []pendingCheck
+	if !s.cfg.Active() {
+		return rep, nil // only the group's leader checks back
+	}
 	s.mu.Lock()
+	if err := s.fresh(ctx); err != nil {
+		s.mu.Unlock()
+		return rep, err
+	}
 	now := s.cfg.Now().UnixMilli()
 	var err error
 	for _, t := range s.sortedOpen() {
@@ -83,7 +90,7 @@ func (s *Service) putBack(ctx context.Context, t *tx, half *engine.MessageExt) (
 	}
 	m.Properties[PropCheckTimes] = strconv.Itoa(t.checkTimes + 1)
 	m.Properties[PropPreparedQueueOff] = strconv.FormatInt(t.root, 10)
-	res, err := s.store.Put(ctx, &m)
+	res, err := s.put(ctx, &m)
 	if err != nil && !errors.Is(err, engine.ErrFlushTimeout) {
 		return nil, err
 	}
@@ -98,7 +105,7 @@ func (s *Service) putBack(ctx context.Context, t *tx, half *engine.MessageExt) (
 func (s *Service) discard(ctx context.Context, t *tx, half *engine.MessageExt) error {
 	m := half.Message
 	m.Topic, m.QueueID = CheckMaxTimeTopic, 0
-	if _, err := s.store.Put(ctx, &m); err != nil && !errors.Is(err, engine.ErrFlushTimeout) {
+	if _, err := s.put(ctx, &m); err != nil && !errors.Is(err, engine.ErrFlushTimeout) {
 		return err
 	}
 	s.cfg.Logger.Warn("transaction discarded after too many checks", "group", half.Properties[PropProducerGroup],

@@ -10,6 +10,7 @@ import (
 
 	"github.com/rocketstore/rocketstore/crashsim"
 	"github.com/rocketstore/rocketstore/engine"
+	"github.com/rocketstore/rocketstore/internal/hooks"
 )
 
 // txModel is what the producer knows of one transaction.
@@ -171,7 +172,7 @@ func TestTransactionsAcrossPowerCuts(t *testing.T) {
 	rapid.Check(t, func(rt *rapid.T) {
 		e := &env{t: rt, fs: newCrashFS(rt, nil), chooser: crashsim.RapidChooser{T: rt}, chk: &recorder{}}
 		e.clock.Store(1_700_000_000_000)
-		e.cfg = Config{Now: func() time.Time { return time.UnixMilli(e.clock.Load()) }, Logger: quiet, Manual: true,
+		e.cfg = Config{Now: func() time.Time { return time.UnixMilli(e.clock.Load()) }, Logger: quiet, hooks: hooks.Service{Manual: true},
 			CheckMax: 1000}
 		e.open()
 		defer e.close()

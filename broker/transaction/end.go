@@ -57,6 +57,9 @@ func (s *Service) End(ctx context.Context, req EndRequest) EndResult {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if err := s.fresh(ctx); err != nil {
+		return EndResult{Code: CodeServiceNA, Remark: "service not available now: " + err.Error()}
+	}
 	root, ok := s.rootByCL[half.CommitLogOffset]
 	if !ok {
 		// A half message older than what the service scanned: adopt it.
@@ -119,7 +122,7 @@ func (s *Service) putFinal(ctx context.Context, half *engine.MessageExt) EndResu
 	if err != nil {
 		return EndResult{Code: CodeSystemError, Remark: err.Error()}
 	}
-	if _, err := s.store.Put(ctx, m); err != nil && !errors.Is(err, engine.ErrFlushTimeout) {
+	if _, err := s.put(ctx, m); err != nil && !errors.Is(err, engine.ErrFlushTimeout) {
 		return putCode(err)
 	}
 	return EndResult{Code: CodeSuccess}

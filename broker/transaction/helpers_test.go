@@ -85,7 +85,7 @@ func (r *recorder) take() []*engine.MessageExt {
 func newEnv(t testing.TB) *env {
 	e := &env{t: t, fs: newCrashFS(t, nil), chooser: loseAll{}, chk: &recorder{}}
 	e.clock.Store(1_700_000_000_000)
-	e.cfg = Config{Now: func() time.Time { return time.UnixMilli(e.clock.Load()) }, Logger: quiet, Manual: true}
+	e.cfg = Config{Now: func() time.Time { return time.UnixMilli(e.clock.Load()) }, Logger: quiet, hooks: hooks.Service{Manual: true}}
 	e.open()
 	t.Cleanup(func() { e.close() })
 	return e

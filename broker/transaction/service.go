@@ -12,6 +12,7 @@ import (
 
 	"github.com/rocketstore/rocketstore/engine"
 	"github.com/rocketstore/rocketstore/engine/record"
+	"github.com/rocketstore/rocketstore/internal/hooks"
 )
 
 // Topics and properties of transactional messages (TopicValidator,
@@ -68,9 +69,22 @@ type Config struct {
 	Now func() time.Time
 	// Logger receives the service's logs (slog.Default()).
 	Logger *slog.Logger
-	// Manual runs no background check loop; the owner calls Check.
-	Manual bool
+	// Put writes the service's messages (half, op, commit, check-back
+	// copies); nil means the store's Put. A replicated broker group
+	// passes its Writer, so that they go through the group's log.
+	Put func(ctx context.Context, m *record.Message) (engine.PutResult, error)
+	// Active reports whether this broker may write and check back now
+	// (nil: always). A replica that does not lead is not: it runs no
+	// check-back, and its state is rebuilt from the queues when it is
+	// active again (see Invalidate).
+	Active func() bool
+
+	// hooks are the test switches (internal/hooks.Service; Manual: no
+	// background check loop, the owner calls Check).
+	hooks hooks.Service
 }
+
+func init() { hooks.RegisterService(func(c *Config) *hooks.Service { return &c.hooks }) }
 
 func (c Config) withDefaults() Config {
 	if c.TimeOut == 0 {
@@ -87,6 +101,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
+	}
+	if c.Active == nil {
+		c.Active = func() bool { return true }
 	}
 	return c
 }
@@ -143,6 +160,9 @@ type Service struct {
 	// skipRepair, when set (tests only: the broken variant), turns the
 	// lost-op repair at open off.
 	skipRepair bool
+	// stale is set while the maps may miss what other replicas wrote
+	// (replicated.go); guarded by mu.
+	stale bool
 }
 
 // brokenSkipRepair is set by the broken-variant test only.
@@ -150,14 +170,16 @@ var brokenSkipRepair bool
 
 // Open rebuilds the service's state from the store (whose ConsumeQueues
 // must be dispatched up to the CommitLog's end) and starts the check loop
-// unless cfg.Manual.
+// unless the config is manual (internal/hooks.Service).
 func Open(ctx context.Context, store *engine.Store, cfg Config) (*Service, error) {
 	s := &Service{store: store, cfg: cfg.withDefaults(), skipRepair: brokenSkipRepair, open: map[int64]*tx{}, rootOf: map[int64]int64{},
 		rootByCL: map[int64]int64{}, ended: map[int64]Outcome{}, stop: make(chan struct{}), done: make(chan struct{})}
-	if err := s.rebuild(ctx); err != nil {
+	if !s.cfg.Active() {
+		s.stale = true // rebuilt once active (replicated.go)
+	} else if err := s.rebuild(ctx); err != nil {
 		return nil, err
 	}
-	if s.cfg.Manual {
+	if s.cfg.hooks.Manual {
 		close(s.done)
 	} else {
 		go s.loop()
@@ -215,12 +237,14 @@ func (s *Service) Prepare(ctx context.Context, m *record.Message) (engine.PutRes
 	half := *m
 	half.Topic, half.QueueID, half.Properties = HalfTopic, halfQueueID, props
 	half.SysFlag = m.SysFlag &^ record.TransactionRollback // TRANSACTION_NOT_TYPE
-	res, err := s.store.Put(ctx, &half)
+	res, err := s.put(ctx, &half)
 	if err != nil && !errors.Is(err, engine.ErrFlushTimeout) {
 		return res, err
 	}
 	s.mu.Lock()
-	s.addHalf(res.QueueOffset, res.WroteOffset, &half)
+	if !s.stale {
+		s.addHalf(res.QueueOffset, res.WroteOffset, &half)
+	}
 	s.mu.Unlock()
 	return res, err
 }
@@ -264,7 +288,7 @@ func (s *Service) end(root int64, o Outcome) {
 
 // putOp writes the op record of a half message.
 func (s *Service) putOp(ctx context.Context, halfQO int64, o Outcome) error {
-	_, err := s.store.Put(ctx, &record.Message{Topic: OpTopic, QueueID: opQueueID,
+	_, err := s.put(ctx, &record.Message{Topic: OpTopic, QueueID: opQueueID,
 		Body: []byte(strconv.FormatInt(halfQO, 10)), BornTimestamp: s.cfg.Now().UnixMilli(),
 		Properties: map[string]string{record.PropertyTags: removeTag, PropOutcome: string(o)}})
 	if errors.Is(err, engine.ErrFlushTimeout) {

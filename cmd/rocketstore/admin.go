@@ -59,13 +59,20 @@ account with --accessKey and --secretKey (admin commands need an admin account).
 		newConsumerProgressCmd(g), newConsumerConnectionCmd(g), newProducerConnectionCmd(g),
 		newResetOffsetByTimeCmd(g), newUpdateSubGroupCmd(g), newDeleteSubGroupCmd(g),
 		newQueryMsgByIDCmd(g), newQueryMsgByKeyCmd(g), newQueryMsgByOffsetCmd(g),
-		newSendMessageCmd(g), newConsumeMessageCmd(g),
+		newSendMessageCmd(g), newConsumeMessageCmd(g), newAdminClusterCmd(g),
 	)
 	return cmd
 }
 
 // adminRun is the shape of every admin command's body.
 type adminRun func(ctx context.Context, c *admin.Client, out io.Writer) error
+
+// command is an admin subcommand that takes flags only and runs body
+// through run.
+func (g *adminGlobals) command(use, short string, body adminRun) *cobra.Command {
+	return &cobra.Command{Use: use, Short: short, Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return g.run(cmd, body) }}
+}
 
 // run connects, runs f and closes. Errors exit with exitFailed: the
 // command reached the cluster and was refused, or the input was bad.
@@ -118,6 +125,45 @@ func (g *adminGlobals) output(out io.Writer, v any, table func(w *tabwriter.Writ
 	return w.Flush()
 }
 
+// forEachBroker runs do on each of addrs in turn, stopping at the first
+// error, and reports the result: with --json one document, doc plus the
+// brokers; else one line a broker (line) and then tail, if any. The
+// update and delete commands that take -b or -c share it.
+func (g *adminGlobals) forEachBroker(out io.Writer, addrs []string, do func(addr string) error, doc map[string]any,
+	line func(addr string) string, tail string) error {
+	for _, a := range addrs {
+		if err := do(a); err != nil {
+			return err
+		}
+	}
+	doc["brokers"] = addrs
+	return g.output(out, doc, func(w *tabwriter.Writer) {
+		for _, a := range addrs {
+			fmt.Fprintln(w, line(a))
+		}
+		if tail != "" {
+			fmt.Fprintln(w, tail)
+		}
+	})
+}
+
+// parseTimeRange reads an optional pair of time flags (see parseTime);
+// an empty one keeps its default.
+func parseTimeRange(beginFlag, begin, endFlag, end string, from, to int64) (int64, int64, error) {
+	var err error
+	if begin != "" {
+		if from, err = parseTime(beginFlag, begin); err != nil {
+			return 0, 0, usageError("%v", err)
+		}
+	}
+	if end != "" {
+		if to, err = parseTime(endFlag, end); err != nil {
+			return 0, 0, usageError("%v", err)
+		}
+	}
+	return from, to, nil
+}
+
 // parseTime reads a time flag: ms since the epoch, "now", or mqadmin's
 // yyyy-MM-dd#HH:mm:ss:SSS in local time.
 func parseTime(flag, s string) (int64, error) {
@@ -154,13 +200,7 @@ func topicBrokers(ctx context.Context, c *admin.Client, topic string) (map[strin
 	if err != nil {
 		return nil, err
 	}
-	out := map[string]string{}
-	for _, bd := range rd.BrokerDatas {
-		if a, ok := bd.BrokerAddrs["0"]; ok {
-			out[bd.BrokerName] = a
-		}
-	}
-	return out, nil
+	return rd.MasterAddrs(), nil
 }
 
 // targetBrokers resolves -b (a broker address) or -c (a cluster) to

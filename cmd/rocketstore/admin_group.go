@@ -65,26 +65,19 @@ func consumerProgress(ctx context.Context, c *admin.Client, group, topic string)
 
 func newConsumerProgressCmd(g *adminGlobals) *cobra.Command {
 	var group, topic string
-	cmd := &cobra.Command{
-		Use:   "consumerProgress -g group [-t topic]",
-		Short: "A consumer group's offsets and lag per queue, and the total lag",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			return g.run(cmd, func(ctx context.Context, c *admin.Client, out io.Writer) error {
-				p, err := consumerProgress(ctx, c, group, topic)
-				if err != nil {
-					return err
-				}
-				return g.output(out, p, func(w *tabwriter.Writer) {
-					fmt.Fprintln(w, "#Topic\t#Broker Name\t#QID\t#Broker Offset\t#Consumer Offset\t#Diff\t#LastTime")
-					for _, r := range p.Queues {
-						fmt.Fprintf(w, "%s\t%s\t%d\t%d\t%d\t%d\t%s\n", r.Topic, r.BrokerName, r.QueueID, r.BrokerOffset, r.ConsumerOffset, r.Diff, fmtTime(r.LastTimestamp))
-					}
-					fmt.Fprintf(w, "\nConsume TPS: %.2f\nDiff Total: %d\n", p.ConsumeTps, p.DiffTotal)
-				})
-			})
-		},
-	}
+	cmd := g.command("consumerProgress -g group [-t topic]", "A consumer group's offsets and lag per queue, and the total lag", func(ctx context.Context, c *admin.Client, out io.Writer) error {
+		p, err := consumerProgress(ctx, c, group, topic)
+		if err != nil {
+			return err
+		}
+		return g.output(out, p, func(w *tabwriter.Writer) {
+			fmt.Fprintln(w, "#Topic\t#Broker Name\t#QID\t#Broker Offset\t#Consumer Offset\t#Diff\t#LastTime")
+			for _, r := range p.Queues {
+				fmt.Fprintf(w, "%s\t%s\t%d\t%d\t%d\t%d\t%s\n", r.Topic, r.BrokerName, r.QueueID, r.BrokerOffset, r.ConsumerOffset, r.Diff, fmtTime(r.LastTimestamp))
+			}
+			fmt.Fprintf(w, "\nConsume TPS: %.2f\nDiff Total: %d\n", p.ConsumeTps, p.DiffTotal)
+		})
+	})
 	cmd.Flags().StringVarP(&group, "groupName", "g", "", "consumer group (required)")
 	cmd.Flags().StringVarP(&topic, "topicName", "t", "", "only this topic")
 	cmd.MarkFlagRequired("groupName")
@@ -93,43 +86,36 @@ func newConsumerProgressCmd(g *adminGlobals) *cobra.Command {
 
 func newConsumerConnectionCmd(g *adminGlobals) *cobra.Command {
 	var group string
-	cmd := &cobra.Command{
-		Use:   "consumerConnection -g group",
-		Short: "The online clients of a consumer group and their subscriptions",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			return g.run(cmd, func(ctx context.Context, c *admin.Client, out io.Writer) error {
-				addrs, err := c.BrokerAddrs(ctx, "")
-				if err != nil {
-					return err
-				}
-				var cc *admin.ConsumerConnection
-				for _, a := range addrs {
-					if cc, err = c.ConsumerConnection(ctx, a, group); err == nil {
-						break
-					}
-				}
-				if admin.IsCode(err, admin.CodeConsumerNotOnline) {
-					return fmt.Errorf("consumer group %s is not online", group)
-				}
-				if err != nil {
-					return err
-				}
-				return g.output(out, cc, func(w *tabwriter.Writer) {
-					fmt.Fprintln(w, "#ClientId\t#ClientAddr\t#Language\t#Version")
-					for _, cn := range cc.ConnectionSet {
-						fmt.Fprintf(w, "%s\t%s\t%s\t%d\n", cn.ClientID, cn.ClientAddr, cn.Language, cn.Version)
-					}
-					fmt.Fprintln(w, "\nBelow is subscription:")
-					fmt.Fprintln(w, "#Topic\t#SubExpression")
-					for _, t := range slices.Sorted(maps.Keys(cc.SubscriptionTable)) {
-						fmt.Fprintf(w, "%s\t%s\n", t, cc.SubscriptionTable[t].SubString)
-					}
-					fmt.Fprintf(w, "\nConsumeType: %s\nMessageModel: %s\nConsumeFromWhere: %s\n", cc.ConsumeType, cc.MessageModel, cc.ConsumeFromWhere)
-				})
-			})
-		},
-	}
+	cmd := g.command("consumerConnection -g group", "The online clients of a consumer group and their subscriptions", func(ctx context.Context, c *admin.Client, out io.Writer) error {
+		addrs, err := c.BrokerAddrs(ctx, "")
+		if err != nil {
+			return err
+		}
+		var cc *admin.ConsumerConnection
+		for _, a := range addrs {
+			if cc, err = c.ConsumerConnection(ctx, a, group); err == nil {
+				break
+			}
+		}
+		if admin.IsCode(err, admin.CodeConsumerNotOnline) {
+			return fmt.Errorf("consumer group %s is not online", group)
+		}
+		if err != nil {
+			return err
+		}
+		return g.output(out, cc, func(w *tabwriter.Writer) {
+			fmt.Fprintln(w, "#ClientId\t#ClientAddr\t#Language\t#Version")
+			for _, cn := range cc.ConnectionSet {
+				fmt.Fprintf(w, "%s\t%s\t%s\t%d\n", cn.ClientID, cn.ClientAddr, cn.Language, cn.Version)
+			}
+			fmt.Fprintln(w, "\nBelow is subscription:")
+			fmt.Fprintln(w, "#Topic\t#SubExpression")
+			for _, t := range slices.Sorted(maps.Keys(cc.SubscriptionTable)) {
+				fmt.Fprintf(w, "%s\t%s\n", t, cc.SubscriptionTable[t].SubString)
+			}
+			fmt.Fprintf(w, "\nConsumeType: %s\nMessageModel: %s\nConsumeFromWhere: %s\n", cc.ConsumeType, cc.MessageModel, cc.ConsumeFromWhere)
+		})
+	})
 	cmd.Flags().StringVarP(&group, "consumerGroup", "g", "", "consumer group (required)")
 	cmd.MarkFlagRequired("consumerGroup")
 	return cmd
@@ -137,45 +123,38 @@ func newConsumerConnectionCmd(g *adminGlobals) *cobra.Command {
 
 func newProducerConnectionCmd(g *adminGlobals) *cobra.Command {
 	var group, topic string
-	cmd := &cobra.Command{
-		Use:   "producerConnection -g group -t topic",
-		Short: "The clients of a producer group",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			return g.run(cmd, func(ctx context.Context, c *admin.Client, out io.Writer) error {
-				brokers, err := topicBrokers(ctx, c, topic)
-				if err != nil {
-					return err
-				}
-				seen := map[string]admin.Connection{}
-				for _, a := range brokers {
-					pc, err := c.ProducerConnection(ctx, a, group)
-					if admin.IsCode(err, 1) {
-						continue
-					}
-					if err != nil {
-						return err
-					}
-					for _, cn := range pc.ConnectionSet {
-						seen[cn.ClientID] = cn
-					}
-				}
-				if len(seen) == 0 {
-					return fmt.Errorf("producer group %s has no online producer", group)
-				}
-				conns := make([]admin.Connection, 0, len(seen))
-				for _, id := range slices.Sorted(maps.Keys(seen)) {
-					conns = append(conns, seen[id])
-				}
-				return g.output(out, conns, func(w *tabwriter.Writer) {
-					fmt.Fprintln(w, "#ClientId\t#ClientAddr\t#Language\t#Version")
-					for _, cn := range conns {
-						fmt.Fprintf(w, "%s\t%s\t%s\t%d\n", cn.ClientID, cn.ClientAddr, cn.Language, cn.Version)
-					}
-				})
-			})
-		},
-	}
+	cmd := g.command("producerConnection -g group -t topic", "The clients of a producer group", func(ctx context.Context, c *admin.Client, out io.Writer) error {
+		brokers, err := topicBrokers(ctx, c, topic)
+		if err != nil {
+			return err
+		}
+		seen := map[string]admin.Connection{}
+		for _, a := range brokers {
+			pc, err := c.ProducerConnection(ctx, a, group)
+			if admin.IsCode(err, 1) {
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			for _, cn := range pc.ConnectionSet {
+				seen[cn.ClientID] = cn
+			}
+		}
+		if len(seen) == 0 {
+			return fmt.Errorf("producer group %s has no online producer", group)
+		}
+		conns := make([]admin.Connection, 0, len(seen))
+		for _, id := range slices.Sorted(maps.Keys(seen)) {
+			conns = append(conns, seen[id])
+		}
+		return g.output(out, conns, func(w *tabwriter.Writer) {
+			fmt.Fprintln(w, "#ClientId\t#ClientAddr\t#Language\t#Version")
+			for _, cn := range conns {
+				fmt.Fprintf(w, "%s\t%s\t%s\t%d\n", cn.ClientID, cn.ClientAddr, cn.Language, cn.Version)
+			}
+		})
+	})
 	cmd.Flags().StringVarP(&group, "producerGroup", "g", "", "producer group (required)")
 	cmd.Flags().StringVarP(&topic, "topic", "t", "", "a topic the group produces to (required)")
 	cmd.MarkFlagRequired("producerGroup")
@@ -260,17 +239,9 @@ func newUpdateSubGroupCmd(g *adminGlobals) *cobra.Command {
 				if err != nil {
 					return err
 				}
-				for _, a := range addrs {
-					if err := c.UpdateSubscriptionGroup(ctx, a, sg); err != nil {
-						return err
-					}
-				}
-				return g.output(out, map[string]any{"subscriptionGroupConfig": sg, "brokers": addrs}, func(w *tabwriter.Writer) {
-					for _, a := range addrs {
-						fmt.Fprintf(w, "create subscription group to %s success.\n", a)
-					}
-					fmt.Fprintf(w, "%+v\n", sg)
-				})
+				return g.forEachBroker(out, addrs, func(a string) error { return c.UpdateSubscriptionGroup(ctx, a, sg) },
+					map[string]any{"subscriptionGroupConfig": sg},
+					func(a string) string { return "create subscription group to " + a + " success." }, fmt.Sprintf("%+v", sg))
 			})
 		},
 	}
@@ -293,38 +264,26 @@ func newUpdateSubGroupCmd(g *adminGlobals) *cobra.Command {
 func newDeleteSubGroupCmd(g *adminGlobals) *cobra.Command {
 	var brokerAddr, cluster, group string
 	var removeOffset bool
-	cmd := &cobra.Command{
-		Use:   "deleteSubGroup -g group (-b brokerAddr | -c cluster) [-r]",
-		Short: "Delete a subscription group",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			return g.run(cmd, func(ctx context.Context, c *admin.Client, out io.Writer) error {
-				addrs, err := targetBrokers(ctx, c, brokerAddr, cluster)
-				if err != nil {
-					return err
-				}
-				for _, a := range addrs {
-					w, err := c.AllSubscriptionGroups(ctx, a)
-					if err != nil {
-						return err
-					}
-					if _, ok := w.SubscriptionGroupTable[group]; !ok {
-						return fmt.Errorf("subscription group %s does not exist on %s", group, a)
-					}
-				}
-				for _, a := range addrs {
-					if err := c.DeleteSubscriptionGroup(ctx, a, group, removeOffset); err != nil {
-						return err
-					}
-				}
-				return g.output(out, map[string]any{"deleted": group, "brokers": addrs}, func(w *tabwriter.Writer) {
-					for _, a := range addrs {
-						fmt.Fprintf(w, "delete subscription group [%s] from broker [%s] success.\n", group, a)
-					}
-				})
-			})
-		},
-	}
+	cmd := g.command("deleteSubGroup -g group (-b brokerAddr | -c cluster) [-r]", "Delete a subscription group", func(ctx context.Context, c *admin.Client, out io.Writer) error {
+		addrs, err := targetBrokers(ctx, c, brokerAddr, cluster)
+		if err != nil {
+			return err
+		}
+		for _, a := range addrs {
+			w, err := c.AllSubscriptionGroups(ctx, a)
+			if err != nil {
+				return err
+			}
+			if _, ok := w.SubscriptionGroupTable[group]; !ok {
+				return fmt.Errorf("subscription group %s does not exist on %s", group, a)
+			}
+		}
+		return g.forEachBroker(out, addrs, func(a string) error { return c.DeleteSubscriptionGroup(ctx, a, group, removeOffset) },
+			map[string]any{"deleted": group},
+			func(a string) string {
+				return fmt.Sprintf("delete subscription group [%s] from broker [%s] success.", group, a)
+			}, "")
+	})
 	f := cmd.Flags()
 	f.StringVarP(&brokerAddr, "brokerAddr", "b", "", "broker address")
 	f.StringVarP(&cluster, "clusterName", "c", "", "every master of this cluster")

@@ -64,17 +64,9 @@ func newQueryMsgByKeyCmd(g *adminGlobals) *cobra.Command {
 		Short: "Print the messages of a topic with a key",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			from, to := int64(0), int64(1<<63-1)
-			var err error
-			if begin != "" {
-				if from, err = parseTime("-b", begin); err != nil {
-					return usageError("%v", err)
-				}
-			}
-			if end != "" {
-				if to, err = parseTime("-e", end); err != nil {
-					return usageError("%v", err)
-				}
+			from, to, err := parseTimeRange("-b", begin, "-e", end, 0, 1<<63-1)
+			if err != nil {
+				return err
 			}
 			if from > to {
 				return usageError("-b is after -e")
@@ -279,17 +271,9 @@ func newConsumeMessageCmd(g *adminGlobals) *cobra.Command {
 			if qid < 0 {
 				return usageError("-i %d: a queue id", qid)
 			}
-			var from, to int64 = -1, 1<<63 - 1
-			var err error
-			if begin != "" {
-				if from, err = parseTime("-s", begin); err != nil {
-					return usageError("%v", err)
-				}
-			}
-			if end != "" {
-				if to, err = parseTime("-e", end); err != nil {
-					return usageError("%v", err)
-				}
+			from, to, err := parseTimeRange("-s", begin, "-e", end, -1, 1<<63-1)
+			if err != nil {
+				return err
 			}
 			return g.run(cmd, func(ctx context.Context, c *admin.Client, out io.Writer) error {
 				_, addr, err := queueBroker(ctx, c, topic, brokerName)

@@ -29,54 +29,47 @@ type clusterRow struct {
 
 func newClusterListCmd(g *adminGlobals) *cobra.Command {
 	var cluster string
-	cmd := &cobra.Command{
-		Use:   "clusterList [-c cluster]",
-		Short: "List the clusters, their brokers and their rates",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			return g.run(cmd, func(ctx context.Context, c *admin.Client, out io.Writer) error {
-				ci, err := c.ClusterInfo(ctx)
-				if err != nil {
-					return err
-				}
-				if _, ok := ci.ClusterAddrTable[cluster]; cluster != "" && !ok {
-					return fmt.Errorf("cluster %s not found", cluster)
-				}
-				var rows []clusterRow
-				for _, cl := range slices.Sorted(maps.Keys(ci.ClusterAddrTable)) {
-					if cluster != "" && cl != cluster {
-						continue
+	cmd := g.command("clusterList [-c cluster]", "List the clusters, their brokers and their rates", func(ctx context.Context, c *admin.Client, out io.Writer) error {
+		ci, err := c.ClusterInfo(ctx)
+		if err != nil {
+			return err
+		}
+		if _, ok := ci.ClusterAddrTable[cluster]; cluster != "" && !ok {
+			return fmt.Errorf("cluster %s not found", cluster)
+		}
+		var rows []clusterRow
+		for _, cl := range slices.Sorted(maps.Keys(ci.ClusterAddrTable)) {
+			if cluster != "" && cl != cluster {
+				continue
+			}
+			names := slices.Clone(ci.ClusterAddrTable[cl])
+			slices.Sort(names)
+			for _, bn := range names {
+				bd := ci.BrokerAddrTable[bn]
+				for _, id := range slices.Sorted(maps.Keys(bd.BrokerAddrs)) {
+					r := clusterRow{Cluster: cl, BrokerName: bn, BrokerID: id, Addr: bd.BrokerAddrs[id]}
+					if info, err := c.RuntimeInfo(ctx, r.Addr); err != nil {
+						r.Error = err.Error()
+					} else {
+						r.Version, r.PutTps, r.GetTps = info["brokerVersionDesc"], info["putTps"], info["getTransferedTps"]
+						r.PutToday, r.GetToday = info["msgPutTotalTodayNow"], info["msgGetTotalTodayNow"]
 					}
-					names := slices.Clone(ci.ClusterAddrTable[cl])
-					slices.Sort(names)
-					for _, bn := range names {
-						bd := ci.BrokerAddrTable[bn]
-						for _, id := range slices.Sorted(maps.Keys(bd.BrokerAddrs)) {
-							r := clusterRow{Cluster: cl, BrokerName: bn, BrokerID: id, Addr: bd.BrokerAddrs[id]}
-							if info, err := c.RuntimeInfo(ctx, r.Addr); err != nil {
-								r.Error = err.Error()
-							} else {
-								r.Version, r.PutTps, r.GetTps = info["brokerVersionDesc"], info["putTps"], info["getTransferedTps"]
-								r.PutToday, r.GetToday = info["msgPutTotalTodayNow"], info["msgGetTotalTodayNow"]
-							}
-							rows = append(rows, r)
-						}
-					}
+					rows = append(rows, r)
 				}
-				return g.output(out, rows, func(w *tabwriter.Writer) {
-					fmt.Fprintln(w, "#Cluster Name\t#Broker Name\t#BID\t#Addr\t#Version\t#InTPS(LOAD)\t#OutTPS\t#InTotalToday\t#OutTotalToday")
-					for _, r := range rows {
-						if r.Error != "" {
-							fmt.Fprintf(w, "%s\t%s\t%s\t%s\t(unreachable: %s)\n", r.Cluster, r.BrokerName, r.BrokerID, r.Addr, r.Error)
-							continue
-						}
-						fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Cluster, r.BrokerName, r.BrokerID, r.Addr, r.Version,
-							first(r.PutTps), first(r.GetTps), r.PutToday, r.GetToday)
-					}
-				})
-			})
-		},
-	}
+			}
+		}
+		return g.output(out, rows, func(w *tabwriter.Writer) {
+			fmt.Fprintln(w, "#Cluster Name\t#Broker Name\t#BID\t#Addr\t#Version\t#InTPS(LOAD)\t#OutTPS\t#InTotalToday\t#OutTotalToday")
+			for _, r := range rows {
+				if r.Error != "" {
+					fmt.Fprintf(w, "%s\t%s\t%s\t%s\t(unreachable: %s)\n", r.Cluster, r.BrokerName, r.BrokerID, r.Addr, r.Error)
+					continue
+				}
+				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Cluster, r.BrokerName, r.BrokerID, r.Addr, r.Version,
+					first(r.PutTps), first(r.GetTps), r.PutToday, r.GetToday)
+			}
+		})
+	})
 	cmd.Flags().StringVarP(&cluster, "clusterName", "c", "", "only this cluster")
 	return cmd
 }
@@ -93,38 +86,31 @@ func first(tps string) string {
 
 func newTopicListCmd(g *adminGlobals) *cobra.Command {
 	var cluster string
-	cmd := &cobra.Command{
-		Use:   "topicList [-c cluster]",
-		Short: "List every topic the name server knows",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			return g.run(cmd, func(ctx context.Context, c *admin.Client, out io.Writer) error {
-				var topics []string
-				var err error
-				if cluster != "" {
-					var resp []byte
-					r, e := c.Invoke(ctx, c.NameServers()[0], 224, nil, "cluster", cluster)
-					if e != nil {
-						return e
-					}
-					resp = r.Body
-					var tl admin.TopicList
-					if err = admin.Unmarshal(resp, &tl); err != nil {
-						return err
-					}
-					topics = tl.TopicList
-					slices.Sort(topics)
-				} else if topics, err = c.TopicList(ctx); err != nil {
-					return err
-				}
-				return g.output(out, topics, func(w *tabwriter.Writer) {
-					for _, t := range topics {
-						fmt.Fprintln(w, t)
-					}
-				})
-			})
-		},
-	}
+	cmd := g.command("topicList [-c cluster]", "List every topic the name server knows", func(ctx context.Context, c *admin.Client, out io.Writer) error {
+		var topics []string
+		var err error
+		if cluster != "" {
+			var resp []byte
+			r, e := c.Invoke(ctx, c.NameServers()[0], 224, nil, "cluster", cluster)
+			if e != nil {
+				return e
+			}
+			resp = r.Body
+			var tl admin.TopicList
+			if err = admin.Unmarshal(resp, &tl); err != nil {
+				return err
+			}
+			topics = tl.TopicList
+			slices.Sort(topics)
+		} else if topics, err = c.TopicList(ctx); err != nil {
+			return err
+		}
+		return g.output(out, topics, func(w *tabwriter.Writer) {
+			for _, t := range topics {
+				fmt.Fprintln(w, t)
+			}
+		})
+	})
 	cmd.Flags().StringVarP(&cluster, "clusterModel", "c", "", "only the topics of this cluster")
 	return cmd
 }
@@ -159,25 +145,18 @@ func topicStatus(ctx context.Context, c *admin.Client, topic string) ([]queueRow
 
 func newTopicStatusCmd(g *adminGlobals) *cobra.Command {
 	var topic string
-	cmd := &cobra.Command{
-		Use:   "topicStatus -t topic",
-		Short: "Each queue of a topic with its min and max offsets",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			return g.run(cmd, func(ctx context.Context, c *admin.Client, out io.Writer) error {
-				rows, err := topicStatus(ctx, c, topic)
-				if err != nil {
-					return err
-				}
-				return g.output(out, rows, func(w *tabwriter.Writer) {
-					fmt.Fprintln(w, "#Broker Name\t#QID\t#Min Offset\t#Max Offset\t#Last Updated")
-					for _, r := range rows {
-						fmt.Fprintf(w, "%s\t%d\t%d\t%d\t%s\n", r.BrokerName, r.QueueID, r.MinOffset, r.MaxOffset, fmtTime(r.LastUpdated))
-					}
-				})
-			})
-		},
-	}
+	cmd := g.command("topicStatus -t topic", "Each queue of a topic with its min and max offsets", func(ctx context.Context, c *admin.Client, out io.Writer) error {
+		rows, err := topicStatus(ctx, c, topic)
+		if err != nil {
+			return err
+		}
+		return g.output(out, rows, func(w *tabwriter.Writer) {
+			fmt.Fprintln(w, "#Broker Name\t#QID\t#Min Offset\t#Max Offset\t#Last Updated")
+			for _, r := range rows {
+				fmt.Fprintf(w, "%s\t%d\t%d\t%d\t%s\n", r.BrokerName, r.QueueID, r.MinOffset, r.MaxOffset, fmtTime(r.LastUpdated))
+			}
+		})
+	})
 	cmd.Flags().StringVarP(&topic, "topic", "t", "", "topic name (required)")
 	cmd.MarkFlagRequired("topic")
 	return cmd
@@ -185,31 +164,24 @@ func newTopicStatusCmd(g *adminGlobals) *cobra.Command {
 
 func newTopicRouteCmd(g *adminGlobals) *cobra.Command {
 	var topic string
-	cmd := &cobra.Command{
-		Use:   "topicRoute -t topic",
-		Short: "The route of a topic, as the name server answers it",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			return g.run(cmd, func(ctx context.Context, c *admin.Client, out io.Writer) error {
-				if _, err := topicBrokers(ctx, c, topic); err != nil {
-					return err
-				}
-				rd, err := c.TopicRoute(ctx, topic)
-				if err != nil {
-					return err
-				}
-				if g.json {
-					return g.output(out, rd, nil)
-				}
-				b, err := json.MarshalIndent(rd, "", "  ")
-				if err != nil {
-					return err
-				}
-				_, err = fmt.Fprintf(out, "%s\n", b)
-				return err
-			})
-		},
-	}
+	cmd := g.command("topicRoute -t topic", "The route of a topic, as the name server answers it", func(ctx context.Context, c *admin.Client, out io.Writer) error {
+		if _, err := topicBrokers(ctx, c, topic); err != nil {
+			return err
+		}
+		rd, err := c.TopicRoute(ctx, topic)
+		if err != nil {
+			return err
+		}
+		if g.json {
+			return g.output(out, rd, nil)
+		}
+		b, err := json.MarshalIndent(rd, "", "  ")
+		if err != nil {
+			return err
+		}
+		_, err = fmt.Fprintf(out, "%s\n", b)
+		return err
+	})
 	cmd.Flags().StringVarP(&topic, "topic", "t", "", "topic name (required)")
 	cmd.MarkFlagRequired("topic")
 	return cmd
@@ -238,17 +210,9 @@ func newUpdateTopicCmd(g *adminGlobals) *cobra.Command {
 					return err
 				}
 				tc := admin.TopicConfig{TopicName: topic, ReadQueueNums: readQ, WriteQueueNums: writeQ, Perm: perm, Order: order}
-				for _, a := range addrs {
-					if err := c.CreateTopic(ctx, a, tc); err != nil {
-						return err
-					}
-				}
-				return g.output(out, map[string]any{"topicConfig": tc, "brokers": addrs}, func(w *tabwriter.Writer) {
-					for _, a := range addrs {
-						fmt.Fprintf(w, "create topic to %s success.\n", a)
-					}
-					fmt.Fprintf(w, "%+v\n", tc)
-				})
+				return g.forEachBroker(out, addrs, func(a string) error { return c.CreateTopic(ctx, a, tc) },
+					map[string]any{"topicConfig": tc}, func(a string) string { return "create topic to " + a + " success." },
+					fmt.Sprintf("%+v", tc))
 			})
 		},
 	}
@@ -266,28 +230,21 @@ func newUpdateTopicCmd(g *adminGlobals) *cobra.Command {
 
 func newDeleteTopicCmd(g *adminGlobals) *cobra.Command {
 	var topic, cluster string
-	cmd := &cobra.Command{
-		Use:   "deleteTopic -t topic -c cluster",
-		Short: "Delete a topic from the brokers of a cluster and from the name servers",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			return g.run(cmd, func(ctx context.Context, c *admin.Client, out io.Writer) error {
-				if _, err := topicBrokers(ctx, c, topic); err != nil {
-					return err
-				}
-				addrs, err := targetBrokers(ctx, c, "", cluster)
-				if err != nil {
-					return err
-				}
-				if err := c.DeleteTopic(ctx, addrs, topic); err != nil {
-					return err
-				}
-				return g.output(out, map[string]any{"deleted": topic, "brokers": addrs}, func(w *tabwriter.Writer) {
-					fmt.Fprintf(w, "delete topic [%s] from cluster [%s] success.\n", topic, cluster)
-				})
-			})
-		},
-	}
+	cmd := g.command("deleteTopic -t topic -c cluster", "Delete a topic from the brokers of a cluster and from the name servers", func(ctx context.Context, c *admin.Client, out io.Writer) error {
+		if _, err := topicBrokers(ctx, c, topic); err != nil {
+			return err
+		}
+		addrs, err := targetBrokers(ctx, c, "", cluster)
+		if err != nil {
+			return err
+		}
+		if err := c.DeleteTopic(ctx, addrs, topic); err != nil {
+			return err
+		}
+		return g.output(out, map[string]any{"deleted": topic, "brokers": addrs}, func(w *tabwriter.Writer) {
+			fmt.Fprintf(w, "delete topic [%s] from cluster [%s] success.\n", topic, cluster)
+		})
+	})
 	cmd.Flags().StringVarP(&topic, "topic", "t", "", "topic name (required)")
 	cmd.Flags().StringVarP(&cluster, "clusterName", "c", "", "cluster (required)")
 	cmd.MarkFlagRequired("topic")
@@ -297,35 +254,28 @@ func newDeleteTopicCmd(g *adminGlobals) *cobra.Command {
 
 func newBrokerStatusCmd(g *adminGlobals) *cobra.Command {
 	var brokerAddr, cluster string
-	cmd := &cobra.Command{
-		Use:   "brokerStatus (-b brokerAddr | -c cluster)",
-		Short: "A broker's runtime information",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			return g.run(cmd, func(ctx context.Context, c *admin.Client, out io.Writer) error {
-				addrs, err := targetBrokers(ctx, c, brokerAddr, cluster)
-				if err != nil {
-					return err
-				}
-				all := map[string]map[string]string{}
-				for _, a := range addrs {
-					if all[a], err = c.RuntimeInfo(ctx, a); err != nil {
-						return err
+	cmd := g.command("brokerStatus (-b brokerAddr | -c cluster)", "A broker's runtime information", func(ctx context.Context, c *admin.Client, out io.Writer) error {
+		addrs, err := targetBrokers(ctx, c, brokerAddr, cluster)
+		if err != nil {
+			return err
+		}
+		all := map[string]map[string]string{}
+		for _, a := range addrs {
+			if all[a], err = c.RuntimeInfo(ctx, a); err != nil {
+				return err
+			}
+		}
+		return g.output(out, all, func(w *tabwriter.Writer) {
+			for _, a := range addrs {
+				for _, k := range slices.Sorted(maps.Keys(all[a])) {
+					if len(addrs) > 1 {
+						fmt.Fprintf(w, "%s\t", a)
 					}
+					fmt.Fprintf(w, "%s\t: %s\n", k, all[a][k])
 				}
-				return g.output(out, all, func(w *tabwriter.Writer) {
-					for _, a := range addrs {
-						for _, k := range slices.Sorted(maps.Keys(all[a])) {
-							if len(addrs) > 1 {
-								fmt.Fprintf(w, "%s\t", a)
-							}
-							fmt.Fprintf(w, "%s\t: %s\n", k, all[a][k])
-						}
-					}
-				})
-			})
-		},
-	}
+			}
+		})
+	})
 	cmd.Flags().StringVarP(&brokerAddr, "brokerAddr", "b", "", "broker address")
 	cmd.Flags().StringVarP(&cluster, "clusterName", "c", "", "every master of this cluster")
 	return cmd

@@ -32,6 +32,12 @@ type raftFileConfig struct {
 	ElectionTimeoutMs  int `yaml:"electionTimeoutMs"`
 	// SnapshotThreshold is the number of entries between snapshots (4096).
 	SnapshotThreshold uint64 `yaml:"snapshotThreshold"`
+	// SnapshotIntervalMs is how often the threshold is checked (30000).
+	SnapshotIntervalMs int `yaml:"snapshotIntervalMs"`
+	// TrailingLogs is how many entries a snapshot leaves in the log
+	// (4096): a replica further behind is caught up from the leader's
+	// CommitLog (InstallSnapshot) instead of the log.
+	TrailingLogs uint64 `yaml:"trailingLogs"`
 }
 
 // loadServeConfig reads serve's config file: the raft: section here, the
@@ -94,7 +100,7 @@ func (rc *raftFileConfig) clusterConfig() (cfg cluster.Config, advertise string,
 	if rc.NodeID == "" || rc.Bind == "" {
 		return cfg, "", fmt.Errorf("%w: raft: nodeId and bind are required", server.ErrConfig)
 	}
-	cfg = cluster.Config{NodeID: rc.NodeID, Join: rc.Join, SnapshotThreshold: rc.SnapshotThreshold}
+	cfg = cluster.Config{NodeID: rc.NodeID, Join: rc.Join, SnapshotThreshold: rc.SnapshotThreshold, TrailingLogs: rc.TrailingLogs}
 	for _, s := range rc.Peers {
 		p, err := cluster.ParsePeer(s)
 		if err != nil {
@@ -111,9 +117,10 @@ func (rc *raftFileConfig) clusterConfig() (cfg cluster.Config, advertise string,
 		}
 		advertise = rc.Bind
 	}
-	if rc.HeartbeatTimeoutMs < 0 || rc.ElectionTimeoutMs < 0 {
+	if rc.HeartbeatTimeoutMs < 0 || rc.ElectionTimeoutMs < 0 || rc.SnapshotIntervalMs < 0 {
 		return cfg, "", fmt.Errorf("%w: raft: negative timeout", server.ErrConfig)
 	}
+	cfg.SnapshotInterval = ms(rc.SnapshotIntervalMs)
 	cfg.HeartbeatTimeout = ms(rc.HeartbeatTimeoutMs)
 	cfg.ElectionTimeout = ms(rc.ElectionTimeoutMs)
 	return cfg, advertise, nil

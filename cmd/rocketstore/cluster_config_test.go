@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestServeConfigRaftSection(t *testing.T) {
@@ -55,5 +56,25 @@ raft:
 				}
 			}
 		})
+	}
+}
+
+func TestServeConfigRaftTuning(t *testing.T) {
+	name := filepath.Join(t.TempDir(), "c.yaml")
+	yaml := "raft:\n  nodeId: n1\n  bind: 127.0.0.1:1\n  peers: [n1@127.0.0.1:1]\n" +
+		"  snapshotThreshold: 200\n  snapshotIntervalMs: 2000\n  trailingLogs: 50\n"
+	if err := os.WriteFile(name, []byte(yaml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, rc, err := loadServeConfig(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, _, err := rc.clusterConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.SnapshotThreshold != 200 || c.SnapshotInterval != 2*time.Second || c.TrailingLogs != 50 {
+		t.Fatalf("cluster config %+v", c)
 	}
 }

@@ -63,7 +63,7 @@ func startClusterNode(nc server.NodeConfig, rc *raftFileConfig, log *slog.Logger
 	}
 	adv := nc.Server.BrokerAddr
 	if adv == "" {
-		adv = dialable(brokerLn.Addr())
+		adv = server.AdvertisedAddr(brokerLn.Addr())
 	}
 	ap, err := netip.ParseAddrPort(adv)
 	if err != nil {
@@ -98,23 +98,25 @@ func startClusterNode(nc server.NodeConfig, rc *raftFileConfig, log *slog.Logger
 		return nil, err
 	}
 	mu.Lock()
+	defer mu.Unlock()
 	nc.Server.BrokerID = cn.node.BrokerID()
-	cn.srv, err = server.New(cn.node.Broker(), nc.Server)
-	if err == nil {
-		setBrokerID(cn.srv, cn.node.BrokerID())
-	}
-	mu.Unlock()
-	if err != nil {
+	if cn.srv, err = server.New(cn.node.Broker(), nc.Server); err != nil {
 		closeAll()
 		return nil, errors.Join(err, cn.node.Close())
 	}
-	cn.addr, cn.brokerAddr = dialable(ln.Addr()), adv
+	cn.addr, cn.brokerAddr = server.AdvertisedAddr(ln.Addr()), adv
 	for _, l := range cn.lns {
 		cn.wg.Add(1)
 		go func() {
 			defer cn.wg.Done()
 			_ = cn.srv.Serve(l)
 		}()
+	}
+	// Serve first: the registration below waits for every name server
+	// of namesrvAddr, this process's own among them, which answers only
+	// once it serves (before, a restart waited RegisterTimeout, 6 s).
+	if id := cn.node.BrokerID(); id != nc.Server.BrokerID {
+		setBrokerID(cn.srv, id) // the role changed while the server was made
 	}
 	return cn, nil
 }
@@ -123,19 +125,6 @@ func startClusterNode(nc server.NodeConfig, rc *raftFileConfig, log *slog.Logger
 // name server of namesrvAddr at once, so that routes name the new leader
 // as brokerId 0.
 func setBrokerID(s *server.Server, id int64) { s.SetBrokerID(id) }
-
-// dialable turns a listener address into one clients can dial.
-func dialable(a net.Addr) string {
-	ta, ok := a.(*net.TCPAddr)
-	if !ok {
-		return a.String()
-	}
-	ip := ta.AddrPort().Addr().Unmap()
-	if ip.IsUnspecified() {
-		ip = netip.MustParseAddr("127.0.0.1")
-	}
-	return netip.AddrPortFrom(ip, ta.AddrPort().Port()).String()
-}
 
 func (cn *clusterNode) shutdown(ctx context.Context) error {
 	err := cn.srv.Shutdown(ctx)

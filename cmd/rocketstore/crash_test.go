@@ -32,7 +32,6 @@ import (
 
 	"github.com/rocketstore/rocketstore"
 	"github.com/rocketstore/rocketstore/backend/mmap"
-	"github.com/rocketstore/rocketstore/engine"
 	"github.com/rocketstore/rocketstore/verify"
 )
 
@@ -342,11 +341,11 @@ func checkAck(s *rocketstore.Store, a crashAck) error {
 func checkQueue(s *rocketstore.Store, topic string, qid int32) error {
 	minOff, maxOff := s.MinOffsetInQueue(topic, qid), s.MaxOffsetInQueue(topic, qid)
 	for off := minOff; off < maxOff; {
-		res, err := s.GetMessage("crash-check", topic, qid, off, 32, nil)
+		res, err := s.GetMessage("crash-check", topic, qid, off, 32)
 		if err != nil {
 			return err
 		}
-		if res.Status != engine.Found {
+		if res.Status != rocketstore.Found {
 			res.Release()
 			return fmt.Errorf("offset %d of [%d, %d): status %s", off, minOff, maxOff, res.Status)
 		}

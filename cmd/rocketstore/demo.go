@@ -15,7 +15,6 @@ import (
 
 	"github.com/rocketstore/rocketstore"
 	"github.com/rocketstore/rocketstore/backend/mmap"
-	"github.com/rocketstore/rocketstore/engine"
 	"github.com/rocketstore/rocketstore/verify"
 )
 
@@ -276,10 +275,10 @@ func (d *demo) consume(s *rocketstore.Store, samples bool) error {
 // readQueue reads q from the demo's first offset to the end through
 // GetMessage, checks each message against what was sent and returns how
 // many it read.
-func (d *demo) readQueue(s *rocketstore.Store, q queueRef, f rocketstore.MessageFilter, each func(*rocketstore.MessageExt, int64)) (int, error) {
+func (d *demo) readQueue(s *rocketstore.Store, q queueRef, f *rocketstore.TagFilter, each func(*rocketstore.MessageExt, int64)) (int, error) {
 	n := 0
 	for off := d.base[q]; ; {
-		res, err := s.GetMessage(demoGroup, q.topic, q.qid, off, 32, f)
+		res, err := s.GetMessage(demoGroup, q.topic, q.qid, off, 32, rocketstore.WithFilter(f))
 		if err != nil {
 			return n, fmt.Errorf("get %s at %d: %w", q, off, err)
 		}
@@ -296,8 +295,8 @@ func (d *demo) readQueue(s *rocketstore.Store, q queueRef, f rocketstore.Message
 		status, next := res.Status, res.NextBeginOffset
 		res.Release()
 		switch status {
-		case engine.Found, engine.NoMatchedMessage, engine.OffsetFoundNull:
-		case engine.OffsetOverflowOne: // the root package does not re-export the statuses
+		case rocketstore.Found, rocketstore.NoMatchedMessage, rocketstore.OffsetFoundNull:
+		case rocketstore.OffsetOverflowOne:
 			return n, nil
 		default:
 			return n, fmt.Errorf("get %s at %d: status %s", q, off, status)
@@ -310,7 +309,7 @@ func (d *demo) readQueue(s *rocketstore.Store, q queueRef, f rocketstore.Message
 }
 
 // check compares a message read back with the one sent.
-func (d *demo) check(q queueRef, qo int64, m *rocketstore.MessageExt, f rocketstore.MessageFilter) {
+func (d *demo) check(q queueRef, qo int64, m *rocketstore.MessageExt, f *rocketstore.TagFilter) {
 	want := d.sent[q][qo]
 	switch {
 	case want == nil:
@@ -371,7 +370,7 @@ func (d *demo) reopenAndCompare() error {
 func (d *demo) lookupByMsgID(s *rocketstore.Store) error {
 	q := d.queues[0]
 	want := d.sent[q][d.base[q]]
-	res, err := s.GetMessage(demoGroup, q.topic, q.qid, d.base[q], 1, nil)
+	res, err := s.GetMessage(demoGroup, q.topic, q.qid, d.base[q], 1)
 	if err != nil {
 		return err
 	}

@@ -86,7 +86,7 @@ getMessage semantics.`,
 		SilenceErrors: true,
 		SilenceUsage:  true,
 	}
-	root.AddCommand(newDemoCmd(), newVerifyCmd(), newReadCmd(), newStatsCmd(), newBenchCmd(), newServeCmd(), newAdminCmd(),
+	root.AddCommand(newDemoCmd(), newVerifyCmd(), newReadCmd(), newStatsCmd(), newBenchCmd(), newServeCmd(), newAdminCmd(), newRepairCmd(),
 		newClusterDemoCmd())
 	return root
 }

@@ -52,10 +52,14 @@ Everything binds to loopback unless told otherwise: --listen defaults to
 127.0.0.1; name 0.0.0.0 or an interface address to expose it (the metrics
 endpoint has no authentication).
 
+The Go garbage collector runs with GOGC=400 unless the GOGC environment variable
+is set (a broker's live heap is small; see BENCHMARKS.md).
+
 SIGINT or SIGTERM shuts down gracefully: held pulls are answered, running requests
 finish, consumer offsets are persisted and the store is flushed and closed.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			setServeGC() // GOGC=400 unless the environment sets it (serve_gc.go)
 			logger, err := newLogger(cmd, logLevel, logFormat)
 			if err != nil {
 				return &exitCodeError{code: exitError, err: err}

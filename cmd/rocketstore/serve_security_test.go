@@ -28,12 +28,12 @@ func TestMetricsAddrDefaultsToLoopback(t *testing.T) {
 	}
 }
 
-// TestConsoleUsesServeACL: with aclEnable, serve's console asks for an ACL
-// admin account.
-func TestConsoleUsesServeACL(t *testing.T) {
+// aclNode starts a node with ACL on, its accounts given by the plain_acl.yml
+// text yml; it stops with the test.
+func aclNode(t *testing.T, yml string) *server.Node {
+	t.Helper()
 	dir := t.TempDir()
 	aclFile := filepath.Join(dir, "plain_acl.yml")
-	yml := "accounts:\n  - accessKey: adminAK1\n    secretKey: admin-SK-1\n    admin: true\n  - accessKey: userAK12\n    secretKey: user-SK-12\n"
 	if err := os.WriteFile(aclFile, []byte(yml), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -43,7 +43,14 @@ func TestConsoleUsesServeACL(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer n.Close()
+	t.Cleanup(func() { _ = n.Close() })
+	return n
+}
+
+// TestConsoleUsesServeACL: with aclEnable, serve's console asks for an ACL
+// admin account.
+func TestConsoleUsesServeACL(t *testing.T) {
+	n := aclNode(t, "accounts:\n  - accessKey: adminAK1\n    secretKey: admin-SK-1\n    admin: true\n  - accessKey: userAK12\n    secretKey: user-SK-12\n")
 	var logs bytes.Buffer
 	stop, err := withConsole("127.0.0.1:0")(context.Background(), n, server.NodeConfig{}, slog.New(slog.NewTextHandler(&logs, nil)))
 	if err != nil {
@@ -79,19 +86,7 @@ func TestConsoleUsesServeACL(t *testing.T) {
 // TestAdminCLISignsWithACL: `rocketstore admin` signs with --accessKey and
 // $ROCKETMQ_SECRET_KEY; without them an ACL server refuses it.
 func TestAdminCLISignsWithACL(t *testing.T) {
-	dir := t.TempDir()
-	aclFile := filepath.Join(dir, "plain_acl.yml")
-	yml := "accounts:\n  - accessKey: adminAK1\n    secretKey: admin-SK-1\n    admin: true\n"
-	if err := os.WriteFile(aclFile, []byte(yml), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	n, err := server.StartNode(server.NodeConfig{Dir: filepath.Join(dir, "data"), Listen: "127.0.0.1:0",
-		Server: server.Config{Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
-			Security: server.Security{ACLEnable: true, ACLFile: aclFile, ACLReloadInterval: time.Hour}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer n.Close()
+	n := aclNode(t, "accounts:\n  - accessKey: adminAK1\n    secretKey: admin-SK-1\n    admin: true\n")
 	t.Setenv("ROCKETMQ_ACCESS_KEY", "")
 	t.Setenv("ROCKETMQ_SECRET_KEY", "")
 	fails(t, n.Addr, "no AccessKey", "updateTopic", "-b", n.BrokerAddr, "-t", "AclTopic")

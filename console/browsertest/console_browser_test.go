@@ -2,9 +2,6 @@ package browsertest
 
 import (
 	"context"
-	"io"
-	"log/slog"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,9 +12,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/rocketstore/rocketstore/admin"
-	"github.com/rocketstore/rocketstore/broker"
-	"github.com/rocketstore/rocketstore/console"
-	"github.com/rocketstore/rocketstore/engine"
+	"github.com/rocketstore/rocketstore/console/internal/consoletest"
 	"github.com/rocketstore/rocketstore/engine/record"
 	"github.com/rocketstore/rocketstore/server"
 )
@@ -45,29 +40,8 @@ type fixture struct {
 }
 
 func newFixture(t *testing.T) *fixture {
-	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	n, err := server.StartNode(server.NodeConfig{Dir: t.TempDir(), Listen: "127.0.0.1:0",
-		Broker: broker.Config{Store: engine.Config{CommitLogFileSize: 4 << 20, ConsumeQueueUnits: 1000, Logger: quiet}},
-		Server: server.Config{Logger: quiet}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := console.New(console.Config{NameServers: []string{n.Addr}, Logger: quiet})
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := httptest.NewServer(c)
-	adm, err := admin.NewClient([]string{n.Addr}, 5*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		hs.Close()
-		_ = c.Close()
-		_ = adm.Close()
-		_ = n.Close()
-	})
-	f := &fixture{n: n, url: hs.URL + "/", adm: adm}
+	ce := consoletest.Start(t, consoletest.Config{CommitLogFileSize: 4 << 20})
+	f := &fixture{n: ce.Node, url: ce.HTTP.URL + "/", adm: ce.Admin}
 	f.seed(t)
 	return f
 }

@@ -383,4 +383,26 @@ func testDelayed(t *testing.T, h *harness) {
 	if s.MaxOffsetInQueue("dest", 5) != 0 {
 		t.Fatal("the delayed message is already in its destination queue")
 	}
+	// The same with the properties pre-encoded, as the broker passes them.
+	raw := []byte("TAGS\x01T\x02DELAY\x013")
+	em := &engine.Message{Topic: "dest", QueueID: 5, Body: []byte("later"), EncodedProperties: raw}
+	if res := put(t, s, em); res.Topic != engine.ScheduleTopic || res.QueueID != 2 || res.QueueOffset != 1 {
+		t.Fatalf("delayed encoded put went to %s/%d@%d", res.Topic, res.QueueID, res.QueueOffset)
+	}
+	if em.Topic != "dest" || string(em.EncodedProperties) != string(raw) {
+		t.Fatal("Put modified the caller's encoded message")
+	}
+	dispatched(t, s)
+	r2, err := s.GetMessage("g", engine.ScheduleTopic, 2, 1, 1, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r2.Release()
+	if r2.Status != engine.Found {
+		t.Fatalf("schedule queue, encoded message: %v", r2.Status)
+	}
+	got, _ = engineDecode(r2.Messages[0].Record)
+	if got.Properties["REAL_TOPIC"] != "dest" || got.Properties["REAL_QID"] != "5" || got.Properties["DELAY"] != "3" || got.Properties["TAGS"] != "T" {
+		t.Fatalf("delayed encoded properties %v", got.Properties)
+	}
 }

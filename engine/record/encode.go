@@ -20,8 +20,15 @@ type Message struct {
 	Body []byte
 	// Properties holds user and system properties (TAGS, KEYS, UNIQ_KEY,
 	// DELAY, ...). They are encoded in key order so that the same message
-	// always gives the same bytes.
+	// always gives the same bytes. Ignored when EncodedProperties is set.
 	Properties map[string]string
+	// EncodedProperties, when not nil, are the properties already in
+	// RocketMQ's encoding (k\x01v\x02k\x01v, see AppendProperties), as a
+	// client sent them: the store writes them as they are, without
+	// building or sorting a map (RocketMQ keeps the client's string too),
+	// and Properties is not read. A broker sets this; a library user may
+	// set either.
+	EncodedProperties []byte
 	// SysFlag carries the transaction type and the compression bits. The
 	// IPv6 host bits are set by the encoder from the host addresses.
 	SysFlag int32
@@ -39,10 +46,50 @@ type Message struct {
 }
 
 // Tags returns the TAGS property.
-func (m *Message) Tags() string { return m.Properties[PropertyTags] }
+func (m *Message) Tags() string { return m.Property(PropertyTags) }
 
 // Keys returns the KEYS property.
-func (m *Message) Keys() string { return m.Properties[PropertyKeys] }
+func (m *Message) Keys() string { return m.Property(PropertyKeys) }
+
+// Property returns the value of the property key, from EncodedProperties
+// when set, else from Properties ("" when absent).
+func (m *Message) Property(key string) string {
+	if m.EncodedProperties == nil {
+		return m.Properties[key]
+	}
+	v, _ := PropertyValue(m.EncodedProperties, key)
+	return string(v)
+}
+
+// PropertyIs reports whether the property key is present with the value
+// v. It does not allocate.
+func (m *Message) PropertyIs(key, v string) bool {
+	if m.EncodedProperties == nil {
+		got, ok := m.Properties[key]
+		return ok && got == v
+	}
+	got, ok := PropertyValue(m.EncodedProperties, key)
+	return ok && string(got) == v
+}
+
+// HasProperty reports whether the property key has a non-empty value. It
+// does not allocate.
+func (m *Message) HasProperty(key string) bool {
+	if m.EncodedProperties == nil {
+		return m.Properties[key] != ""
+	}
+	v, _ := PropertyValue(m.EncodedProperties, key)
+	return len(v) > 0
+}
+
+// AppendEncodedProperties appends m's properties as the store writes
+// them: EncodedProperties as they are, else Properties in key order.
+func (m *Message) AppendEncodedProperties(dst []byte) []byte {
+	if m.EncodedProperties != nil {
+		return append(dst, m.EncodedProperties...)
+	}
+	return AppendProperties(dst, m.Properties)
+}
 
 // Stamp holds the fields the store assigns under its put lock.
 type Stamp struct {
@@ -72,7 +119,8 @@ type Prepared struct {
 // Prepare validates m against maxBodySize and the format's limits and encodes
 // its properties. Topics, property names and property values must not
 // contain a NUL byte (RocketMQ properties are strings, where NUL means
-// nothing): recovery recognises a torn sector by its zeros. The result is valid until the next Prepare on e.
+// nothing): recovery recognises a torn sector by its zeros. The result is
+// valid until the next Prepare on e (and aliases m.EncodedProperties).
 func (e *Encoder) Prepare(m *Message, storeHost netip.AddrPort, maxBodySize int) (Prepared, error) {
 	if len(m.Topic) == 0 {
 		return Prepared{}, fmt.Errorf("%w: empty topic", ErrMessageIllegal)
@@ -86,13 +134,17 @@ func (e *Encoder) Prepare(m *Message, storeHost netip.AddrPort, maxBodySize int)
 	if strings.IndexByte(m.Topic, 0) >= 0 {
 		return Prepared{}, fmt.Errorf("%w: NUL byte in topic", ErrMessageIllegal)
 	}
-	e.props = AppendProperties(e.props[:0], m.Properties)
-	if bytes.IndexByte(e.props, 0) >= 0 {
+	props := m.EncodedProperties
+	if props == nil {
+		e.props = AppendProperties(e.props[:0], m.Properties)
+		props = e.props
+	}
+	if bytes.IndexByte(props, 0) >= 0 {
 		// Recovery tells a torn sector by its zeros (see Check).
 		return Prepared{}, fmt.Errorf("%w: NUL byte in a property name or value", ErrMessageIllegal)
 	}
-	if len(e.props) > MaxPropertiesLength {
-		return Prepared{}, fmt.Errorf("%w: %d bytes, max %d", ErrPropertiesTooLarge, len(e.props), MaxPropertiesLength)
+	if len(props) > MaxPropertiesLength {
+		return Prepared{}, fmt.Errorf("%w: %d bytes, max %d", ErrPropertiesTooLarge, len(props), MaxPropertiesLength)
 	}
 	sys := m.SysFlag &^ (FlagBornHostV6 | FlagStoreHostV6)
 	if isV6(m.BornHost.Addr()) {
@@ -101,12 +153,12 @@ func (e *Encoder) Prepare(m *Message, storeHost netip.AddrPort, maxBodySize int)
 	if isV6(storeHost.Addr()) {
 		sys |= FlagStoreHostV6
 	}
-	size := Length(sys, len(m.Body), len(m.Topic), len(e.props))
+	size := Length(sys, len(m.Body), len(m.Topic), len(props))
 	// RocketMQ >= 4.9.5 also bounds the whole record.
 	if size > maxBodySize+64*1024 {
 		return Prepared{}, fmt.Errorf("%w: record %d bytes, max %d", ErrMessageTooLarge, size, maxBodySize+64*1024)
 	}
-	return Prepared{msg: m, sysFlag: sys, props: e.props, crc: BodyCRC(m.Body), Size: size}, nil
+	return Prepared{msg: m, sysFlag: sys, props: props, crc: BodyCRC(m.Body), Size: size}, nil
 }
 
 // Encode returns the record for p in up to three pieces that together are

@@ -289,3 +289,71 @@ func TestCheckTornSector(t *testing.T) {
 		t.Fatalf("NUL in a property: %v, want ErrMessageIllegal", err)
 	}
 }
+
+// TestEncodedProperties: a message carrying its properties pre-encoded is
+// written with exactly those bytes (the client's order kept, no map), reads
+// back like the map form, and is checked for NUL bytes and size alike.
+func TestEncodedProperties(t *testing.T) {
+	host := netip.MustParseAddrPort("127.0.0.1:10911")
+	raw := []byte("UNIQ_KEY\x01U1\x02TAGS\x01T\x02WAIT\x01true\x02CLUSTER\x01c")
+	m := &Message{Topic: "t", Body: []byte("b"), EncodedProperties: raw,
+		Properties: map[string]string{"IGNORED": "x"}}
+	var e Encoder
+	p, err := e.Prepare(m, host, 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	head, body, tail := e.Encode(p, Stamp{StoreTimestamp: 1, StoreHost: host})
+	rec := append(append(append([]byte(nil), head...), body...), tail...)
+	info, err := Check(rec, 0, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(info.Properties, raw) {
+		t.Fatalf("stored properties %q, want the client's %q", info.Properties, raw)
+	}
+	if m.Tags() != "T" || m.Property("UNIQ_KEY") != "U1" || m.Property("IGNORED") != "" ||
+		!m.PropertyIs("WAIT", "true") || m.PropertyIs("WAIT", "false") || !m.HasProperty("CLUSTER") || m.HasProperty("DELAY") {
+		t.Fatalf("property accessors disagree with %q", raw)
+	}
+	if got := m.AppendEncodedProperties(nil); !bytes.Equal(got, raw) {
+		t.Fatalf("AppendEncodedProperties = %q", got)
+	}
+	// The map form of the same properties gives a record of the same size.
+	mm := &Message{Topic: "t", Body: []byte("b"), Properties: ParseProperties(raw)}
+	if pm, err := e.Prepare(mm, host, 1<<20); err != nil || pm.Size != p.Size {
+		t.Fatalf("map form: size %d (%v), encoded form %d", pm.Size, err, p.Size)
+	}
+	if _, err := e.Prepare(&Message{Topic: "t", EncodedProperties: []byte("K\x01a\x00b")}, host, 1<<20); !errors.Is(err, ErrMessageIllegal) {
+		t.Fatalf("NUL in encoded properties: %v, want ErrMessageIllegal", err)
+	}
+	if _, err := e.Prepare(&Message{Topic: "t", EncodedProperties: bytes.Repeat([]byte("k"), MaxPropertiesLength+1)}, host, 1<<20); !errors.Is(err, ErrPropertiesTooLarge) {
+		t.Fatalf("oversized encoded properties: %v, want ErrPropertiesTooLarge", err)
+	}
+}
+
+// TestVerifyBodyCRC: the split CRC check accepts an intact record (IPv4
+// and IPv6 hosts) and refuses one with a flipped body byte, with the error
+// CheckWith gives.
+func TestVerifyBodyCRC(t *testing.T) {
+	for _, host := range []netip.AddrPort{netip.MustParseAddrPort("127.0.0.1:1"), netip.MustParseAddrPort("[2001:db8::1]:1")} {
+		var e Encoder
+		p, err := e.Prepare(&Message{Topic: "t", Body: []byte("some body"), BornHost: host, Properties: map[string]string{"TAGS": "A"}}, host, 1<<20)
+		if err != nil {
+			t.Fatal(err)
+		}
+		head, body, tail := e.Encode(p, Stamp{StoreTimestamp: 1, StoreHost: host})
+		rec := append(append(append([]byte(nil), head...), body...), tail...)
+		if err := VerifyBodyCRC(rec); err != nil {
+			t.Fatalf("%v: intact record: %v", host, err)
+		}
+		rec[len(rec)-len("TAGS\x01A")-2-len("t")-1-1] ^= 1 // the last body byte
+		_, want := Check(rec, 0, true)
+		if err := VerifyBodyCRC(rec); !errors.Is(err, ErrCorrupt) || want == nil || err.Error() != want.Error() {
+			t.Fatalf("%v: damaged body: %v, want %v", host, err, want)
+		}
+	}
+	if err := VerifyBodyCRC(make([]byte, 10)); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("short input: %v", err)
+	}
+}

@@ -1,16 +1,19 @@
 // Package hooks holds the switches that tests (and the module's own
 // offline tools) use to drive or weaken the engine and the broker. They
 // live in an internal package so that no exported type carries them:
-// engine.Config and broker.Config hold them in an unexported field, which
-// only code in this module can reach (through EngineOf for the engine).
+// engine.Config, broker.Broker, schedule.Config and transaction.Config
+// hold them in an unexported field, which only code in this module can
+// reach (through EngineOf for the engine, ServiceOf for the services).
 //
 // This departs from Pebble's model (testing knobs as unexported fields set
 // by tests of the same package) because the switches are needed across
 // packages: the contract suite (engine/enginetest), the property tests
 // (proptest), the broker and the read-only tools of cmd/rocketstore all
-// set them. The engine registers the accessor at init, since this package
-// cannot import it (the engine imports this package).
+// set them. The engine and the services register their accessors at init,
+// since this package cannot import them (they import this package).
 package hooks
+
+import "fmt"
 
 // Engine holds the engine's switches. The zero value changes nothing.
 type Engine struct {
@@ -70,6 +73,46 @@ type Broker struct {
 	// BeforeSuspend, when set, runs between a pull finding nothing and its
 	// registration in the hold table (to provoke the lost-wake-up race).
 	BeforeSuspend func()
+}
+
+// Service holds the switches of a broker service that runs its own
+// goroutine (broker/schedule, broker/transaction). Their Configs keep it
+// in an unexported field, reached through ServiceOf.
+type Service struct {
+	// Manual starts no goroutine: the owner drives the service
+	// (schedule's DeliverDue, transaction's Check), as Engine.Manual does
+	// for the store.
+	Manual bool
+}
+
+var serviceOf []func(cfg any) *Service
+
+// RegisterService is called by a service package at init with the
+// accessor of the switches inside its Config.
+func RegisterService[C any](of func(cfg *C) *Service) {
+	serviceOf = append(serviceOf, func(cfg any) *Service {
+		if c, ok := cfg.(*C); ok {
+			return of(c)
+		}
+		return nil
+	})
+}
+
+// ServiceOf returns the switches inside cfg, a pointer to a registered
+// service Config.
+func ServiceOf(cfg any) *Service {
+	for _, of := range serviceOf {
+		if s := of(cfg); s != nil {
+			return s
+		}
+	}
+	panic(fmt.Sprintf("hooks: %T is not a registered service config", cfg))
+}
+
+// ManualService returns cfg, a service Config, with Service.Manual set to on.
+func ManualService[C any](cfg C, on bool) C {
+	ServiceOf(&cfg).Manual = on
+	return cfg
 }
 
 var engineOf func(cfg any) *Engine

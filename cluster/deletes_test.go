@@ -1,0 +1,184 @@
+package cluster_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/rocketstore/rocketstore/broker"
+	"github.com/rocketstore/rocketstore/broker/config"
+	"github.com/rocketstore/rocketstore/cluster"
+)
+
+// deleted reports whether topic and group are gone from a replica: no
+// topic config, no queues, no group config, no offsets of the group.
+func deleted(n *cluster.Node, topic, group string) bool {
+	b := n.Broker()
+	_, hasTopic := b.Topics().Get(topic)
+	all, _ := b.Groups().All()
+	_, hasGroup := all[group]
+	return !hasTopic && len(b.Store().Topics()[topic]) == 0 && !hasGroup && b.Offsets().Query(group, "Keep", 0) < 0
+}
+
+// setupDeletes sends to topics Gone and Keep, creates group cg with
+// offsets on both, and waits until every replica has them.
+func setupDeletes(t *testing.T, g *group) {
+	t.Helper()
+	for i := range 20 {
+		g.send("Gone", int32(i%2), fmt.Sprint("g", i), "")
+		g.send("Keep", int32(i%2), fmt.Sprint("k", i), "")
+	}
+	lb := g.nodes[g.leader()].Broker()
+	if err := lb.Groups().Update(config.NewSubscriptionGroupConfig("cg")); err != nil {
+		t.Fatal(err)
+	}
+	if err := lb.Topics().Update(config.TopicConfig{TopicName: "Empty", ReadQueueNums: 2, WriteQueueNums: 2, Perm: 6}); err != nil {
+		t.Fatal(err)
+	}
+	for _, topic := range []string{"Gone", "Keep"} {
+		if code, remark := lb.UpdateConsumerOffset("c", "cg", topic, 0, 7); code != broker.Success {
+			t.Fatal(code, remark)
+		}
+	}
+	g.converge()
+	for _, n := range g.nodes {
+		if n == nil {
+			continue
+		}
+		waitFor(t, "group and offsets on every replica", func() bool {
+			all, _ := n.Broker().Groups().All()
+			_, ok := all["cg"]
+			_, empty := n.Broker().Topics().Get("Empty")
+			return ok && empty && n.Broker().Offsets().Query("cg", "Keep", 0) == 7
+		})
+	}
+}
+
+// TestDeletesReplicated: a topic deleted on the leader (its config and
+// queues) and a subscription group deleted with its offsets are deleted
+// on every replica, stay deleted across a leader change (the new
+// leader's state entries do not bring them back), and a topic created
+// again under the name restarts at queue offset 0 on every replica with
+// byte-identical ConsumeQueues.
+func TestDeletesReplicated(t *testing.T) {
+	g := newGroup(t, 3, nil)
+	setupDeletes(t, g)
+	l := g.leader()
+	f := (l + 1) % 3
+	if err := g.nodes[f].Broker().DeleteTopic(context.Background(), "Gone"); err == nil {
+		t.Fatal("a follower deleted a topic")
+	}
+	lb := g.nodes[l].Broker()
+	if err := lb.DeleteTopic(context.Background(), "Gone"); err != nil {
+		t.Fatal(err)
+	}
+	if code, remark := lb.DeleteSubscriptionGroup("cg", true); code != broker.Success {
+		t.Fatal(code, remark)
+	}
+	for _, n := range g.nodes {
+		waitFor(t, "the deletions on every replica", func() bool { return deleted(n, "Gone", "cg") })
+	}
+	if _, ok := g.nodes[f].Broker().Topics().Get("Keep"); !ok {
+		t.Fatal("topic Keep went too")
+	}
+
+	g.stop(l)
+	g.leader()
+	// Several state intervals: the new leader replicates its tables.
+	for i := range 5 {
+		g.send("Keep", 0, fmt.Sprint("after", i), "")
+	}
+	g.start(l)
+	g.converge()
+	for _, n := range g.nodes {
+		if !deleted(n, "Gone", "cg") {
+			t.Fatalf("a deleted topic or group came back after the leader change")
+		}
+	}
+	g.send("Gone", 1, "again", "")
+	end := g.converge()
+	for i, n := range g.nodes {
+		if got := n.Broker().Store().MaxOffsetInQueue("Gone", 1); got != 1 {
+			t.Fatalf("%s: Gone/1 max offset %d after re-creation, want 1", g.peers[i].ID, got)
+		}
+	}
+	g.sameFiles("commitlog", end)
+	g.sameFiles("consumequeue", -1)
+}
+
+// TestDeleteCaughtUpBySnapshot: a follower that was down while a topic
+// was deleted, created again and written to, and whose log was compacted
+// past it, is caught up from the leader's CommitLog and deletes the topic
+// at the same offset: its ConsumeQueues and tables match the leader's.
+// In the broken variant, which ignores the leader's deletions while
+// installing, the re-put records get other queue offsets and the
+// follower stops.
+func TestDeleteCaughtUpBySnapshot(t *testing.T) {
+	g, f := deleteWhileDown(t, nil)
+	end := g.converge()
+	if s := g.nodes[f].Raft().Stats()["last_snapshot_index"]; s == "0" {
+		t.Fatal("the follower was caught up without a snapshot")
+	}
+	g.sameFiles("commitlog", end)
+	g.sameFiles("consumequeue", -1)
+	fb := g.nodes[f].Broker()
+	if got := fb.Store().MaxOffsetInQueue("Gone", 0); got != 100 {
+		t.Fatalf("Gone/0 max offset %d on the caught-up follower, want 100", got)
+	}
+	all, _ := fb.Groups().All()
+	if _, ok := all["cg"]; ok || fb.Offsets().Query("cg", "Keep", 0) >= 0 {
+		t.Fatal("the deleted group or its offsets survived the snapshot install")
+	}
+	if _, ok := fb.Topics().Get("Empty"); ok {
+		t.Fatal("a topic deleted without messages survived the snapshot install")
+	}
+	t.Run("broken variant", func(t *testing.T) {
+		g, f := deleteWhileDown(t, cluster.NoInstallDeletes)
+		waitFor(t, "the follower to stop", func() bool { return g.nodes[f].Err() != nil })
+		if err := g.nodes[f].Err(); !errors.Is(err, cluster.ErrDiverged) {
+			t.Fatalf("follower error %v", err)
+		}
+	})
+}
+
+// deleteWhileDown stops a follower, deletes topic Gone and group cg,
+// writes Gone again, compacts the live nodes' logs and starts the
+// follower; it returns the follower's index.
+func deleteWhileDown(t *testing.T, tune func(*cluster.NodeConfig)) (*group, int) {
+	g := newGroup(t, 3, func(nc *cluster.NodeConfig) {
+		compact(nc)
+		if tune != nil {
+			tune(nc)
+		}
+	})
+	setupDeletes(t, g)
+	l := g.leader()
+	f := (l + 1) % 3
+	g.stop(f)
+	lb := g.nodes[l].Broker()
+	if err := lb.DeleteTopic(context.Background(), "Gone"); err != nil {
+		t.Fatal(err)
+	}
+	if err := lb.DeleteTopic(context.Background(), "Empty"); err != nil { // no messages: no deletion record
+		t.Fatal(err)
+	}
+	if code, remark := lb.DeleteSubscriptionGroup("cg", true); code != broker.Success {
+		t.Fatal(code, remark)
+	}
+	for i := range 200 {
+		g.send("Gone", int32(i%2), strings.Repeat("a", 300)+fmt.Sprint(i), "")
+	}
+	// Both live nodes compact, so that whichever leads when the
+	// follower is back has to send a snapshot.
+	for _, n := range g.nodes {
+		if n != nil {
+			if err := n.Snapshot(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	g.start(f)
+	return g, f
+}

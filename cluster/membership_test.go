@@ -1,0 +1,226 @@
+package cluster_test
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rocketstore/rocketstore/cluster"
+)
+
+// addNode appends a node to g's slices (not started) and returns its index.
+func (g *group) addNode(id string) int {
+	g.t.Helper()
+	addr := fmt.Sprintf("10.0.0.%d:7000", len(g.peers)+1)
+	if g.tcp {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			g.t.Fatal(err)
+		}
+		addr = ln.Addr().String()
+		_ = ln.Close()
+	}
+	g.peers = append(g.peers, cluster.Peer{ID: id, Addr: addr})
+	g.dirs = append(g.dirs, g.t.TempDir())
+	g.nodes = append(g.nodes, nil)
+	g.trans = append(g.trans, nil)
+	return len(g.peers) - 1
+}
+
+// members waits until the leader's configuration has want members and
+// returns them.
+func (g *group) members(want int) []cluster.Peer {
+	g.t.Helper()
+	var ms []cluster.Peer
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		if ms = g.nodes[g.leader()].Info().Members; len(ms) == want {
+			return ms
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	g.t.Fatalf("the group has members %v, want %d", ms, want)
+	return nil
+}
+
+// TestJoinRunningGroup: an empty node started with Join, whose peer list
+// names the three running nodes (whose own lists do not change), asks to
+// be added, is caught up from the leader's CommitLog (the log before was
+// compacted) and ends byte-identical; the others restart with their
+// unchanged peer lists; removing it stops its replication.
+func TestJoinRunningGroup(t *testing.T) {
+	reg := &registry{}
+	g := newGroup(t, 3, func(nc *cluster.NodeConfig) {
+		compact(nc)
+		cluster.AdminVia(nc, reg.get)
+	})
+	reg.sync(g)
+	for i := range 200 {
+		g.send(fmt.Sprint("T", i%2), int32(i%4), strings.Repeat("c", i%900), "")
+	}
+	if err := g.nodes[g.leader()].Snapshot(); err != nil {
+		t.Fatal(err)
+	}
+	j := g.addNode("n4")
+	nc := g.nodeConfig(j)
+	// It names one node only, which may be a follower: that one points
+	// it to the leader.
+	nc.Cluster.Join, nc.Cluster.Peers = true, g.peers[:1]
+	n4, err := g.open(j, nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.nodes[j] = n4
+	reg.sync(g)
+	g.members(4)
+	// Its broker id follows the first members' (1, 2, 3), not its short
+	// peer list's length.
+	waitFor(t, "the joined node's broker id", func() bool { return n4.BrokerID() == 4 })
+	g.send("T0", 0, "after the join", "")
+	end := g.converge()
+	g.sameFiles("commitlog", end)
+	g.sameFiles("consumequeue", -1)
+	if n4.Raft().Stats()["last_snapshot_index"] == "0" {
+		t.Fatal("the new node was caught up without a snapshot")
+	}
+
+	// A first member restarts with its unchanged peer list.
+	f := (g.leader() + 1) % 3
+	g.stop(f)
+	g.start(f)
+	reg.sync(g)
+	g.send("T1", 1, "after the restart", "")
+	end = g.converge()
+	g.sameFiles("commitlog", end)
+
+	// The joined node restarts too, and stays a member.
+	g.stop(j)
+	n4, err = g.open(j, nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.nodes[j] = n4
+	reg.sync(g)
+	g.send("T1", 2, "after its restart", "")
+	end = g.converge()
+	g.sameFiles("commitlog", end)
+
+	if err := g.nodes[g.leader()].RemoveServer("n4"); err != nil {
+		t.Fatal(err)
+	}
+	g.members(3)
+	held := n4.AppliedOffset()
+	g.stop(j)
+	g.send("T0", 3, "after the removal", "")
+	if end := g.converge(); end <= held {
+		t.Fatalf("no progress after the removal: %d", end)
+	}
+	if g.nodes[g.leader()].RemoveServer("n4") == nil {
+		t.Fatal("removing a node that is not a member succeeded")
+	}
+}
+
+// TestJoinRefused: a joining node with another CommitLog file size,
+// another brokerName, or another group's identity in its store is refused
+// by the leader with the reason, and the group keeps its three members.
+func TestJoinRefused(t *testing.T) {
+	for _, tc := range []struct {
+		name, want string
+		tune       func(nc *cluster.NodeConfig, dir string)
+	}{
+		{"file size", "CommitLog file size", func(nc *cluster.NodeConfig, _ string) { nc.Broker.Store.CommitLogFileSize = 2 * testFileSize }},
+		{"broker name", "brokerName", func(nc *cluster.NodeConfig, _ string) { nc.BrokerName = "broker-b" }},
+		{"foreign store", "foreign store directory", func(_ *cluster.NodeConfig, dir string) {
+			other := `{"groupId":"0000","brokerName":"broker-a","commitLogFileSize":65536,"peers":[]}`
+			if err := os.MkdirAll(filepath.Join(dir, "raft"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(dir, "raft", "group.json"), []byte(other), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			reg := &registry{}
+			g := newGroup(t, 3, func(nc *cluster.NodeConfig) { cluster.AdminVia(nc, reg.get) })
+			reg.sync(g)
+			g.send("T", 0, "x", "")
+			j := g.addNode("n4")
+			nc := g.nodeConfig(j)
+			nc.Cluster.Join, nc.Cluster.Peers = true, g.peers[:3]
+			tc.tune(&nc, g.dirs[j])
+			n4, err := g.open(j, nc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			g.nodes[j] = n4
+			waitFor(t, "the node to be refused", func() bool { return n4.Err() != nil })
+			if err := n4.Err(); !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("refusal: %v, want %q", err, tc.want)
+			}
+			if ms := g.nodes[g.leader()].Info().Members; len(ms) != 3 {
+				t.Fatalf("members %v after a refused join", ms)
+			}
+		})
+	}
+}
+
+// TestAddRemoveNodeOverTCP: the operator's AddNode and RemoveNode, sent
+// to a follower's Raft port (which points to the leader), add a node that
+// was started with Join and no peers, and remove it; QueryGroup reports
+// the membership.
+func TestAddRemoveNodeOverTCP(t *testing.T) {
+	g := newGroupOn(t, 3, true, nil)
+	for i := range 20 {
+		g.send("T", int32(i%4), fmt.Sprint("m", i), "")
+	}
+	l := g.leader()
+	via := g.peers[(l+1)%3].Addr
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	gi, err := cluster.QueryGroup(ctx, via)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(gi.Members) != 3 || gi.GroupID == "" || gi.Leader != g.peers[l].Addr {
+		t.Fatalf("group info %+v", gi)
+	}
+	j := g.addNode("n4")
+	nc := g.nodeConfig(j)
+	nc.Cluster.Join, nc.Cluster.Peers = true, nil
+	n4, err := g.open(j, nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.nodes[j] = n4
+	if err := cluster.AddNode(ctx, via, "n5", g.peers[j].Addr); err == nil || !strings.Contains(err.Error(), `is "n4", not "n5"`) {
+		t.Fatalf("adding a node under another id: %v", err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	nobody := ln.Addr().String()
+	_ = ln.Close()
+	if err := cluster.AddNode(ctx, via, "n6", nobody); err == nil || !strings.Contains(err.Error(), "not reachable") {
+		t.Fatalf("adding a node that does not run: %v", err)
+	}
+	if err := cluster.AddNode(ctx, via, "n4", g.peers[j].Addr); err != nil {
+		t.Fatal(err)
+	}
+	g.members(4)
+	end := g.converge()
+	g.sameFiles("commitlog", end)
+	if err := cluster.RemoveNode(ctx, via, "n4"); err != nil {
+		t.Fatal(err)
+	}
+	g.members(3)
+	if err := cluster.RemoveNode(ctx, via, "n9"); err == nil || !strings.Contains(err.Error(), "not a member") {
+		t.Fatalf("removing a non-member: %v", err)
+	}
+}

@@ -1,0 +1,404 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+
+	"github.com/rocketstore/rocketstore/backend"
+	"github.com/rocketstore/rocketstore/backend/mmap"
+	"github.com/rocketstore/rocketstore/engine/record"
+)
+
+// Offline repair: a stopped replica's store repaired from a healthy one.
+//
+// RepairStore walks the source's committed CommitLog records (each
+// checked against its own CRC; a damaged source record stops the repair)
+// and compares every one with the bytes at its offset in the target;
+// where they differ — a flipped bit, a torn or zeroed sector, a damaged
+// header that the record's own checks miss — the source's record is
+// written over the target's. Since the replicas of a group are
+// byte-identical over the committed prefix, the target then is too. Only
+// the target's own extent is repaired (up to its last non-zero byte): a
+// replica behind is caught up by Raft when it starts, not here. The
+// target's ConsumeQueues are left to the store's recovery at the next
+// start, which checks them against the repaired records.
+//
+// The source is a running replica's Raft port (PeerSource: it serves
+// only what it has applied) or a stopped replica's store directory
+// (DirSource: its CommitLog holds committed entries only). A source of
+// another group, or with another CommitLog file size, is refused; so is a
+// target that a running process holds (its store lock).
+
+// RepairSource is a healthy replica's CommitLog, for RepairStore.
+type RepairSource interface {
+	// Group returns the source's group identity and the CommitLog range
+	// it holds committed ([MinOffset, Applied)).
+	Group(ctx context.Context) (GroupInfo, error)
+	// ReadAt returns CommitLog bytes [off, off+size) (size <= 64 MiB).
+	ReadAt(ctx context.Context, off, size int64) ([]byte, error)
+	// Close releases the source.
+	Close() error
+}
+
+// PeerSource is the running replica whose Raft port is raftAddr.
+func PeerSource(raftAddr string) RepairSource { return peerSource(raftAddr) }
+
+type peerSource string
+
+func (p peerSource) Group(ctx context.Context) (GroupInfo, error) { return QueryGroup(ctx, string(p)) }
+
+func (p peerSource) ReadAt(ctx context.Context, off, size int64) ([]byte, error) {
+	return askPeer(ctx, string(p), opBytes, off, size)
+}
+
+func (peerSource) Close() error { return nil }
+
+// DirSource is the stopped replica whose store directory is dir. It
+// holds the store's lock (shared) until Close.
+func DirSource(dir string) (RepairSource, error) {
+	fs, err := mmap.NewReadOnly(dir)
+	if err != nil {
+		return nil, err
+	}
+	lk, err := fs.Lock("lock")
+	if err != nil {
+		return nil, fmt.Errorf("cluster: source %s: %w (a running replica is given as its Raft address)", dir, err)
+	}
+	s := &dirSource{dir: dir, lock: lk}
+	if s.cl, err = openCommitLogFiles(dir, false); err != nil {
+		return nil, errors.Join(err, lk.Unlock())
+	}
+	return s, nil
+}
+
+type dirSource struct {
+	dir  string
+	lock backend.Unlocker
+	cl   *commitLogFiles
+}
+
+func (s *dirSource) Group(context.Context) (GroupInfo, error) {
+	g, err := (&identityFile{path: filepath.Join(s.dir, "raft", "group.json")}).load()
+	if err != nil {
+		return GroupInfo{}, err
+	}
+	if g == nil {
+		return GroupInfo{}, fmt.Errorf("cluster: source %s has no group identity (raft/group.json): not a replica's store", s.dir)
+	}
+	end, err := s.cl.dataEnd()
+	if err != nil {
+		return GroupInfo{}, err
+	}
+	return GroupInfo{GroupID: g.GroupID, BrokerName: g.BrokerName, CommitLogFileSize: s.cl.fileSize,
+		MinOffset: s.cl.minOffset(), Applied: end}, nil
+}
+
+func (s *dirSource) ReadAt(_ context.Context, off, size int64) ([]byte, error) {
+	b := make([]byte, size)
+	if err := s.cl.readAt(b, off); err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+func (s *dirSource) Close() error { return errors.Join(s.cl.close(), s.lock.Unlock()) }
+
+// OfflineRepairReport says what RepairStore found and did.
+type OfflineRepairReport struct {
+	// GroupID is the group of both stores.
+	GroupID string
+	// From and To are the CommitLog range compared.
+	From, To int64
+	// Records is the number of records compared.
+	Records int
+	// Repaired lists the offsets of the records written from the source
+	// (with DryRun: that would be).
+	Repaired []int64
+	// TargetEnd is where the target's data ends; past the source's
+	// committed end (To) the target is not compared.
+	TargetEnd int64
+}
+
+// ErrNotSameGroup reports a repair source of another broker group.
+var ErrNotSameGroup = errors.New("cluster: the repair source is not a replica of the same group")
+
+// RepairStore repairs the stopped replica's store in dir from src (see
+// above). With dryRun nothing is written.
+func RepairStore(ctx context.Context, dir string, src RepairSource, dryRun bool) (OfflineRepairReport, error) {
+	var rep OfflineRepairReport
+	fs, err := mmap.New(dir)
+	if err != nil {
+		return rep, err
+	}
+	lk, err := fs.Lock("lock")
+	if err != nil {
+		return rep, fmt.Errorf("cluster: repair %s: %w (stop the node first; a running node repairs itself)", dir, err)
+	}
+	defer lk.Unlock()
+	g, err := (&identityFile{path: filepath.Join(dir, "raft", "group.json")}).load()
+	if err != nil {
+		return rep, err
+	}
+	if g == nil {
+		return rep, fmt.Errorf("cluster: %s has no group identity (raft/group.json): not a replica's store", dir)
+	}
+	cl, err := openCommitLogFiles(dir, !dryRun)
+	if err != nil {
+		return rep, err
+	}
+	defer cl.close()
+	si, err := src.Group(ctx)
+	if err != nil {
+		return rep, fmt.Errorf("cluster: repair source: %w", err)
+	}
+	switch {
+	case si.GroupID != g.GroupID:
+		return rep, fmt.Errorf("%w: the source belongs to group %s, %s to group %s", ErrNotSameGroup, si.GroupID, dir, g.GroupID)
+	case si.CommitLogFileSize != g.CommitLogFileSize || cl.fileSize != g.CommitLogFileSize:
+		return rep, fmt.Errorf("%w: CommitLog file size %d at the source, %d in %s (its group's: %d)",
+			ErrNotSameGroup, si.CommitLogFileSize, cl.fileSize, dir, g.CommitLogFileSize)
+	}
+	rep.GroupID = g.GroupID
+	if rep.TargetEnd, err = cl.lastNonZero(); err != nil {
+		return rep, err
+	}
+	from := max(cl.minOffset(), si.MinOffset)
+	if r := from % cl.fileSize; r != 0 {
+		from += cl.fileSize - r
+	}
+	rep.From, rep.To = from, from
+	if err := walkRepair(ctx, cl, src, from, si.Applied, rep.TargetEnd, dryRun, &rep); err != nil {
+		return rep, err
+	}
+	if !dryRun && len(rep.Repaired) > 0 {
+		return rep, cl.sync()
+	}
+	return rep, nil
+}
+
+// walkRepair compares the source's records from from (a record
+// boundary) up to the source's committed end and the target's data end,
+// and rewrites the target's records that differ.
+func walkRepair(ctx context.Context, cl *commitLogFiles, src RepairSource, from, srcEnd, targetEnd int64,
+	dryRun bool, rep *OfflineRepairReport) error {
+	var buf []byte
+	var bufAt int64
+	for pos := from; pos < srcEnd && pos < targetEnd; {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		fileEnd := pos - pos%cl.fileSize + cl.fileSize
+		limit := min(fileEnd, srcEnd)
+		var info record.Info
+		var err error
+		for want := int64(1 << 20); ; want *= 2 {
+			if pos >= bufAt && pos < bufAt+int64(len(buf)) {
+				info, err = record.Check(buf[pos-bufAt:], pos, true)
+				if !errors.Is(err, record.ErrTruncated) || bufAt+int64(len(buf)) >= limit {
+					break
+				}
+			}
+			bufAt = pos
+			if buf, err = src.ReadAt(ctx, pos, min(want, limit-pos, maxRepairRead)); err != nil {
+				return fmt.Errorf("cluster: read the source at %d: %w", pos, err)
+			}
+		}
+		if errors.Is(err, record.ErrNoRecord) {
+			break // the source's data ends here
+		}
+		if err != nil {
+			return fmt.Errorf("%w: the source's record at %d is damaged too: %w", ErrNoRepair, pos, err)
+		}
+		size := int64(info.Size)
+		if info.Blank {
+			size = 8 // the rest of the file is not record data
+		}
+		theirs := buf[pos-bufAt : pos-bufAt+size]
+		mine := make([]byte, size)
+		if err := cl.readAt(mine, pos); err != nil {
+			return err
+		}
+		rep.Records++
+		if string(mine) != string(theirs) {
+			rep.Repaired = append(rep.Repaired, pos)
+			if !dryRun {
+				if err := cl.writeAt(theirs, pos); err != nil {
+					return err
+				}
+			}
+		}
+		if info.Blank {
+			pos = fileEnd
+		} else {
+			pos += size
+		}
+		rep.To = pos
+	}
+	return nil
+}
+
+// commitLogFiles is a store directory's CommitLog files, opened without
+// the store.
+type commitLogFiles struct {
+	fileSize int64
+	starts   []int64
+	files    []*os.File
+}
+
+func openCommitLogFiles(dir string, write bool) (*commitLogFiles, error) {
+	d := filepath.Join(dir, "commitlog")
+	ents, err := os.ReadDir(d)
+	if err != nil {
+		return nil, fmt.Errorf("cluster: %w", err)
+	}
+	c := &commitLogFiles{}
+	flag := os.O_RDONLY
+	if write {
+		flag = os.O_RDWR
+	}
+	for _, e := range ents {
+		start, err := strconv.ParseInt(e.Name(), 10, 64)
+		if err != nil || len(e.Name()) != 20 || !e.Type().IsRegular() {
+			continue
+		}
+		f, err := os.OpenFile(filepath.Join(d, e.Name()), flag, 0)
+		if err != nil {
+			return nil, errors.Join(fmt.Errorf("cluster: %w", err), c.close())
+		}
+		c.files, c.starts = append(c.files, f), append(c.starts, start)
+		fi, err := f.Stat()
+		if err != nil {
+			return nil, errors.Join(fmt.Errorf("cluster: %w", err), c.close())
+		}
+		if c.fileSize == 0 {
+			c.fileSize = fi.Size()
+		}
+		if fi.Size() != c.fileSize || start%c.fileSize != 0 {
+			return nil, errors.Join(fmt.Errorf("cluster: CommitLog file %s is %d bytes at %d; the others %d", f.Name(), fi.Size(), start, c.fileSize), c.close())
+		}
+	}
+	if len(c.files) == 0 {
+		return nil, fmt.Errorf("cluster: no CommitLog files in %s", d)
+	}
+	for i := 1; i < len(c.starts); i++ {
+		if c.starts[i] != c.starts[i-1]+c.fileSize {
+			return nil, errors.Join(fmt.Errorf("cluster: CommitLog files in %s are not contiguous at %d", d, c.starts[i-1]+c.fileSize), c.close())
+		}
+	}
+	return c, nil
+}
+
+func (c *commitLogFiles) minOffset() int64 { return c.starts[0] }
+
+// locate returns the file holding off and the position in it.
+func (c *commitLogFiles) locate(off int64) (*os.File, int64, error) {
+	i := int((off - c.starts[0]) / c.fileSize)
+	if off < c.starts[0] || i >= len(c.files) {
+		return nil, 0, fmt.Errorf("cluster: CommitLog offset %d is not held (%d..%d)", off, c.starts[0], c.starts[0]+int64(len(c.files))*c.fileSize)
+	}
+	return c.files[i], off - c.starts[i], nil
+}
+
+func (c *commitLogFiles) readAt(b []byte, off int64) error {
+	for len(b) > 0 {
+		f, at, err := c.locate(off)
+		if err != nil {
+			return err
+		}
+		n := min(int64(len(b)), c.fileSize-at)
+		if _, err := f.ReadAt(b[:n], at); err != nil && !errors.Is(err, io.EOF) {
+			return fmt.Errorf("cluster: %w", err)
+		}
+		b, off = b[n:], off+n
+	}
+	return nil
+}
+
+func (c *commitLogFiles) writeAt(b []byte, off int64) error {
+	f, at, err := c.locate(off)
+	if err != nil {
+		return err
+	}
+	if at+int64(len(b)) > c.fileSize {
+		return fmt.Errorf("cluster: record at %d crosses a CommitLog file end", off)
+	}
+	if _, err := f.WriteAt(b, at); err != nil {
+		return fmt.Errorf("cluster: %w", err)
+	}
+	return nil
+}
+
+// lastNonZero returns the offset after the last non-zero byte of the
+// last file that has one: where the data ends.
+func (c *commitLogFiles) lastNonZero() (int64, error) {
+	const block = 1 << 20
+	b := make([]byte, block)
+	for i := len(c.files) - 1; i >= 0; i-- {
+		for end := c.fileSize; end > 0; {
+			start := max(0, end-block)
+			if _, err := c.files[i].ReadAt(b[:end-start], start); err != nil && !errors.Is(err, io.EOF) {
+				return 0, fmt.Errorf("cluster: %w", err)
+			}
+			for j := end - start - 1; j >= 0; j-- {
+				if b[j] != 0 {
+					return c.starts[i] + start + j + 1, nil
+				}
+			}
+			end = start
+		}
+	}
+	return c.starts[0], nil
+}
+
+// dataEnd returns the end of the last valid record of the last file with
+// data (a stopped replica's committed end).
+func (c *commitLogFiles) dataEnd() (int64, error) {
+	last, err := c.lastNonZero()
+	if err != nil {
+		return 0, err
+	}
+	i := slices.IndexFunc(c.starts, func(s int64) bool { return last <= s+c.fileSize })
+	if i < 0 || last == c.starts[0] {
+		return c.starts[0], nil
+	}
+	b := make([]byte, c.fileSize)
+	if _, err := c.files[i].ReadAt(b, 0); err != nil && !errors.Is(err, io.EOF) {
+		return 0, fmt.Errorf("cluster: %w", err)
+	}
+	pos := int64(0)
+	for pos < c.fileSize {
+		info, err := record.Check(b[pos:], c.starts[i]+pos, true)
+		if err != nil {
+			break
+		}
+		if info.Blank {
+			pos = c.fileSize
+			break
+		}
+		pos += int64(info.Size)
+	}
+	return c.starts[i] + pos, nil
+}
+
+func (c *commitLogFiles) sync() error {
+	var errs []error
+	for _, f := range c.files {
+		errs = append(errs, f.Sync())
+	}
+	return errors.Join(errs...)
+}
+
+func (c *commitLogFiles) close() error {
+	var errs []error
+	for _, f := range c.files {
+		errs = append(errs, f.Close())
+	}
+	c.files = nil
+	return errors.Join(errs...)
+}

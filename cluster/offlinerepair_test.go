@@ -1,0 +1,165 @@
+package cluster_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rocketstore/rocketstore/cluster"
+	"github.com/rocketstore/rocketstore/engine/record"
+)
+
+// copyDir copies a stopped replica's store directory.
+func copyDir(t *testing.T, src string) string {
+	t.Helper()
+	dst := t.TempDir()
+	if out, err := exec.Command("cp", "-a", src+"/.", dst).CombinedOutput(); err != nil {
+		t.Fatalf("copy %s: %v %s", src, err, out)
+	}
+	return dst
+}
+
+// damage flips a body byte of the 10th record (a CRC violation), a
+// header byte of the 50th (BORNTIMESTAMP: no check of the record's own
+// sees it) and zeroes 512 bytes inside the 120th (a lost sector), and
+// returns their offsets.
+func damage(t *testing.T, dir string) []int64 {
+	t.Helper()
+	file := filepath.Join(dir, "commitlog", "00000000000000000000")
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var offs []int64
+	for pos, i := int64(0), 0; i <= 120; i++ {
+		info, err := record.Check(b[pos:], pos, true)
+		if err != nil || info.Blank {
+			t.Fatalf("record %d at %d: %v (the test needs 121 records in the first file)", i, pos, err)
+		}
+		switch i {
+		case 10:
+			flipByte(t, file, pos+int64(info.Size)-3)
+			offs = append(offs, pos)
+		case 50:
+			flipByte(t, file, pos+60) // BORNTIMESTAMP
+			offs = append(offs, pos)
+		case 120:
+			fh, err := os.OpenFile(file, os.O_RDWR, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := fh.WriteAt(make([]byte, min(512, int(info.Size)-20)), pos+20); err != nil {
+				t.Fatal(err)
+			}
+			_ = fh.Close()
+			offs = append(offs, pos)
+		}
+		pos += int64(info.Size)
+	}
+	return offs
+}
+
+// TestOfflineRepairFromDir: a copy of a stopped replica's store with
+// flipped bits and a zeroed sector is repaired from another stopped
+// replica's directory: exactly the damaged records are rewritten, verify
+// is clean, and the CommitLog is byte-identical to the source's. A store
+// of another group is refused as a source, and a running store as a
+// target.
+func TestOfflineRepairFromDir(t *testing.T) {
+	g := newGroup(t, 3, nil)
+	for i := range 400 {
+		g.send("T", int32(i%4), strings.Repeat("r", 100+i%300)+fmt.Sprint(i), "KEYS\x01k"+fmt.Sprint(i))
+	}
+	end := g.converge()
+	l := g.leader()
+	src, dst := (l+1)%3, (l+2)%3
+	if _, err := cluster.RepairStore(context.Background(), g.dirs[l], cluster.PeerSource("127.0.0.1:1"), false); err == nil ||
+		!strings.Contains(err.Error(), "stop the node first") {
+		t.Fatalf("repair of a running store: %v", err)
+	}
+	g.stop(src)
+	g.stop(dst)
+	target := copyDir(t, g.dirs[dst])
+	damaged := damage(t, target)
+
+	s, err := cluster.DirSource(g.dirs[src])
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	dry, err := cluster.RepairStore(context.Background(), target, s, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(dry.Repaired) != fmt.Sprint(damaged) {
+		t.Fatalf("dry run found %v, damaged %v", dry.Repaired, damaged)
+	}
+	rep, err := cluster.RepairStore(context.Background(), target, s, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(rep.Repaired) != fmt.Sprint(damaged) || rep.To != end {
+		t.Fatalf("repaired %v up to %d, damaged %v, end %d", rep.Repaired, rep.To, damaged, end)
+	}
+	verifyClean(t, "repaired", target)
+	mine, theirs := readTree(t, filepath.Join(target, "commitlog"), end), readTree(t, filepath.Join(g.dirs[src], "commitlog"), end)
+	for name, b := range theirs {
+		if string(mine[name]) != string(b) {
+			t.Fatalf("commitlog/%s differs from the source after the repair", name)
+		}
+	}
+	again, err := cluster.RepairStore(context.Background(), target, s, false)
+	if err != nil || len(again.Repaired) != 0 {
+		t.Fatalf("second repair: %v %v", again.Repaired, err)
+	}
+
+	// A replica of another group is refused as the source.
+	other := newGroup(t, 1, nil)
+	other.send("T", 0, "x", "")
+	other.stop(0)
+	os2, err := cluster.DirSource(other.dirs[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os2.Close()
+	if _, err := cluster.RepairStore(context.Background(), target, os2, false); !errors.Is(err, cluster.ErrNotSameGroup) {
+		t.Fatalf("repair from another group: %v", err)
+	}
+}
+
+// TestOfflineRepairFromPeer repairs a stopped replica's damaged store
+// from a running replica over its Raft port, after which the node
+// rejoins and the group converges.
+func TestOfflineRepairFromPeer(t *testing.T) {
+	g := newGroupOn(t, 3, true, nil)
+	for i := range 300 {
+		g.send("T", int32(i%4), strings.Repeat("p", 150)+fmt.Sprint(i), "")
+	}
+	end := g.converge()
+	l := g.leader()
+	f := (l + 1) % 3
+	g.stop(f)
+	damaged := damage(t, g.dirs[f])
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	rep, err := cluster.RepairStore(ctx, g.dirs[f], cluster.PeerSource(g.peers[l].Addr), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(rep.Repaired) != fmt.Sprint(damaged) {
+		t.Fatalf("repaired %v, damaged %v", rep.Repaired, damaged)
+	}
+	verifyClean(t, "repaired", g.dirs[f])
+	g.start(f)
+	g.send("T", 0, "after", "")
+	if e := g.converge(); e <= end {
+		t.Fatalf("no progress: %d", e)
+	}
+	g.sameFiles("commitlog", end)
+}

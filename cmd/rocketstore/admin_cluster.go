@@ -1,0 +1,100 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/rocketstore/rocketstore/cluster"
+)
+
+// newAdminClusterCmd is `rocketstore admin cluster`: membership of a
+// replicated broker group, over a member's Raft port (not the remoting
+// protocol; -n is not used).
+func newAdminClusterCmd(g *adminGlobals) *cobra.Command {
+	var raftAddr string
+	cmd := &cobra.Command{
+		Use:   "cluster COMMAND --raft HOST:PORT",
+		Short: "Membership of a replicated broker group: members, add-node, remove-node",
+		Long: `cluster changes and shows the membership of a replicated broker group (raft: in
+the config). --raft is any member's Raft address (raft.bind): a follower points the
+request to the leader. A node to add is started first with an empty --dir and
+raft.join: true; it then asks the nodes in its raft.peers by itself, so add-node is
+only needed when its peers list names none of the group's nodes.`,
+	}
+	cmd.PersistentFlags().StringVar(&raftAddr, "raft", "", "Raft address of a member of the group (required)")
+	_ = cmd.MarkPersistentFlagRequired("raft")
+	ctx := func() (context.Context, context.CancelFunc) {
+		// A membership change commits a Raft configuration entry.
+		return context.WithTimeout(context.Background(), max(g.timeout, 30*time.Second))
+	}
+
+	var id, addr string
+	add := &cobra.Command{
+		Use:   "add-node --raft HOST:PORT --id ID --addr HOST:PORT",
+		Short: "Add a node (started empty with raft.join) as a voter",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, cancel := ctx()
+			defer cancel()
+			if err := cluster.AddNode(c, raftAddr, id, addr); err != nil {
+				return failed(err)
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "added %s@%s\n", id, addr)
+			return nil
+		},
+	}
+	add.Flags().StringVar(&id, "id", "", "the node's raft.nodeId (required)")
+	add.Flags().StringVar(&addr, "addr", "", "the node's Raft address, as the others dial it (required)")
+	_ = add.MarkFlagRequired("id")
+	_ = add.MarkFlagRequired("addr")
+
+	var rid string
+	remove := &cobra.Command{
+		Use:   "remove-node --raft HOST:PORT --id ID",
+		Short: "Remove a node from the group (stop it afterwards)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, cancel := ctx()
+			defer cancel()
+			if err := cluster.RemoveNode(c, raftAddr, rid); err != nil {
+				return failed(err)
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "removed %s\n", rid)
+			return nil
+		},
+	}
+	remove.Flags().StringVar(&rid, "id", "", "the node's raft.nodeId (required)")
+	_ = remove.MarkFlagRequired("id")
+
+	members := &cobra.Command{
+		Use:   "members --raft HOST:PORT",
+		Short: "Show the group's identity, leader and members as a node knows them",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, cancel := ctx()
+			defer cancel()
+			gi, err := cluster.QueryGroup(c, raftAddr)
+			if err != nil {
+				return failed(err)
+			}
+			return g.output(cmd.OutOrStdout(), gi, func(tw *tabwriter.Writer) {
+				fmt.Fprintf(tw, "group %s (brokerName %s, CommitLog file size %d); asked %s, applied to %d; leader %s\n",
+					gi.GroupID, gi.BrokerName, gi.CommitLogFileSize, gi.NodeID, gi.Applied, gi.Leader)
+				fmt.Fprintln(tw, "#NodeId\t#Raft address\t#Role")
+				for _, m := range gi.Members {
+					role := "follower"
+					if m.Addr == gi.Leader {
+						role = "leader"
+					}
+					fmt.Fprintf(tw, "%s\t%s\t%s\n", m.ID, m.Addr, role)
+				}
+			})
+		},
+	}
+	cmd.AddCommand(add, remove, members)
+	return cmd
+}
