@@ -100,8 +100,10 @@ func OpenFS(fs afero.Fs, cfg Config, opts ...Option) (*Store, error) {
 
 // Put stores m in m.Topic's queue m.QueueID and returns where. With
 // AsyncFlush it returns once the record is in the page cache; with
-// SyncFlush once it is synced, or with ErrFlushTimeout when the sync takes
-// longer than Config.SyncFlushTimeout. ctx bounds the wait for the put
+// SyncFlush (unless the message's WAIT property is "false") once it is
+// synced, or with ErrFlushTimeout when the sync takes longer than
+// Config.SyncFlushTimeout (the message is stored all the same, as in
+// RocketMQ). ctx bounds the wait for the put
 // lock and the sync. A message with a DELAY property goes to the schedule
 // topic (PutResult.Topic says so). GetMessage sees the message once it is
 // dispatched (WaitDispatched).

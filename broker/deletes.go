@@ -16,7 +16,10 @@ import (
 // Deleter then calls DeleteTopicLocal and DeleteSubscriptionGroupLocal
 // on every replica.
 type Deleter interface {
+	// DeleteTopic deletes a topic's config and queues on every replica.
 	DeleteTopic(ctx context.Context, topic string) error
+	// DeleteSubscriptionGroup deletes a group, and with removeOffset its
+	// consumer offsets, on every replica.
 	DeleteSubscriptionGroup(ctx context.Context, group string, removeOffset bool) error
 }
 

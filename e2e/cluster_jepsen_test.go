@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"net"
@@ -78,7 +79,7 @@ func TestClusterJepsen(t *testing.T) {
 	t.Logf("%v first send acknowledged", since(began))
 	c := startJepsenConsumer(t, g.nsList, h)
 	time.Sleep(3 * time.Second)
-	var failovers []time.Duration
+	var failovers, routed []time.Duration
 	for k := range faults {
 		l := g.waitLeader(t, 30*time.Second)
 		switch k % 3 {
@@ -86,7 +87,9 @@ func TestClusterJepsen(t *testing.T) {
 			t.Logf("%v fault %d: SIGKILL leader n%d", since(began), k+1, l+1)
 			at := time.Now()
 			g.kill(l)
+			moved := g.watchRoutes(at, l)
 			failovers = append(failovers, h.firstSuccessAfter(at, 60*time.Second))
+			routed = append(routed, <-moved)
 			g.start(t, l)
 		case 1:
 			f := (l + 1) % 3
@@ -98,7 +101,9 @@ func TestClusterJepsen(t *testing.T) {
 			t.Logf("%v fault %d: partition leader n%d from the majority", since(began), k+1, l+1)
 			at := time.Now()
 			g.proxy.isolate(l, 3)
+			moved := g.watchRoutes(at, l)
 			failovers = append(failovers, h.firstSuccessAfter(at, 60*time.Second))
+			routed = append(routed, <-moved)
 			g.proxy.heal()
 		}
 		time.Sleep(2 * time.Second)
@@ -114,6 +119,7 @@ func TestClusterJepsen(t *testing.T) {
 	for len(h.missing(acked)) > 0 && time.Now().Before(deadline) {
 		time.Sleep(200 * time.Millisecond)
 	}
+	t.Logf("%v acknowledged sends consumed", since(began))
 	_ = c.Shutdown()
 	h.check(t, acked)
 
@@ -131,9 +137,13 @@ func TestClusterJepsen(t *testing.T) {
 		}
 	}
 	slices.Sort(failovers)
+	slices.Sort(routed)
 	if len(failovers) > 0 {
 		t.Logf("failover (fault → first successful send), %d faults %v: p50 %v, max %v", len(failovers), failovers,
 			failovers[len(failovers)/2].Round(time.Millisecond), failovers[len(failovers)-1].Round(time.Millisecond))
+		t.Logf("routes moved (fault → every name server names another replica brokerId 0), %v: p50 %v, max %v "+
+			"(the client sends there at its next 30 s route refresh)", routed,
+			routed[len(routed)/2].Round(time.Millisecond), routed[len(routed)-1].Round(time.Millisecond))
 	}
 	t.Logf("history: %d sends attempted, %d acknowledged, %d consumed distinct", h.attempted(), len(acked), h.consumedCount())
 }
@@ -414,6 +424,62 @@ func (g *jepsenGroup) checkAlive(t *testing.T) {
 			t.Errorf("n%d %s (see its log)", i+1, d)
 		}
 	}
+}
+
+// watchRoutes reports, on the channel, how long after at every name
+// server that answers routes JepsenTopic's brokerId 0 to a replica other
+// than old (60 s when that does not happen by then).
+func (g *jepsenGroup) watchRoutes(at time.Time, old int) <-chan time.Duration {
+	ch := make(chan time.Duration, 1)
+	go func() {
+		for time.Since(at) < 60*time.Second {
+			answered, moved := 0, 0
+			for _, r := range g.reps {
+				m, ok := routedMaster(r.ns)
+				if !ok {
+					continue
+				}
+				answered++
+				if m != "" && m != g.reps[old].broker {
+					moved++
+				}
+			}
+			if answered > 0 && moved == answered {
+				ch <- time.Since(at)
+				return
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		ch <- time.Since(at)
+	}()
+	return ch
+}
+
+// routedMaster returns the brokerId 0 address a name server routes
+// JepsenTopic to (ok false when it does not answer).
+func routedMaster(ns string) (string, bool) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	cl, err := remoting.Dial(ctx, ns, remoting.ClientOptions{})
+	if err != nil {
+		return "", false
+	}
+	defer cl.Close()
+	req := remoting.NewRequest(remoting.CodeGetRouteInfoByTopic, nil)
+	req.SetExt("topic", "JepsenTopic")
+	resp, err := cl.Invoke(ctx, req)
+	if err != nil || resp.Code != remoting.CodeSuccess {
+		return "", false
+	}
+	var rd struct {
+		BrokerDatas []struct {
+			BrokerAddrs map[string]string `json:"brokerAddrs"`
+		} `json:"brokerDatas"`
+	}
+	if json.Unmarshal(resp.Body, &rd) != nil || len(rd.BrokerDatas) == 0 {
+		return "", true
+	}
+	return rd.BrokerDatas[0].BrokerAddrs["0"], true
 }
 
 // maxOffsets asks a broker for the max offset of JepsenTopic's queues

@@ -80,7 +80,7 @@ func StartNode(cfg NodeConfig) (*Node, error) {
 	}
 	adv := cfg.Server.BrokerAddr
 	if adv == "" {
-		adv = advertised(brokerLn.Addr())
+		adv = AdvertisedAddr(brokerLn.Addr())
 	}
 	ap, err := netip.ParseAddrPort(adv)
 	if err != nil {
@@ -108,7 +108,7 @@ func StartNode(cfg NodeConfig) (*Node, error) {
 		return nil, errors.Join(err, b.Close())
 	}
 	s.storeDir = cfg.Dir
-	n := &Node{Broker: b, Server: s, Addr: advertised(ln.Addr()), BrokerAddr: adv}
+	n := &Node{Broker: b, Server: s, Addr: AdvertisedAddr(ln.Addr()), BrokerAddr: adv}
 	for _, l := range lns {
 		n.wg.Add(1)
 		go func() {
@@ -119,9 +119,10 @@ func StartNode(cfg NodeConfig) (*Node, error) {
 	return n, nil
 }
 
-// advertised turns a listener address into one clients can dial: an
-// unspecified IP (0.0.0.0, ::) becomes 127.0.0.1.
-func advertised(a net.Addr) string {
+// AdvertisedAddr turns a listener address into one clients can dial: an
+// unspecified IP (0.0.0.0, ::) becomes 127.0.0.1. Nodes advertise their
+// addresses (Node.Addr, Node.BrokerAddr) with it.
+func AdvertisedAddr(a net.Addr) string {
 	ta, ok := a.(*net.TCPAddr)
 	if !ok {
 		return a.String()
@@ -182,7 +183,7 @@ func startNameServer(cfg NodeConfig) (*Node, error) {
 		_ = ln.Close()
 		return nil, err
 	}
-	n := &Node{Server: s, Addr: advertised(ln.Addr())}
+	n := &Node{Server: s, Addr: AdvertisedAddr(ln.Addr())}
 	n.wg.Add(1)
 	go func() {
 		defer n.wg.Done()

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"text/tabwriter"
 	"time"
@@ -82,24 +81,18 @@ only needed when its peers list names none of the group's nodes.`,
 			if err != nil {
 				return failed(err)
 			}
-			out := cmd.OutOrStdout()
-			if g.json {
-				e := json.NewEncoder(out)
-				e.SetIndent("", "  ")
-				return e.Encode(gi)
-			}
-			fmt.Fprintf(out, "group %s (brokerName %s, CommitLog file size %d); asked %s, applied to %d; leader %s\n",
-				gi.GroupID, gi.BrokerName, gi.CommitLogFileSize, gi.NodeID, gi.Applied, gi.Leader)
-			tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "#NodeId\t#Raft address\t#Role")
-			for _, m := range gi.Members {
-				role := "follower"
-				if m.Addr == gi.Leader {
-					role = "leader"
+			return g.output(cmd.OutOrStdout(), gi, func(tw *tabwriter.Writer) {
+				fmt.Fprintf(tw, "group %s (brokerName %s, CommitLog file size %d); asked %s, applied to %d; leader %s\n",
+					gi.GroupID, gi.BrokerName, gi.CommitLogFileSize, gi.NodeID, gi.Applied, gi.Leader)
+				fmt.Fprintln(tw, "#NodeId\t#Raft address\t#Role")
+				for _, m := range gi.Members {
+					role := "follower"
+					if m.Addr == gi.Leader {
+						role = "leader"
+					}
+					fmt.Fprintf(tw, "%s\t%s\t%s\n", m.ID, m.Addr, role)
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\n", m.ID, m.Addr, role)
-			}
-			return tw.Flush()
+			})
 		},
 	}
 	cmd.AddCommand(add, remove, members)

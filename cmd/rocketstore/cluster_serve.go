@@ -63,7 +63,7 @@ func startClusterNode(nc server.NodeConfig, rc *raftFileConfig, log *slog.Logger
 	}
 	adv := nc.Server.BrokerAddr
 	if adv == "" {
-		adv = dialable(brokerLn.Addr())
+		adv = server.AdvertisedAddr(brokerLn.Addr())
 	}
 	ap, err := netip.ParseAddrPort(adv)
 	if err != nil {
@@ -104,7 +104,7 @@ func startClusterNode(nc server.NodeConfig, rc *raftFileConfig, log *slog.Logger
 		closeAll()
 		return nil, errors.Join(err, cn.node.Close())
 	}
-	cn.addr, cn.brokerAddr = dialable(ln.Addr()), adv
+	cn.addr, cn.brokerAddr = server.AdvertisedAddr(ln.Addr()), adv
 	for _, l := range cn.lns {
 		cn.wg.Add(1)
 		go func() {
@@ -125,19 +125,6 @@ func startClusterNode(nc server.NodeConfig, rc *raftFileConfig, log *slog.Logger
 // name server of namesrvAddr at once, so that routes name the new leader
 // as brokerId 0.
 func setBrokerID(s *server.Server, id int64) { s.SetBrokerID(id) }
-
-// dialable turns a listener address into one clients can dial.
-func dialable(a net.Addr) string {
-	ta, ok := a.(*net.TCPAddr)
-	if !ok {
-		return a.String()
-	}
-	ip := ta.AddrPort().Addr().Unmap()
-	if ip.IsUnspecified() {
-		ip = netip.MustParseAddr("127.0.0.1")
-	}
-	return netip.AddrPortFrom(ip, ta.AddrPort().Port()).String()
-}
 
 func (cn *clusterNode) shutdown(ctx context.Context) error {
 	err := cn.srv.Shutdown(ctx)

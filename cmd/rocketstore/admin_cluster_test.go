@@ -1,0 +1,82 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/netip"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rocketstore/rocketstore/broker"
+	"github.com/rocketstore/rocketstore/cluster"
+	"github.com/rocketstore/rocketstore/engine"
+	"github.com/rocketstore/rocketstore/index"
+)
+
+// TestAdminClusterMembers: `admin cluster members` asks a member over its
+// Raft port and prints the group, its leader and members as a table, or
+// as one JSON document with --json; a port nothing listens on is an error.
+func TestAdminClusterMembers(t *testing.T) {
+	tr, err := cluster.NewTCPTransport("127.0.0.1:0", "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := string(tr.LocalAddr())
+	node, err := cluster.Open(cluster.NodeConfig{Dir: t.TempDir(), BrokerName: "broker-a",
+		StoreHost: netip.MustParseAddrPort("127.0.0.1:10911"),
+		Broker: broker.Config{Store: engine.Config{CommitLogFileSize: 64 << 10},
+			Index: index.Config{MaxHashSlotNum: 16, MaxIndexNum: 32}},
+		Cluster: cluster.Config{NodeID: "n1", Peers: []cluster.Peer{{ID: "n1", Addr: addr}}, Transport: tr,
+			HeartbeatTimeout: 100 * time.Millisecond, ElectionTimeout: 100 * time.Millisecond,
+			LeaderLeaseTimeout: 50 * time.Millisecond}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := node.Close(); err != nil {
+			t.Error(err)
+		}
+	}()
+	deadline := time.Now().Add(10 * time.Second)
+	for !node.Writable() {
+		if time.Now().After(deadline) {
+			t.Fatal("no leader")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+
+	var out, errOut bytes.Buffer
+	if code := execute([]string{"admin", "cluster", "members", "--raft", addr}, &out, &errOut); code != exitOK {
+		t.Fatalf("members: exit %d\n%s%s", code, out.String(), errOut.String())
+	}
+	if !strings.Contains(out.String(), "brokerName broker-a") || !strings.Contains(out.String(), "leader "+addr) {
+		t.Fatalf("members header:\n%s", out.String())
+	}
+	if f := strings.Fields(lastLine(out.String())); len(f) != 3 || f[0] != "n1" || f[1] != addr || f[2] != "leader" {
+		t.Fatalf("members row %q:\n%s", f, out.String())
+	}
+
+	out.Reset()
+	if code := execute([]string{"admin", "--json", "cluster", "members", "--raft", addr}, &out, &errOut); code != exitOK {
+		t.Fatalf("members --json: exit %d\n%s%s", code, out.String(), errOut.String())
+	}
+	var gi cluster.GroupInfo
+	if err := json.Unmarshal(out.Bytes(), &gi); err != nil {
+		t.Fatalf("members --json: %v\n%s", err, out.String())
+	}
+	if gi.BrokerName != "broker-a" || gi.Leader != addr || len(gi.Members) != 1 || gi.Members[0].ID != "n1" {
+		t.Fatalf("members --json: %+v", gi)
+	}
+
+	out.Reset()
+	errOut.Reset()
+	if code := execute([]string{"admin", "--timeout", "2s", "cluster", "members", "--raft", "127.0.0.1:1"}, &out, &errOut); code == exitOK {
+		t.Fatalf("members of a port nothing listens on: exit 0\n%s", out.String())
+	}
+}
+
+func lastLine(s string) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	return lines[len(lines)-1]
+}
