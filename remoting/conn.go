@@ -26,6 +26,7 @@ import (
 type Conn struct {
 	id      uint64
 	nc      net.Conn
+	remote  string  // nc.RemoteAddr().String(), formatted once
 	opts    Options // with defaults
 	handler Handler
 	log     *slog.Logger
@@ -69,9 +70,10 @@ type job struct {
 
 func newConn(ctx context.Context, id uint64, nc net.Conn, h Handler, opts Options, st *counters, budget *byteBudget) *Conn {
 	ctx, cancel := context.WithCancel(ctx)
+	remote := nc.RemoteAddr().String()
 	return &Conn{
-		id: id, nc: nc, opts: opts, handler: h, stats: st, ctx: ctx, cancel: cancel,
-		log:        opts.Logger.With("conn", id, "remote", nc.RemoteAddr().String()),
+		id: id, nc: nc, remote: remote, opts: opts, handler: h, stats: st, ctx: ctx, cancel: cancel,
+		log:        opts.Logger.With("conn", id, "remote", remote),
 		out:        make(chan *frameBuf, opts.WriteQueueLen),
 		finish:     make(chan struct{}),
 		writerDone: make(chan struct{}),
@@ -87,6 +89,10 @@ func (c *Conn) ID() uint64 { return c.id }
 
 // RemoteAddr returns the peer's address.
 func (c *Conn) RemoteAddr() net.Addr { return c.nc.RemoteAddr() }
+
+// RemoteAddrString returns RemoteAddr().String(), formatted once when the
+// connection was made (handlers name the peer on every pull).
+func (c *Conn) RemoteAddrString() string { return c.remote }
 
 // LocalAddr returns this end's address.
 func (c *Conn) LocalAddr() net.Addr { return c.nc.LocalAddr() }

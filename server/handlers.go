@@ -134,9 +134,4 @@ func peer(c *remoting.Conn) netip.AddrPort {
 }
 
 // peerString returns the connection's remote address for logs and offsets.
-func peerString(c *remoting.Conn) string {
-	if a := c.RemoteAddr(); a != nil {
-		return a.String()
-	}
-	return ""
-}
+func peerString(c *remoting.Conn) string { return c.RemoteAddrString() }
