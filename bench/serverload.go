@@ -29,8 +29,8 @@ type LoadTarget interface {
 	// Producer opens producer connection i (its own stream or queue i).
 	Producer(i int) (LoadProducer, error)
 	// Consume starts consuming stream i from its beginning, calling fn
-	// for each message body, until stop is called. fn is called from one
-	// goroutine per stream.
+	// for each message body, until stop is called. fn may be called from
+	// several goroutines at once.
 	Consume(i int, fn func(body []byte)) (stop func(), err error)
 	// ServerCPU returns the CPU time (user + system) the server process
 	// has used so far.

@@ -17,18 +17,39 @@ import (
 // RemotingTarget loads a rocketstore (or any RocketMQ 4.x broker) over the
 // remoting protocol: producers pipeline SEND_MESSAGE_V2 requests on raw
 // connections (as the official clients' async send does, without their
-// per-message cost), consumers long-poll PULL_MESSAGE on one queue each.
-// Producer i writes queue i of Topic, which Prepare creates with Conns
-// queues.
+// per-message cost), consumers long-poll PULL_MESSAGE.
+//
+// Producer i spreads its sends round-robin over its QueuesPerStream queues
+// of Topic (i×Q … i×Q+Q−1, which Prepare creates), as RocketMQ producers
+// rotate over a topic's queues, and consumer i keeps one pull in flight on
+// each of them, as RocketMQ's push consumer does. One queue per stream
+// would cap a stream's consumer at 32 messages (the broker's
+// maxTransferCountOnMessageInMemory) per round trip, which is not how a
+// RocketMQ application consumes a busy topic.
 type RemotingTarget struct {
 	Addr  string // the broker's address
 	PID   int    // the server process, for ServerCPU
 	Topic string
 	Group string // consumer group
+	// QueuesPerStream is how many queues each producer stream writes and
+	// its consumer reads (DefaultQueuesPerStream when 0).
+	QueuesPerStream int
 }
 
-// Prepare creates the topic with queues write and read queues.
-func (t *RemotingTarget) Prepare(ctx context.Context, queues int) error {
+// DefaultQueuesPerStream is RocketMQ's defaultTopicQueueNums: the queues
+// one producer stream rotates over.
+const DefaultQueuesPerStream = 4
+
+func (t *RemotingTarget) queues() int {
+	if t.QueuesPerStream <= 0 {
+		return DefaultQueuesPerStream
+	}
+	return t.QueuesPerStream
+}
+
+// Prepare creates the topic with the queues of streams producer streams.
+func (t *RemotingTarget) Prepare(ctx context.Context, streams int) error {
+	queues := streams * t.queues()
 	cl, err := remoting.Dial(ctx, t.Addr, remoting.ClientOptions{})
 	if err != nil {
 		return err
@@ -52,7 +73,7 @@ func (t *RemotingTarget) Prepare(ctx context.Context, queues int) error {
 // ServerCPU reads the server process's CPU time.
 func (t *RemotingTarget) ServerCPU() (time.Duration, error) { return ProcessCPU(t.PID) }
 
-// Producer opens a pipelined producer connection for queue i.
+// Producer opens a pipelined producer connection for stream i.
 func (t *RemotingTarget) Producer(i int) (LoadProducer, error) {
 	nc, err := net.DialTimeout("tcp", t.Addr, 5*time.Second)
 	if err != nil {
@@ -60,9 +81,12 @@ func (t *RemotingTarget) Producer(i int) (LoadProducer, error) {
 	}
 	p := &remotingProducer{nc: nc, pending: map[int32]func(error){}, wake: make(chan struct{}, 1),
 		done: make(chan struct{})}
+	for q := range t.queues() {
+		p.queueIDs = append(p.queueIDs, strconv.Itoa(i*t.queues()+q))
+	}
 	p.cmd = remoting.RemotingCommand{Code: remoting.CodeSendMessageV2, Language: remoting.LanguageGo,
 		Version: remoting.DefaultVersion, ExtFields: map[string]string{
-			"a": "bench_producer", "b": t.Topic, "c": "TBW102", "d": "4", "e": strconv.Itoa(i),
+			"a": "bench_producer", "b": t.Topic, "c": "TBW102", "d": "4", "e": p.queueIDs[0],
 			"f": "0", "g": "0", "h": "0", "i": "TAGS\x01TagA", "j": "0", "k": "false", "m": "false",
 		}}
 	go p.writeLoop()
@@ -78,12 +102,13 @@ type remotingProducer struct {
 	wake chan struct{}
 	done chan struct{}
 
-	mu      sync.Mutex
-	cmd     remoting.RemotingCommand
-	opaque  int32
-	buf     []byte
-	pending map[int32]func(error)
-	err     error
+	mu       sync.Mutex
+	cmd      remoting.RemotingCommand
+	queueIDs []string // the stream's queues, sent to in turn
+	opaque   int32
+	buf      []byte
+	pending  map[int32]func(error)
+	err      error
 }
 
 func (p *remotingProducer) Send(body []byte, done func(error)) error {
@@ -95,6 +120,7 @@ func (p *remotingProducer) Send(body []byte, done func(error)) error {
 	}
 	p.opaque++
 	p.cmd.Opaque, p.cmd.Body = p.opaque, body
+	p.cmd.ExtFields["e"] = p.queueIDs[int(p.opaque)%len(p.queueIDs)]
 	var err error
 	p.buf, err = p.cmd.AppendFrame(p.buf)
 	if err == nil {
@@ -178,7 +204,8 @@ func (p *remotingProducer) Close() error {
 	return p.nc.Close()
 }
 
-// Consume long-polls queue i from offset 0 on its own connection.
+// Consume long-polls stream i's queues from offset 0 on its own
+// connection, one pull in flight per queue.
 func (t *RemotingTarget) Consume(i int, fn func(body []byte)) (func(), error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cl, err := remoting.Dial(ctx, t.Addr, remoting.ClientOptions{})
@@ -186,15 +213,18 @@ func (t *RemotingTarget) Consume(i int, fn func(body []byte)) (func(), error) {
 		cancel()
 		return nil, err
 	}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		t.pullLoop(ctx, cl, i, fn)
-	}()
+	var wg sync.WaitGroup
+	for q := range t.queues() {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			t.pullLoop(ctx, cl, i*t.queues()+q, fn)
+		}()
+	}
 	return func() {
 		cancel()
 		_ = cl.Close()
-		<-done
+		wg.Wait()
 	}, nil
 }
 

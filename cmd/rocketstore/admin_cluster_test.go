@@ -3,15 +3,10 @@ package main
 import (
 	"bytes"
 	"encoding/json"
-	"net/netip"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/rocketstore/rocketstore/broker"
 	"github.com/rocketstore/rocketstore/cluster"
-	"github.com/rocketstore/rocketstore/engine"
-	"github.com/rocketstore/rocketstore/index"
 )
 
 // TestAdminClusterMembers: `admin cluster members` asks a member over its
@@ -23,28 +18,12 @@ func TestAdminClusterMembers(t *testing.T) {
 		t.Fatal(err)
 	}
 	addr := string(tr.LocalAddr())
-	node, err := cluster.Open(cluster.NodeConfig{Dir: t.TempDir(), BrokerName: "broker-a",
-		StoreHost: netip.MustParseAddrPort("127.0.0.1:10911"),
-		Broker: broker.Config{Store: engine.Config{CommitLogFileSize: 64 << 10},
-			Index: index.Config{MaxHashSlotNum: 16, MaxIndexNum: 32}},
-		Cluster: cluster.Config{NodeID: "n1", Peers: []cluster.Peer{{ID: "n1", Addr: addr}}, Transport: tr,
-			HeartbeatTimeout: 100 * time.Millisecond, ElectionTimeout: 100 * time.Millisecond,
-			LeaderLeaseTimeout: 50 * time.Millisecond}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	node := oneNodeGroup(t, t.TempDir(), tr, addr)
 	defer func() {
 		if err := node.Close(); err != nil {
 			t.Error(err)
 		}
 	}()
-	deadline := time.Now().Add(10 * time.Second)
-	for !node.Writable() {
-		if time.Now().After(deadline) {
-			t.Fatal("no leader")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
 
 	var out, errOut bytes.Buffer
 	if code := execute([]string{"admin", "cluster", "members", "--raft", addr}, &out, &errOut); code != exitOK {

@@ -23,6 +23,7 @@ type serverBenchOptions struct {
 	on        bool
 	conns     int
 	window    int
+	queues    int
 	sizes     string
 	flush     string
 	duration  time.Duration
@@ -66,7 +67,7 @@ func runServerBench(ctx context.Context, stdout, stderr io.Writer, o benchOption
 				l := bench.ServerLoad{Conns: so.conns, Window: so.window, Body: size, Duration: so.duration,
 					Consumers: so.consumers, Flush: flush}
 				fmt.Fprintf(stderr, "server load: rocketstore %d B %s %d×%d\n", size, flush, so.conns, so.window)
-				r := serverLoadRocketstore(ctx, o.tmp, l)
+				r := serverLoadRocketstore(ctx, o.tmp, so.queues, l)
 				results = append(results, r)
 				failed = failed || r.Err != ""
 				if peerErr == nil {
@@ -95,8 +96,8 @@ func runServerBench(ctx context.Context, stdout, stderr io.Writer, o benchOption
 }
 
 // serverLoadRocketstore starts `rocketstore serve` on a fresh directory and
-// loads it.
-func serverLoadRocketstore(ctx context.Context, tmp string, l bench.ServerLoad) bench.ServerResult {
+// loads it, each producer stream spread over queues queues.
+func serverLoadRocketstore(ctx context.Context, tmp string, queues int, l bench.ServerLoad) bench.ServerResult {
 	fail := func(err error) bench.ServerResult {
 		return bench.ServerResult{System: "rocketstore", Body: l.Body, Conns: l.Conns, Window: l.Window, Flush: l.Flush,
 			Consumers: l.Consumers, Err: err.Error()}
@@ -143,7 +144,8 @@ func serverLoadRocketstore(ctx context.Context, tmp string, l bench.ServerLoad) 
 	if err := waitListening(addr, 15*time.Second); err != nil {
 		return fail(fmt.Errorf("%w; serve said: %s", err, logs.String()))
 	}
-	t := &bench.RemotingTarget{Addr: addr, PID: cmd.Process.Pid, Topic: "BenchServer", Group: "bench_consumer"}
+	t := &bench.RemotingTarget{Addr: addr, PID: cmd.Process.Pid, Topic: "BenchServer", Group: "bench_consumer",
+		QueuesPerStream: queues}
 	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	if err := t.Prepare(pctx, l.Conns); err != nil {

@@ -20,34 +20,44 @@ import (
 	"github.com/rocketstore/rocketstore/index"
 )
 
+// oneNodeGroup opens a one-node replicated group on dir over tr (whose
+// address is addr), waits for it to lead, and closes it at the end of the
+// test unless the caller closes it first.
+func oneNodeGroup(t *testing.T, dir string, tr raft.Transport, addr string) *cluster.Node {
+	t.Helper()
+	node, err := cluster.Open(cluster.NodeConfig{Dir: dir, BrokerName: "broker-a",
+		StoreHost: netip.MustParseAddrPort("127.0.0.1:10911"),
+		Broker: broker.Config{Store: engine.Config{CommitLogFileSize: 64 << 10, FlushDiskType: engine.SyncFlush},
+			Index: index.Config{MaxHashSlotNum: 16, MaxIndexNum: 32}},
+		Cluster: cluster.Config{NodeID: "n1", Peers: []cluster.Peer{{ID: "n1", Addr: addr}}, Transport: tr,
+			HeartbeatTimeout: 100 * time.Millisecond, ElectionTimeout: 100 * time.Millisecond,
+			LeaderLeaseTimeout: 50 * time.Millisecond}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for !node.Writable() {
+		if time.Now().After(deadline) {
+			_ = node.Close()
+			t.Fatal("no leader")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	return node
+}
+
 // replicaStore writes messages through a one-node replicated group on
 // an in-memory transport and returns its stopped store directory.
 func replicaStore(t *testing.T, n int) string {
 	t.Helper()
 	dir := t.TempDir()
 	_, tr := raft.NewInmemTransport("10.0.0.1:7000")
-	node, err := cluster.Open(cluster.NodeConfig{Dir: dir, BrokerName: "broker-a",
-		StoreHost: netip.MustParseAddrPort("127.0.0.1:10911"),
-		Broker: broker.Config{Store: engine.Config{CommitLogFileSize: 64 << 10, FlushDiskType: engine.SyncFlush},
-			Index: index.Config{MaxHashSlotNum: 16, MaxIndexNum: 32}},
-		Cluster: cluster.Config{NodeID: "n1", Peers: []cluster.Peer{{ID: "n1", Addr: "10.0.0.1:7000"}}, Transport: tr,
-			HeartbeatTimeout: 100 * time.Millisecond, ElectionTimeout: 100 * time.Millisecond,
-			LeaderLeaseTimeout: 50 * time.Millisecond}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	node := oneNodeGroup(t, dir, tr, "10.0.0.1:7000")
 	defer func() {
 		if err := node.Close(); err != nil {
 			t.Error(err)
 		}
 	}()
-	deadline := time.Now().Add(10 * time.Second)
-	for !node.Writable() {
-		if time.Now().After(deadline) {
-			t.Fatal("no leader")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
 	for i := range n {
 		res := node.Broker().SendMessage(context.Background(), &broker.SendRequest{ProducerGroup: "pg", Topic: "T",
 			DefaultTopic: "TBW102", DefaultTopicQueueNums: 4, QueueID: int32(i % 4), Body: []byte(strings.Repeat("x", 200) + fmt.Sprint(i))})
