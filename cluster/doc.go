@@ -9,8 +9,12 @@
 // ConsumeQueues and queue offsets are byte-identical over the committed
 // prefix. The broker writes through a Writer (broker.Config.Writer): a send
 // on the leader is answered only after its entry is committed by a quorum
-// and applied on the leader — with SYNC_FLUSH, after the leader's
-// CommitLog sync. Consumer offsets, delay offsets, the topic table and
+// and applied on the leader. By then the entry is fsynced in the Raft
+// logs of a majority, the leader's included, so the leader does not sync
+// its CommitLog per applied batch even with SYNC_FLUSH: after a crash a
+// replica applies the entries after its last snapshot again and re-puts
+// what its CommitLog lost; the CommitLog is synced by the flush service
+// and at every snapshot, before Raft drops the entries. Consumer offsets, delay offsets, the topic table and
 // the subscription groups are replicated through the log too (a state
 // entry the leader proposes when they change, every StateInterval);
 // deletions are entries of their own (deletes.go). The transaction
