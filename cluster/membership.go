@@ -282,15 +282,8 @@ func (n *Node) isMember() bool {
 // leader refuses it.
 func (n *Node) askToJoin() {
 	defer n.wg.Done()
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := n.untilStop()
 	defer cancel()
-	go func() {
-		select {
-		case <-n.stop:
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
 	n.fsm.mu.Lock()
 	r := joinRequest{ID: n.ccfg.NodeID, Addr: string(n.ccfg.Transport.LocalAddr()), BrokerName: n.cfg.BrokerName,
 		CommitLogFileSize: n.fsm.store.CommitLog().FileSize()}

@@ -57,15 +57,8 @@ func (n *Node) holdForDamage() bool {
 // retrying until it succeeds or the node closes.
 func (n *Node) repairRecoveredDamage() {
 	defer n.wg.Done()
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := n.untilStop()
 	defer cancel()
-	go func() {
-		select {
-		case <-n.stop:
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
 	st := n.b.Store()
 	n.log.Warn("recovery found damaged CommitLog records; repairing them from a replica before applying the log",
 		"ranges", len(st.DamagedRanges()))
@@ -167,3 +160,17 @@ func (n *Node) otherPeers() []string {
 // DamagedRanges returns the damaged CommitLog ranges recovery reported at
 // open that are not repaired yet (hidden from consumers).
 func (n *Node) DamagedRanges() []engine.DamagedRange { return n.b.Store().DamagedRanges() }
+
+// untilStop returns a context that is cancelled when the node closes (or
+// by cancel), for the node's background work that dials other replicas.
+func (n *Node) untilStop() (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		select {
+		case <-n.stop:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, cancel
+}
