@@ -327,6 +327,7 @@ func (s *Store) redispatch() error {
 // CommitLog into new ones.
 func (s *Store) rebuildConsumeQueues() error {
 	s.recovery.ConsumeQueuesRebuilt = true
+	expired := s.expiredQueueTails()
 	if err := s.queues.all(func(cq *consumeQueue) error { return cq.q.destroy() }); err != nil {
 		return err
 	}
@@ -340,7 +341,62 @@ func (s *Store) rebuildConsumeQueues() error {
 	if err != nil {
 		return err
 	}
+	if err := s.keepExpiredQueueOffsets(expired); err != nil {
+		return err
+	}
 	return s.recoverTopicQueueTable()
+}
+
+// expiredTail is the last unit of a queue whose last record is below the
+// CommitLog's minimum (retention deleted it).
+type expiredTail struct {
+	topic   string
+	queueID int32
+	index   int64
+	unit    Unit
+}
+
+// expiredQueueTails lists, before a rebuild destroys the ConsumeQueues,
+// the queues whose last unit points below the CommitLog's minimum: a
+// replay of the CommitLog gives them no record, so without their tail they
+// would come back empty and hand their queue offsets out again.
+func (s *Store) expiredQueueTails() []expiredTail {
+	minPhy := s.commitLog.MinOffset()
+	var tails []expiredTail
+	s.queues.all(func(cq *consumeQueue) error {
+		last := cq.MaxOffsetInQueue() - 1
+		if last < 0 {
+			return nil
+		}
+		if u, ok := cq.UnitAt(last); ok && u != blankUnit && u.CommitLogOffset+int64(u.Size) <= minPhy {
+			tails = append(tails, expiredTail{cq.topic, cq.queueID, last, u})
+		}
+		return nil
+	})
+	return tails
+}
+
+// keepExpiredQueueOffsets writes back the last unit of each queue the
+// rebuild left short of it (blank units before it, as a queue whose first
+// file starts late): it points below the CommitLog's minimum, so no
+// consumer reads it, and the queue's next offset stays where it was, as
+// normal retention, which never deletes a queue's last file, keeps it.
+func (s *Store) keepExpiredQueueOffsets(tails []expiredTail) error {
+	for _, t := range tails {
+		if cq := s.queues.find(t.topic, t.queueID); cq != nil && cq.MaxOffsetInQueue() > t.index {
+			continue
+		}
+		cq, err := s.queues.findOrCreate(s, []byte(t.topic), t.queueID)
+		if err != nil {
+			return err
+		}
+		if _, err := cq.putMessagePositionInfo(t.unit.CommitLogOffset, t.unit.Size, t.unit.TagsCode, t.index); err != nil {
+			return err
+		}
+		s.cfg.Logger.Warn("rebuilt consume queue keeps the offset of its expired messages", "topic", t.topic,
+			"queueId", t.queueID, "nextOffset", t.index+1)
+	}
+	return nil
 }
 
 // recoverTopicQueueTable sets each queue's next offset from its
