@@ -383,7 +383,10 @@ func (s *Store) expiredQueueTails() []expiredTail {
 // normal retention, which never deletes a queue's last file, keeps it.
 func (s *Store) keepExpiredQueueOffsets(tails []expiredTail) error {
 	for _, t := range tails {
-		if cq := s.queues.find(t.topic, t.queueID); cq != nil && cq.MaxOffsetInQueue() > t.index {
+		// Only a queue the replay left empty: one that got records back
+		// has its offsets from their own QUEUEOFFSET fields, and a unit
+		// past its end would leave a gap.
+		if cq := s.queues.find(t.topic, t.queueID); cq != nil && cq.MaxOffsetInQueue() > 0 {
 			continue
 		}
 		cq, err := s.queues.findOrCreate(s, []byte(t.topic), t.queueID)
