@@ -101,6 +101,25 @@ type WritePrefaulter interface {
 	PrefaultWrite(off, n int64) error
 }
 
+// Pwriter is implemented by segments that can also be written with
+// pwrite(2) through the file, rather than by a copy into their mapping
+// (mmap: pwritev(2)). What is written is visible to View at once (Linux's
+// page cache is shared by a file's writes and its MAP_SHARED mappings) and
+// is made durable by Sync, exactly as WriteAt's copy; it is lost on a power
+// cut before that Sync, exactly as WriteAt's copy. The difference is the
+// cost of a sync that follows every write (SYNC_FLUSH): a page written
+// through a mapping is writable in the page tables, so writeback must
+// write-protect it again (a TLB shootdown across CPUs) and the next write
+// to it faults; a page written with pwrite is never mapped writable. The
+// engine uses it for the CommitLog under SYNC_FLUSH; it is an optimisation,
+// and segments without it are written with WriteAt.
+type Pwriter interface {
+	// Pwrite writes the pieces one after another from off, like WriteAt
+	// of their concatenation, and returns the bytes written. Writing past
+	// Size fails with ErrRange and writes nothing.
+	Pwrite(pieces [][]byte, off int64) (int, error)
+}
+
 // Unlocker releases a lock taken with FS.Lock.
 type Unlocker interface {
 	Unlock() error

@@ -55,7 +55,7 @@ func newAllocator(q *mappedFileQueue) *allocator { return &allocator{q: q, from:
 // prefaultAhead asks for [pos, pos+prefaultWindow) of mf to be populated
 // for writing, in the background. It never blocks.
 func (a *allocator) prefaultAhead(mf *mappedFile, pos int64) {
-	if _, ok := mf.seg.(backend.WritePrefaulter); !ok {
+	if mf.writePrefaulter() == nil {
 		return
 	}
 	a.mu.Lock()
@@ -97,7 +97,7 @@ func (a *allocator) prefaultLoop() {
 			a.ahead.done = from + n
 			a.mu.Unlock()
 			// An optimisation only: failure costs speed, not data.
-			_ = mf.seg.(backend.WritePrefaulter).PrefaultWrite(from, n)
+			_ = mf.writePrefaulter().PrefaultWrite(from, n)
 			mf.release()
 		}
 		a.mu.Lock()
@@ -107,6 +107,17 @@ func (a *allocator) prefaultLoop() {
 			return
 		}
 	}
+}
+
+// writePrefaulter returns mf's segment as a WritePrefaulter, or nil when it
+// has none or is written with Pwrite: a page mapped writable ahead of use
+// would have to be write-protected again (a TLB shootdown) by the first
+// sync after a write to it, which is what writing with Pwrite avoids.
+func (mf *mappedFile) writePrefaulter() backend.WritePrefaulter {
+	if p, ok := mf.seg.(backend.WritePrefaulter); ok && mf.pw == nil {
+		return p
+	}
+	return nil
 }
 
 // prepare starts creating the file at from unless it is already under way.
@@ -138,7 +149,7 @@ func (a *allocator) prepare(from int64) {
 		// first are simply faulted by the writer. stop waits for this, so
 		// the segment is never unmapped under it.
 		if err == nil && !superseded {
-			if p, ok := mf.seg.(backend.WritePrefaulter); ok {
+			if p := mf.writePrefaulter(); p != nil {
 				_ = p.PrefaultWrite(0, prefaultWindow)
 			}
 		}

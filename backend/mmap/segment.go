@@ -25,6 +25,7 @@ type segment struct {
 	path   string
 	size   int64
 	f      *os.File
+	fd     int // f's descriptor, for Pwrite
 	data   mmapgo.MMap
 	closed atomic.Bool
 	// readOnly segments are mapped PROT_READ: a write would fault, so
@@ -129,7 +130,7 @@ func mapFile(name, path string, f *os.File, size int64, readOnly bool) (*segment
 	if size > math.MaxInt {
 		return nil, fmt.Errorf("size %d: %w", size, backend.ErrRange)
 	}
-	seg := &segment{name: name, path: path, size: size, f: f, readOnly: readOnly}
+	seg := &segment{name: name, path: path, size: size, f: f, fd: int(f.Fd()), readOnly: readOnly}
 	if size == 0 {
 		return seg, nil
 	}
