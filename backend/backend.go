@@ -101,6 +101,16 @@ type WritePrefaulter interface {
 	PrefaultWrite(off, n int64) error
 }
 
+// ReadPrefaulter is implemented by segments that can load a range of their
+// pages and map them read-only ahead of use (mmap: MADV_POPULATE_READ on
+// the range). The engine uses it instead of WritePrefaulter for a file it
+// writes with Pwrite: reads through the mapping then take no fault, and
+// the pages, never mapped writable, cost a sync no write-protection. It is
+// an optimisation only.
+type ReadPrefaulter interface {
+	PrefaultRead(off, n int64) error
+}
+
 // Pwriter is implemented by segments that can also be written with
 // pwrite(2) through the file, rather than by a copy into their mapping
 // (mmap: pwritev(2)). What is written is visible to View at once (Linux's

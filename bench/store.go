@@ -189,6 +189,15 @@ func (s countingSegment) Pwrite(pieces [][]byte, off int64) (int, error) {
 	return n, nil
 }
 
+// PrefaultRead passes the ranged read prefault through (the engine's
+// write-ahead window for a CommitLog written with Pwrite).
+func (s countingSegment) PrefaultRead(off, n int64) error {
+	if p, ok := s.Segment.(backend.ReadPrefaulter); ok {
+		return p.PrefaultRead(off, n)
+	}
+	return nil
+}
+
 // Prefault passes read-prefaulting through.
 func (s countingSegment) Prefault() error {
 	if p, ok := s.Segment.(backend.Prefaulter); ok {

@@ -17,6 +17,9 @@ func TestCountingSegmentKeepsPrefaulter(t *testing.T) {
 	if _, ok := seg.(backend.Prefaulter); !ok {
 		t.Fatal("countingSegment hides backend.Prefaulter")
 	}
+	if _, ok := seg.(backend.ReadPrefaulter); !ok {
+		t.Fatal("countingSegment hides backend.ReadPrefaulter")
+	}
 	if _, ok := seg.(backend.Pwriter); !ok {
 		t.Fatal("countingSegment hides backend.Pwriter (the SYNC_FLUSH CommitLog's write path)")
 	}

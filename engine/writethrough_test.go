@@ -13,7 +13,7 @@ import (
 )
 
 // writeCounts counts how the CommitLog's segments are written.
-type writeCounts struct{ writeAt, pwrite, prefaultWrite atomic.Int64 }
+type writeCounts struct{ writeAt, pwrite, prefaultWrite, prefaultRead atomic.Int64 }
 
 // countingFS wraps an FS so that the CommitLog segments count their
 // writes, passing the optional Pwriter and WritePrefaulter through.
@@ -45,15 +45,20 @@ func (s countingSeg) Pwrite(pieces [][]byte, off int64) (int, error) {
 	return s.Segment.(backend.Pwriter).Pwrite(pieces, off)
 }
 
+func (s countingSeg) PrefaultRead(off, n int64) error {
+	s.c.prefaultRead.Add(1)
+	return s.Segment.(backend.ReadPrefaulter).PrefaultRead(off, n)
+}
+
 func (s countingSeg) PrefaultWrite(off, n int64) error {
 	s.c.prefaultWrite.Add(1)
 	return s.Segment.(backend.WritePrefaulter).PrefaultWrite(off, n)
 }
 
 // TestSyncFlushWritesThrough: under SYNC_FLUSH the CommitLog is written
-// with Pwrite, one call per record, and never write-prefaulted (a page
-// mapped writable would cost every sync a TLB shootdown again); under
-// ASYNC_FLUSH it is copied into a write-prefaulted mapping. Either way
+// with Pwrite, one call per record, and prefaulted read-only, never
+// writable (a page mapped writable would cost every sync a TLB shootdown
+// again); under ASYNC_FLUSH it is copied into a write-prefaulted mapping. Either way
 // the messages read back.
 func TestSyncFlushWritesThrough(t *testing.T) {
 	for _, flush := range []engine.FlushDiskType{engine.SyncFlush, engine.AsyncFlush} {
@@ -93,12 +98,14 @@ func TestSyncFlushWritesThrough(t *testing.T) {
 		if err := s.Close(); err != nil {
 			t.Fatal(err)
 		}
-		wa, pw, pf := c.writeAt.Load(), c.pwrite.Load(), c.prefaultWrite.Load()
-		if flush == engine.SyncFlush && (pw != n || wa != 0 || pf != 0) {
-			t.Errorf("sync flush: %d pwrites (want %d), %d WriteAt, %d write prefaults (want 0)", pw, n, wa, pf)
+		wa, pw, pf, pr := c.writeAt.Load(), c.pwrite.Load(), c.prefaultWrite.Load(), c.prefaultRead.Load()
+		if flush == engine.SyncFlush && (pw != n || wa != 0 || pf != 0 || pr == 0) {
+			t.Errorf("sync flush: %d pwrites (want %d), %d WriteAt, %d write prefaults (want 0), %d read prefaults (want some)",
+				pw, n, wa, pf, pr)
 		}
-		if flush == engine.AsyncFlush && (pw != 0 || wa < n || pf == 0) {
-			t.Errorf("async flush: %d pwrites (want 0), %d WriteAt (want ≥ %d), %d write prefaults (want some)", pw, wa, n, pf)
+		if flush == engine.AsyncFlush && (pw != 0 || wa < n || pf == 0 || pr != 0) {
+			t.Errorf("async flush: %d pwrites (want 0), %d WriteAt (want ≥ %d), %d write prefaults (want some), %d read prefaults (want 0)",
+				pw, wa, n, pf, pr)
 		}
 	}
 }

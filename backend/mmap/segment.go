@@ -39,6 +39,7 @@ var (
 	_ backend.Prefaulter = (*segment)(nil)
 
 	_ backend.WritePrefaulter = (*segment)(nil)
+	_ backend.ReadPrefaulter  = (*segment)(nil)
 )
 
 // Adviser is implemented by the segments of this package. Callers holding a
@@ -256,6 +257,23 @@ func (s *segment) PrefaultWrite(off, n int64) error {
 	end := min(off+n, s.size)
 	if err := unix.Madvise(s.data[start:end], unix.MADV_POPULATE_WRITE); err != nil {
 		return fmt.Errorf("mmap: prefault for writing %s [%d,%d): %w", s.path, start, end, err)
+	}
+	return nil
+}
+
+// PrefaultRead loads the pages of [off, off+n) into the page cache and maps
+// them read-only (MADV_POPULATE_READ, Linux 5.14+), without dirtying them:
+// a fallocated file's pages come in as clean zero pages. The range is
+// clipped to the segment and rounded out to pages. Older kernels refuse
+// the advice.
+func (s *segment) PrefaultRead(off, n int64) error {
+	if s.closed.Load() || s.data == nil || n <= 0 || off >= s.size {
+		return nil
+	}
+	start := max(off, 0) &^ (pageSize - 1)
+	end := min(off+n, s.size)
+	if err := unix.Madvise(s.data[start:end], unix.MADV_POPULATE_READ); err != nil {
+		return fmt.Errorf("mmap: prefault for reading %s [%d,%d): %w", s.path, start, end, err)
 	}
 	return nil
 }
