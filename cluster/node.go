@@ -154,8 +154,7 @@ func Open(cfg NodeConfig) (*Node, error) {
 	}
 	n.brokerID.Store(n.followerID())
 	if t, ok := n.ccfg.Transport.(*TCPTransport); ok {
-		h := n.serveRepair
-		t.layer.repair.Store(&h)
+		t.useFor(n, cfg) // serves repairs; repairs and joins dial as Raft does
 	}
 	n.wg.Add(2)
 	go n.watchLeadership()
