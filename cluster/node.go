@@ -64,6 +64,9 @@ type NodeConfig struct {
 	// applyOverDamage is the broken variant of the tests that shows the
 	// state machine must wait for the repair of recovered damage.
 	applyOverDamage bool
+	// noDeleteOrder is the broken variant of the tests in which a
+	// deletion does not wait for a state entry being captured (deletes.go).
+	noDeleteOrder bool
 	// fsys replaces the store directory's file system (crash tests).
 	fsys backend.FS
 	// snapshotNoSync is the broken variant of the crash tests that shows
