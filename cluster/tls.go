@@ -58,39 +58,39 @@ func LoadPeerTLS(certFile, keyFile, caFile string) (*tls.Config, error) {
 	if !pool.AppendCertsFromPEM(pem) {
 		return nil, fmt.Errorf("%w: raft tls: CA file %s holds no PEM certificate", ErrConfig, caFile)
 	}
-	if err := verifyPeer(pool, cert.Certificate); err != nil {
+	chain := make([]*x509.Certificate, len(cert.Certificate))
+	for i, der := range cert.Certificate {
+		if chain[i], err = x509.ParseCertificate(der); err != nil {
+			return nil, fmt.Errorf("%w: raft tls: certificate %s: %w", ErrConfig, certFile, err)
+		}
+	}
+	if err := verifyPeer(pool, chain); err != nil {
 		return nil, fmt.Errorf("%w: raft tls: this node's certificate %s: %w", ErrConfig, certFile, err)
 	}
 	return peerTLSConfig(cert, pool), nil
 }
 
 func peerTLSConfig(cert tls.Certificate, pool *x509.CertPool) *tls.Config {
-	verify := func(raw [][]byte, _ [][]*x509.Certificate) error { return verifyPeer(pool, raw) }
 	return &tls.Config{
 		Certificates: []tls.Certificate{cert},
 		MinVersion:   tls.VersionTLS12,
 		// Both ends check the other's chain against the group's CA
 		// (verifyPeer) instead of Go's default checks, which would also
 		// want the dialled IP in the server's certificate and separate
-		// server and client certificates.
-		ClientAuth:            tls.RequireAnyClientCert,
-		InsecureSkipVerify:    true, //nolint:gosec // verified by VerifyPeerCertificate against the group's CA
-		VerifyPeerCertificate: verify,
+		// server and client certificates. VerifyConnection, unlike
+		// VerifyPeerCertificate, runs on resumed sessions too.
+		ClientAuth:         tls.RequireAnyClientCert,
+		InsecureSkipVerify: true, //nolint:gosec // verified by VerifyConnection against the group's CA
+		VerifyConnection: func(cs tls.ConnectionState) error {
+			return verifyPeer(pool, cs.PeerCertificates)
+		},
 	}
 }
 
 // verifyPeer checks a presented chain (leaf first) against the CA.
-func verifyPeer(pool *x509.CertPool, raw [][]byte) error {
-	if len(raw) == 0 {
+func verifyPeer(pool *x509.CertPool, certs []*x509.Certificate) error {
+	if len(certs) == 0 {
 		return fmt.Errorf("%w: no certificate presented", ErrPeerNotTrusted)
-	}
-	certs := make([]*x509.Certificate, len(raw))
-	for i, b := range raw {
-		c, err := x509.ParseCertificate(b)
-		if err != nil {
-			return fmt.Errorf("%w: unparsable certificate: %v", ErrPeerNotTrusted, err)
-		}
-		certs[i] = c
 	}
 	inter := x509.NewCertPool()
 	for _, c := range certs[1:] {

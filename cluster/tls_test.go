@@ -265,7 +265,7 @@ func TestTLSForeignPeerRefused(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	attacker := other.peer(t, "intruder").Clone()
-	attacker.VerifyPeerCertificate = nil // InsecureSkipVerify stays: it trusts anyone
+	attacker.VerifyConnection = nil // InsecureSkipVerify stays: it trusts anyone
 	foreign, err := cluster.NewTLSTransport("127.0.0.1:0", "", attacker, quiet)
 	if err != nil {
 		t.Fatal(err)
@@ -277,11 +277,7 @@ func TestTLSForeignPeerRefused(t *testing.T) {
 	for name, tr := range map[string]*cluster.TCPTransport{"foreign CA": foreign, "plain TCP": plain} {
 		id, addr := raft.ServerID(g.peers[f].ID), raft.ServerAddress(g.peers[f].Addr)
 		hdr := raft.RPCHeader{ProtocolVersion: raft.ProtocolVersionMax, ID: []byte("intruder"), Addr: []byte(tr.LocalAddr())}
-		var ar raft.AppendEntriesResponse
-		err := tr.AppendEntries(id, addr, &raft.AppendEntriesRequest{RPCHeader: hdr, Term: 1000, PrevLogEntry: 0, PrevLogTerm: 0,
-			Entries:           []*raft.Log{{Index: 1, Term: 1000, Type: raft.LogCommand, Data: []byte("forged")}},
-			LeaderCommitIndex: 1}, &ar)
-		if err == nil {
+		if ar, err := forge(tr, g.peers[f]); err == nil {
 			t.Fatalf("%s: AppendEntries accepted (%+v)", name, ar)
 		}
 		var vr raft.RequestVoteResponse
@@ -332,6 +328,36 @@ func TestTLSForeignPeerRefused(t *testing.T) {
 	}
 	end := g.converge()
 	g.sameFiles("commitlog", end)
+
+	t.Run("broken variant", func(t *testing.T) {
+		// Members on TLS that take any peer's certificate.
+		g := newGroupWith(t, 3, &group{tcp: true, tlsFor: func(i int) *tls.Config {
+			return cluster.TrustAnyPeer(ca.peer(t, fmt.Sprint("n", i+1)))
+		}})
+		g.send("T", 0, "x", "")
+		g.converge()
+		tr, err := cluster.NewTLSTransport("127.0.0.1:0", "", attacker, quiet)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ar, err := forge(tr, g.peers[(g.leader()+1)%3])
+		tr.CloseStreams()
+		_ = tr.Close()
+		if err != nil || !ar.Success {
+			t.Fatalf("the forged entry was refused (%v, %+v): the test shows nothing", err, ar)
+		}
+	})
+}
+
+// forge sends p an AppendEntries of a made-up leader: an entry at index 1
+// in term 1000, which a member that took it would write over its own.
+func forge(tr *cluster.TCPTransport, p cluster.Peer) (raft.AppendEntriesResponse, error) {
+	hdr := raft.RPCHeader{ProtocolVersion: raft.ProtocolVersionMax, ID: []byte("intruder"), Addr: []byte(tr.LocalAddr())}
+	var ar raft.AppendEntriesResponse
+	err := tr.AppendEntries(raft.ServerID(p.ID), raft.ServerAddress(p.Addr), &raft.AppendEntriesRequest{RPCHeader: hdr,
+		Term: 1000, Entries: []*raft.Log{{Index: 1, Term: 1000, Type: raft.LogCommand, Data: []byte("forged")}},
+		LeaderCommitIndex: 1}, &ar)
+	return ar, err
 }
 
 // TestLoadPeerTLSErrors: bad raft.tls files are refused when the node
