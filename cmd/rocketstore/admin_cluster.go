@@ -45,7 +45,7 @@ only needed when its peers list names none of the group's nodes.`,
 				return err
 			}
 			if err := d.AddNode(c, raftAddr, id, addr); err != nil {
-				return failed(err)
+				return failed(tf.hint(err))
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "added %s@%s\n", id, addr)
 			return nil
@@ -69,7 +69,7 @@ only needed when its peers list names none of the group's nodes.`,
 				return err
 			}
 			if err := d.RemoveNode(c, raftAddr, rid); err != nil {
-				return failed(err)
+				return failed(tf.hint(err))
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "removed %s\n", rid)
 			return nil
@@ -91,7 +91,7 @@ only needed when its peers list names none of the group's nodes.`,
 			}
 			gi, err := d.QueryGroup(c, raftAddr)
 			if err != nil {
-				return failed(err)
+				return failed(tf.hint(err))
 			}
 			return g.output(cmd.OutOrStdout(), gi, func(tw *tabwriter.Writer) {
 				fmt.Fprintf(tw, "group %s (brokerName %s, CommitLog file size %d); asked %s, applied to %d; leader %s\n",

@@ -179,3 +179,12 @@ func (f *peerTLSFlags) dialer() (cluster.Dialer, error) {
 	}
 	return cluster.Dialer{TLS: cfg}, nil
 }
+
+// hint adds to err, for a command run without the flags, that a group
+// with raft.tls needs them: a TLS port just closes a plain connection.
+func (f *peerTLSFlags) hint(err error) error {
+	if err == nil || f.cert != "" || f.key != "" || f.ca != "" {
+		return err
+	}
+	return fmt.Errorf("%w (if the group's Raft ports have raft.tls, pass --tls-cert, --tls-key and --tls-ca)", err)
+}

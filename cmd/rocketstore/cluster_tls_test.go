@@ -8,6 +8,7 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
+	"io"
 	"log/slog"
 	"math/big"
 	"os"
@@ -15,6 +16,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/rocketstore/rocketstore/cluster"
 )
 
 // selfSigned writes a self-signed CA certificate and its key: a group
@@ -99,5 +102,39 @@ func TestServeConfigRaftTLS(t *testing.T) {
 	_ = tr.Close()
 	if tr.TLS() || !strings.Contains(logs.String(), "the Raft port is not authenticated") {
 		t.Fatalf("plain TCP: TLS %v, log %q", tr.TLS(), logs.String())
+	}
+}
+
+// TestAdminClusterOverTLS: against a node whose Raft port has TLS,
+// `admin cluster members` answers with --tls-cert/--tls-key/--tls-ca of
+// the group's CA, and without them fails with a hint naming the flags.
+func TestAdminClusterOverTLS(t *testing.T) {
+	dir := t.TempDir()
+	cert, key := selfSigned(t, dir)
+	cfg, err := cluster.LoadPeerTLS(cert, key, cert)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr, err := cluster.NewTLSTransport("127.0.0.1:0", "", cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := string(tr.LocalAddr())
+	node := oneNodeGroup(t, t.TempDir(), tr, addr)
+	defer func() {
+		if err := node.Close(); err != nil {
+			t.Error(err)
+		}
+	}()
+	var out, errOut bytes.Buffer
+	args := []string{"admin", "--timeout", "5s", "cluster", "members", "--raft", addr}
+	if code := execute(append(args, "--tls-cert", cert, "--tls-key", key, "--tls-ca", cert), &out, &errOut); code != exitOK ||
+		!strings.Contains(out.String(), "leader "+addr) {
+		t.Fatalf("members over TLS: exit %d\n%s%s", code, out.String(), errOut.String())
+	}
+	out.Reset()
+	errOut.Reset()
+	if code := execute(args, &out, &errOut); code == exitOK || !strings.Contains(errOut.String(), "--tls-cert") {
+		t.Fatalf("members in plain text of a TLS port: exit %d\n%s%s", code, out.String(), errOut.String())
 	}
 }

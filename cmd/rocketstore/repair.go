@@ -85,7 +85,7 @@ func runRepair(out io.Writer, o repairOptions) error {
 		if errors.Is(err, cluster.ErrNotSameGroup) || errors.Is(err, cluster.ErrNoRepair) {
 			return failed(fmt.Errorf("repair %s: %w", o.dir, err))
 		}
-		return fmt.Errorf("repair %s: %w", o.dir, err)
+		return fmt.Errorf("repair %s: %w", o.dir, o.tls.hint(err))
 	}
 	return nil
 }
