@@ -64,6 +64,12 @@ type NodeConfig struct {
 	// applyOverDamage is the broken variant of the tests that shows the
 	// state machine must wait for the repair of recovered damage.
 	applyOverDamage bool
+	// noDeleteOrder is the broken variant of the tests in which a
+	// deletion does not wait for a state entry being captured (deletes.go).
+	noDeleteOrder bool
+	// noStateTerm is the broken variant in which replicas apply a state
+	// entry committed in another term than the one it was captured in.
+	noStateTerm bool
 	// fsys replaces the store directory's file system (crash tests).
 	fsys backend.FS
 	// snapshotNoSync is the broken variant of the crash tests that shows
@@ -99,6 +105,11 @@ type Node struct {
 	// store timestamps never go backwards along the log.
 	proposeMu    sync.Mutex
 	lastAssigned int64
+	// props queues the sends that wait for a round (proposer.go).
+	props proposals
+	// leadTerm is the term in which this node last became writable; a
+	// state entry carries it (see stateEntry.Term).
+	leadTerm atomic.Uint64
 	// stateMu orders state entries with deletions (deletes.go).
 	stateMu sync.Mutex
 
@@ -154,8 +165,7 @@ func Open(cfg NodeConfig) (*Node, error) {
 	}
 	n.brokerID.Store(n.followerID())
 	if t, ok := n.ccfg.Transport.(*TCPTransport); ok {
-		h := n.serveRepair
-		t.layer.repair.Store(&h)
+		t.useFor(n, cfg) // serves repairs; repairs and joins dial as Raft does
 	}
 	n.wg.Add(2)
 	go n.watchLeadership()
@@ -206,7 +216,7 @@ func (n *Node) openBroker() error {
 		return err
 	}
 	n.fsm = &fsm{b: n.b, store: n.b.Store(), log: n.log, nodeID: n.ccfg.NodeID, brokerName: n.cfg.BrokerName,
-		peers: peerList(n.ccfg.Peers), snapshotNoSync: n.cfg.snapshotNoSync, joined: n.ccfg.Join,
+		peers: peerList(n.ccfg.Peers), snapshotNoSync: n.cfg.snapshotNoSync, noStateTerm: n.cfg.noStateTerm, joined: n.ccfg.Join,
 		ident: &identityFile{path: filepath.Join(n.cfg.Dir, "raft", "group.json")}}
 	return nil
 }
@@ -371,6 +381,10 @@ func (n *Node) watchLeadership() {
 }
 
 func (n *Node) lead() {
+	// Read before the barrier: a barrier that succeeds was committed in
+	// this term (a lost leadership fails it), so the node's tables
+	// include every entry committed before the term began.
+	term := n.raft.CurrentTerm()
 	// The barrier applies every entry of earlier terms, so that the
 	// state machine's last timestamp is the log's.
 	if err := n.raft.Barrier(n.ccfg.ApplyTimeout).Error(); err != nil {
@@ -387,6 +401,7 @@ func (n *Node) lead() {
 	if !n.cfg.noTxnRebuild {
 		n.b.InvalidateTransactions() // rebuilt before its first use as leader
 	}
+	n.leadTerm.Store(term)
 	n.writable.Store(true)
 	n.addConfiguredPeers()
 	n.b.Schedule().Wake()
@@ -471,34 +486,6 @@ func (n *Node) PutBatch(ctx context.Context, msgs []*engine.Message) (engine.Put
 // Writable reports whether this node leads and accepts writes.
 func (n *Node) Writable() bool { return n.writable.Load() }
 
-// propose appends a put entry and waits until it is committed and applied
-// here. Raft groups the entries of concurrent sends into one log write
-// and one replication round (BatchApplyCh, MaxAppendEntries), and the
-// state machine applies them as a batch with one sync.
-func (n *Node) propose(ctx context.Context, kind byte, msgs []*engine.Message) (engine.PutResult, error) {
-	if err := ctx.Err(); err != nil {
-		return engine.PutResult{}, err
-	}
-	if !n.writable.Load() {
-		return engine.PutResult{}, ErrNotLeader
-	}
-	data := encodePut(kind, &putEntry{origin: engine.Origin{StoreHost: n.cfg.StoreHost}, msgs: msgs})
-	n.proposeMu.Lock()
-	ts := max(n.now(), n.lastAssigned)
-	n.lastAssigned = ts
-	putTimestamp(data, ts)
-	fut := n.raft.Apply(data, n.ccfg.ApplyTimeout)
-	n.proposeMu.Unlock()
-	if err := fut.Error(); err != nil {
-		return engine.PutResult{}, raftError(err)
-	}
-	r, ok := fut.Response().(*applyResult)
-	if !ok {
-		return engine.PutResult{}, fmt.Errorf("cluster: unexpected apply response %T", fut.Response())
-	}
-	return r.res, r.err
-}
-
 // putTimestamp sets the STORETIMESTAMP of an encoded put entry.
 func putTimestamp(data []byte, ts int64) {
 	for i := range 8 {
@@ -533,9 +520,7 @@ func (n *Node) replicateState() {
 			continue
 		}
 		n.stateMu.Lock()
-		st := n.fsm.state()
-		st.From = n.ccfg.NodeID
-		data, err := encodeJSON(kindState, st)
+		data, err := n.stateEntry()
 		if err != nil || string(data) == string(last) {
 			n.stateMu.Unlock()
 			continue
@@ -548,6 +533,14 @@ func (n *Node) replicateState() {
 		}
 		last = data
 	}
+}
+
+// stateEntry encodes the node's tables as a state entry, stamped with
+// the term in which it became writable.
+func (n *Node) stateEntry() ([]byte, error) {
+	st := n.fsm.state()
+	st.From, st.Term = n.ccfg.NodeID, n.leadTerm.Load()
+	return encodeJSON(kindState, st)
 }
 
 // Broker returns the node's broker.

@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -39,6 +40,8 @@ type benchOptions struct {
 	server  serverBenchOptions
 	// replicated adds the replicated-send workload (bench.Replicated).
 	replicated bool
+	// replicatedMore are further producer counts for it.
+	replicatedMore []int
 }
 
 func newBenchCmd() *cobra.Command {
@@ -64,11 +67,13 @@ the ratio. Temporary stores are removed; a default run takes a few minutes,
 	f.BoolVar(&o.peer, "peer", false, "also run NATS JetStream (needs the go toolchain and the repository)")
 	f.StringVar(&o.tmp, "tmp", "", "parent `DIR` of the temporary stores (default: the system's temp dir)")
 	f.BoolVar(&o.replicated, "replicated", false, "also send through a 3-replica broker group on loopback against one SYNC_FLUSH broker")
+	f.IntSliceVar(&o.replicatedMore, "replicated-more-producers", nil, "--replicated: also measure with these producer counts (both sides the same), after the 16-producer rows")
 	f.StringVar(&o.peerDir, "peer-dir", "", "`DIR` of the bench/nats module (default: found above the working directory)")
 	f.BoolVar(&o.server.on, "server", false, "instead: load `rocketstore serve` and nats-server JetStream over TCP with the same pipelined generator")
 	f.IntVar(&o.server.conns, "server-conns", 4, "--server: producer connections")
 	f.IntVar(&o.server.window, "server-window", 256, "--server: messages in flight per connection")
-	f.IntVar(&o.server.queues, "server-queues", bench.DefaultQueuesPerStream, "--server: rocketstore queues per producer stream (sent to in turn; one pull in flight on each)")
+	f.StringVar(&o.server.queues, "server-queues", strconv.Itoa(bench.DefaultQueuesPerStream), "--server: rocketstore queues per producer stream (sent to in turn; one pull of 32 in flight on each); comma-separated to run several shapes")
+	f.StringVar(&o.server.batches, "server-pull-batch", "128", "--server: rocketstore pull batch (the consumer's pullBatchSize, sent as maxMsgNums; above 32 the broker's maxTransferCountOnMessageInMemory is raised to match); comma-separated to run several shapes (every queues × batch pair)")
 	f.StringVar(&o.server.sizes, "server-sizes", "128,4096", "--server: body sizes in bytes, comma-separated")
 	f.StringVar(&o.server.flush, "server-flush", "async", "--server: async, sync or async,sync")
 	f.DurationVar(&o.server.duration, "server-duration", 5*time.Second, "--server: how long each run sends")
@@ -132,7 +137,7 @@ func runBench(cmd *cobra.Command, o benchOptions) error {
 		return err
 	}
 	if o.replicated {
-		ro := bench.ReplicatedOptions{Dir: o.tmp}
+		ro := bench.ReplicatedOptions{Dir: o.tmp, MoreProducers: o.replicatedMore}
 		if o.quick {
 			ro.Time = time.Second
 		}
