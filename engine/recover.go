@@ -102,7 +102,15 @@ func (s *Store) recover(lastExitOK, cpValid bool) error {
 			return err
 		}
 	}
+	if !lastExitOK {
+		s.beginUnitStaging()
+	}
 	end, stop, dispatchErr := s.scanCommitLog(files[start:], !lastExitOK)
+	if err := s.endUnitStaging(); err != nil && dispatchErr == nil {
+		// Units the scan dispatched are missing: rebuild as after any
+		// dispatch failure (or fail on the same write error).
+		dispatchErr = err
+	}
 	if errors.Is(stop, record.ErrUnsupportedVersion) {
 		return fmt.Errorf("%w: commitlog offset %d: %w", ErrCorruptStore, end, stop)
 	}
@@ -179,7 +187,7 @@ func (s *Store) scanCommitLog(files []*mappedFile, dispatch bool) (end int64, st
 				r, parsed = ahead.take(pos)
 			}
 			if parsed {
-				req, size, err = r.req, r.size, checkParsed(b, r, checkCRC)
+				req, size, err = r.req, r.size, checkParsed(r, checkCRC)
 			} else {
 				req, size, blank, err = s.parser.Parse(b[pos:], mf.fileFromOffset+pos, checkCRC)
 			}

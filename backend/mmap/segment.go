@@ -38,6 +38,8 @@ var (
 	_ backend.Prefaulter = (*segment)(nil)
 
 	_ backend.WritePrefaulter = (*segment)(nil)
+	_ backend.FileWriter      = (*segment)(nil)
+	_ backend.FileReader      = (*segment)(nil)
 )
 
 // Adviser is implemented by the segments of this package. Callers holding a
@@ -279,4 +281,41 @@ func (s *segment) Close() error {
 
 func (s *segment) errClosed(op string) error {
 	return fmt.Errorf("mmap: %s %s: %w", op, s.path, backend.ErrClosed)
+}
+
+// WriteFile writes p at off through the file (pwrite), not the mapping:
+// see backend.FileWriter.
+func (s *segment) WriteFile(p []byte, off int64) (int, error) {
+	if s.closed.Load() {
+		return 0, s.errClosed("write")
+	}
+	if s.readOnly {
+		return 0, fmt.Errorf("mmap: write %s: %w", s.path, backend.ErrReadOnly)
+	}
+	if !s.inRange(off, int64(len(p))) {
+		return 0, fmt.Errorf("mmap: write %s at %d, %d bytes (size %d): %w",
+			s.path, off, len(p), s.size, backend.ErrRange)
+	}
+	n, err := s.f.WriteAt(p, off)
+	if err != nil {
+		return n, fmt.Errorf("mmap: pwrite %s at %d: %w", s.path, off, err)
+	}
+	return n, nil
+}
+
+// ReadFile reads len(p) bytes at off through the file (pread), not the
+// mapping: see backend.FileReader.
+func (s *segment) ReadFile(p []byte, off int64) (int, error) {
+	if s.closed.Load() {
+		return 0, s.errClosed("read")
+	}
+	if !s.inRange(off, int64(len(p))) {
+		return 0, fmt.Errorf("mmap: read %s at %d, %d bytes (size %d): %w",
+			s.path, off, len(p), s.size, backend.ErrRange)
+	}
+	n, err := s.f.ReadAt(p, off)
+	if err != nil {
+		return n, fmt.Errorf("mmap: pread %s at %d: %w", s.path, off, err)
+	}
+	return n, nil
 }
