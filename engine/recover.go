@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -397,16 +398,27 @@ func (s *Store) keepExpiredQueueOffsets(tails []expiredTail) error {
 		if cq := s.queues.find(t.topic, t.queueID); cq != nil && cq.MaxOffsetInQueue() > 0 {
 			continue
 		}
-		cq, err := s.queues.findOrCreate(s, []byte(t.topic), t.queueID)
-		if err != nil {
+		if err := s.keepQueueOffset([]byte(t.topic), t.queueID, t.index, t.unit, slog.LevelWarn,
+			"rebuilt consume queue keeps the offset of its expired messages", "nextOffset", t.index+1); err != nil {
 			return err
 		}
-		if _, err := cq.putMessagePositionInfo(t.unit.CommitLogOffset, t.unit.Size, t.unit.TagsCode, t.index); err != nil {
-			return err
-		}
-		s.cfg.Logger.Warn("rebuilt consume queue keeps the offset of its expired messages", "topic", t.topic,
-			"queueId", t.queueID, "nextOffset", t.index+1)
 	}
+	return nil
+}
+
+// keepQueueOffset writes unit u, which no consumer reads (it points below
+// the CommitLog minimum, or into a damaged range), at index of the queue,
+// creating the queue if needed, so that the queue's next offset stays past
+// index; then it logs msg at level with the queue and attrs.
+func (s *Store) keepQueueOffset(topic []byte, queueID int32, index int64, u Unit, level slog.Level, msg string, attrs ...any) error {
+	cq, err := s.queues.findOrCreate(s, topic, queueID)
+	if err != nil {
+		return err
+	}
+	if _, err := cq.putMessagePositionInfo(u.CommitLogOffset, u.Size, u.TagsCode, index); err != nil {
+		return err
+	}
+	s.cfg.Logger.Log(context.Background(), level, msg, append([]any{"topic", cq.topic, "queueId", cq.queueID}, attrs...)...)
 	return nil
 }
 
