@@ -176,7 +176,7 @@ func (s *Store) scanCommitLog(files []*mappedFile, dispatch bool) (end int64, st
 			pos = resume - mf.fileFromOffset
 		}
 		ahead.close()
-		ahead = s.startParseAhead(mf, pos)
+		ahead = s.startParseAhead(mf, pos, checkCRC)
 		onChain := true // pos was reached from the helper's start by record sizes
 		for {
 			var size int32

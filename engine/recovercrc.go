@@ -9,23 +9,25 @@ import (
 	"github.com/rocketstore/rocketstore/engine/record"
 )
 
-// parseAhead splits abnormal recovery's work on one CommitLog file between
-// two goroutines: a helper walks the record chain from the scan's start
-// and parses each record into its dispatch request (every check but the
-// body CRC), handing them over in batches; the scan takes the requests in
-// order, checks each body CRC and dispatches. On two cores that balances
-// the work (parse on one, CRC and ConsumeQueue writes on the other), and
-// every record header is decoded once instead of twice. The helper stops
-// at the first record that fails a check or at a BLANK record, so the scan
-// meets any damage (and a file's end) with its own full check.
+// parseAhead splits abnormal recovery's work on one CommitLog file over
+// three goroutines in a pipeline: a helper walks the record chain from the
+// scan's start and parses each record into its dispatch request (every
+// check but the body CRC), in batches; a second helper checks the body CRCs
+// of each batch (when recovery checks CRCs); the scan takes the requests in
+// order and dispatches them. On two cores the scheduler spreads the three
+// stages over both, and every record header is decoded once. The parser
+// stops at the first record that fails a check or at a BLANK record, so the
+// scan meets any damage (and a file's end) with its own full check; a CRC
+// mismatch is handed over with the record and reported by the scan where
+// its own check would have found it, with the same error.
 type parseAhead struct {
-	batches chan *parsedBatch // filled batches, in chain order; closed when the helper stops
+	batches chan *parsedBatch // checked batches, in chain order; closed when the helpers stop
 	free    chan *parsedBatch // emptied batches, for reuse
 	stop    chan struct{}
 	wg      sync.WaitGroup
 	cur     *parsedBatch
 	next    int  // index in cur of the scan's next record
-	done    bool // the helper stopped and its batches are used up
+	done    bool // the helpers stopped and their batches are used up
 }
 
 // parsedBatch is a run of consecutive records parsed by the helper. Where
@@ -44,15 +46,16 @@ type parsedBatch struct {
 // parsedRecord is one record parsed by the helper: its file position,
 // size, bytes and dispatch request.
 type parsedRecord struct {
-	pos  int64
-	size int32
-	rec  []byte
-	req  dispatchRequest
+	pos    int64
+	size   int32
+	rec    []byte
+	req    dispatchRequest
+	crcErr error // the CRC helper's verdict (nil when CRCs are not checked)
 }
 
 // Batch sizes: a batch of 256 records (or one read of parseAheadRead
-// bytes) and 4 queued keep the helper at most ~1,300 records (~1.3 MiB)
-// ahead, so that the scan finds the bytes still in the cache.
+// bytes), and 4 queued after each helper, keep the parser a few MiB ahead
+// of the scan, so that the later stages find the bytes still in the cache.
 const (
 	parseAheadBatch  = 256
 	parseAheadQueued = 4
@@ -67,29 +70,36 @@ const (
 // starting.
 var minParseAheadBytes int64 = 4 << 20 // a variable for BenchmarkRecoveryCRCAhead
 
-// startParseAhead starts parsing mf's records from file position pos, or
-// returns nil when there is too little to parse.
-func (s *Store) startParseAhead(mf *mappedFile, pos int64) *parseAhead {
+// startParseAhead starts parsing mf's records from file position pos (and
+// checking their body CRCs when checkCRC is set), or returns nil when there
+// is too little to parse.
+func (s *Store) startParseAhead(mf *mappedFile, pos int64, checkCRC bool) *parseAhead {
 	if mf.fileSize-pos < minParseAheadBytes {
 		return nil
 	}
 	a := &parseAhead{
 		batches: make(chan *parsedBatch, parseAheadQueued),
-		free:    make(chan *parsedBatch, parseAheadQueued+2),
+		free:    make(chan *parsedBatch, parseAheadQueued*2+2),
 		stop:    make(chan struct{}),
 	}
 	rd, _ := mf.seg.(backend.FileReader)
-	for range parseAheadQueued + 2 {
+	for range cap(a.free) {
 		pb := &parsedBatch{recs: make([]parsedRecord, 0, parseAheadBatch)}
 		if rd != nil {
 			pb.buf = make([]byte, parseAheadRead)
 		}
 		a.free <- pb
 	}
+	parsed := a.batches
+	if checkCRC {
+		parsed = make(chan *parsedBatch, parseAheadQueued)
+		a.wg.Add(1)
+		go a.checkCRCs(parsed)
+	}
 	a.wg.Add(1)
 	go func() {
 		defer a.wg.Done()
-		defer close(a.batches)
+		defer close(parsed)
 		p := pos
 		for {
 			var batch *parsedBatch
@@ -107,7 +117,7 @@ func (s *Store) startParseAhead(mf *mappedFile, pos int64) *parseAhead {
 			}
 			if len(batch.recs) > 0 {
 				select {
-				case a.batches <- batch:
+				case parsed <- batch:
 				case <-a.stop:
 					return
 				}
@@ -118,6 +128,24 @@ func (s *Store) startParseAhead(mf *mappedFile, pos int64) *parseAhead {
 		}
 	}()
 	return a
+}
+
+// checkCRCs verifies the body CRC of every record of the parsed batches
+// and passes them on in order.
+func (a *parseAhead) checkCRCs(parsed <-chan *parsedBatch) {
+	defer a.wg.Done()
+	defer close(a.batches)
+	for batch := range parsed {
+		for i := range batch.recs {
+			r := &batch.recs[i]
+			r.crcErr = record.VerifyBodyCRC(r.rec)
+		}
+		select {
+		case a.batches <- batch:
+		case <-a.stop:
+			return
+		}
+	}
 }
 
 // parseMapped parses up to parseAheadBatch records of mf's mapping from
@@ -219,11 +247,11 @@ func (a *parseAhead) close() {
 	}
 }
 
-// checkParsed finishes the check of a record the helper parsed: its body
-// CRC, when recovery checks CRCs, on the bytes the helper read.
+// checkParsed returns the outcome of the last check of a record the
+// helpers parsed: the CRC helper's, when recovery checks CRCs.
 func checkParsed(r parsedRecord, checkCRC bool) error {
 	if !checkCRC {
 		return nil
 	}
-	return record.VerifyBodyCRC(r.rec)
+	return r.crcErr
 }
