@@ -35,6 +35,11 @@ type ReplicatedOptions struct {
 	// groups their sends into shared log writes, as SYNC_FLUSH groups
 	// them into shared syncs.
 	Producers int
+	// MoreProducers are further producer counts, each measured the same
+	// way after Producers (none): with 16 closed-loop producers a round
+	// carries at most 16 sends, so the figure is 16 ÷ a round's latency;
+	// more producers show what the group sustains when rounds fill up.
+	MoreProducers []int
 	// Time is each run's duration (2 s).
 	Time time.Duration
 	// FileSize is the CommitLog file size (64 MiB).
@@ -63,6 +68,24 @@ func (o ReplicatedOptions) withDefaults() ReplicatedOptions {
 // single-node figure, its Ratio replicated over single.
 func Replicated(ctx context.Context, o ReplicatedOptions) ([]Result, error) {
 	o = o.withDefaults()
+	var out []Result
+	for _, p := range append([]int{o.Producers}, o.MoreProducers...) {
+		if p <= 0 {
+			return out, fmt.Errorf("replicated: %d producers (want at least 1)", p)
+		}
+		op := o
+		op.Producers = p
+		rs, err := op.compare(ctx)
+		out = append(out, rs...)
+		if err != nil {
+			return out, err
+		}
+	}
+	return out, nil
+}
+
+// compare measures each body size on one node, then on the group.
+func (o ReplicatedOptions) compare(ctx context.Context) ([]Result, error) {
 	var out []Result
 	for _, body := range o.Bodies {
 		single, err := o.run(ctx, body, 1)
@@ -123,6 +146,16 @@ func (o ReplicatedOptions) run(ctx context.Context, body, n int) (Result, error)
 			b, _ := waitLeader(ctx, nodes)
 			return b
 		}
+		r, err := o.send(ctx, leader, body, n)
+		var rounds, sends int64
+		for _, nd := range nodes {
+			rn, sn := nd.RoundStats()
+			rounds, sends = rounds+rn, sends+sn
+		}
+		if rounds > 0 {
+			r.Note = strings.TrimPrefix(r.Note+fmt.Sprintf("; %.1f sends per Raft entry", float64(sends)/float64(rounds)), "; ")
+		}
+		return r, err
 	}
 	return o.send(ctx, leader, body, n)
 }

@@ -24,7 +24,9 @@
 // Membership: a new node started with Config.Join asks the group's nodes
 // to add it, and operators add and remove nodes, over the Raft port
 // (membership.go). A stopped replica's store is repaired offline from a
-// healthy replica by RepairStore (offlinerepair.go).
+// healthy replica by RepairStore (offlinerepair.go). Raft, repairs and
+// membership requests share one port per node, which NewTLSTransport
+// protects with mutual TLS (tls.go).
 //
 // The CommitLog is the state machine's state, so a snapshot is only a
 // position in it (plus the small tables): taking one syncs the CommitLog,
@@ -33,9 +35,15 @@
 // streams the leader's CommitLog files; the receiver re-puts the records
 // it lacks and compares the ones it has byte for byte.
 //
+// Group commit: the leader keeps at most two entries of sends in flight;
+// the sends that arrive meanwhile go into the next entry together (a multi
+// entry, proposer.go), each with its own result, so that a round costs
+// one log write per replica whatever the number of sends it carries.
+//
 // Replay is idempotent: after a restart Raft re-applies the entries after
 // the last snapshot, and the state machine checks each against the record
-// already at its place in the CommitLog instead of writing it again.
+// already at its place in the CommitLog instead of writing it again (a put
+// every replica refused, such as an illegal topic, is refused again).
 //
 // Node is the unit: it opens the broker on a store directory, the Raft
 // instance beside it (DIR/raft), and reports leadership changes so that

@@ -19,15 +19,19 @@ import (
 //	kindPut, kindBatch: STORETIMESTAMP int64 | STOREHOST str | COUNT uint32 | COUNT × message
 //	message: TOPIC str | QUEUEID int32 | FLAG int32 | SYSFLAG int32 | BORNTIMESTAMP int64 |
 //	         BORNHOST str | RECONSUMETIMES int32 | PREPAREDTXOFFSET int64 | PROPERTIES bytes | BODY bytes
+//	kindMulti: COUNT uint32 | COUNT × (LENGTH uint32 | a kindPut or kindBatch entry)
 //	kindState, kindGroup: JSON
 //
 // where str and bytes are a uint32 length and the bytes. A put entry holds
-// one message, a batch entry the messages of one SEND_BATCH_MESSAGE.
+// one message, a batch entry the messages of one SEND_BATCH_MESSAGE, a
+// multi entry the put and batch entries of the sends the leader proposed
+// in one round (proposer.go); each is applied as if it were its own entry.
 const (
 	kindPut   byte = 1
 	kindBatch byte = 2
 	kindState byte = 3
 	kindGroup byte = 4
+	kindMulti byte = 6
 )
 
 // ErrBadEntry reports a log entry that does not decode.
@@ -185,6 +189,51 @@ func decodePut(data []byte) (*putEntry, error) {
 	}
 	return e, nil
 }
+
+// encodeMulti encodes the round's put entries as one multi entry.
+func encodeMulti(round []*proposal) []byte {
+	n := 5
+	for _, p := range round {
+		n += 4 + len(p.data)
+	}
+	b := make([]byte, 0, n)
+	b = append(b, kindMulti)
+	b = binary.BigEndian.AppendUint32(b, uint32(len(round)))
+	for _, p := range round {
+		b = binary.BigEndian.AppendUint32(b, uint32(len(p.data)))
+		b = append(b, p.data...)
+	}
+	return b
+}
+
+// decodeMulti splits a multi entry (after its kind byte) into its put
+// entries, which alias data; each starts with its kind, put or batch.
+func decodeMulti(data []byte) ([][]byte, error) {
+	r := &reader{b: data}
+	n := r.u32()
+	if r.err == nil && (n == 0 || int(n) > len(r.b)/(4+minPutEntry)) {
+		return nil, fmt.Errorf("%w: %d puts in a multi entry of %d bytes", ErrBadEntry, n, len(r.b))
+	}
+	subs := make([][]byte, 0, n)
+	for i := uint32(0); i < n && r.err == nil; i++ {
+		sub := r.bytes()
+		if r.err == nil && (len(sub) == 0 || (sub[0] != kindPut && sub[0] != kindBatch)) {
+			return nil, fmt.Errorf("%w: put %d of a multi entry is not a put entry", ErrBadEntry, i)
+		}
+		subs = append(subs, sub)
+	}
+	if r.err != nil {
+		return nil, r.err
+	}
+	if len(r.b) != 0 {
+		return nil, fmt.Errorf("%w: %d trailing bytes after a multi entry's %d puts", ErrBadEntry, len(r.b), n)
+	}
+	return subs, nil
+}
+
+// minPutEntry is the size of the smallest put entry: kind, timestamp,
+// an empty host, a count.
+const minPutEntry = 1 + 8 + 4 + 4
 
 func encodeJSON(kind byte, v any) ([]byte, error) {
 	b, err := json.Marshal(v)

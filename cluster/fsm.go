@@ -104,62 +104,86 @@ func (f *fsm) ApplyBatch(logs []*raft.Log) []any {
 			out[i] = &applyResult{err: err}
 			continue
 		}
-		out[i], _ = f.apply(l)
+		out[i] = f.apply(l)
 	}
 	return out
 }
 
-// apply applies one entry and reports whether it wrote to the CommitLog.
-func (f *fsm) apply(l *raft.Log) (*applyResult, bool) {
+// apply applies one entry: an *applyResult, or for a multi entry the
+// []applyResult of its puts in order.
+func (f *fsm) apply(l *raft.Log) any {
 	if len(l.Data) == 0 {
-		return &applyResult{err: fmt.Errorf("%w: empty entry at index %d", ErrBadEntry, l.Index)}, false
+		return &applyResult{err: fmt.Errorf("%w: empty entry at index %d", ErrBadEntry, l.Index)}
 	}
 	switch l.Data[0] {
 	case kindPut, kindBatch:
-		e, err := decodePut(l.Data[1:])
+		return f.applyPutEntry(l.Index, l.Data)
+	case kindMulti:
+		subs, err := decodeMulti(l.Data[1:])
 		if err != nil {
-			return &applyResult{err: f.fail(fmt.Errorf("%w: entry %d: %w", ErrDiverged, l.Index, err))}, false
+			return &applyResult{err: f.fail(fmt.Errorf("%w: entry %d: %w", ErrDiverged, l.Index, err))}
 		}
-		return f.applyPut(l.Index, l.Data[0] == kindBatch, e)
+		out := make([]applyResult, len(subs))
+		for i, sub := range subs {
+			out[i] = *f.applyPutEntry(l.Index, sub)
+		}
+		return out
 	case kindState:
 		var s stateEntry
 		if err := json.Unmarshal(l.Data[1:], &s); err != nil {
-			return &applyResult{err: fmt.Errorf("%w: state entry %d: %v", ErrBadEntry, l.Index, err)}, false
+			return &applyResult{err: fmt.Errorf("%w: state entry %d: %v", ErrBadEntry, l.Index, err)}
 		}
 		f.applyState(&s)
-		return &applyResult{}, false
+		return &applyResult{}
 	case kindGroup:
 		var g groupEntry
 		if err := json.Unmarshal(l.Data[1:], &g); err != nil {
-			return &applyResult{err: f.fail(fmt.Errorf("%w: group entry %d: %v", ErrDiverged, l.Index, err))}, false
+			return &applyResult{err: f.fail(fmt.Errorf("%w: group entry %d: %v", ErrDiverged, l.Index, err))}
 		}
-		return &applyResult{err: f.applyGroup(&g, !f.joined)}, false
+		return &applyResult{err: f.applyGroup(&g, !f.joined)}
 	case kindDelete:
-		return f.applyDelete(l), false
+		return f.applyDelete(l)
 	}
-	return &applyResult{err: fmt.Errorf("%w: kind %d at index %d", ErrBadEntry, l.Data[0], l.Index)}, false
+	return &applyResult{err: fmt.Errorf("%w: kind %d at index %d", ErrBadEntry, l.Data[0], l.Index)}
+}
+
+// applyPutEntry applies a put or batch entry (data starts with its kind),
+// whole or as one put of a multi entry at index.
+func (f *fsm) applyPutEntry(index uint64, data []byte) *applyResult {
+	if err := f.Err(); err != nil {
+		return &applyResult{err: err}
+	}
+	e, err := decodePut(data[1:])
+	if err != nil {
+		return &applyResult{err: f.fail(fmt.Errorf("%w: entry %d: %w", ErrDiverged, index, err))}
+	}
+	return f.applyPut(index, data[0] == kindBatch, e)
 }
 
 // applyPut writes the entry's messages, or checks them against the
 // records already at the cursor (a replay after restart).
-func (f *fsm) applyPut(index uint64, batch bool, e *putEntry) (*applyResult, bool) {
+func (f *fsm) applyPut(index uint64, batch bool, e *putEntry) *applyResult {
 	if f.damageGate != nil {
 		if err := f.damageGate(); err != nil {
-			return &applyResult{err: f.fail(err)}, false
+			return &applyResult{err: f.fail(err)}
 		}
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.group == nil {
-		return &applyResult{err: f.fail(fmt.Errorf("%w: message entry %d before the group's identity", ErrDiverged, index))}, false
+		return &applyResult{err: f.fail(fmt.Errorf("%w: message entry %d before the group's identity", ErrDiverged, index))}
 	}
 	if f.cursor < f.store.CommitLog().MaxOffset() {
+		if err := f.refused(e); err != nil {
+			// Refused when it was first applied too: no record.
+			return &applyResult{err: err}
+		}
 		res, err := f.checkExisting(e)
 		if err != nil {
-			return &applyResult{err: f.fail(fmt.Errorf("%w: replaying entry %d: %w", ErrDiverged, index, err))}, false
+			return &applyResult{err: f.fail(fmt.Errorf("%w: replaying entry %d: %w", ErrDiverged, index, err))}
 		}
 		f.lastTs.Store(res.StoreTimestamp)
-		return &applyResult{res: res}, false
+		return &applyResult{res: res}
 	}
 	var res engine.PutResult
 	var err error
@@ -171,13 +195,13 @@ func (f *fsm) applyPut(index uint64, batch bool, e *putEntry) (*applyResult, boo
 	if err != nil {
 		if deterministic(err) {
 			// Every replica refuses the same message the same way.
-			return &applyResult{err: err}, false
+			return &applyResult{err: err}
 		}
-		return &applyResult{err: f.fail(fmt.Errorf("%w: entry %d: %w", ErrDiverged, index, err))}, false
+		return &applyResult{err: f.fail(fmt.Errorf("%w: entry %d: %w", ErrDiverged, index, err))}
 	}
 	f.cursor = res.WroteOffset + int64(res.WroteBytes)
 	f.lastTs.Store(res.StoreTimestamp)
-	return &applyResult{res: res}, true
+	return &applyResult{res: res}
 }
 
 // deterministic reports put errors that depend only on the message and
@@ -185,6 +209,22 @@ func (f *fsm) applyPut(index uint64, batch bool, e *putEntry) (*applyResult, boo
 func deterministic(err error) bool {
 	return errors.Is(err, engine.ErrMessageIllegal) || errors.Is(err, engine.ErrPropertiesTooLarge) ||
 		errors.Is(err, engine.ErrBatch) || errors.Is(err, engine.ErrMessageTooLarge)
+}
+
+// refused returns the error with which every replica refuses e's
+// messages whatever its store holds (an illegal topic or property, a body
+// over MaxMessageSize), so that replaying a refused put does not compare
+// it with the next put's record. A put refused for another reason (a
+// batch the store cannot take) is still compared, and stops the replica
+// as diverged rather than skipping a record.
+func (f *fsm) refused(e *putEntry) error {
+	var enc record.Encoder
+	for _, m := range e.msgs {
+		if _, err := enc.Prepare(m, e.origin.StoreHost, f.store.Config().MaxMessageSize); err != nil && deterministic(err) {
+			return err
+		}
+	}
+	return nil
 }
 
 // checkExisting compares e's messages with the records at the cursor and

@@ -64,6 +64,9 @@ type NodeConfig struct {
 	// applyOverDamage is the broken variant of the tests that shows the
 	// state machine must wait for the repair of recovered damage.
 	applyOverDamage bool
+	// noDeleteOrder is the broken variant of the tests in which a
+	// deletion does not wait for a state entry being captured (deletes.go).
+	noDeleteOrder bool
 	// fsys replaces the store directory's file system (crash tests).
 	fsys backend.FS
 	// snapshotNoSync is the broken variant of the crash tests that shows
@@ -99,6 +102,8 @@ type Node struct {
 	// store timestamps never go backwards along the log.
 	proposeMu    sync.Mutex
 	lastAssigned int64
+	// props queues the sends that wait for a round (proposer.go).
+	props proposals
 	// stateMu orders state entries with deletions (deletes.go).
 	stateMu sync.Mutex
 
@@ -154,8 +159,7 @@ func Open(cfg NodeConfig) (*Node, error) {
 	}
 	n.brokerID.Store(n.followerID())
 	if t, ok := n.ccfg.Transport.(*TCPTransport); ok {
-		h := n.serveRepair
-		t.layer.repair.Store(&h)
+		t.useFor(n, cfg) // serves repairs; repairs and joins dial as Raft does
 	}
 	n.wg.Add(2)
 	go n.watchLeadership()
@@ -470,34 +474,6 @@ func (n *Node) PutBatch(ctx context.Context, msgs []*engine.Message) (engine.Put
 
 // Writable reports whether this node leads and accepts writes.
 func (n *Node) Writable() bool { return n.writable.Load() }
-
-// propose appends a put entry and waits until it is committed and applied
-// here. Raft groups the entries of concurrent sends into one log write
-// and one replication round (BatchApplyCh, MaxAppendEntries), and the
-// state machine applies them as a batch with one sync.
-func (n *Node) propose(ctx context.Context, kind byte, msgs []*engine.Message) (engine.PutResult, error) {
-	if err := ctx.Err(); err != nil {
-		return engine.PutResult{}, err
-	}
-	if !n.writable.Load() {
-		return engine.PutResult{}, ErrNotLeader
-	}
-	data := encodePut(kind, &putEntry{origin: engine.Origin{StoreHost: n.cfg.StoreHost}, msgs: msgs})
-	n.proposeMu.Lock()
-	ts := max(n.now(), n.lastAssigned)
-	n.lastAssigned = ts
-	putTimestamp(data, ts)
-	fut := n.raft.Apply(data, n.ccfg.ApplyTimeout)
-	n.proposeMu.Unlock()
-	if err := fut.Error(); err != nil {
-		return engine.PutResult{}, raftError(err)
-	}
-	r, ok := fut.Response().(*applyResult)
-	if !ok {
-		return engine.PutResult{}, fmt.Errorf("cluster: unexpected apply response %T", fut.Response())
-	}
-	return r.res, r.err
-}
 
 // putTimestamp sets the STORETIMESTAMP of an encoded put entry.
 func putTimestamp(data []byte, ts int64) {

@@ -39,6 +39,8 @@ type benchOptions struct {
 	server  serverBenchOptions
 	// replicated adds the replicated-send workload (bench.Replicated).
 	replicated bool
+	// replicatedMore are further producer counts for it.
+	replicatedMore []int
 }
 
 func newBenchCmd() *cobra.Command {
@@ -64,6 +66,7 @@ the ratio. Temporary stores are removed; a default run takes a few minutes,
 	f.BoolVar(&o.peer, "peer", false, "also run NATS JetStream (needs the go toolchain and the repository)")
 	f.StringVar(&o.tmp, "tmp", "", "parent `DIR` of the temporary stores (default: the system's temp dir)")
 	f.BoolVar(&o.replicated, "replicated", false, "also send through a 3-replica broker group on loopback against one SYNC_FLUSH broker")
+	f.IntSliceVar(&o.replicatedMore, "replicated-more-producers", nil, "--replicated: also measure with these producer counts (both sides the same), after the 16-producer rows")
 	f.StringVar(&o.peerDir, "peer-dir", "", "`DIR` of the bench/nats module (default: found above the working directory)")
 	f.BoolVar(&o.server.on, "server", false, "instead: load `rocketstore serve` and nats-server JetStream over TCP with the same pipelined generator")
 	f.IntVar(&o.server.conns, "server-conns", 4, "--server: producer connections")
@@ -132,7 +135,7 @@ func runBench(cmd *cobra.Command, o benchOptions) error {
 		return err
 	}
 	if o.replicated {
-		ro := bench.ReplicatedOptions{Dir: o.tmp}
+		ro := bench.ReplicatedOptions{Dir: o.tmp, MoreProducers: o.replicatedMore}
 		if o.quick {
 			ro.Time = time.Second
 		}
