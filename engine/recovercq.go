@@ -33,8 +33,9 @@ type unitStage struct {
 	buf  []byte
 }
 
-// Staging limits: 16 KiB (four pages, 819 units) per queue, and at most 1,024
-// staged queues (16 MiB); other queues write through the mapping as always.
+// Staging limits: 16 KiB (four pages, 819 units) per queue that gets units,
+// and at most 1,024 staged queues (16 MiB); other queues write through the
+// mapping as always.
 const (
 	unitStageBytes  = 16 << 10
 	maxStagedQueues = 1024
@@ -55,7 +56,7 @@ func (st *unitStaging) attach(cq *consumeQueue) {
 	if st == nil || cq.stage != nil || len(st.queues) >= maxStagedQueues {
 		return
 	}
-	cq.stage = &unitStage{buf: make([]byte, 0, unitStageBytes)}
+	cq.stage = &unitStage{} // its buffer comes with the first unit
 	st.queues = append(st.queues, cq)
 }
 
@@ -91,6 +92,9 @@ func (cq *consumeQueue) appendUnit(mf *mappedFile, pos int64, b []byte) error {
 		if err := cq.flushStage(); err != nil {
 			return err
 		}
+	}
+	if st.buf == nil {
+		st.buf = make([]byte, 0, unitStageBytes)
 	}
 	if len(st.buf) == 0 {
 		st.mf, st.from = mf, pos
