@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/rocketstore/rocketstore/broker"
 	"github.com/rocketstore/rocketstore/broker/config"
@@ -179,4 +180,88 @@ func deleteWhileDown(t *testing.T, tune func(*cluster.NodeConfig)) (*group, int)
 	}
 	g.start(f)
 	return g, f
+}
+
+// TestStateEntryOrderedWithDeletion: the leader captures its tables for
+// a state entry — a topic Late and consumer offsets of group cg that only
+// that entry carries to the followers — while a deletion of Late and of
+// cg (with its offsets) is requested. The deletion waits for the state
+// entry, so the entry is applied first (the followers have Late from it)
+// and the deletion after it removes Late and cg on every replica, for
+// good: later state entries do not carry them. In the broken variant the
+// deletion does not wait: the state entry, captured before the deletion
+// but applied after it, brings Late and cg back on the followers while
+// the leader has them deleted.
+func TestStateEntryOrderedWithDeletion(t *testing.T) {
+	// back returns the replicas on which Late or cg exist after the
+	// deletions and several more state intervals.
+	back := func(t *testing.T, tune func(*cluster.NodeConfig)) []string {
+		g := newGroup(t, 3, tune)
+		setupDeletes(t, g)
+		l := g.leader()
+		ln, lb := g.nodes[l], g.nodes[l].Broker()
+
+		unlock := cluster.LockState(ln)
+		if err := lb.Topics().Update(config.TopicConfig{TopicName: "Late", ReadQueueNums: 1, WriteQueueNums: 1, Perm: 6}); err != nil {
+			t.Fatal(err)
+		}
+		if code, remark := lb.UpdateConsumerOffset("c", "cg", "Keep", 1, 9); code != broker.Success {
+			t.Fatal(code, remark)
+		}
+		state := cluster.StateEntry(ln)
+		errs := make(chan error, 2)
+		go func() { errs <- lb.DeleteTopic(context.Background(), "Late") }()
+		go func() {
+			if code, remark := lb.DeleteSubscriptionGroup("cg", true); code != broker.Success {
+				errs <- fmt.Errorf("delete group: %v %s", code, remark)
+				return
+			}
+			errs <- nil
+		}()
+		time.Sleep(300 * time.Millisecond) // the deletions are requested
+		// The captured entry is enqueued, as replicateState does before
+		// it releases the lock.
+		if err := ln.Raft().Apply(state, 5*time.Second).Error(); err != nil {
+			t.Fatal(err)
+		}
+		for i, n := range g.nodes {
+			if i != l {
+				waitFor(t, "Late and cg's offset from the state entry", func() bool {
+					_, late := n.Broker().Topics().Get("Late")
+					return late && n.Broker().Offsets().Query("cg", "Keep", 1) == 9
+				})
+			}
+		}
+		unlock()
+		for range 2 {
+			if err := <-errs; err != nil {
+				t.Fatal(err)
+			}
+		}
+		g.converge()
+		time.Sleep(10 * 20 * time.Millisecond) // ten state intervals
+		g.converge()
+		var out []string
+		for i, n := range g.nodes {
+			b := n.Broker()
+			_, late := b.Topics().Get("Late")
+			all, _ := b.Groups().All()
+			_, cg := all["cg"]
+			if late || cg || b.Offsets().Query("cg", "Keep", 1) >= 0 {
+				out = append(out, fmt.Sprintf("%s (leader %v): topic Late %v, group cg %v, offset %d", g.peers[i].ID, i == l,
+					late, cg, b.Offsets().Query("cg", "Keep", 1)))
+			}
+		}
+		return out
+	}
+	if got := back(t, nil); len(got) > 0 {
+		t.Fatalf("deleted topic or group back: %v", got)
+	}
+	t.Run("broken variant", func(t *testing.T) {
+		got := back(t, cluster.UnorderedDeletes)
+		if len(got) == 0 {
+			t.Fatal("the deletions not ordered after the state entry were not undone: the test shows nothing")
+		}
+		t.Logf("caught: %v", got)
+	})
 }

@@ -24,7 +24,9 @@
 // Membership: a new node started with Config.Join asks the group's nodes
 // to add it, and operators add and remove nodes, over the Raft port
 // (membership.go). A stopped replica's store is repaired offline from a
-// healthy replica by RepairStore (offlinerepair.go).
+// healthy replica by RepairStore (offlinerepair.go). Raft, repairs and
+// membership requests share one port per node, which NewTLSTransport
+// protects with mutual TLS (tls.go).
 //
 // The CommitLog is the state machine's state, so a snapshot is only a
 // position in it (plus the small tables): taking one syncs the CommitLog,

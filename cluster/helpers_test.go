@@ -3,6 +3,7 @@ package cluster_test
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"fmt"
 	"io"
 	"log/slog"
@@ -47,6 +48,8 @@ type group struct {
 	// tcp runs the replicas on loopback TCP (which carries repairs)
 	// instead of in-memory transports.
 	tcp bool
+	// tlsFor, when set, gives node i's mutual TLS on TCP (tls_test.go).
+	tlsFor func(i int) *tls.Config
 }
 
 const testFileSize = 64 << 10
@@ -57,7 +60,14 @@ func newGroup(t *testing.T, n int, tune func(*cluster.NodeConfig)) *group {
 
 func newGroupOn(t *testing.T, n int, tcp bool, tune func(*cluster.NodeConfig)) *group {
 	t.Helper()
-	g := &group{t: t, tune: tune, events: make(chan string, 1024), tcp: tcp}
+	return newGroupWith(t, n, &group{tune: tune, tcp: tcp})
+}
+
+// newGroupWith starts n replicas of g's kind.
+func newGroupWith(t *testing.T, n int, g *group) *group {
+	t.Helper()
+	g.t, g.events = t, make(chan string, 1024)
+	tcp := g.tcp
 	// Held until every port is picked, so that no two are the same.
 	var lns []net.Listener
 	for i := range n {
@@ -128,7 +138,13 @@ func (g *group) start(i int) {
 
 func (g *group) open(i int, nc cluster.NodeConfig) (*cluster.Node, error) {
 	if g.tcp {
-		tr, err := cluster.NewTCPTransport(g.peers[i].Addr, "", quiet)
+		var tr *cluster.TCPTransport
+		var err error
+		if g.tlsFor != nil {
+			tr, err = cluster.NewTLSTransport(g.peers[i].Addr, "", g.tlsFor(i), nc.Cluster.Logger)
+		} else {
+			tr, err = cluster.NewTCPTransport(g.peers[i].Addr, "", quiet)
+		}
 		if err != nil {
 			return nil, err
 		}

@@ -30,8 +30,10 @@ import (
 // An operator does the same, and removes a node, with AddNode and
 // RemoveNode against any node's Raft address (`rocketstore admin cluster
 // add-node|remove-node|members`); for an operator's request the leader
-// asks the new node itself what its store is (op 6) and checks that. The Raft port is the group's internal
-// network, as for Raft itself: it must not be reachable by clients.
+// asks the new node itself what its store is (op 6) and checks that.
+// These requests share the Raft port and its authentication: with TLS
+// (tls.go), only holders of a certificate of the group's CA are
+// answered; without, the port must be reachable by the members only.
 //
 // Requests on the Raft port (repair.go's framing):
 //
@@ -377,24 +379,38 @@ func callLeader(ctx context.Context, call adminFunc, addrs []string, op byte, pa
 
 // AddNode asks the group that the node at raftAddr belongs to (any
 // member: a follower points to the leader) to add node id at addr, its
-// Raft address, as a voter. The node is started empty with Join; the
-// leader catches it up.
+// Raft address, as a voter, over plain TCP (Dialer.AddNode for a group
+// with TLS). The node is started empty with Join; the leader catches it
+// up.
 func AddNode(ctx context.Context, raftAddr, id, addr string) error {
-	payload, _ := json.Marshal(joinRequest{ID: id, Addr: addr, Operator: true})
-	return callLeader(ctx, adminTCP, []string{raftAddr}, opJoin, payload)
+	return Dialer{}.AddNode(ctx, raftAddr, id, addr)
 }
 
 // RemoveNode asks the group that the node at raftAddr belongs to to
-// remove node id.
+// remove node id, over plain TCP (Dialer.RemoveNode with TLS).
 func RemoveNode(ctx context.Context, raftAddr, id string) error {
-	payload, _ := json.Marshal(joinRequest{ID: id})
-	return callLeader(ctx, adminTCP, []string{raftAddr}, opRemove, payload)
+	return Dialer{}.RemoveNode(ctx, raftAddr, id)
 }
 
-// QueryGroup asks the node at raftAddr what it knows of its group.
+// QueryGroup asks the node at raftAddr what it knows of its group, over
+// plain TCP (Dialer.QueryGroup with TLS).
 func QueryGroup(ctx context.Context, raftAddr string) (GroupInfo, error) {
+	return Dialer{}.QueryGroup(ctx, raftAddr)
+}
+
+func addNode(ctx context.Context, call adminFunc, raftAddr, id, addr string) error {
+	payload, _ := json.Marshal(joinRequest{ID: id, Addr: addr, Operator: true})
+	return callLeader(ctx, call, []string{raftAddr}, opJoin, payload)
+}
+
+func removeNode(ctx context.Context, call adminFunc, raftAddr, id string) error {
+	payload, _ := json.Marshal(joinRequest{ID: id})
+	return callLeader(ctx, call, []string{raftAddr}, opRemove, payload)
+}
+
+func queryGroup(ctx context.Context, call adminFunc, raftAddr string) (GroupInfo, error) {
 	var gi GroupInfo
-	st, body, err := adminTCP(ctx, raftAddr, opInfo, nil)
+	st, body, err := call(ctx, raftAddr, opInfo, nil)
 	if err != nil {
 		return gi, err
 	}
@@ -407,10 +423,14 @@ func QueryGroup(ctx context.Context, raftAddr string) (GroupInfo, error) {
 	return gi, nil
 }
 
-// adminTCP sends one membership request over TCP.
+// adminTCP sends one membership request over plain TCP.
 func adminTCP(ctx context.Context, addr string, op byte, payload []byte) (byte, []byte, error) {
-	var d net.Dialer
-	c, err := d.DialContext(ctx, "tcp", addr)
+	return dialer(net.Dialer{}, nil).admin(ctx, addr, op, payload)
+}
+
+// admin sends one membership request to the Raft port at addr.
+func (dial dialFunc) admin(ctx context.Context, addr string, op byte, payload []byte) (byte, []byte, error) {
+	c, err := dial(ctx, addr)
 	if err != nil {
 		return 0, nil, err
 	}

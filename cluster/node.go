@@ -64,6 +64,9 @@ type NodeConfig struct {
 	// applyOverDamage is the broken variant of the tests that shows the
 	// state machine must wait for the repair of recovered damage.
 	applyOverDamage bool
+	// noDeleteOrder is the broken variant of the tests in which a
+	// deletion does not wait for a state entry being captured (deletes.go).
+	noDeleteOrder bool
 	// fsys replaces the store directory's file system (crash tests).
 	fsys backend.FS
 	// snapshotNoSync is the broken variant of the crash tests that shows
@@ -156,8 +159,7 @@ func Open(cfg NodeConfig) (*Node, error) {
 	}
 	n.brokerID.Store(n.followerID())
 	if t, ok := n.ccfg.Transport.(*TCPTransport); ok {
-		h := n.serveRepair
-		t.layer.repair.Store(&h)
+		t.useFor(n, cfg) // serves repairs; repairs and joins dial as Raft does
 	}
 	n.wg.Add(2)
 	go n.watchLeadership()

@@ -46,15 +46,21 @@ type RepairSource interface {
 	Close() error
 }
 
-// PeerSource is the running replica whose Raft port is raftAddr.
-func PeerSource(raftAddr string) RepairSource { return peerSource(raftAddr) }
+// PeerSource is the running replica whose Raft port is raftAddr, over
+// plain TCP (Dialer.PeerSource for a group with TLS).
+func PeerSource(raftAddr string) RepairSource { return Dialer{}.PeerSource(raftAddr) }
 
-type peerSource string
+type peerSource struct {
+	addr string
+	dial dialFunc
+}
 
-func (p peerSource) Group(ctx context.Context) (GroupInfo, error) { return QueryGroup(ctx, string(p)) }
+func (p peerSource) Group(ctx context.Context) (GroupInfo, error) {
+	return queryGroup(ctx, p.dial.admin, p.addr)
+}
 
 func (p peerSource) ReadAt(ctx context.Context, off, size int64) ([]byte, error) {
-	return askPeer(ctx, string(p), opBytes, off, size)
+	return p.dial.askPeer(ctx, p.addr, opBytes, off, size)
 }
 
 func (peerSource) Close() error { return nil }

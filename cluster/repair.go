@@ -98,10 +98,15 @@ func (n *Node) repairAnswer(op byte, off, size int64) ([]byte, error) {
 	return b, nil
 }
 
-// askPeer sends one repair request to the replica at addr.
+// askPeer sends one repair request to the replica at addr over plain
+// TCP (a TCPTransport's node dials as its transport does: useFor).
 func askPeer(ctx context.Context, addr string, op byte, off, size int64) ([]byte, error) {
-	var d net.Dialer
-	c, err := d.DialContext(ctx, "tcp", addr)
+	return dialer(net.Dialer{}, nil).askPeer(ctx, addr, op, off, size)
+}
+
+// askPeer sends one repair request to the replica at addr.
+func (dial dialFunc) askPeer(ctx context.Context, addr string, op byte, off, size int64) ([]byte, error) {
+	c, err := dial(ctx, addr)
 	if err != nil {
 		return nil, err
 	}

@@ -69,20 +69,31 @@ func TestFollowerBehindCompactedLog(t *testing.T) {
 // TestNewNodeJoins: an empty node joins a running group and ends
 // byte-identical, caught up by replaying the log while it is still there
 // and by a snapshot (the leader's CommitLog) once it was compacted away.
+// Both paths are forced, not left to the log store: in "log" the leader's
+// snapshot keeps every entry (TrailingLogs above the log's length), so
+// its first segment, with entry 1, is still on disk; in "snapshot" the
+// compaction removes that segment from the disk (16 KiB segments), so
+// the joiner cannot be caught up from the log. (raft-wal serves entries
+// before a compaction point that are still in a segment it kept, so the
+// compaction alone, with one large segment, proves nothing.)
 func TestNewNodeJoins(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
-		segment  int
+		trailing uint64
 		snapshot bool
-	}{{"log", 0, false}, {"snapshot", 16 << 10, true}} {
+	}{{"log", 100000, false}, {"snapshot", 5, true}} {
 		t.Run(tc.name, func(t *testing.T) {
-			g := newGroup(t, 3, func(nc *cluster.NodeConfig) { compact(nc); nc.Cluster.LogSegmentSize = tc.segment })
+			g := newGroup(t, 3, func(nc *cluster.NodeConfig) { compact(nc); nc.Cluster.TrailingLogs = tc.trailing })
 			for i := range 200 {
 				g.send(fmt.Sprint("T", i%2), int32(i%4), strings.Repeat("c", i%900), "")
 			}
 			l := g.leader()
 			if err := g.nodes[l].Snapshot(); err != nil {
 				t.Fatal(err)
+			}
+			first, _ := filepath.Glob(filepath.Join(g.dirs[l], "raft", "wal", fmt.Sprintf("%020d-*.wal", 1)))
+			if tc.snapshot == (len(first) > 0) {
+				t.Fatalf("the leader's Raft log segment holding entry 1: %v after its snapshot (snapshot path %v)", first, tc.snapshot)
 			}
 			g.peers = append(g.peers, cluster.Peer{ID: "n4", Addr: "10.0.0.4:7000"})
 			g.dirs = append(g.dirs, t.TempDir())

@@ -153,16 +153,26 @@ func (h dispatchHooks) hooks() (hk dispatch.Hooks) {
 // faultLog logs a persisting fault at ERROR when it starts, then at most
 // once per faultRepeatInterval, and at WARN when it ends.
 type faultLog struct {
+	// clock is the store's (Config.Now), set at Open, so that the
+	// repeat interval follows a test's clock; nil means time.Now.
+	clock    func() time.Time
 	mu       sync.Mutex
 	since    time.Time
 	lastLog  time.Time
 	failures int64
 }
 
+func (l *faultLog) now() time.Time {
+	if l.clock == nil {
+		return time.Now()
+	}
+	return l.clock()
+}
+
 func (l *faultLog) failed(log *slog.Logger, msg string, err error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	now := time.Now()
+	now := l.now()
 	l.failures++
 	switch {
 	case l.since.IsZero():
@@ -180,6 +190,6 @@ func (l *faultLog) resumed(log *slog.Logger, msg string) {
 	if l.since.IsZero() {
 		return
 	}
-	log.Warn(msg, "failedFor", time.Since(l.since).Round(time.Millisecond), "failures", l.failures)
+	log.Warn(msg, "failedFor", l.now().Sub(l.since).Round(time.Millisecond), "failures", l.failures)
 	l.since, l.failures = time.Time{}, 0
 }

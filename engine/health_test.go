@@ -223,3 +223,45 @@ func TestDiskFullRetryFollowsConfigClock(t *testing.T) {
 
 // DiskFullRetryIntervalMillis is engine.DiskFullRetryInterval in ms.
 const DiskFullRetryIntervalMillis = int64(engine.DiskFullRetryInterval / time.Millisecond)
+
+// A persisting fault is logged at ERROR when it starts and again at most
+// once a minute of the store's clock (Config.Now), and its end says how
+// long it lasted by that clock. Failed while faultLog read time.Now: the
+// stepped clock's second failure, two minutes on, was not logged.
+func TestFaultLogFollowsConfigClock(t *testing.T) {
+	fs, full := fullDisk(t, "commitlog")
+	var clock atomic.Int64
+	clock.Store(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixMilli())
+	logs := &syncBuffer{}
+	s, err := engine.Open(fs, hooks.Manual(engine.Config{CommitLogFileSize: 4096, ConsumeQueueUnits: 64,
+		Now: clock.Load, Logger: slog.New(slog.NewTextHandler(logs, nil))}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ctx := context.Background()
+	body := bytes.Repeat([]byte("x"), 500)
+	full.Store(true)
+	var refused error
+	for i := 0; i < 40 && refused == nil; i++ {
+		_, refused = s.Put(ctx, &engine.Message{Topic: "t", Body: body})
+	}
+	if !errors.Is(refused, engine.ErrDiskFull) {
+		t.Fatalf("put on a full disk: %v, want ErrDiskFull", refused)
+	}
+	clock.Add(2 * 60_000)
+	if _, err := s.Put(ctx, &engine.Message{Topic: "t", Body: body}); !errors.Is(err, engine.ErrDiskFull) {
+		t.Fatalf("put two minutes later, disk still full: %v, want ErrDiskFull", err)
+	}
+	if n := logs.count("level=ERROR"); n != 2 || logs.count("failingFor=2m0s") != 1 {
+		t.Fatalf("%d ERROR lines, want 2, the second failing for 2m0s by the store clock:\n%s", n, logs.b.String())
+	}
+	full.Store(false)
+	clock.Add(60_000)
+	if _, err := s.Put(ctx, &engine.Message{Topic: "t", Body: body}); err != nil {
+		t.Fatalf("put once space is back: %v", err)
+	}
+	if logs.count("failedFor=3m0s") != 1 {
+		t.Fatalf("the resumption does not say the fault lasted 3m0s by the store clock:\n%s", logs.b.String())
+	}
+}

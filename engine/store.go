@@ -76,6 +76,7 @@ func Open(fs backend.FS, cfg Config, dispatchers ...dispatch.Dispatcher) (*Store
 	}
 	cfg = cfg.withDefaults()
 	s := &Store{fs: fs, cfg: cfg}
+	s.health.diskLog.clock, s.health.dispatchLog.clock, s.cqFlushLog.clock = s.now, s.now, s.now
 	lk, err := fs.Lock(lockFile)
 	if err != nil {
 		return nil, fmt.Errorf("engine: lock store: %w", err)

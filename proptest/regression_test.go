@@ -11,7 +11,6 @@ import (
 
 	"github.com/rocketstore/rocketstore/crashsim"
 	"github.com/rocketstore/rocketstore/engine"
-	"github.com/rocketstore/rocketstore/internal/hooks"
 )
 
 // TestRegressionMkdirParentSync runs the state machine on a strict POSIX
@@ -108,7 +107,7 @@ func TestRegressionFlushAfterFailedSync(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := engine.Open(fs, hooks.Manual(engine.Config{CommitLogFileSize: 4096, ConsumeQueueUnits: 4, Logger: quiet}))
+	s, err := engine.Open(fs, tinyConfig(nil))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -141,7 +140,7 @@ func TestRegressionFlushAfterFailedSync(t *testing.T) {
 // by zeroing (and syncing) a file before truncation removes it.
 func TestRegressionStaleTailFileBlock(t *testing.T) {
 	opts := crashsim.Options{ReuseFreedBlocks: true}
-	cfg := hooks.Manual(engine.Config{CommitLogFileSize: 4096, ConsumeQueueUnits: 4, Logger: quiet})
+	cfg := tinyConfig(nil)
 	put3 := func(s *engine.Store, b byte) {
 		for range 3 { // 1500-byte bodies: the third rolls to file 4096
 			if _, err := s.Put(context.Background(), &engine.Message{Topic: "T", Body: bytes.Repeat([]byte{b}, 1500)}); err != nil {

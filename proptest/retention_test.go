@@ -26,11 +26,7 @@ func retentionCase(t *testing.T, cfgHook func(*hooks.Engine)) (int64, int64, ver
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := hooks.Manual(engine.Config{CommitLogFileSize: 4096, ConsumeQueueUnits: 4, Logger: quiet})
-	if cfgHook != nil {
-		cfgHook(hooks.EngineOf(&cfg))
-	}
-	s, err := engine.Open(fs, cfg)
+	s, err := engine.Open(fs, tinyConfig(cfgHook))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,7 +61,7 @@ func retentionCase(t *testing.T, cfgHook func(*hooks.Engine)) (int64, int64, ver
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := engine.Open(rfs, hooks.Manual(engine.Config{CommitLogFileSize: 4096, ConsumeQueueUnits: 4, Logger: quiet}))
+	r, err := engine.Open(rfs, tinyConfig(nil))
 	if err != nil {
 		t.Fatalf("recovery: %v", err)
 	}

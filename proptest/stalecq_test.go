@@ -77,7 +77,8 @@ func staleQueuePage(t *testing.T, loseB bool, hook func(*hooks.Engine)) []string
 		t.Fatal(err)
 	}
 	clock := int64(1_700_000_000_000)
-	cfg := hooks.Manual(engine.Config{CommitLogFileSize: 4096, ConsumeQueueUnits: 4, Logger: quiet, Now: func() int64 { clock += 10; return clock }})
+	cfg := tinyConfig(nil)
+	cfg.Now = func() int64 { clock += 10; return clock }
 	s, err := engine.Open(fs, cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -124,11 +125,7 @@ func staleQueuePage(t *testing.T, loseB bool, hook func(*hooks.Engine)) []string
 		if err != nil {
 			t.Fatal(err)
 		}
-		rcfg := hooks.Manual(engine.Config{CommitLogFileSize: 4096, ConsumeQueueUnits: 4, Logger: quiet})
-		if hook != nil {
-			hook(hooks.EngineOf(&rcfg))
-		}
-		r, err := engine.Open(rfs, rcfg)
+		r, err := engine.Open(rfs, tinyConfig(hook))
 		if err != nil {
 			t.Fatalf("block %d: recovery: %v", k, err)
 		}

@@ -7,8 +7,6 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-
-	"github.com/rocketstore/rocketstore/cluster"
 )
 
 // newAdminClusterCmd is `rocketstore admin cluster`: membership of a
@@ -27,6 +25,8 @@ only needed when its peers list names none of the group's nodes.`,
 	}
 	cmd.PersistentFlags().StringVar(&raftAddr, "raft", "", "Raft address of a member of the group (required)")
 	_ = cmd.MarkPersistentFlagRequired("raft")
+	var tf peerTLSFlags
+	tf.add(cmd.PersistentFlags())
 	ctx := func() (context.Context, context.CancelFunc) {
 		// A membership change commits a Raft configuration entry.
 		return context.WithTimeout(context.Background(), max(g.timeout, 30*time.Second))
@@ -40,8 +40,12 @@ only needed when its peers list names none of the group's nodes.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			c, cancel := ctx()
 			defer cancel()
-			if err := cluster.AddNode(c, raftAddr, id, addr); err != nil {
-				return failed(err)
+			d, err := tf.dialer()
+			if err != nil {
+				return err
+			}
+			if err := d.AddNode(c, raftAddr, id, addr); err != nil {
+				return failed(tf.hint(err))
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "added %s@%s\n", id, addr)
 			return nil
@@ -60,8 +64,12 @@ only needed when its peers list names none of the group's nodes.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			c, cancel := ctx()
 			defer cancel()
-			if err := cluster.RemoveNode(c, raftAddr, rid); err != nil {
-				return failed(err)
+			d, err := tf.dialer()
+			if err != nil {
+				return err
+			}
+			if err := d.RemoveNode(c, raftAddr, rid); err != nil {
+				return failed(tf.hint(err))
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "removed %s\n", rid)
 			return nil
@@ -77,9 +85,13 @@ only needed when its peers list names none of the group's nodes.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			c, cancel := ctx()
 			defer cancel()
-			gi, err := cluster.QueryGroup(c, raftAddr)
+			d, err := tf.dialer()
 			if err != nil {
-				return failed(err)
+				return err
+			}
+			gi, err := d.QueryGroup(c, raftAddr)
+			if err != nil {
+				return failed(tf.hint(err))
 			}
 			return g.output(cmd.OutOrStdout(), gi, func(tw *tabwriter.Writer) {
 				fmt.Fprintf(tw, "group %s (brokerName %s, CommitLog file size %d); asked %s, applied to %d; leader %s\n",

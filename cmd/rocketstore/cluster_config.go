@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 
+	"github.com/spf13/pflag"
 	"go.yaml.in/yaml/v3"
 
 	"github.com/rocketstore/rocketstore/cluster"
@@ -21,6 +23,10 @@ import (
 //	  bind: 127.0.0.1:7001                  # Raft's listener
 //	  peers: [n1@127.0.0.1:7001, n2@127.0.0.1:7002, n3@127.0.0.1:7003]
 //	  join: false                           # true: an empty node added to a running group
+//	  tls:                                  # mutual TLS on the Raft port (off: see transport)
+//	    certFile: /etc/rocketstore/n1.pem   # this node's certificate chain (PEM)
+//	    keyFile: /etc/rocketstore/n1.key
+//	    caFile: /etc/rocketstore/group-ca.pem # the CA that signs every member's certificate
 type raftFileConfig struct {
 	NodeID string   `yaml:"nodeId"`
 	Bind   string   `yaml:"bind"`
@@ -38,6 +44,31 @@ type raftFileConfig struct {
 	// (4096): a replica further behind is caught up from the leader's
 	// CommitLog (InstallSnapshot) instead of the log.
 	TrailingLogs uint64 `yaml:"trailingLogs"`
+	// TLS turns on mutual TLS on the Raft port (cluster.LoadPeerTLS).
+	TLS *raftTLSConfig `yaml:"tls"`
+}
+
+// raftTLSConfig is raft.tls: PEM files.
+type raftTLSConfig struct {
+	CertFile string `yaml:"certFile"`
+	KeyFile  string `yaml:"keyFile"`
+	CAFile   string `yaml:"caFile"`
+}
+
+// transport opens the node's Raft port: mutual TLS when raft.tls is set
+// (bad or missing files are errors now, not at the first peer), else
+// plain TCP with a warning that the port must be on a trusted network.
+func (rc *raftFileConfig) transport(advertise string, log *slog.Logger) (*cluster.TCPTransport, error) {
+	if rc.TLS == nil {
+		log.Warn("the Raft port is not authenticated (no raft.tls): anyone who can reach it can write to the group or join it; "+
+			"keep it on a network only the group's members reach", "raft", rc.Bind)
+		return cluster.NewTCPTransport(rc.Bind, advertise, log)
+	}
+	cfg, err := cluster.LoadPeerTLS(rc.TLS.CertFile, rc.TLS.KeyFile, rc.TLS.CAFile)
+	if err != nil {
+		return nil, err
+	}
+	return cluster.NewTLSTransport(rc.Bind, advertise, cfg, log)
 }
 
 // loadServeConfig reads serve's config file: the raft: section here, the
@@ -124,4 +155,36 @@ func (rc *raftFileConfig) clusterConfig() (cfg cluster.Config, advertise string,
 	cfg.HeartbeatTimeout = ms(rc.HeartbeatTimeoutMs)
 	cfg.ElectionTimeout = ms(rc.ElectionTimeoutMs)
 	return cfg, advertise, nil
+}
+
+// peerTLSFlags are an operator command's --tls-cert, --tls-key and
+// --tls-ca: a certificate the group's CA signed (a member's will do), for
+// a group whose Raft port has raft.tls.
+type peerTLSFlags struct{ cert, key, ca string }
+
+func (f *peerTLSFlags) add(fs *pflag.FlagSet) {
+	fs.StringVar(&f.cert, "tls-cert", "", "certificate (PEM) signed by the group's CA, for a Raft port with raft.tls")
+	fs.StringVar(&f.key, "tls-key", "", "key (PEM) of --tls-cert")
+	fs.StringVar(&f.ca, "tls-ca", "", "the group's CA (PEM), raft.tls.caFile")
+}
+
+// dialer is plain TCP without the flags, else mutual TLS.
+func (f *peerTLSFlags) dialer() (cluster.Dialer, error) {
+	if f.cert == "" && f.key == "" && f.ca == "" {
+		return cluster.Dialer{}, nil
+	}
+	cfg, err := cluster.LoadPeerTLS(f.cert, f.key, f.ca)
+	if err != nil {
+		return cluster.Dialer{}, err
+	}
+	return cluster.Dialer{TLS: cfg}, nil
+}
+
+// hint adds to err, for a command run without the flags, that a group
+// with raft.tls needs them: a TLS port just closes a plain connection.
+func (f *peerTLSFlags) hint(err error) error {
+	if err == nil || f.cert != "" || f.key != "" || f.ca != "" {
+		return err
+	}
+	return fmt.Errorf("%w (if the group's Raft ports have raft.tls, pass --tls-cert, --tls-key and --tls-ca)", err)
 }

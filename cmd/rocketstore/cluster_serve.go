@@ -74,7 +74,7 @@ func startClusterNode(nc server.NodeConfig, rc *raftFileConfig, log *slog.Logger
 	if nc.Server.BrokerName == "" {
 		nc.Server.BrokerName = server.DefaultBrokerName
 	}
-	if ccfg.Transport, err = cluster.NewTCPTransport(rc.Bind, advertise, log); err != nil {
+	if ccfg.Transport, err = rc.transport(advertise, log); err != nil {
 		closeAll()
 		return nil, err
 	}

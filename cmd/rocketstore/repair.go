@@ -17,6 +17,7 @@ type repairOptions struct {
 	dir, from string
 	dryRun    bool
 	timeout   time.Duration
+	tls       peerTLSFlags
 }
 
 // newRepairCmd is `rocketstore repair`: a stopped replica's store
@@ -46,6 +47,7 @@ source's record is damaged too), 2 usage or I/O error.`,
 	f.StringVar(&o.from, "from", "", "a healthy replica: its Raft address host:port, or its store directory (required)")
 	f.BoolVar(&o.dryRun, "dry-run", false, "report the records that differ; write nothing")
 	f.DurationVar(&o.timeout, "timeout", time.Hour, "give up after this long")
+	o.tls.add(f)
 	_ = cmd.MarkFlagRequired("dir")
 	_ = cmd.MarkFlagRequired("from")
 	return cmd
@@ -60,7 +62,11 @@ func runRepair(out io.Writer, o repairOptions) error {
 			return failed(fmt.Errorf("repair: source %s: %w", o.from, err))
 		}
 	} else {
-		src = cluster.PeerSource(o.from)
+		d, err := o.tls.dialer()
+		if err != nil {
+			return err
+		}
+		src = d.PeerSource(o.from)
 	}
 	defer src.Close()
 	rep, err := cluster.RepairStore(ctx, o.dir, src, o.dryRun)
@@ -79,7 +85,7 @@ func runRepair(out io.Writer, o repairOptions) error {
 		if errors.Is(err, cluster.ErrNotSameGroup) || errors.Is(err, cluster.ErrNoRepair) {
 			return failed(fmt.Errorf("repair %s: %w", o.dir, err))
 		}
-		return fmt.Errorf("repair %s: %w", o.dir, err)
+		return fmt.Errorf("repair %s: %w", o.dir, o.tls.hint(err))
 	}
 	return nil
 }

@@ -1,0 +1,25 @@
+package cluster
+
+// LockState holds n's state-entry lock, as the leader does from
+// capturing its tables for a state entry until it is enqueued; the
+// returned function releases it.
+func LockState(n *Node) (unlock func()) {
+	n.stateMu.Lock()
+	return n.stateMu.Unlock
+}
+
+// StateEntry is the state entry that n's replicateState would propose
+// now: its tables, from n.
+func StateEntry(n *Node) []byte {
+	st := n.fsm.state()
+	st.From = n.ccfg.NodeID
+	data, err := encodeJSON(kindState, st)
+	if err != nil {
+		panic(err)
+	}
+	return data
+}
+
+// UnorderedDeletes is the broken variant: a deletion is proposed without
+// waiting for a state entry being captured.
+func UnorderedDeletes(nc *NodeConfig) { nc.noDeleteOrder = true }
