@@ -79,6 +79,8 @@ func (t *consumeQueueTable) findOrCreate(s *Store, topic []byte, queueID int32) 
 func (s *Store) newConsumeQueue(topic string, queueID int32) *consumeQueue {
 	cq := newConsumeQueue(s.fs, consumeQueueDir, topic, queueID, s.cfg.ConsumeQueueUnits)
 	cq.noMaxPhysicOffsetCheck = s.cfg.hooks.NoMaxPhysicOffsetCheck
+	cq.q.deferDirSync = true
+	cq.q.noDeferredDirSync = s.cfg.hooks.NoDeferredDirSync
 	cq.noReplayedUnitCheck = s.cfg.hooks.NoReplayedUnitCheck
 	s.staging.attach(cq) // during abnormal recovery's scan only
 	return cq

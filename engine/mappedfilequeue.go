@@ -44,6 +44,29 @@ type mappedFileQueue struct {
 	// writeThrough writes appends with the segments' Pwrite where they
 	// have it (the CommitLog under SYNC_FLUSH; see mappedFile.pw).
 	writeThrough bool
+
+	// deferDirSync leaves the directory sync of a new file to the first
+	// sync of the queue's data (syncDirs) instead of doing it in create
+	// (ConsumeQueues: create runs on the dispatcher's path).
+	deferDirSync bool
+	// noDeferredDirSync is hooks.Engine.NoDeferredDirSync (tests only).
+	noDeferredDirSync bool
+	dirs              pendingDirs
+}
+
+// pendingDirs counts the creations whose directory entries await a sync
+// (deferDirSync). created and createdDir are bumped under the queue's mu
+// before the new file is published; dirSynced and parentsSynced, under
+// dirMu, say up to which creation the directory (and, for a creation that
+// made the directory, its parents) has been synced. Counters rather than a
+// flag: a creation that lands while a sync runs is not covered by it.
+type pendingDirs struct {
+	created    atomic.Int64
+	createdDir atomic.Int64 // the last creation that made the directory
+
+	dirMu         sync.Mutex
+	dirSynced     int64
+	parentsSynced int64
 }
 
 func newMappedFileQueue(fs backend.FS, dir string, fileSize int64) *mappedFileQueue {
@@ -246,6 +269,13 @@ func (q *mappedFileQueue) takeOrCreate(from int64) (*mappedFile, error) {
 // directory's own entry is durable only once its parent is synced: each
 // level up to the root is synced, or a power cut could drop the whole
 // directory with the data synced into it.
+//
+// With deferDirSync these syncs are only recorded as pending and done by
+// syncDirs, which every sync of the queue's data runs first: until then
+// nothing relies on the file surviving a power cut (its units are not
+// flushed, so no checkpoint covers them and recovery rebuilds them from the
+// CommitLog). This keeps up to four directory fsyncs per new ConsumeQueue
+// off the dispatcher's path.
 func (q *mappedFileQueue) create(from int64) (*mappedFile, error) {
 	newDir := len(q.snapshot()) == 0
 	if err := q.fs.MkdirAll(q.dir); err != nil {
@@ -263,6 +293,13 @@ func (q *mappedFileQueue) create(from int64) (*mappedFile, error) {
 	if err != nil {
 		return nil, fmt.Errorf("create %s: %w", p, err)
 	}
+	if q.deferDirSync {
+		n := q.dirs.created.Add(1)
+		if newDir {
+			q.dirs.createdDir.Store(n)
+		}
+		return q.newFile(seg, p, from), nil
+	}
 	if err := q.fs.SyncDir(q.dir); err != nil {
 		seg.Close()
 		return nil, fmt.Errorf("%w: sync dir %s: %w", ErrFlushFailed, q.dir, err)
@@ -274,6 +311,34 @@ func (q *mappedFileQueue) create(from int64) (*mappedFile, error) {
 		}
 	}
 	return q.newFile(seg, p, from), nil
+}
+
+// syncDirs makes the directory entries of the files created so far durable
+// (deferDirSync): the queue's directory, and every level above it if a
+// creation made the directory. Whoever syncs the queue's data, or relies on
+// its files surviving a power cut, calls it first, after it has picked the
+// file (a file it sees was counted before it was published).
+func (q *mappedFileQueue) syncDirs() error {
+	if !q.deferDirSync || q.noDeferredDirSync {
+		return nil
+	}
+	d := &q.dirs
+	n, nd := d.created.Load(), d.createdDir.Load()
+	d.dirMu.Lock()
+	defer d.dirMu.Unlock()
+	if d.dirSynced < n {
+		if err := q.fs.SyncDir(q.dir); err != nil {
+			return fmt.Errorf("%w: sync dir %s: %w", ErrFlushFailed, q.dir, err)
+		}
+		d.dirSynced = n
+	}
+	if d.parentsSynced < nd {
+		if err := syncParents(q.fs, q.dir); err != nil {
+			return err
+		}
+		d.parentsSynced = nd
+	}
+	return nil
 }
 
 // newFile wraps a segment of the queue with the queue's write settings.
@@ -374,6 +439,9 @@ func (q *mappedFileQueue) flush(leastPages int) (unchanged bool, err error) {
 	mf := q.findMappedFileByOffset(where, false)
 	if mf == nil {
 		return true, nil
+	}
+	if err := q.syncDirs(); err != nil {
+		return true, err
 	}
 	ts := mf.storeTimestamp.Load()
 	pos, err := mf.flush(leastPages)
@@ -476,6 +544,10 @@ func (q *mappedFileQueue) deleteFirstFiles(keep func(*mappedFile) bool) (int, er
 	}
 	if n == 0 {
 		return 0, nil
+	}
+	// The files synced below must survive if their removal is lost.
+	if err := q.syncDirs(); err != nil {
+		return 0, err
 	}
 	// First file first, each removal durable before the next (see
 	// removeFile): a power cut leaves a shorter head, never a gap.

@@ -246,6 +246,9 @@ func (s *Store) overwritePlaceholder(cq *consumeQueue, q int64, want Unit) (same
 	if _, err := mf.seg.WriteAt(b, pos); err != nil {
 		return false, fmt.Errorf("consume queue %s/%d: write unit %d: %w", cq.topic, cq.queueID, q, err)
 	}
+	if err := cq.q.syncDirs(); err != nil { // the file must outlive the sync
+		return false, err
+	}
 	if err := mf.seg.Sync(pos, CQUnitSize); err != nil {
 		return false, fmt.Errorf("%w: consume queue %s/%d: sync unit %d: %w", ErrFlushFailed, cq.topic, cq.queueID, q, err)
 	}

@@ -65,6 +65,10 @@ type Engine struct {
 	// NoReplayedUnitCheck skips a replay whose queue index is taken, as
 	// RocketMQ does, without checking that the unit there is its own.
 	NoReplayedUnitCheck bool
+	// NoDeferredDirSync never makes the directory entry of a new
+	// ConsumeQueue file (nor a new queue directory) durable: creation
+	// leaves that sync to the queue's next data sync, which skips it.
+	NoDeferredDirSync bool
 }
 
 // Broker holds the broker's switches; a Broker keeps them in an unexported
