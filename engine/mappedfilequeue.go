@@ -275,9 +275,21 @@ func (q *mappedFileQueue) takeOrCreate(from int64) (*mappedFile, error) {
 // nothing relies on the file surviving a power cut (its units are not
 // flushed, so no checkpoint covers them and recovery rebuilds them from the
 // CommitLog). This keeps up to four directory fsyncs per new ConsumeQueue
-// off the dispatcher's path.
+// off the dispatcher's path. Only the last file's entry is ever pending
+// (see below), so a power cut can lose the queue's tail, never a file in
+// the middle.
 func (q *mappedFileQueue) create(from int64) (*mappedFile, error) {
 	newDir := len(q.snapshot()) == 0
+	if q.deferDirSync && !newDir {
+		// At most one creation pending, the last file's: with two, a
+		// power cut could keep the later one's entry and lose the
+		// earlier's, a gap load refuses. A queue rolls to its next file
+		// rarely (a ConsumeQueue file holds 300,000 units), and the
+		// flush service has usually synced the directory by then.
+		if err := q.syncDirs(); err != nil {
+			return nil, err
+		}
+	}
 	if err := q.fs.MkdirAll(q.dir); err != nil {
 		return nil, fmt.Errorf("mkdir %s: %w", q.dir, err)
 	}

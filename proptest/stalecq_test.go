@@ -14,13 +14,22 @@ import (
 
 // staleChooser loses every pending directory operation and every unsynced
 // page, except that the never-written-back page of the file named stale
-// comes back holding freed block k (crashsim's ReuseFreedBlocks).
+// comes back holding freed block k (crashsim's ReuseFreedBlocks) and the
+// pending creation of that file and of its directories is kept (the
+// dispatcher leaves a new ConsumeQueue file's directory entry to the
+// queue's next flush, so a power cut may keep it or not).
 type staleChooser struct {
 	stale string
 	k     int
 }
 
 func (c staleChooser) Choose(n int, what string) int {
+	if p, ok := strings.CutPrefix(what, "keep "); ok {
+		if _, name, _ := strings.Cut(p, " "); name != "" && strings.HasPrefix(c.stale, name) {
+			return crashsim.Persisted
+		}
+		return 0
+	}
 	if p, ok := strings.CutPrefix(what, "stale block in "); ok && strings.HasPrefix(p, c.stale+"@") {
 		return c.k
 	}
