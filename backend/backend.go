@@ -130,6 +130,15 @@ type Pwriter interface {
 	Pwrite(pieces [][]byte, off int64) (int, error)
 }
 
+// FileReader is implemented by segments that can also read through the
+// file instead of the mapping (mmap: pread), seeing the same bytes as
+// View. Abnormal recovery reads the CommitLog this way: a pread copies
+// from the page cache, while the first touch of each page of a fresh
+// mapping takes a fault (on a virtual machine, microseconds a page).
+type FileReader interface {
+	ReadFile(p []byte, off int64) (int, error)
+}
+
 // Unlocker releases a lock taken with FS.Lock.
 type Unlocker interface {
 	Unlock() error

@@ -67,6 +67,8 @@ type consumeQueue struct {
 	noMaxPhysicOffsetCheck bool
 	// noReplayedUnitCheck is hooks.Engine.NoReplayedUnitCheck.
 	noReplayedUnitCheck bool
+	// stage buffers units during abnormal recovery's scan (recovercq.go).
+	stage *unitStage
 }
 
 func newConsumeQueue(fs backend.FS, root, topic string, queueID int32, units int64) *consumeQueue {
@@ -146,7 +148,7 @@ func (cq *consumeQueue) putMessagePositionInfo(offset int64, size int32, tagsCod
 	}
 	b := Unit{offset, size, tagsCode}.put(cq.buf[:0])
 	pos := mf.wrote.Load()
-	if _, err := mf.appendAt(pos, b); err != nil {
+	if err := cq.appendUnit(mf, pos, b); err != nil {
 		return false, err
 	}
 	cq.maxPhysicOffset.Store(offset + int64(size))
@@ -171,6 +173,9 @@ var errQueueConflict = errors.New("engine: consume queue index holds another rec
 func (cq *consumeQueue) replayedUnitMatches(expect int64, want Unit) error {
 	if cq.noReplayedUnitCheck {
 		return nil
+	}
+	if err := cq.flushStage(); err != nil {
+		return err
 	}
 	mf := cq.q.findMappedFileByOffset(expect, false)
 	if mf == nil || !mf.hold() {

@@ -80,6 +80,7 @@ func (s *Store) newConsumeQueue(topic string, queueID int32) *consumeQueue {
 	cq := newConsumeQueue(s.fs, consumeQueueDir, topic, queueID, s.cfg.ConsumeQueueUnits)
 	cq.noMaxPhysicOffsetCheck = s.cfg.hooks.NoMaxPhysicOffsetCheck
 	cq.noReplayedUnitCheck = s.cfg.hooks.NoReplayedUnitCheck
+	s.staging.attach(cq) // during abnormal recovery's scan only
 	return cq
 }
 

@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"log/slog"
+
 	"github.com/rocketstore/rocketstore/dispatch"
 )
 
@@ -72,24 +74,21 @@ func (s *Store) keepDamagedQueueOffset(req *dispatch.Request) error {
 			"offset", req.CommitLogOffset, "topic", string(req.Topic), "queueId", req.QueueID)
 		return nil
 	}
-	cq, err := s.queues.findOrCreate(s, req.Topic, req.QueueID)
-	if err != nil {
-		return err
-	}
 	if q > cur {
 		// Earlier offsets of the queue belong to damaged records whose
 		// headers did not read; they take the damaged ranges before
 		// this record, if there are enough of them.
+		cq, err := s.queues.findOrCreate(s, req.Topic, req.QueueID)
+		if err != nil {
+			return err
+		}
 		if err := s.fillDamagedUnits(cq, req); err != nil {
 			s.cfg.Logger.Error("damaged commitlog record's queue offset is past its queue's end; not kept",
 				"offset", req.CommitLogOffset, "topic", cq.topic, "queueId", cq.queueID, "queueOffset", q, "queueEnd", cur, "err", err)
 			return nil
 		}
 	}
-	if _, err := cq.putMessagePositionInfo(req.CommitLogOffset, req.MsgSize, 0, q); err != nil {
-		return err
-	}
-	s.cfg.Logger.Error("damaged commitlog record was its queue's last: its queue offset is kept by a unit that consumers skip",
-		"offset", req.CommitLogOffset, "topic", cq.topic, "queueId", cq.queueID, "queueOffset", q)
-	return nil
+	return s.keepQueueOffset(req.Topic, req.QueueID, q, Unit{req.CommitLogOffset, req.MsgSize, 0}, slog.LevelError,
+		"damaged commitlog record was its queue's last: its queue offset is kept by a unit that consumers skip",
+		"offset", req.CommitLogOffset, "queueOffset", q)
 }

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -102,7 +103,15 @@ func (s *Store) recover(lastExitOK, cpValid bool) error {
 			return err
 		}
 	}
+	if !lastExitOK {
+		s.beginUnitStaging()
+	}
 	end, stop, dispatchErr := s.scanCommitLog(files[start:], !lastExitOK)
+	if err := s.endUnitStaging(); err != nil && dispatchErr == nil {
+		// Units the scan dispatched are missing: rebuild as after any
+		// dispatch failure (or fail on the same write error).
+		dispatchErr = err
+	}
 	if errors.Is(stop, record.ErrUnsupportedVersion) {
 		return fmt.Errorf("%w: commitlog offset %d: %w", ErrCorruptStore, end, stop)
 	}
@@ -167,7 +176,7 @@ func (s *Store) scanCommitLog(files []*mappedFile, dispatch bool) (end int64, st
 			pos = resume - mf.fileFromOffset
 		}
 		ahead.close()
-		ahead = s.startParseAhead(mf, pos)
+		ahead = s.startParseAhead(mf, pos, checkCRC)
 		onChain := true // pos was reached from the helper's start by record sizes
 		for {
 			var size int32
@@ -179,7 +188,7 @@ func (s *Store) scanCommitLog(files []*mappedFile, dispatch bool) (end int64, st
 				r, parsed = ahead.take(pos)
 			}
 			if parsed {
-				req, size, err = r.req, r.size, checkParsed(b, r, checkCRC)
+				req, size, err = r.req, r.size, checkParsed(r, checkCRC)
 			} else {
 				req, size, blank, err = s.parser.Parse(b[pos:], mf.fileFromOffset+pos, checkCRC)
 			}
@@ -389,16 +398,27 @@ func (s *Store) keepExpiredQueueOffsets(tails []expiredTail) error {
 		if cq := s.queues.find(t.topic, t.queueID); cq != nil && cq.MaxOffsetInQueue() > 0 {
 			continue
 		}
-		cq, err := s.queues.findOrCreate(s, []byte(t.topic), t.queueID)
-		if err != nil {
+		if err := s.keepQueueOffset([]byte(t.topic), t.queueID, t.index, t.unit, slog.LevelWarn,
+			"rebuilt consume queue keeps the offset of its expired messages", "nextOffset", t.index+1); err != nil {
 			return err
 		}
-		if _, err := cq.putMessagePositionInfo(t.unit.CommitLogOffset, t.unit.Size, t.unit.TagsCode, t.index); err != nil {
-			return err
-		}
-		s.cfg.Logger.Warn("rebuilt consume queue keeps the offset of its expired messages", "topic", t.topic,
-			"queueId", t.queueID, "nextOffset", t.index+1)
 	}
+	return nil
+}
+
+// keepQueueOffset writes unit u, which no consumer reads (it points below
+// the CommitLog minimum, or into a damaged range), at index of the queue,
+// creating the queue if needed, so that the queue's next offset stays past
+// index; then it logs msg at level with the queue and attrs.
+func (s *Store) keepQueueOffset(topic []byte, queueID int32, index int64, u Unit, level slog.Level, msg string, attrs ...any) error {
+	cq, err := s.queues.findOrCreate(s, topic, queueID)
+	if err != nil {
+		return err
+	}
+	if _, err := cq.putMessagePositionInfo(u.CommitLogOffset, u.Size, u.TagsCode, index); err != nil {
+		return err
+	}
+	s.cfg.Logger.Log(context.Background(), level, msg, append([]any{"topic", cq.topic, "queueId", cq.queueID}, attrs...)...)
 	return nil
 }
 

@@ -80,3 +80,98 @@ func TestRecoveryFindsBodyDamageWithCRCAhead(t *testing.T) {
 		t.Fatalf("re-dispatched %d records, want %d (all but the damaged one)", rep.Redispatched, n-1)
 	}
 }
+
+// The helper reads the CommitLog in 256 KiB preads on mmap: records cut by
+// the end of a read, records larger than a read, and a flipped body byte in
+// one of those are handled as the scan alone would: every intact record is
+// re-dispatched at its own queue offset, the damaged one is reported and
+// skipped.
+func TestRecoveryReadAheadLargeRecords(t *testing.T) {
+	dir := t.TempDir()
+	open := func(cfg engine.Config) (*engine.Store, error) {
+		fs, err := mmap.New(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.CommitLogFileSize, cfg.ConsumeQueueUnits = 32<<20, 1<<10
+		return engine.Open(fs, hooks.Manual(cfg))
+	}
+	s, err := open(engine.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sizes := []int{1000, 300 << 10, 77, 2 << 20, 5000, 256 << 10}
+	var puts []engine.PutResult
+	var logEnd int64
+	for i := 0; logEnd < 24<<20; i++ {
+		body := make([]byte, sizes[i%len(sizes)])
+		for j := range body {
+			body[j] = byte(i + j)
+		}
+		res, err := s.Put(context.Background(), &engine.Message{Topic: "big", QueueID: int32(i % 3), Body: body})
+		if err != nil {
+			t.Fatal(err)
+		}
+		puts = append(puts, res)
+		logEnd = res.WroteOffset + int64(res.WroteBytes)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// Flip a byte in the middle of the body of the 2 MiB record nearest
+	// the middle of the log.
+	var damaged engine.PutResult
+	for _, p := range puts[len(puts)/2:] {
+		if p.WroteBytes > 1<<20 {
+			damaged = p
+			break
+		}
+	}
+	f, err := os.OpenFile(filepath.Join(dir, "commitlog", "00000000000000000000"), os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := damaged.WroteOffset + int64(damaged.WroteBytes)/2
+	var one [1]byte
+	if _, err := f.ReadAt(one[:], at); err != nil {
+		t.Fatal(err)
+	}
+	one[0] ^= 0xFF
+	if _, err := f.WriteAt(one[:], at); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	for _, name := range []string{"consumequeue", "checkpoint"} {
+		if err := os.RemoveAll(filepath.Join(dir, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(dir, "abort"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s, err = open(engine.Config{OnUndecidableDamage: engine.DamageSkip})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	rep := s.Recovery()
+	if len(rep.Damaged) != 1 || rep.Damaged[0].Offset != damaged.WroteOffset {
+		t.Fatalf("damaged ranges %+v, want the record at %d", rep.Damaged, damaged.WroteOffset)
+	}
+	if rep.Redispatched != len(puts)-1 || rep.CommitLogEnd != logEnd {
+		t.Fatalf("re-dispatched %d records to %d, want %d to %d", rep.Redispatched, rep.CommitLogEnd, len(puts)-1, logEnd)
+	}
+	for i, p := range puts {
+		if p == damaged {
+			continue
+		}
+		r, err := s.GetMessage("g", "big", int32(i%3), p.QueueOffset, 1, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(r.Messages) != 1 || r.Messages[0].CommitLogOffset != p.WroteOffset {
+			t.Fatalf("queue %d offset %d: %+v, want the record at %d", i%3, p.QueueOffset, r.Messages, p.WroteOffset)
+		}
+		r.Release()
+	}
+}

@@ -60,6 +60,7 @@ type Store struct {
 	cqFlushLog faultLog
 
 	recovery RecoveryReport
+	staging  *unitStaging // abnormal recovery's batched queue writes (recovercq.go)
 	// repairs marks the damaged ranges rewritten since (repairdamage.go).
 	repairs damageRepairs
 	// extraDispatchers are the dispatchers given to Open.

@@ -40,6 +40,7 @@ var (
 
 	_ backend.WritePrefaulter = (*segment)(nil)
 	_ backend.ReadPrefaulter  = (*segment)(nil)
+	_ backend.FileReader      = (*segment)(nil)
 )
 
 // Adviser is implemented by the segments of this package. Callers holding a
@@ -298,4 +299,21 @@ func (s *segment) Close() error {
 
 func (s *segment) errClosed(op string) error {
 	return fmt.Errorf("mmap: %s %s: %w", op, s.path, backend.ErrClosed)
+}
+
+// ReadFile reads len(p) bytes at off through the file (pread), not the
+// mapping: see backend.FileReader.
+func (s *segment) ReadFile(p []byte, off int64) (int, error) {
+	if s.closed.Load() {
+		return 0, s.errClosed("read")
+	}
+	if !s.inRange(off, int64(len(p))) {
+		return 0, fmt.Errorf("mmap: read %s at %d, %d bytes (size %d): %w",
+			s.path, off, len(p), s.size, backend.ErrRange)
+	}
+	n, err := s.f.ReadAt(p, off)
+	if err != nil {
+		return n, fmt.Errorf("mmap: pread %s at %d: %w", s.path, off, err)
+	}
+	return n, nil
 }
