@@ -101,15 +101,33 @@ type WritePrefaulter interface {
 	PrefaultWrite(off, n int64) error
 }
 
-// FileWriter is implemented by segments that can also write through the
-// file instead of the mapping (mmap: pwrite). The bytes are in View as
-// soon as it returns (mapping and file share one page cache), and they
-// are made durable by Sync like any other. Abnormal recovery writes its
-// batches of ConsumeQueue units this way: the first write to a fresh page
-// through a mapping costs a page fault, and on a virtual machine 10-60 µs
-// even after MADV_POPULATE_WRITE; pwrite touches no user mapping.
-type FileWriter interface {
-	WriteFile(p []byte, off int64) (int, error)
+// ReadPrefaulter is implemented by segments that can load a range of their
+// pages and map them read-only ahead of use (mmap: MADV_POPULATE_READ on
+// the range). The engine uses it instead of WritePrefaulter for a file it
+// writes with Pwrite: reads through the mapping then take no fault, and
+// the pages, never mapped writable, cost a sync no write-protection. It is
+// an optimisation only.
+type ReadPrefaulter interface {
+	PrefaultRead(off, n int64) error
+}
+
+// Pwriter is implemented by segments that can also be written with
+// pwrite(2) through the file, rather than by a copy into their mapping
+// (mmap: pwritev(2)). What is written is visible to View at once (Linux's
+// page cache is shared by a file's writes and its MAP_SHARED mappings) and
+// is made durable by Sync, exactly as WriteAt's copy; it is lost on a power
+// cut before that Sync, exactly as WriteAt's copy. The difference is the
+// cost of a sync that follows every write (SYNC_FLUSH): a page written
+// through a mapping is writable in the page tables, so writeback must
+// write-protect it again (a TLB shootdown across CPUs) and the next write
+// to it faults; a page written with pwrite is never mapped writable. The
+// engine uses it for the CommitLog under SYNC_FLUSH; it is an optimisation,
+// and segments without it are written with WriteAt.
+type Pwriter interface {
+	// Pwrite writes the pieces one after another from off, like WriteAt
+	// of their concatenation, and returns the bytes written. Writing past
+	// Size fails with ErrRange and writes nothing.
+	Pwrite(pieces [][]byte, off int64) (int, error)
 }
 
 // FileReader is implemented by segments that can also read through the

@@ -59,7 +59,10 @@ type ServerLoad struct {
 
 // ServerResult is the outcome of a server-load run on one system.
 type ServerResult struct {
-	System    string   `json:"system"` // rocketstore or nats
+	System string `json:"system"` // rocketstore or nats
+	// Shape says how the target spreads a stream (rocketstore: its
+	// queues and pull batch; nats: one subject a stream).
+	Shape     string   `json:"shape,omitempty"`
 	Body      int      `json:"body"`
 	Conns     int      `json:"conns"`
 	Window    int      `json:"window"`
@@ -74,7 +77,13 @@ type ServerResult struct {
 	Consume   *Latency `json:"consume_latency,omitempty"`
 	// CPUPerMsg is the server process's CPU µs per acknowledged message.
 	CPUPerMsg float64 `json:"server_cpu_us_per_msg"`
-	Err       string  `json:"error,omitempty"`
+	// ClientCPUPerMsg is the driver process's CPU µs per acknowledged
+	// message: the producers' and consumers' client code (RemotingTarget's
+	// raw remoting, nats.go, or the official RocketMQ client in e2e) with
+	// the driver's own bookkeeping. Meaningful only when the server runs
+	// in another process.
+	ClientCPUPerMsg float64 `json:"client_cpu_us_per_msg"`
+	Err             string  `json:"error,omitempty"`
 }
 
 // RunServerLoad drives t with l and returns what it measured. Every
@@ -93,18 +102,21 @@ func runServerLoad(t LoadTarget, l ServerLoad, r *ServerResult) error {
 	if l.Body < 16 {
 		return fmt.Errorf("bench: server load body %d bytes, need at least 16", l.Body)
 	}
-	var (
-		consumed atomic.Int64
-		cmu      sync.Mutex
-		chist    = NewHistogram()
-	)
+	// One histogram per consumer stream: a single one behind a mutex
+	// shared by every stream turned into a lock convoy on a loaded
+	// machine (each contended Lock a goroutine hand-off), which throttled
+	// the consumers and showed as seconds of send→consume latency.
+	var consumed atomic.Int64
+	chists := make([]*streamHistogram, l.Conns)
 	if l.Consumers {
 		for i := range l.Conns {
+			h := &streamHistogram{h: NewHistogram()}
+			chists[i] = h
 			stop, err := t.Consume(i, func(body []byte) {
 				d := Since(body)
-				cmu.Lock()
-				chist.Record(d)
-				cmu.Unlock()
+				h.mu.Lock()
+				h.h.Record(d)
+				h.mu.Unlock()
 				consumed.Add(1)
 			})
 			if err != nil {
@@ -131,6 +143,10 @@ func runServerLoad(t LoadTarget, l ServerLoad, r *ServerResult) error {
 		wg            sync.WaitGroup
 	)
 	cpu0, err := t.ServerCPU()
+	if err != nil {
+		return err
+	}
+	own0, err := ProcessCPU(os.Getpid())
 	if err != nil {
 		return err
 	}
@@ -192,6 +208,10 @@ func runServerLoad(t LoadTarget, l ServerLoad, r *ServerResult) error {
 	if err != nil {
 		return err
 	}
+	own1, err := ProcessCPU(os.Getpid())
+	if err != nil {
+		return err
+	}
 	r.Acked, r.Failed = acked.Load(), failed.Load()
 	r.Seconds = time.Duration(lastAck.Load()).Seconds()
 	if r.Seconds > 0 {
@@ -199,6 +219,7 @@ func runServerLoad(t LoadTarget, l ServerLoad, r *ServerResult) error {
 	}
 	if r.Acked > 0 {
 		r.CPUPerMsg = float64((cpu1 - cpu0).Microseconds()) / float64(r.Acked)
+		r.ClientCPUPerMsg = float64((own1 - own0).Microseconds()) / float64(r.Acked)
 	}
 	r.Ack = ahist.Latency()
 	if l.Consumers {
@@ -207,9 +228,13 @@ func runServerLoad(t LoadTarget, l ServerLoad, r *ServerResult) error {
 			time.Sleep(10 * time.Millisecond)
 		}
 		r.Consumed = consumed.Load()
-		cmu.Lock()
-		r.Consume = chist.Latency()
-		cmu.Unlock()
+		all := NewHistogram()
+		for _, h := range chists {
+			h.mu.Lock()
+			all.h.Merge(h.h.h)
+			h.mu.Unlock()
+		}
+		r.Consume = all.Latency()
 		if r.Consumed < r.Acked {
 			return fmt.Errorf("%d of %d acknowledged messages consumed within 30 s", r.Consumed, r.Acked)
 		}
@@ -218,6 +243,12 @@ func runServerLoad(t LoadTarget, l ServerLoad, r *ServerResult) error {
 		return e
 	}
 	return nil
+}
+
+// streamHistogram is one consumer stream's send→consume histogram.
+type streamHistogram struct {
+	mu sync.Mutex
+	h  *Histogram
 }
 
 // ProcessCPU returns the CPU time (user + system) process pid has used,

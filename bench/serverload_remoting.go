@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/rocketstore/rocketstore/engine/record"
+	"github.com/rocketstore/rocketstore/internal/defaults"
 	"github.com/rocketstore/rocketstore/remoting"
 )
 
@@ -21,11 +22,16 @@ import (
 //
 // Producer i spreads its sends round-robin over its QueuesPerStream queues
 // of Topic (i×Q … i×Q+Q−1, which Prepare creates), as RocketMQ producers
-// rotate over a topic's queues, and consumer i keeps one pull in flight on
-// each of them, as RocketMQ's push consumer does. One queue per stream
-// would cap a stream's consumer at 32 messages (the broker's
-// maxTransferCountOnMessageInMemory) per round trip, which is not how a
-// RocketMQ application consumes a busy topic.
+// rotate over a topic's queues, and consumer i keeps one pull of PullBatch
+// messages (the push consumer's pullBatchSize; 32, the broker's default
+// maxTransferCountOnMessageInMemory) in flight on each of them, as
+// RocketMQ's push consumer does. A stream's consumer therefore drains at
+// most Q × PullBatch messages per pull round trip: with too few queues for the
+// producers' rate the backlog grows for the whole run and send→consume
+// measures the backlog, not delivery (4 queues a stream did at 4 × 256 in
+// flight; see BENCHMARKS.md). A RocketMQ application consuming a busy
+// topic gives it more queues and a larger pull batch (with the broker's
+// transfer limits raised to match): QueuesPerStream and PullBatch.
 type RemotingTarget struct {
 	Addr  string // the broker's address
 	PID   int    // the server process, for ServerCPU
@@ -34,21 +40,40 @@ type RemotingTarget struct {
 	// QueuesPerStream is how many queues each producer stream writes and
 	// its consumer reads (DefaultQueuesPerStream when 0).
 	QueuesPerStream int
+	// PullBatch is each pull's maxMsgNums (the push consumer's
+	// pullBatchSize; DefaultPullBatch when 0). The broker caps a result at
+	// its maxTransferCountOnMessageInMemory and
+	// maxTransferBytesOnMessageInMemory, so a batch above 32 needs those
+	// raised to match (bench --server does).
+	PullBatch int
 }
 
-// DefaultQueuesPerStream is RocketMQ's defaultTopicQueueNums: the queues
-// one producer stream rotates over.
-const DefaultQueuesPerStream = 4
+// DefaultPullBatch is the push consumer's default pullBatchSize, equal to
+// the broker's default maxTransferCountOnMessageInMemory.
+const DefaultPullBatch = 32
+
+// DefaultQueuesPerStream is the queues one producer stream rotates over
+// and its consumer pulls from: 8, the queue count of a topic created
+// with mqadmin updateTopic (and the broker's defaultTopicQueueNums).
+const DefaultQueuesPerStream = 8
 
 func (t *RemotingTarget) queues() int {
-	if t.QueuesPerStream <= 0 {
-		return DefaultQueuesPerStream
-	}
-	return t.QueuesPerStream
+	q := t.QueuesPerStream
+	defaults.Set(&q, DefaultQueuesPerStream)
+	return q
+}
+
+func (t *RemotingTarget) pullBatch() int {
+	b := t.PullBatch
+	defaults.Set(&b, DefaultPullBatch)
+	return b
 }
 
 // Prepare creates the topic with the queues of streams producer streams.
 func (t *RemotingTarget) Prepare(ctx context.Context, streams int) error {
+	if t.QueuesPerStream < 0 || t.PullBatch < 0 {
+		return fmt.Errorf("bench: %d queues per stream, pull batch %d", t.QueuesPerStream, t.PullBatch)
+	}
 	queues := streams * t.queues()
 	cl, err := remoting.Dial(ctx, t.Addr, remoting.ClientOptions{})
 	if err != nil {
@@ -205,7 +230,9 @@ func (p *remotingProducer) Close() error {
 }
 
 // Consume long-polls stream i's queues from offset 0 on its own
-// connection, one pull in flight per queue.
+// connection, one pull in flight per queue, and hands the pulled messages
+// to fn from one goroutine (as a push consumer's pull threads feed its
+// consume threads), so fn is never called concurrently for one stream.
 func (t *RemotingTarget) Consume(i int, fn func(body []byte)) (func(), error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cl, err := remoting.Dial(ctx, t.Addr, remoting.ClientOptions{})
@@ -213,18 +240,28 @@ func (t *RemotingTarget) Consume(i int, fn func(body []byte)) (func(), error) {
 		cancel()
 		return nil, err
 	}
-	var wg sync.WaitGroup
+	bodies := make(chan []byte, t.queues())
+	var wg, deliver sync.WaitGroup
+	deliver.Add(1)
+	go func() {
+		defer deliver.Done()
+		for b := range bodies {
+			forEachBody(b, fn)
+		}
+	}()
 	for q := range t.queues() {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			t.pullLoop(ctx, cl, i*t.queues()+q, fn)
+			t.pullLoop(ctx, cl, i*t.queues()+q, bodies)
 		}()
 	}
 	return func() {
 		cancel()
 		_ = cl.Close()
 		wg.Wait()
+		close(bodies)
+		deliver.Wait()
 	}, nil
 }
 
@@ -235,13 +272,15 @@ const (
 	codePullOffsetMoved    = 21
 )
 
-func (t *RemotingTarget) pullLoop(ctx context.Context, cl *remoting.Client, queue int, fn func([]byte)) {
+// pullLoop pulls queue until ctx ends, sending each response's records to
+// out.
+func (t *RemotingTarget) pullLoop(ctx context.Context, cl *remoting.Client, queue int, out chan<- []byte) {
 	var offset int64
 	req := remoting.NewRequest(remoting.CodePullMessage, nil)
 	req.SetExt("consumerGroup", t.Group)
 	req.SetExt("topic", t.Topic)
 	req.SetExtInt("queueId", int64(queue))
-	req.SetExtInt("maxMsgNums", 32)
+	req.SetExtInt("maxMsgNums", int64(t.pullBatch()))
 	req.SetExtInt("sysFlag", 2|4) // FLAG_SUSPEND | FLAG_SUBSCRIPTION
 	req.SetExtInt("commitOffset", 0)
 	req.SetExtInt("suspendTimeoutMillis", 15000)
@@ -265,7 +304,11 @@ func (t *RemotingTarget) pullLoop(ctx context.Context, cl *remoting.Client, queu
 		}
 		switch resp.Code {
 		case remoting.CodeSuccess:
-			forEachBody(resp.Body, fn)
+			select {
+			case out <- resp.Body:
+			case <-ctx.Done():
+				return
+			}
 		case codePullNotFound, codePullRetryImmediate, codePullOffsetMoved:
 		default:
 			time.Sleep(10 * time.Millisecond)

@@ -172,6 +172,32 @@ func (s countingSegment) PrefaultWrite(off, n int64) error {
 	return nil
 }
 
+// Pwrite passes the backend's pwrite through: the engine writes the
+// CommitLog with it under SYNC_FLUSH, which is what this wrapper measures.
+func (s countingSegment) Pwrite(pieces [][]byte, off int64) (int, error) {
+	if p, ok := s.Segment.(backend.Pwriter); ok {
+		return p.Pwrite(pieces, off)
+	}
+	n := 0
+	for _, p := range pieces {
+		w, err := s.Segment.WriteAt(p, off+int64(n))
+		n += w
+		if err != nil {
+			return n, err
+		}
+	}
+	return n, nil
+}
+
+// PrefaultRead passes the ranged read prefault through (the engine's
+// write-ahead window for a CommitLog written with Pwrite).
+func (s countingSegment) PrefaultRead(off, n int64) error {
+	if p, ok := s.Segment.(backend.ReadPrefaulter); ok {
+		return p.PrefaultRead(off, n)
+	}
+	return nil
+}
+
 // Prefault passes read-prefaulting through.
 func (s countingSegment) Prefault() error {
 	if p, ok := s.Segment.(backend.Prefaulter); ok {

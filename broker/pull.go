@@ -56,13 +56,40 @@ type PullResponse struct {
 // passes, then processed again without suspension. It returns ctx's error
 // if ctx ends while held, and ErrClosed if the broker closes.
 func (b *Broker) Pull(ctx context.Context, req *PullRequest) (*PullResponse, error) {
-	if b.closed.Load() {
-		return nil, ErrClosed
-	}
-	resp, held := b.processPull(req, true)
+	resp, held, err := b.StartPull(req)
 	if held == nil {
-		return resp, nil
+		return resp, err
 	}
+	return held.Wait(ctx)
+}
+
+// StartPull is Pull's first pass, which never blocks: it returns the
+// response, or, when the pull found nothing and may be held, a HeldPull to
+// wait on (and a nil response). A server answers a pull that found
+// messages at once and waits only for the others, off its request path.
+func (b *Broker) StartPull(req *PullRequest) (*PullResponse, *HeldPull, error) {
+	if b.closed.Load() {
+		return nil, nil, ErrClosed
+	}
+	resp, filter := b.processPull(req, true)
+	if filter == nil {
+		return resp, nil, nil
+	}
+	return nil, &HeldPull{b: b, req: req, filter: filter}, nil
+}
+
+// HeldPull is a pull that found nothing and is to be held (StartPull).
+type HeldPull struct {
+	b      *Broker
+	req    *PullRequest
+	filter longpoll.Matcher
+}
+
+// Wait holds the pull until a matching message arrives or its suspend
+// timeout passes, then processes it again without suspension. It returns
+// ctx's error if ctx ends first, and ErrClosed if the broker closes.
+func (h *HeldPull) Wait(ctx context.Context) (*PullResponse, error) {
+	b, req := h.b, h.req
 	if f := b.hooks.BeforeSuspend; f != nil {
 		f()
 	}
@@ -71,14 +98,14 @@ func (b *Broker) Pull(ctx context.Context, req *PullRequest) (*PullResponse, err
 		timeout = b.cfg.ShortPollingTime
 	}
 	maxOffset := func() int64 { return b.store.MaxOffsetInQueue(req.Topic, req.QueueID) }
-	_, err := b.hold.Wait(ctx, req.Topic, req.QueueID, req.QueueOffset, held, timeout, maxOffset)
+	_, err := b.hold.Wait(ctx, req.Topic, req.QueueID, req.QueueOffset, h.filter, timeout, maxOffset)
 	if errors.Is(err, longpoll.ErrClosed) {
 		return nil, ErrClosed
 	}
 	if err != nil {
 		return nil, err
 	}
-	resp, _ = b.processPull(req, false)
+	resp, _ := b.processPull(req, false)
 	return resp, nil
 }
 

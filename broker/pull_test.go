@@ -283,3 +283,56 @@ func TestShortPolling(t *testing.T) {
 		t.Fatalf("short polling woken by arrival after %v", d)
 	}
 }
+
+// TestStartPull: a suspendable pull that finds messages is answered by
+// StartPull without holding; one that finds nothing comes back as a
+// HeldPull (nothing answered, the offset committed once), whose Wait is
+// woken by the next matching put.
+func TestStartPull(t *testing.T) {
+	b := open(t, memfs.New(nil), testConfig())
+	defer b.Close()
+	createTopic(t, b, "T", 1)
+	put(t, b, msg("T", 0, "A", ""))
+	r := suspendReq("A", 30000)
+	resp, held, err := b.StartPull(r)
+	if err != nil || held != nil || resp == nil || resp.Code != broker.Success || resp.MsgCount != 1 {
+		t.Fatalf("found: %+v %v %v", resp, held, err)
+	}
+	r = suspendReq("A", 30000)
+	r.QueueOffset = 1
+	r.SysFlag |= broker.FlagCommitOffset
+	r.CommitOffset = 1
+	resp, held, err = b.StartPull(r)
+	if err != nil || held == nil || resp != nil {
+		t.Fatalf("nothing found: %+v %v %v", resp, held, err)
+	}
+	if got := b.Offsets().Query("g", "T", 0); got != 1 {
+		t.Fatalf("committed %d on the first pass, want 1", got)
+	}
+	done := make(chan *broker.PullResponse, 1)
+	go func() {
+		resp, err := held.Wait(context.Background())
+		if err != nil {
+			t.Error(err)
+		}
+		done <- resp
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := b.WaitHeldPulls(ctx, 1); err != nil {
+		t.Fatalf("pull not held: %v", err)
+	}
+	put(t, b, msg("T", 0, "A", ""))
+	select {
+	case resp := <-done:
+		if resp.Code != broker.Success || resp.MsgCount != 1 || resp.NextBeginOffset != 2 {
+			t.Fatalf("woken: %+v", resp)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("held pull not woken")
+	}
+	b.Close()
+	if _, _, err := b.StartPull(suspendReq("A", 30000)); !errors.Is(err, broker.ErrClosed) {
+		t.Fatalf("after Close: %v", err)
+	}
+}

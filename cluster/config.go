@@ -63,8 +63,9 @@ type Config struct {
 	LeaderLeaseTimeout time.Duration
 	// CommitTimeout is Raft's (10 ms).
 	CommitTimeout time.Duration
-	// MaxAppendEntries bounds the entries sent, and the sends grouped into
-	// one log write, at once (256).
+	// MaxAppendEntries bounds the entries sent in one AppendEntries and
+	// written to the log at once (256). The sends of one round are one
+	// entry (see proposer.go), however many they are.
 	MaxAppendEntries int
 	// SnapshotInterval and SnapshotThreshold decide when a snapshot is
 	// taken and the log compacted (30 s; 4096 entries). TrailingLogs is
@@ -79,8 +80,8 @@ type Config struct {
 	// StateInterval is how often the leader replicates changed consumer
 	// offsets, delay offsets and topics (1 s).
 	StateInterval time.Duration
-	// ApplyTimeout bounds how long a send waits to be enqueued for
-	// replication (10 s).
+	// ApplyTimeout bounds how long a round of sends waits to be enqueued
+	// for replication (10 s).
 	ApplyTimeout time.Duration
 	// ScrubInterval, when positive, turns on the background scrub:
 	// every interval, the committed CommitLog range last checked is

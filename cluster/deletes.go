@@ -197,8 +197,8 @@ func (f *fsm) restoreTables(s *stateEntry) {
 		}
 	}
 	from := s.From
-	s.From = "" // a snapshot's tables are applied even on the node that took it
-	f.applyState(s)
+	s.From = ""             // a snapshot's tables are applied even on the node that took it
+	f.applyState(s, s.Term) // and whatever term they were taken in
 	s.From = from
 }
 

@@ -35,8 +35,8 @@
 // streams the leader's CommitLog files; the receiver re-puts the records
 // it lacks and compares the ones it has byte for byte.
 //
-// Group commit: the leader keeps at most two entries of sends in flight;
-// the sends that arrive meanwhile go into the next entry together (a multi
+// Group commit: the leader keeps one entry of sends in flight; the sends
+// that arrive meanwhile go into the next entry together (a multi
 // entry, proposer.go), each with its own result, so that a round costs
 // one log write per replica whatever the number of sends it carries.
 //

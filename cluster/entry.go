@@ -47,6 +47,15 @@ type putEntry struct {
 type stateEntry struct {
 	// From is the proposing node, which does not apply its own entry.
 	From string `json:"from,omitempty"`
+	// Term is the term in which From became writable, after applying
+	// every earlier entry. Replicas drop the entry when it was committed
+	// in another term: From lost the lead meanwhile and won it back
+	// before it noticed (watchLeadership runs behind Raft), so its
+	// tables may lack a deletion another leader committed in between,
+	// and applying them would bring the deleted topic or group back on
+	// the replicas alone. Zero (entries written before the field) is
+	// applied as before.
+	Term uint64 `json:"term,omitempty"`
 	// ConsumerOffsets maps "topic@group" to queue → offset, as
 	// consumerOffset.json does.
 	ConsumerOffsets map[string]map[int32]int64    `json:"consumerOffsets"`

@@ -11,9 +11,7 @@ func LockState(n *Node) (unlock func()) {
 // StateEntry is the state entry that n's replicateState would propose
 // now: its tables, from n.
 func StateEntry(n *Node) []byte {
-	st := n.fsm.state()
-	st.From = n.ccfg.NodeID
-	data, err := encodeJSON(kindState, st)
+	data, err := n.stateEntry()
 	if err != nil {
 		panic(err)
 	}
@@ -23,3 +21,7 @@ func StateEntry(n *Node) []byte {
 // UnorderedDeletes is the broken variant: a deletion is proposed without
 // waiting for a state entry being captured.
 func UnorderedDeletes(nc *NodeConfig) { nc.noDeleteOrder = true }
+
+// StaleStateTerm is the broken variant: replicas apply a state entry
+// whatever term it was committed in.
+func StaleStateTerm(nc *NodeConfig) { nc.noStateTerm = true }

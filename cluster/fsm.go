@@ -42,6 +42,9 @@ type fsm struct {
 	// snapshotNoSync is the broken variant of the crash tests: a
 	// snapshot does not sync the CommitLog.
 	snapshotNoSync bool
+	// noStateTerm is the broken variant that applies state entries
+	// whatever term they were committed in (stateEntry.Term).
+	noStateTerm bool
 	// joined is set on a node added after the group started, whose
 	// peer list is longer than the group's first one.
 	joined bool
@@ -133,7 +136,7 @@ func (f *fsm) apply(l *raft.Log) any {
 		if err := json.Unmarshal(l.Data[1:], &s); err != nil {
 			return &applyResult{err: fmt.Errorf("%w: state entry %d: %v", ErrBadEntry, l.Index, err)}
 		}
-		f.applyState(&s)
+		f.applyState(&s, l.Term)
 		return &applyResult{}
 	case kindGroup:
 		var g groupEntry
@@ -316,9 +319,13 @@ func sameMessage(ext *record.MessageExt, m *engine.Message, o engine.Origin) err
 
 // applyState takes the leader's consumer offsets, delay offsets and
 // topics.
-func (f *fsm) applyState(s *stateEntry) {
+func (f *fsm) applyState(s *stateEntry, term uint64) {
 	if s.From == f.nodeID {
 		return // the proposer's own tables are the newer
+	}
+	if s.Term != 0 && s.Term != term && !f.noStateTerm {
+		f.log.Info("dropped a state entry captured in an earlier term", "from", s.From, "captured", s.Term, "committed", term)
+		return
 	}
 	offs := f.b.Offsets()
 	for k, queues := range s.ConsumerOffsets {

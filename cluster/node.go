@@ -67,6 +67,9 @@ type NodeConfig struct {
 	// noDeleteOrder is the broken variant of the tests in which a
 	// deletion does not wait for a state entry being captured (deletes.go).
 	noDeleteOrder bool
+	// noStateTerm is the broken variant in which replicas apply a state
+	// entry committed in another term than the one it was captured in.
+	noStateTerm bool
 	// fsys replaces the store directory's file system (crash tests).
 	fsys backend.FS
 	// snapshotNoSync is the broken variant of the crash tests that shows
@@ -104,6 +107,9 @@ type Node struct {
 	lastAssigned int64
 	// props queues the sends that wait for a round (proposer.go).
 	props proposals
+	// leadTerm is the term in which this node last became writable; a
+	// state entry carries it (see stateEntry.Term).
+	leadTerm atomic.Uint64
 	// stateMu orders state entries with deletions (deletes.go).
 	stateMu sync.Mutex
 
@@ -210,7 +216,7 @@ func (n *Node) openBroker() error {
 		return err
 	}
 	n.fsm = &fsm{b: n.b, store: n.b.Store(), log: n.log, nodeID: n.ccfg.NodeID, brokerName: n.cfg.BrokerName,
-		peers: peerList(n.ccfg.Peers), snapshotNoSync: n.cfg.snapshotNoSync, joined: n.ccfg.Join,
+		peers: peerList(n.ccfg.Peers), snapshotNoSync: n.cfg.snapshotNoSync, noStateTerm: n.cfg.noStateTerm, joined: n.ccfg.Join,
 		ident: &identityFile{path: filepath.Join(n.cfg.Dir, "raft", "group.json")}}
 	return nil
 }
@@ -375,6 +381,10 @@ func (n *Node) watchLeadership() {
 }
 
 func (n *Node) lead() {
+	// Read before the barrier: a barrier that succeeds was committed in
+	// this term (a lost leadership fails it), so the node's tables
+	// include every entry committed before the term began.
+	term := n.raft.CurrentTerm()
 	// The barrier applies every entry of earlier terms, so that the
 	// state machine's last timestamp is the log's.
 	if err := n.raft.Barrier(n.ccfg.ApplyTimeout).Error(); err != nil {
@@ -391,6 +401,7 @@ func (n *Node) lead() {
 	if !n.cfg.noTxnRebuild {
 		n.b.InvalidateTransactions() // rebuilt before its first use as leader
 	}
+	n.leadTerm.Store(term)
 	n.writable.Store(true)
 	n.addConfiguredPeers()
 	n.b.Schedule().Wake()
@@ -509,9 +520,7 @@ func (n *Node) replicateState() {
 			continue
 		}
 		n.stateMu.Lock()
-		st := n.fsm.state()
-		st.From = n.ccfg.NodeID
-		data, err := encodeJSON(kindState, st)
+		data, err := n.stateEntry()
 		if err != nil || string(data) == string(last) {
 			n.stateMu.Unlock()
 			continue
@@ -524,6 +533,14 @@ func (n *Node) replicateState() {
 		}
 		last = data
 	}
+}
+
+// stateEntry encodes the node's tables as a state entry, stamped with
+// the term in which it became writable.
+func (n *Node) stateEntry() ([]byte, error) {
+	st := n.fsm.state()
+	st.From, st.Term = n.ccfg.NodeID, n.leadTerm.Load()
+	return encodeJSON(kindState, st)
 }
 
 // Broker returns the node's broker.

@@ -2,9 +2,16 @@ package e2e
 
 import (
 	"context"
+	"io"
+	"net"
+	"net/http"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -13,16 +20,17 @@ import (
 	"github.com/apache/rocketmq-client-go/v2/producer"
 
 	"github.com/rocketstore/rocketstore/bench"
-	"github.com/rocketstore/rocketstore/engine"
 )
 
 // TestClientLoad loads the server with the official Go client through the
 // load driver of `rocketstore bench --server` (bench.RunServerLoad): 4
 // producers with 8 SendAsync each in flight (the shape of 4 clients × 8
 // goroutines calling SendSync), 256 B bodies, and a consumer group of 2
-// push consumers; every acknowledged message must be consumed. It logs
-// msgs/s, ack and send→consume latency and this process's CPU per message
-// (client and server together: the node runs in the test process). The
+// push consumers; every acknowledged message must be consumed. The server
+// is `rocketstore serve` in a child process (built from this checkout), so
+// that /proc splits the CPU: it logs msgs/s, ack and send→consume latency,
+// the client's CPU per message (this process: the official client's
+// producers and consumers and the driver) and the server's (the child). The
 // NATS side of the same shape is
 //
 //	cd bench/nats && go run . -server-load -conns 4 -window 8 -body 256
@@ -41,14 +49,13 @@ func TestClientLoad(t *testing.T) {
 		}
 		dur = time.Duration(s) * time.Second
 	}
-	flush, flushName := engine.AsyncFlush, "async"
+	flushName := "async"
 	if os.Getenv("ROCKETSTORE_LOAD_FLUSH") == "sync" {
-		flush, flushName = engine.SyncFlush, "sync"
+		flushName = "sync"
 	}
-	n := nodeWithFlush(t, t.TempDir(), "127.0.0.1:0", flush)
-	defer stopNode(t, n)
-	tg := &clientTarget{t: t, addr: n.Addr, topic: "TopicLoad", consumers: 2}
-	sendN(t, newProducer(t, n.Addr, producer.WithDefaultTopicQueueNums(8)), tg.topic, -1, 0, "") // create the topic
+	addr, pid, metrics := serveChild(t, flushName)
+	tg := &clientTarget{t: t, addr: addr, topic: "TopicLoad", consumers: 2, serverPID: pid}
+	sendN(t, newProducer(t, addr, producer.WithDefaultTopicQueueNums(8)), tg.topic, -1, 0, "") // create the topic
 	r := bench.RunServerLoad(tg, "rocketstore (official Go client)",
 		bench.ServerLoad{Conns: 4, Window: 8, Body: 256, Duration: dur, Consumers: true, Flush: flushName})
 	ms := func(l *bench.Latency) string {
@@ -59,14 +66,91 @@ func TestClientLoad(t *testing.T) {
 			" / " + strconv.FormatFloat(l.P999/1e3, 'f', 2, 64) + " ms"
 	}
 	t.Logf("official client load, %s flush, 4 × 8 in flight, 256 B: %d acked (%d failed) at %.0f msgs/s, %d consumed\n"+
-		"  ack p50/p99/p99.9 %s; send→consume %s; client+server CPU %.1f µs/msg",
-		flushName, r.Acked, r.Failed, r.MsgsPerS, r.Consumed, ms(r.Ack), ms(r.Consume), r.CPUPerMsg)
+		"  ack p50/p99/p99.9 %s; send→consume %s; CPU µs/msg: server %.1f, client %.1f",
+		flushName, r.Acked, r.Failed, r.MsgsPerS, r.Consumed, ms(r.Ack), ms(r.Consume), r.CPUPerMsg, r.ClientCPUPerMsg)
+	pulls, pulled := pullCounts(t, metrics)
+	t.Logf("server: %.0f pulls answered, %.0f messages pulled (%.1f a pull)", pulls, pulled, pulled/max(1, pulls))
 	if r.Err != "" {
 		t.Fatal(r.Err)
 	}
 	if r.Acked == 0 {
 		t.Fatal("nothing acknowledged")
 	}
+}
+
+// serveChild builds `rocketstore serve` from this checkout (or takes the
+// binary ROCKETSTORE_SERVE_BIN names, e.g. to profile it with perf) and
+// runs it on a fresh directory with the given flush ("async" or "sync")
+// until the test ends; it returns the address, the process id and the
+// address of its Prometheus metrics.
+func serveChild(t *testing.T, flush string) (addr string, pid int, metrics string) {
+	t.Helper()
+	bin := os.Getenv("ROCKETSTORE_SERVE_BIN")
+	if bin == "" {
+		bin = filepath.Join(t.TempDir(), "rocketstore")
+		build := exec.Command("go", "build", "-o", bin, "./cmd/rocketstore")
+		build.Dir = ".." // the library module, with the command's own dependencies
+		if out, err := build.CombinedOutput(); err != nil {
+			t.Fatalf("build: %v\n%s", err, out)
+		}
+	}
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "broker.yaml")
+	if err := os.WriteFile(cfg, []byte("flushDiskType: "+strings.ToUpper(flush)+"_FLUSH\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	addr, metrics = freeAddr(t), freeAddr(t)
+	cmd := exec.Command(bin, "serve", "--dir", filepath.Join(dir, "data"), "--listen", addr, "--config", cfg,
+		"--metrics", metrics, "--log-level", "warn")
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		_ = cmd.Wait()
+	})
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if c, err := net.Dial("tcp", addr); err == nil {
+			c.Close()
+			return addr, cmd.Process.Pid, metrics
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("rocketstore serve did not start listening")
+		}
+	}
+}
+
+// pullCounts reads the pull requests answered and the messages they
+// carried from the server's metrics.
+func pullCounts(t *testing.T, metrics string) (pulls, msgs float64) {
+	t.Helper()
+	resp, err := http.Get("http://" + metrics + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) != 2 {
+			continue
+		}
+		v, err := strconv.ParseFloat(f[1], 64)
+		if err != nil {
+			continue
+		}
+		switch {
+		case strings.HasPrefix(f[0], "rocketstore_pulls_total{"):
+			pulls += v
+		case f[0] == "rocketstore_pulled_messages_total":
+			msgs += v
+		}
+	}
+	return pulls, msgs
 }
 
 // clientTarget is a bench.LoadTarget on the official Go client: producers
@@ -77,9 +161,10 @@ type clientTarget struct {
 	addr      string
 	topic     string
 	consumers int
+	serverPID int
 }
 
-func (c *clientTarget) ServerCPU() (time.Duration, error) { return bench.ProcessCPU(os.Getpid()) }
+func (c *clientTarget) ServerCPU() (time.Duration, error) { return bench.ProcessCPU(c.serverPID) }
 
 func (c *clientTarget) Producer(int) (bench.LoadProducer, error) {
 	p := newProducer(c.t, c.addr, producer.WithDefaultTopicQueueNums(8))

@@ -43,7 +43,9 @@ import (
 // entries and keep 50, so that log compaction, and catching a restarted
 // replica up from the leader's CommitLog, happen in every run.
 //
-// CI runs 3 faults; ROCKETSTORE_JEPSEN_FAULTS=12 (or more) is the soak.
+// The Raft ports run mutual TLS (raft.tls; ROCKETSTORE_JEPSEN_TLS=0 for
+// plain TCP). CI runs 3 faults; ROCKETSTORE_JEPSEN_FAULTS=12 (or more)
+// is the soak: 4 of each fault.
 func TestClusterJepsen(t *testing.T) {
 	faults := 3
 	if v := os.Getenv("ROCKETSTORE_JEPSEN_FAULTS"); v != "" {
@@ -53,6 +55,7 @@ func TestClusterJepsen(t *testing.T) {
 		}
 	}
 	bin := buildRocketstore(t)
+	t.Logf("%d faults, Raft over TLS: %v", faults, jepsenTLS())
 	began := time.Now()
 	g := startJepsenGroup(t, bin)
 	// Producers start once a leader is elected: a client whose first route
@@ -136,6 +139,7 @@ func TestClusterJepsen(t *testing.T) {
 			t.Errorf("verify n%d: %v\n%s", i+1, err, out)
 		}
 	}
+	checkRaftTLSLogs(t, g)
 	slices.Sort(failovers)
 	slices.Sort(routed)
 	if len(failovers) > 0 {
@@ -264,6 +268,9 @@ raft:
   snapshotIntervalMs: 2000
   trailingLogs: 50
 `, port, g.nsList, i+1, binds[i], strings.Join(peers, ", "))
+		if jepsenTLS() {
+			conf += raftTLSSection(t, root, fmt.Sprintf("n%d", i+1))
+		}
 		if err := os.WriteFile(r.cfg, []byte(conf), 0o644); err != nil {
 			t.Fatal(err)
 		}

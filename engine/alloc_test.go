@@ -108,3 +108,45 @@ func TestGetAllocs(t *testing.T) {
 		})
 	}
 }
+
+// TestSyncPutAllocs: a SYNC_FLUSH put on mmap writes its record with
+// pwritev (backend.Pwriter) and syncs it, allocating nothing either.
+// Manual mode syncs in the put itself; the group-commit service's wake-ups
+// are outside this count.
+func TestSyncPutAllocs(t *testing.T) {
+	if testing.Short() || raceEnabled {
+		t.Skip("allocation counts need a quiet process without the race detector")
+	}
+	fs, err := mmap.New(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := engine.Open(fs, hooks.Manual(engine.Config{CommitLogFileSize: 64 << 20, ConsumeQueueUnits: 1 << 16,
+		FlushDiskType: engine.SyncFlush}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	m := &engine.Message{Topic: "alloc", QueueID: 1, Body: make([]byte, 4096),
+		EncodedProperties: []byte("UNIQ_KEY\x010A0B0C0D0E0F\x02TAGS\x01TagA\x02")}
+	ctx := context.Background()
+	for i := 0; i < 100; i++ {
+		if _, err := s.Put(ctx, m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := s.Dispatch(); err != nil {
+		t.Fatal(err)
+	}
+	allocs := testing.AllocsPerRun(200, func() {
+		if _, err := s.Put(ctx, m); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Dispatch(); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if allocs != 0 {
+		t.Fatalf("%.2f allocations per sync put", allocs)
+	}
+}

@@ -55,7 +55,7 @@ func newAllocator(q *mappedFileQueue) *allocator { return &allocator{q: q, from:
 // prefaultAhead asks for [pos, pos+prefaultWindow) of mf to be populated
 // for writing, in the background. It never blocks.
 func (a *allocator) prefaultAhead(mf *mappedFile, pos int64) {
-	if _, ok := mf.seg.(backend.WritePrefaulter); !ok {
+	if !mf.canPrefaultAhead() {
 		return
 	}
 	a.mu.Lock()
@@ -97,7 +97,7 @@ func (a *allocator) prefaultLoop() {
 			a.ahead.done = from + n
 			a.mu.Unlock()
 			// An optimisation only: failure costs speed, not data.
-			_ = mf.seg.(backend.WritePrefaulter).PrefaultWrite(from, n)
+			_ = mf.prefaultAhead(from, n)
 			mf.release()
 		}
 		a.mu.Lock()
@@ -107,6 +107,38 @@ func (a *allocator) prefaultLoop() {
 			return
 		}
 	}
+}
+
+// canPrefaultAhead reports whether mf's segment can populate pages ahead
+// of the writer in the way mf is written (prefaultAhead).
+func (mf *mappedFile) canPrefaultAhead() bool {
+	if mf.pw != nil {
+		_, ok := mf.seg.(backend.ReadPrefaulter)
+		return ok
+	}
+	_, ok := mf.seg.(backend.WritePrefaulter)
+	return ok
+}
+
+// prefaultAhead populates [off, off+n) of mf ahead of the writer. A file
+// written through its mapping gets its pages mapped writable, so that the
+// copies take no fault. A file written with Pwrite gets them mapped
+// read-only instead: a page mapped writable would cost the first sync
+// after a write to it a TLB shootdown, which is what Pwrite avoids, while
+// read-only mappings of (zero) page-cache pages cost nothing at writeback,
+// spare pwrite the page allocation and spare the dispatcher, which reads
+// through the mapping, a fault per page.
+func (mf *mappedFile) prefaultAhead(off, n int64) error {
+	if mf.pw != nil {
+		if p, ok := mf.seg.(backend.ReadPrefaulter); ok {
+			return p.PrefaultRead(off, n)
+		}
+		return nil
+	}
+	if p, ok := mf.seg.(backend.WritePrefaulter); ok {
+		return p.PrefaultWrite(off, n)
+	}
+	return nil
 }
 
 // prepare starts creating the file at from unless it is already under way.
@@ -138,9 +170,7 @@ func (a *allocator) prepare(from int64) {
 		// first are simply faulted by the writer. stop waits for this, so
 		// the segment is never unmapped under it.
 		if err == nil && !superseded {
-			if p, ok := mf.seg.(backend.WritePrefaulter); ok {
-				_ = p.PrefaultWrite(0, prefaultWindow)
-			}
+			_ = mf.prefaultAhead(0, prefaultWindow)
 		}
 	}()
 }

@@ -49,6 +49,12 @@ type mappedFile struct {
 	fileSize       int64
 	// noRedirty is the NoRedirty hook (tests only).
 	noRedirty bool
+	// pw, when set, writes appends with pwrite instead of a copy into the
+	// mapping (the CommitLog under SYNC_FLUSH: see backend.Pwriter). iov
+	// passes a record's pieces to it without an allocation; only the
+	// appender, under the CommitLog's lock, uses it.
+	pw  backend.Pwriter
+	iov [4][]byte
 
 	wrote   atomic.Int64
 	flushed atomic.Int64
@@ -131,6 +137,9 @@ func (mf *mappedFile) shutdown() {
 // The caller holds the queue's append lock and publishes the new position
 // with publish once every record of the put is in place.
 func (mf *mappedFile) appendAt(pos int64, pieces ...[]byte) (int64, error) {
+	if mf.pw != nil {
+		return mf.pwriteAt(pos, pieces)
+	}
 	for _, p := range pieces {
 		if len(p) == 0 {
 			continue
@@ -139,6 +148,22 @@ func (mf *mappedFile) appendAt(pos int64, pieces ...[]byte) (int64, error) {
 			return pos, fmt.Errorf("write %s at %d: %w", mf.name, pos, err)
 		}
 		pos += int64(len(p))
+	}
+	return pos, nil
+}
+
+// pwriteAt is appendAt through the segment's Pwrite: one system call for
+// the pieces of a record (up to len(iov) of them).
+func (mf *mappedFile) pwriteAt(pos int64, pieces [][]byte) (int64, error) {
+	for len(pieces) > 0 {
+		n := copy(mf.iov[:], pieces)
+		w, err := mf.pw.Pwrite(mf.iov[:n], pos)
+		clear(mf.iov[:n]) // keep no reference to the caller's message
+		pos += int64(w)
+		if err != nil {
+			return pos, fmt.Errorf("write %s at %d: %w", mf.name, pos, err)
+		}
+		pieces = pieces[n:]
 	}
 	return pos, nil
 }

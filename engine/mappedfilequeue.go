@@ -41,6 +41,9 @@ type mappedFileQueue struct {
 	noTailZeroing bool
 	// noRedirty is the NoRedirty hook (tests only).
 	noRedirty bool
+	// writeThrough writes appends with the segments' Pwrite where they
+	// have it (the CommitLog under SYNC_FLUSH; see mappedFile.pw).
+	writeThrough bool
 }
 
 func newMappedFileQueue(fs backend.FS, dir string, fileSize int64) *mappedFileQueue {
@@ -102,8 +105,7 @@ func (q *mappedFileQueue) load() error {
 			closeAll()
 			return fmt.Errorf("open %s: %w", p, err)
 		}
-		mf := newMappedFile(seg, p, from)
-		mf.noRedirty = q.noRedirty
+		mf := q.newFile(seg, p, from)
 		mf.setPositions(q.fileSize)
 		files = append(files, mf)
 	}
@@ -271,9 +273,17 @@ func (q *mappedFileQueue) create(from int64) (*mappedFile, error) {
 			return nil, err
 		}
 	}
-	mf := newMappedFile(seg, p, from)
+	return q.newFile(seg, p, from), nil
+}
+
+// newFile wraps a segment of the queue with the queue's write settings.
+func (q *mappedFileQueue) newFile(seg backend.Segment, name string, from int64) *mappedFile {
+	mf := newMappedFile(seg, name, from)
 	mf.noRedirty = q.noRedirty
-	return mf, nil
+	if pw, ok := seg.(backend.Pwriter); ok && q.writeThrough {
+		mf.pw = pw
+	}
+	return mf
 }
 
 // syncParents syncs every directory above dir, deepest first, up to the

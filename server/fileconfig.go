@@ -30,6 +30,8 @@ import (
 //	flushDiskType: ASYNC_FLUSH  # or SYNC_FLUSH
 //	mapedFileSizeCommitLog: 1073741824
 //	maxMessageSize: 4194304
+//	maxTransferCountOnMessageInMemory: 32     # a pull's result from memory: at most 32 messages
+//	maxTransferBytesOnMessageInMemory: 262144 # and 256 KiB (from disk: ...InDisk, 8 and 64 KiB)
 //	messageDelayLevel: "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h"
 //	autoCreateTopicEnable: true
 //	aclEnable: true             # RocketMQ plain ACL; rules in aclFile
@@ -74,6 +76,12 @@ type FileConfig struct {
 	LongPollingEnable           *bool   `yaml:"longPollingEnable"`
 	ShortPollingTimeMills       *int64  `yaml:"shortPollingTimeMills"`
 	MessageIndexEnable          *bool   `yaml:"messageIndexEnable"`
+	// The transfer limits of one pull's result (RocketMQ's names and
+	// defaults: 262144 / 32 from memory, 65536 / 8 from disk).
+	MaxTransferBytesOnMessageInMemory *int `yaml:"maxTransferBytesOnMessageInMemory"`
+	MaxTransferCountOnMessageInMemory *int `yaml:"maxTransferCountOnMessageInMemory"`
+	MaxTransferBytesOnMessageInDisk   *int `yaml:"maxTransferBytesOnMessageInDisk"`
+	MaxTransferCountOnMessageInDisk   *int `yaml:"maxTransferCountOnMessageInDisk"`
 	// RecoverUndecidableDamage is rocketstore's own: what recovery does
 	// with a damaged CommitLog record that intact records follow when it
 	// cannot prove the damage older than the crash: refuse (default),
@@ -193,6 +201,24 @@ func (fc *FileConfig) Apply(nc *NodeConfig) error {
 			return fmt.Errorf("%w: maxMessageSize %d must be positive (RocketMQ's default is 4194304)", ErrConfig, *fc.MaxMessageSize)
 		}
 		sc.MaxMessageSize = *fc.MaxMessageSize
+	}
+	for _, t := range []struct {
+		name string
+		v    *int
+		dst  *int
+	}{
+		{"maxTransferBytesOnMessageInMemory", fc.MaxTransferBytesOnMessageInMemory, &sc.MaxTransferBytesOnMessageInMemory},
+		{"maxTransferCountOnMessageInMemory", fc.MaxTransferCountOnMessageInMemory, &sc.MaxTransferCountOnMessageInMemory},
+		{"maxTransferBytesOnMessageInDisk", fc.MaxTransferBytesOnMessageInDisk, &sc.MaxTransferBytesOnMessageInDisk},
+		{"maxTransferCountOnMessageInDisk", fc.MaxTransferCountOnMessageInDisk, &sc.MaxTransferCountOnMessageInDisk},
+	} {
+		if t.v == nil {
+			continue
+		}
+		if *t.v <= 0 {
+			return fmt.Errorf("%w: %s %d must be positive", ErrConfig, t.name, *t.v)
+		}
+		*t.dst = *t.v
 	}
 	if fc.MessageDelayLevel != nil {
 		levels, err := schedule.ParseLevels(*fc.MessageDelayLevel)

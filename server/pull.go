@@ -39,10 +39,12 @@ func (s *Server) pullHeader(req *remoting.RemotingCommand) (*broker.PullRequest,
 	return pr, nil
 }
 
-// pullMessage answers PULL_MESSAGE (11). A pull that may be held (the
-// SUSPEND flag) runs in its own goroutine and is answered later on the
-// connection with the request's opaque; the handler returns at once so
-// that held pulls never use up the connection's request slots.
+// pullMessage answers PULL_MESSAGE (11). A pull that finds messages (or
+// may not be held) is answered at once, on the request's worker. One that
+// finds nothing and may be held (the SUSPEND flag) waits in its own
+// goroutine and is answered later on the connection with the request's
+// opaque; the handler returns at once so that held pulls never use up the
+// connection's request slots.
 func (s *Server) pullMessage(ctx context.Context, c *remoting.Conn, req *remoting.RemotingCommand) (*remoting.RemotingCommand, error) {
 	pr, err := s.pullHeader(req)
 	if err != nil {
@@ -52,28 +54,34 @@ func (s *Server) pullMessage(ctx context.Context, c *remoting.Conn, req *remotin
 	if pr.SysFlag.Has(broker.FlagSuspend) && !s.beginHeld(c) {
 		// Shutting down, or this connection holds too many: answer now.
 		pr.SysFlag &^= broker.FlagSuspend
-	}
-	if !pr.SysFlag.Has(broker.FlagSuspend) {
-		resp, err := s.b.Pull(ctx, pr)
-		return s.pullResponse(req, pr, resp, err), nil
-	}
-	go func() {
-		defer s.endHeld(c)
-		// Held until an arrival, the timeout, the connection closing or
-		// Shutdown.
-		pctx, cancel := context.WithCancel(c.Context())
-		defer cancel()
-		stop := context.AfterFunc(s.pullCtx, cancel)
-		defer stop()
-		resp, err := s.b.Pull(pctx, pr)
-		if c.Context().Err() != nil {
-			return // nobody to answer
+	} else if pr.SysFlag.Has(broker.FlagSuspend) {
+		resp, held, err := s.b.StartPull(pr)
+		if held == nil {
+			s.endHeld(c)
+			return s.pullResponse(req, pr, resp, err), nil
 		}
-		if err := c.WriteResponse(s.pullResponse(req, pr, resp, err)); err != nil {
-			s.log.Debug("answer held pull", "err", err, "remote", peerString(c))
-		}
-	}()
-	return nil, nil
+		go s.waitHeld(c, req, pr, held)
+		return nil, nil
+	}
+	resp, err := s.b.Pull(ctx, pr)
+	return s.pullResponse(req, pr, resp, err), nil
+}
+
+// waitHeld waits for a held pull (admitted by beginHeld) until an arrival,
+// its timeout, the connection closing or Shutdown, and answers it.
+func (s *Server) waitHeld(c *remoting.Conn, req *remoting.RemotingCommand, pr *broker.PullRequest, held *broker.HeldPull) {
+	defer s.endHeld(c)
+	pctx, cancel := context.WithCancel(c.Context())
+	defer cancel()
+	stop := context.AfterFunc(s.pullCtx, cancel)
+	defer stop()
+	resp, err := held.Wait(pctx)
+	if c.Context().Err() != nil {
+		return // nobody to answer
+	}
+	if err := c.WriteResponse(s.pullResponse(req, pr, resp, err)); err != nil {
+		s.log.Debug("answer held pull", "err", err, "remote", peerString(c))
+	}
 }
 
 // beginHeld admits one more held pull for c, unless the server is shutting

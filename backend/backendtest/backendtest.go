@@ -54,6 +54,7 @@ func Run(t *testing.T, newFS func(t *testing.T) backend.FS) {
 		{"Lock", lockTests},
 		{"View", viewTests},
 		{"WriteAt", writeAtTests},
+		{"Pwrite", pwriteTests},
 		{"Sync", syncTests},
 		{"Close", closeTests},
 		{"Concurrent", concurrentTests},

@@ -7,7 +7,7 @@ import (
 	"github.com/rocketstore/rocketstore/backend"
 )
 
-// WriteFile and ReadFile go through the file, and the mapping sees the
+// Pwrite and ReadFile go through the file, and the mapping sees the
 // same bytes both ways; ranges outside the segment and closed segments
 // are refused.
 func TestFileReadWriteShareTheMapping(t *testing.T) {
@@ -19,8 +19,8 @@ func TestFileReadWriteShareTheMapping(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w, r := seg.(backend.FileWriter), seg.(backend.FileReader)
-	if _, err := w.WriteFile([]byte("through the file"), 5000); err != nil {
+	w, r := seg.(backend.Pwriter), seg.(backend.FileReader)
+	if _, err := w.Pwrite([][]byte{[]byte("through the file")}, 5000); err != nil {
 		t.Fatal(err)
 	}
 	if got := string(seg.View(5000, 16)); got != "through the file" {
@@ -33,8 +33,8 @@ func TestFileReadWriteShareTheMapping(t *testing.T) {
 	if _, err := r.ReadFile(buf, 9000); err != nil || string(buf) != "via the map" {
 		t.Fatalf("ReadFile: %q, %v", buf, err)
 	}
-	if _, err := w.WriteFile(make([]byte, 10), 64<<10-5); !errors.Is(err, backend.ErrRange) {
-		t.Fatalf("WriteFile past the end: %v", err)
+	if _, err := w.Pwrite([][]byte{make([]byte, 10)}, 64<<10-5); !errors.Is(err, backend.ErrRange) {
+		t.Fatalf("Pwrite past the end: %v", err)
 	}
 	if _, err := r.ReadFile(make([]byte, 10), -1); !errors.Is(err, backend.ErrRange) {
 		t.Fatalf("ReadFile before the start: %v", err)
@@ -42,8 +42,8 @@ func TestFileReadWriteShareTheMapping(t *testing.T) {
 	if err := seg.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := w.WriteFile([]byte("x"), 0); !errors.Is(err, backend.ErrClosed) {
-		t.Fatalf("WriteFile after Close: %v", err)
+	if _, err := w.Pwrite([][]byte{[]byte("x")}, 0); !errors.Is(err, backend.ErrClosed) {
+		t.Fatalf("Pwrite after Close: %v", err)
 	}
 	if _, err := r.ReadFile(buf, 0); !errors.Is(err, backend.ErrClosed) {
 		t.Fatalf("ReadFile after Close: %v", err)

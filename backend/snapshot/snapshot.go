@@ -276,5 +276,26 @@ func (s *cowSegment) WriteAt(p []byte, off int64) (int, error) {
 	return copy((*s.copy.Load())[off:], p), nil
 }
 
+// Pwrite is WriteAt of the pieces' concatenation (backend.Pwriter), so
+// that a store opened on a snapshot writes the way it writes elsewhere.
+func (s *cowSegment) Pwrite(pieces [][]byte, off int64) (int, error) {
+	total := int64(0)
+	for _, p := range pieces {
+		total += int64(len(p))
+	}
+	if off < 0 || off > s.Size()-total {
+		return 0, fmt.Errorf("snapshot: write %s at %d: %w", s.Name(), off, backend.ErrRange)
+	}
+	n := 0
+	for _, p := range pieces {
+		w, err := s.WriteAt(p, off+int64(n))
+		n += w
+		if err != nil {
+			return n, err
+		}
+	}
+	return n, nil
+}
+
 func (s *cowSegment) Sync(int64, int64) error { return nil }
 func (s *cowSegment) Close() error            { return s.base.Close() }

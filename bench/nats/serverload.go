@@ -107,6 +107,7 @@ func serverLoadRun(parent string, l bench.ServerLoad, r *bench.ServerResult) err
 	}
 	t := &natsTarget{url: url, pid: cmd.Process.Pid}
 	*r = bench.RunServerLoad(t, "nats", l)
+	r.Shape = "1 subject a stream, pull consumer"
 	return nil
 }
 

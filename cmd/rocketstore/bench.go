@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -71,7 +72,8 @@ the ratio. Temporary stores are removed; a default run takes a few minutes,
 	f.BoolVar(&o.server.on, "server", false, "instead: load `rocketstore serve` and nats-server JetStream over TCP with the same pipelined generator")
 	f.IntVar(&o.server.conns, "server-conns", 4, "--server: producer connections")
 	f.IntVar(&o.server.window, "server-window", 256, "--server: messages in flight per connection")
-	f.IntVar(&o.server.queues, "server-queues", bench.DefaultQueuesPerStream, "--server: rocketstore queues per producer stream (sent to in turn; one pull in flight on each)")
+	f.StringVar(&o.server.queues, "server-queues", strconv.Itoa(bench.DefaultQueuesPerStream), "--server: rocketstore queues per producer stream (sent to in turn; one pull of 32 in flight on each); comma-separated to run several shapes")
+	f.StringVar(&o.server.batches, "server-pull-batch", "128", "--server: rocketstore pull batch (the consumer's pullBatchSize, sent as maxMsgNums; above 32 the broker's maxTransferCountOnMessageInMemory is raised to match); comma-separated to run several shapes (every queues × batch pair)")
 	f.StringVar(&o.server.sizes, "server-sizes", "128,4096", "--server: body sizes in bytes, comma-separated")
 	f.StringVar(&o.server.flush, "server-flush", "async", "--server: async, sync or async,sync")
 	f.DurationVar(&o.server.duration, "server-duration", 5*time.Second, "--server: how long each run sends")

@@ -23,7 +23,8 @@ type serverBenchOptions struct {
 	on        bool
 	conns     int
 	window    int
-	queues    int
+	queues    string
+	batches   string
 	sizes     string
 	flush     string
 	duration  time.Duration
@@ -46,6 +47,14 @@ func runServerBench(ctx context.Context, stdout, stderr io.Writer, o benchOption
 		}
 		sizes = append(sizes, n)
 	}
+	queues, err := positiveList("--server-queues", so.queues)
+	if err != nil {
+		return err
+	}
+	batches, err := positiveList("--server-pull-batch", so.batches)
+	if err != nil {
+		return err
+	}
 	flushes := strings.Split(so.flush, ",")
 	for _, f := range flushes {
 		if f != "async" && f != "sync" {
@@ -66,10 +75,15 @@ func runServerBench(ctx context.Context, stdout, stderr io.Writer, o benchOption
 			for _, size := range sizes {
 				l := bench.ServerLoad{Conns: so.conns, Window: so.window, Body: size, Duration: so.duration,
 					Consumers: so.consumers, Flush: flush}
-				fmt.Fprintf(stderr, "server load: rocketstore %d B %s %d×%d\n", size, flush, so.conns, so.window)
-				r := serverLoadRocketstore(ctx, o.tmp, so.queues, l)
-				results = append(results, r)
-				failed = failed || r.Err != ""
+				for _, q := range queues {
+					for _, b := range batches {
+						fmt.Fprintf(stderr, "server load: rocketstore %d B %s %d×%d, %d queues a stream, pull batch %d\n",
+							size, flush, so.conns, so.window, q, b)
+						r := serverLoadRocketstore(ctx, o.tmp, q, b, l)
+						results = append(results, r)
+						failed = failed || r.Err != ""
+					}
+				}
 				if peerErr == nil {
 					fmt.Fprintf(stderr, "server load: nats %d B %s %d×%d\n", size, flush, so.conns, so.window)
 					r := serverLoadNATS(ctx, stderr, peerDir, o.tmp, l)
@@ -95,9 +109,25 @@ func runServerBench(ctx context.Context, stdout, stderr io.Writer, o benchOption
 	return nil
 }
 
+// positiveList parses a comma-separated list of positive integers.
+func positiveList(flag, v string) ([]int, error) {
+	var out []int
+	for _, s := range strings.Split(v, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil || n < 1 {
+			return nil, fmt.Errorf("%s %q: want comma-separated counts >= 1", flag, v)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
 // serverLoadRocketstore starts `rocketstore serve` on a fresh directory and
-// loads it, each producer stream spread over queues queues.
-func serverLoadRocketstore(ctx context.Context, tmp string, queues int, l bench.ServerLoad) bench.ServerResult {
+// loads it, each producer stream spread over queues queues whose consumer
+// pulls batch messages at a time. A batch above the broker's default
+// transfer limits (32 messages, 256 KiB from memory) raises them to match,
+// as an operator serving such consumers would.
+func serverLoadRocketstore(ctx context.Context, tmp string, queues, batch int, l bench.ServerLoad) bench.ServerResult {
 	fail := func(err error) bench.ServerResult {
 		return bench.ServerResult{System: "rocketstore", Body: l.Body, Conns: l.Conns, Window: l.Window, Flush: l.Flush,
 			Consumers: l.Consumers, Err: err.Error()}
@@ -112,7 +142,12 @@ func serverLoadRocketstore(ctx context.Context, tmp string, queues int, l bench.
 		flush = "SYNC_FLUSH"
 	}
 	cfg := filepath.Join(dir, "broker.yaml")
-	if err := os.WriteFile(cfg, []byte("flushDiskType: "+flush+"\n"), 0o644); err != nil {
+	yaml := "flushDiskType: " + flush + "\n"
+	if batch > bench.DefaultPullBatch {
+		yaml += fmt.Sprintf("maxTransferCountOnMessageInMemory: %d\nmaxTransferBytesOnMessageInMemory: %d\n",
+			batch, max(256<<10, batch*(l.Body+256)))
+	}
+	if err := os.WriteFile(cfg, []byte(yaml), 0o644); err != nil {
 		return fail(err)
 	}
 	addr, err := freeAddr()
@@ -145,13 +180,15 @@ func serverLoadRocketstore(ctx context.Context, tmp string, queues int, l bench.
 		return fail(fmt.Errorf("%w; serve said: %s", err, logs.String()))
 	}
 	t := &bench.RemotingTarget{Addr: addr, PID: cmd.Process.Pid, Topic: "BenchServer", Group: "bench_consumer",
-		QueuesPerStream: queues}
+		QueuesPerStream: queues, PullBatch: batch}
 	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	if err := t.Prepare(pctx, l.Conns); err != nil {
 		return fail(err)
 	}
-	return bench.RunServerLoad(t, "rocketstore", l)
+	r := bench.RunServerLoad(t, "rocketstore", l)
+	r.Shape = fmt.Sprintf("%d queues a stream × pull %d", queues, batch)
+	return r
 }
 
 // serverLoadNATS runs the same load against nats-server with `go run` in
@@ -200,8 +237,8 @@ func waitListening(addr string, within time.Duration) error {
 }
 
 func writeServerTable(w io.Writer, rs []bench.ServerResult) {
-	fmt.Fprintln(w, "| system | body | flush | conns × window | msgs/s | ack p50 / p99 / p99.9 ms | send→consume p50 / p99 / p99.9 ms | server CPU µs/msg | error |")
-	fmt.Fprintln(w, "|---|--:|---|---|--:|---|---|--:|---|")
+	fmt.Fprintln(w, "| system | shape | body | flush | conns × window | msgs/s | ack p50 / p99 / p99.9 ms | send→consume p50 / p99 / p99.9 ms | server CPU µs/msg | client CPU µs/msg | error |")
+	fmt.Fprintln(w, "|---|---|--:|---|---|--:|---|---|--:|--:|---|")
 	ms := func(l *bench.Latency) string {
 		if l == nil || l.Samples == 0 {
 			return "–"
@@ -209,7 +246,7 @@ func writeServerTable(w io.Writer, rs []bench.ServerResult) {
 		return fmt.Sprintf("%.2f / %.2f / %.2f", l.P50/1e3, l.P99/1e3, l.P999/1e3)
 	}
 	for _, r := range rs {
-		fmt.Fprintf(w, "| %s | %d B | %s | %d × %d | %.0f | %s | %s | %.2f | %s |\n", r.System, r.Body, r.Flush,
-			r.Conns, r.Window, r.MsgsPerS, ms(r.Ack), ms(r.Consume), r.CPUPerMsg, r.Err)
+		fmt.Fprintf(w, "| %s | %s | %d B | %s | %d × %d | %.0f | %s | %s | %.2f | %.2f | %s |\n", r.System, r.Shape, r.Body, r.Flush,
+			r.Conns, r.Window, r.MsgsPerS, ms(r.Ack), ms(r.Consume), r.CPUPerMsg, r.ClientCPUPerMsg, r.Err)
 	}
 }
