@@ -147,7 +147,11 @@ func (f *fsm) apply(l *raft.Log) any {
 	case kindDelete:
 		return f.applyDelete(l)
 	}
-	return &applyResult{err: fmt.Errorf("%w: kind %d at index %d", ErrBadEntry, l.Data[0], l.Index)}
+	// A kind this version does not know (a newer leader's, during a
+	// rolling upgrade) may carry messages: skipping it would leave this
+	// replica's CommitLog without them while the others have them.
+	return &applyResult{err: f.fail(fmt.Errorf("%w: unknown kind %d at index %d (written by a newer version?): "+
+		"this replica stops applying rather than skip it", ErrBadEntry, l.Data[0], l.Index))}
 }
 
 // applyPutEntry applies a put or batch entry (data starts with its kind),
