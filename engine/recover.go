@@ -353,6 +353,14 @@ func (s *Store) rebuildConsumeQueues() error {
 	if err := s.keepExpiredQueueOffsets(expired); err != nil {
 		return err
 	}
+	// The old queues' removal may become durable with any directory
+	// sync from here on (a sibling's), so the new queues' directories
+	// must be durable now: with the old queue gone and the new one's
+	// entry lost, a power cut would leave the queue absent while the
+	// checkpoint vouches for its units (creation defers these syncs).
+	if err := s.queues.all(func(cq *consumeQueue) error { return cq.q.syncDirs() }); err != nil {
+		return err
+	}
 	return s.recoverTopicQueueTable()
 }
 
