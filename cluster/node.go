@@ -20,6 +20,7 @@ import (
 	"github.com/hashicorp/raft"
 	wal "github.com/hashicorp/raft-wal"
 	"github.com/hashicorp/raft-wal/metadb"
+	"github.com/hashicorp/raft-wal/segment"
 
 	"github.com/rocketstore/rocketstore/backend"
 	"github.com/rocketstore/rocketstore/backend/mmap"
@@ -96,6 +97,7 @@ type Node struct {
 	raft  *raft.Raft
 	wal   *wal.WAL
 	meta  *metadb.BoltMetaDB
+	walfs *zeroFS // pre-zeroed segment files (walfs.go)
 	snaps *snapStore
 	now   func() int64
 
@@ -251,9 +253,13 @@ func (n *Node) openRaft(raftDir string) error {
 	// The WAL does not close a meta store it opened itself; this one is
 	// closed by closeWAL.
 	n.meta = &metadb.BoltMetaDB{}
-	if n.wal, err = wal.Open(filepath.Join(raftDir, "wal"), wal.WithMetaStore(n.meta),
-		wal.WithSegmentSize(n.ccfg.LogSegmentSize)); err != nil {
-		return errors.Join(fmt.Errorf("cluster: open the raft log: %w", err), n.meta.Close())
+	walDir := filepath.Join(raftDir, "wal")
+	if n.walfs, err = newZeroFS(walDir, uint64(n.ccfg.LogSegmentSize), n.log); err != nil {
+		return errors.Join(err, n.meta.Close())
+	}
+	if n.wal, err = wal.Open(walDir, wal.WithMetaStore(n.meta), wal.WithSegmentSize(n.ccfg.LogSegmentSize),
+		wal.WithSegmentFiler(segment.NewFiler(walDir, n.walfs))); err != nil {
+		return errors.Join(fmt.Errorf("cluster: open the raft log: %w", err), n.meta.Close(), n.walfs.Close())
 	}
 	rc := raft.DefaultConfig()
 	c := n.ccfg
@@ -597,7 +603,7 @@ func (n *Node) Close() error {
 	return n.closeErr
 }
 
-func (n *Node) closeWAL() error { return errors.Join(n.wal.Close(), n.meta.Close()) }
+func (n *Node) closeWAL() error { return errors.Join(n.wal.Close(), n.meta.Close(), n.walfs.Close()) }
 
 // slogWriter passes Raft's log lines to slog.
 type slogWriter struct{ l *slog.Logger }
