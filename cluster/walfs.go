@@ -185,10 +185,9 @@ func (z *zeroFS) run() {
 
 // failed counts and logs an error; new segments are then fallocated.
 func (z *zeroFS) failed(err error) {
-	// Logged before counted: whoever sees the count also sees the line.
-	z.log.Warn("cluster: cannot use a zero-filled Raft log segment; new segments are fallocated",
-		"dir", z.dir, "err", err, "errors", z.errs.Load()+1)
 	z.errs.Add(1)
+	z.log.Warn("cluster: cannot use a zero-filled Raft log segment; new segments are fallocated",
+		"dir", z.dir, "err", err, "errors", z.errs.Load())
 }
 
 var errStopped = errors.New("stopped")
