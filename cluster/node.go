@@ -20,7 +20,6 @@ import (
 	"github.com/hashicorp/raft"
 	wal "github.com/hashicorp/raft-wal"
 	"github.com/hashicorp/raft-wal/metadb"
-	"github.com/hashicorp/raft-wal/segment"
 
 	"github.com/rocketstore/rocketstore/backend"
 	"github.com/rocketstore/rocketstore/backend/mmap"
@@ -97,7 +96,6 @@ type Node struct {
 	raft  *raft.Raft
 	wal   *wal.WAL
 	meta  *metadb.BoltMetaDB
-	walfs *zeroFS // pre-zeroed segment files (walfs.go)
 	snaps *snapStore
 	now   func() int64
 
@@ -253,13 +251,9 @@ func (n *Node) openRaft(raftDir string) error {
 	// The WAL does not close a meta store it opened itself; this one is
 	// closed by closeWAL.
 	n.meta = &metadb.BoltMetaDB{}
-	walDir := filepath.Join(raftDir, "wal")
-	if n.walfs, err = newZeroFS(walDir, uint64(n.ccfg.LogSegmentSize), n.log); err != nil {
-		return errors.Join(err, n.meta.Close())
-	}
-	if n.wal, err = wal.Open(walDir, wal.WithMetaStore(n.meta), wal.WithSegmentSize(n.ccfg.LogSegmentSize),
-		wal.WithSegmentFiler(segment.NewFiler(walDir, n.walfs))); err != nil {
-		return errors.Join(fmt.Errorf("cluster: open the raft log: %w", err), n.meta.Close(), n.walfs.Close())
+	if n.wal, err = wal.Open(filepath.Join(raftDir, "wal"), wal.WithMetaStore(n.meta),
+		wal.WithSegmentSize(n.ccfg.LogSegmentSize)); err != nil {
+		return errors.Join(fmt.Errorf("cluster: open the raft log: %w", err), n.meta.Close())
 	}
 	rc := raft.DefaultConfig()
 	c := n.ccfg
@@ -603,7 +597,7 @@ func (n *Node) Close() error {
 	return n.closeErr
 }
 
-func (n *Node) closeWAL() error { return errors.Join(n.wal.Close(), n.meta.Close(), n.walfs.Close()) }
+func (n *Node) closeWAL() error { return errors.Join(n.wal.Close(), n.meta.Close()) }
 
 // slogWriter passes Raft's log lines to slog.
 type slogWriter struct{ l *slog.Logger }
