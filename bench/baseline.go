@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"hash/crc32"
 	"os"
-	"path/filepath"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -76,47 +75,6 @@ func (e env) memcpyBound(backendName string, recSize, n int, prefaulted bool) (B
 		name = "memcpy → fresh heap buffer"
 	}
 	return boundOf(name, int64(n), int64(n)*int64(recSize), elapsed), nil
-}
-
-// fdatasyncBound writes batch-byte chunks to a preallocated file, each
-// followed by fdatasync, until maxBytes or maxTime: the bound for a
-// sync-flush put whose group commits cover batch bytes each.
-func (e env) fdatasyncBound(batch, recSize int, maxBytes int64, maxTime time.Duration) (Bound, error) {
-	dir, err := e.tempDir("fdatasync")
-	if err != nil {
-		return Bound{}, err
-	}
-	defer os.RemoveAll(dir)
-	size := roundUp(max(maxBytes, int64(batch)), 4096)
-	f, err := os.OpenFile(filepath.Join(dir, "fdatasync"), os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
-	if err != nil {
-		return Bound{}, err
-	}
-	defer f.Close()
-	// Preallocated like a CommitLog file, so that both pay the same
-	// unwritten-extent conversion.
-	if err := unix.Fallocate(int(f.Fd()), 0, 0, size); err != nil {
-		return Bound{}, fmt.Errorf("fallocate: %w", err)
-	}
-	buf := make([]byte, batch)
-	for i := range buf {
-		buf[i] = byte(i)
-	}
-	start := time.Now()
-	deadline := start.Add(maxTime)
-	var off int64
-	for off+int64(batch) <= size && (off == 0 || time.Now().Before(deadline)) { // at least one batch
-		if _, err := f.WriteAt(buf, off); err != nil {
-			return Bound{}, err
-		}
-		if err := unix.Fdatasync(int(f.Fd())); err != nil {
-			return Bound{}, err
-		}
-		off += int64(batch)
-	}
-	elapsed := time.Since(start)
-	b := boundOf(fmt.Sprintf("write+fdatasync, %s batches", byteSize(batch)), off/int64(recSize), off, elapsed)
-	return b, nil
 }
 
 // mappedBound maps files read-only and, best of three passes, up to limit

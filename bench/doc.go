@@ -10,7 +10,9 @@
 //   - async put: memcpy of the same records into a fresh mapped file (mmap)
 //     or a fresh heap buffer (memfs);
 //   - sync-flush put: a pwrite + fdatasync loop with the batch size the
-//     engine's group commit actually achieved (counted by a wrapper FS);
+//     engine's group commit actually achieved (counted by a wrapper FS),
+//     run in slices alternating with the workload's, so that both see the
+//     same disk when other processes share it;
 //   - catch-up read and recovery: sequential read(2) + CRC32 of the same
 //     CommitLog bytes.
 //

@@ -65,19 +65,38 @@ func (e env) put(ctx context.Context, backendName string, body, producers int, f
 		return putRun{}, err
 	}
 	defer bs.remove()
-	// One untimed put per queue creates the CommitLog file and the queues.
+	if err := warmQueues(ctx, bs, body, producers); err != nil {
+		return putRun{}, err
+	}
+	per := (msgs + producers - 1) / producers
+	n, logBytes, elapsed, err := runProducers(ctx, bs, body, producers, per, 128, maxTime)
+	if err != nil {
+		return putRun{}, err
+	}
+	return bs.putRun(backendName, body, producers, flush, n, logBytes, elapsed), nil
+}
+
+// warmQueues puts one untimed message per queue, which creates the
+// CommitLog file and the queues, and resets the sync counter.
+func warmQueues(ctx context.Context, bs *benchStore, body, producers int) error {
 	for p := 0; p < producers; p++ {
 		if _, err := bs.Put(ctx, newMessage(p, body)); err != nil {
-			return putRun{}, err
+			return err
 		}
 	}
 	bs.syncs.reset()
-	per := (msgs + producers - 1) / producers
+	return nil
+}
+
+// runProducers runs producers goroutines, each putting up to per messages
+// to its own queue for at most maxTime, checking the clock every
+// checkEvery puts, and returns the messages and CommitLog bytes stored and
+// the time taken.
+func runProducers(ctx context.Context, bs *benchStore, body, producers, per, checkEvery int,
+	maxTime time.Duration) (totalN, totalLog int64, elapsed time.Duration, firstErr error) {
 	var (
-		wg               sync.WaitGroup
-		mu               sync.Mutex
-		firstErr         error
-		totalN, totalLog int64
+		wg sync.WaitGroup
+		mu sync.Mutex
 	)
 	start := time.Now()
 	deadline := start.Add(maxTime)
@@ -89,11 +108,11 @@ func (e env) put(ctx context.Context, backendName string, body, producers int, f
 			var n, logBytes int64
 			var err error
 			for i := 0; i < per; i++ {
-				// The deadline is checked after each batch of 128, never
-				// before the first: a producer the scheduler starts late
-				// (loaded machine) still measures something instead of
-				// reporting 0 msgs.
-				if i > 0 && i&127 == 0 && time.Now().After(deadline) {
+				// The deadline is checked after each checkEvery puts,
+				// never before the first batch: a producer the scheduler
+				// starts late (loaded machine) still measures something
+				// instead of reporting 0 msgs.
+				if i > 0 && i%checkEvery == 0 && time.Now().After(deadline) {
 					break
 				}
 				var res engine.PutResult
@@ -113,20 +132,23 @@ func (e env) put(ctx context.Context, backendName string, body, producers int, f
 		}(p)
 	}
 	wg.Wait()
-	elapsed := time.Since(start)
-	if firstErr != nil {
-		return putRun{}, firstErr
-	}
+	return totalN, totalLog, time.Since(start), firstErr
+}
+
+// putRun describes n messages (logBytes of CommitLog) stored in elapsed,
+// with the group-commit batch the store's sync counter saw.
+func (bs *benchStore) putRun(backendName string, body, producers int, flush engine.FlushDiskType,
+	n, logBytes int64, elapsed time.Duration) putRun {
 	r := putRun{Result: Result{Group: GroupPut, Backend: backendName, Body: body, Producers: producers,
-		Flush: FlushName(flush), Msgs: totalN, BodyBytes: totalN * int64(body), LogBytes: totalLog,
+		Flush: FlushName(flush), Msgs: n, BodyBytes: n * int64(body), LogBytes: logBytes,
 		Seconds: elapsed.Seconds()}}
 	r.finish()
-	if totalN > 0 {
-		r.recSize = int(totalLog / totalN)
+	if n > 0 {
+		r.recSize = int(logBytes / n)
 	}
-	if n := bs.syncs.syncs.Load(); n > 0 {
-		r.syncBatch = float64(bs.syncs.bytes.Load()) / float64(n)
-		r.syncsPerSec = float64(n) / elapsed.Seconds()
+	if s := bs.syncs.syncs.Load(); s > 0 {
+		r.syncBatch = float64(bs.syncs.bytes.Load()) / float64(s)
+		r.syncsPerSec = float64(s) / elapsed.Seconds()
 	}
-	return r, nil
+	return r
 }

@@ -20,7 +20,8 @@ type Spec struct {
 	PutBytes int64         `json:"put_bytes"`
 	PutMsgs  int           `json:"put_msgs"`
 	PutTime  time.Duration `json:"put_time"`
-	// SyncTime bounds a sync-flush put run (its count is PutMsgs too).
+	// SyncTime bounds a sync-flush put run (its count is PutMsgs too); its
+	// bound runs as long again, in alternating slices.
 	SyncTime time.Duration `json:"sync_time"`
 	// E2EMsgs is the message count of the unthrottled end-to-end run.
 	E2EMsgs int `json:"e2e_msgs"`

@@ -9,15 +9,16 @@ import (
 	"github.com/rocketstore/rocketstore/engine/record"
 )
 
-// parseAhead splits abnormal recovery's work on one CommitLog file over
-// three goroutines in a pipeline: a helper walks the record chain from the
-// scan's start and parses each record into its dispatch request (every
-// check but the body CRC), in batches; a second helper checks the body CRCs
-// of each batch (when recovery checks CRCs); the scan takes the requests in
-// order and dispatches them. On two cores the scheduler spreads the three
-// stages over both, and every record header is decoded once. The parser
-// stops at the first record that fails a check or at a BLANK record, so the
-// scan meets any damage (and a file's end) with its own full check; a CRC
+// parseAhead splits abnormal recovery's work on one CommitLog file over a
+// pipeline of goroutines: a reader preads the file in chunks (where the
+// segment can read through its file); a parser walks the record chain from
+// the scan's start and parses each record into its dispatch request (every
+// check but the body CRC), in batches; a CRC helper checks the body CRCs of
+// each batch (when recovery checks CRCs); the scan takes the requests in
+// order and dispatches them. On two cores the scheduler spreads the stages
+// over both, and every record header is decoded once. The parser stops at
+// the first record that fails a check or at a BLANK record, so the scan
+// meets any damage (and a file's end) with its own full check; a CRC
 // mismatch is handed over with the record and reported by the scan where
 // its own check would have found it, with the same error.
 type parseAhead struct {
@@ -30,17 +31,22 @@ type parseAhead struct {
 	done    bool // the helpers stopped and their batches are used up
 }
 
-// parsedBatch is a run of consecutive records parsed by the helper. Where
-// the segment can read through the file (backend.FileReader), the helper
-// reads each run into buf with one pread and parses it there: touching a
-// mapping's pages for the first time costs a fault each (on a virtual
-// machine, microseconds a page even when the page is cached), a pread
-// copies from the page cache into a buffer whose pages stay mapped. The
-// records' requests and bytes then alias buf, which is reused only after
-// the scan has dispatched every record of the batch.
+// parsedBatch is a run of consecutive records parsed by the helpers. Where
+// the segment can read through the file (backend.FileReader), the reader
+// fills buf with one pread and the parser parses the records that start
+// in it there: touching a mapping's pages for the first time costs a fault
+// each (on a virtual machine, microseconds a page even when the page is
+// cached), a pread copies from the page cache into a buffer whose pages
+// stay mapped. The records' requests and bytes then alias buf (or big),
+// which are reused only after the scan has dispatched every record of the
+// batch.
 type parsedBatch struct {
 	recs []parsedRecord
-	buf  []byte
+	buf  []byte // file bytes from position from (read mode)
+	from int64
+	big  []byte // the record that crosses the end of buf, read whole
+	// readFailed is set by the reader when the read of buf failed.
+	readFailed bool
 }
 
 // parsedRecord is one record parsed by the helper: its file position,
@@ -53,16 +59,20 @@ type parsedRecord struct {
 	crcErr error // the CRC helper's verdict (nil when CRCs are not checked)
 }
 
-// Batch sizes: a batch of 256 records (or one read of parseAheadRead
-// bytes), and 4 queued after each helper, keep the parser a few MiB ahead
-// of the scan, so that the later stages find the bytes still in the cache.
+// Batch sizes: a batch of 256 records (or the records that start in one
+// chunk of parseAheadRead bytes), and 4 queued after each stage, keep the
+// reader a few MiB ahead of the scan, so that the later stages find the
+// bytes still in the cache. Each read takes parseAheadOverlap bytes more
+// than its chunk, so that a record crossing into the next chunk is parsed
+// from it; a larger one is read whole.
 const (
-	parseAheadBatch  = 256
-	parseAheadQueued = 4
-	parseAheadRead   = 256 << 10
-	// maxParseAheadRecord bounds the read the helper grows to for one
-	// record larger than parseAheadRead; a TOTALSIZE above it is left to
-	// the scan's own check.
+	parseAheadBatch   = 256
+	parseAheadQueued  = 4
+	parseAheadRead    = 256 << 10
+	parseAheadOverlap = 64 << 10
+	// maxParseAheadRecord bounds the read the parser makes for one record
+	// crossing the end of a read; a TOTALSIZE above it is left to the
+	// scan's own check.
 	maxParseAheadRecord = 16 << 20
 )
 
@@ -86,7 +96,7 @@ func (s *Store) startParseAhead(mf *mappedFile, pos int64, checkCRC bool) *parse
 	for range cap(a.free) {
 		pb := &parsedBatch{recs: make([]parsedRecord, 0, parseAheadBatch)}
 		if rd != nil {
-			pb.buf = make([]byte, parseAheadRead)
+			pb.buf = make([]byte, 0, parseAheadRead+parseAheadOverlap)
 		}
 		a.free <- pb
 	}
@@ -97,37 +107,155 @@ func (s *Store) startParseAhead(mf *mappedFile, pos int64, checkCRC bool) *parse
 		go a.checkCRCs(parsed)
 	}
 	a.wg.Add(1)
-	go func() {
-		defer a.wg.Done()
-		defer close(parsed)
-		p := pos
-		for {
-			var batch *parsedBatch
-			select {
-			case batch = <-a.free:
-				batch.recs = batch.recs[:0]
-			case <-a.stop:
-				return
-			}
-			var last bool
-			if rd != nil {
-				p, last = s.parseRead(rd, mf, batch, p)
-			} else {
-				p, last = s.parseMapped(mf, batch, p)
-			}
-			if len(batch.recs) > 0 {
-				select {
-				case parsed <- batch:
-				case <-a.stop:
-					return
-				}
-			}
-			if last {
-				return
-			}
-		}
-	}()
+	if rd == nil {
+		go s.parseMapped(a, mf, pos, parsed)
+		return a
+	}
+	read := make(chan *parsedBatch, parseAheadQueued)
+	a.wg.Add(1)
+	go a.readChunks(rd, mf, pos, read)
+	go s.parseRead(a, rd, mf, pos, read, parsed)
 	return a
+}
+
+// parseMapped is the parser on a segment that cannot read through its
+// file: it parses batches of parseAheadBatch records of the mapping from
+// file position p until a record fails a check, a BLANK record, or the
+// end of the file.
+func (s *Store) parseMapped(a *parseAhead, mf *mappedFile, p int64, parsed chan<- *parsedBatch) {
+	defer a.wg.Done()
+	defer close(parsed)
+	b := mf.seg.View(0, mf.fileSize)
+	for {
+		var batch *parsedBatch
+		select {
+		case batch = <-a.free:
+			batch.recs = batch.recs[:0]
+		case <-a.stop:
+			return
+		}
+		last := false
+		for len(batch.recs) < parseAheadBatch {
+			req, size, blank, err := s.parser.Parse(b[p:], mf.fileFromOffset+p, false)
+			if err != nil || blank || size <= 0 {
+				last = true
+				break
+			}
+			batch.recs = append(batch.recs, parsedRecord{pos: p, size: size, rec: b[p : p+int64(size)], req: req})
+			p += int64(size)
+		}
+		if !a.pass(parsed, batch) || last {
+			return
+		}
+	}
+}
+
+// pass hands a parsed batch on (an empty one goes back to free); false
+// when the pipeline is stopping.
+func (a *parseAhead) pass(parsed chan<- *parsedBatch, batch *parsedBatch) bool {
+	if len(batch.recs) == 0 {
+		a.free <- batch // never blocks: free holds every batch
+		return true
+	}
+	select {
+	case parsed <- batch:
+		return true
+	case <-a.stop:
+		return false
+	}
+}
+
+// readChunks is the reader: it preads mf from file position from in
+// chunks of parseAheadRead bytes (plus parseAheadOverlap, up to the end of
+// the file), one per batch, until the end of the file or a failed read.
+func (a *parseAhead) readChunks(rd backend.FileReader, mf *mappedFile, from int64, read chan<- *parsedBatch) {
+	defer a.wg.Done()
+	defer close(read)
+	for from < mf.fileSize {
+		var batch *parsedBatch
+		select {
+		case batch = <-a.free:
+		case <-a.stop:
+			return
+		}
+		batch.from = from
+		batch.buf = batch.buf[:min(int64(parseAheadRead+parseAheadOverlap), mf.fileSize-from)]
+		_, err := rd.ReadFile(batch.buf, from)
+		batch.readFailed = err != nil
+		select {
+		case read <- batch:
+		case <-a.stop:
+			return
+		}
+		if err != nil {
+			return
+		}
+		from += parseAheadRead
+	}
+}
+
+// parseRead is the parser on a segment read through its file: from file
+// position p it parses the records that start in each chunk the reader
+// read, from the chunk's bytes, or, for the record that crosses the end of
+// the read, from a read of that record whole. It stops as parseMapped, or
+// at a failed read; a record cut by the end of a read is never a failure.
+func (s *Store) parseRead(a *parseAhead, rd backend.FileReader, mf *mappedFile, p int64, read <-chan *parsedBatch, parsed chan<- *parsedBatch) {
+	defer a.wg.Done()
+	defer close(parsed)
+	for batch := range read {
+		batch.recs = batch.recs[:0]
+		if batch.readFailed {
+			return
+		}
+		readEnd := batch.from + int64(len(batch.buf))
+		end := batch.from + parseAheadRead // records starting before end are this batch's
+		if readEnd == mf.fileSize {
+			end = readEnd
+		}
+		last := false
+		for p < end {
+			rec := batch.buf[p-batch.from:]
+			req, size, blank, err := s.parser.Parse(rec, mf.fileFromOffset+p, false)
+			if errors.Is(err, record.ErrTruncated) && readEnd < mf.fileSize {
+				// Cut by the end of the read: read it whole (the
+				// last record of the batch: it ends past readEnd).
+				req, size, blank, err = s.parseWhole(rd, mf, batch, p, rec)
+				rec = batch.big
+			}
+			if err != nil || blank || size <= 0 {
+				last = true
+				break
+			}
+			batch.recs = append(batch.recs, parsedRecord{pos: p, size: size, rec: rec[:size], req: req})
+			p += int64(size)
+		}
+		if !a.pass(parsed, batch) || last {
+			return
+		}
+	}
+}
+
+// parseWhole reads the record at file position p, of which view holds
+// the first bytes, into batch.big and parses it there.
+func (s *Store) parseWhole(rd backend.FileReader, mf *mappedFile, batch *parsedBatch, p int64, view []byte) (dispatchRequest, int32, bool, error) {
+	fail := func() (dispatchRequest, int32, bool, error) { return dispatchRequest{}, 0, false, record.ErrTruncated }
+	if len(view) < 4 {
+		return fail()
+	}
+	size := int64(int32(binary.BigEndian.Uint32(view)))
+	if size <= int64(len(view)) || size > maxParseAheadRecord || p+size > mf.fileSize {
+		return fail()
+	}
+	if int64(cap(batch.big)) < size || cap(batch.big) > 4*parseAheadRead {
+		// The batch keeps a buffer of up to 1 MiB for the next such
+		// record; a larger one (rare) is not reused.
+		batch.big = make([]byte, size)
+	}
+	batch.big = batch.big[:size]
+	if _, err := rd.ReadFile(batch.big, p); err != nil {
+		return fail()
+	}
+	return s.parser.Parse(batch.big, mf.fileFromOffset+p, false)
 }
 
 // checkCRCs verifies the body CRC of every record of the parsed batches
@@ -145,66 +273,6 @@ func (a *parseAhead) checkCRCs(parsed <-chan *parsedBatch) {
 		case <-a.stop:
 			return
 		}
-	}
-}
-
-// parseMapped parses up to parseAheadBatch records of mf's mapping from
-// file position p into batch. It returns the position after them and
-// whether the helper stops there (a record that fails a check, a BLANK
-// record, or the end of the file).
-func (s *Store) parseMapped(mf *mappedFile, batch *parsedBatch, p int64) (int64, bool) {
-	b := mf.seg.View(0, mf.fileSize)
-	for len(batch.recs) < parseAheadBatch {
-		req, size, blank, err := s.parser.Parse(b[p:], mf.fileFromOffset+p, false)
-		if err != nil || blank || size <= 0 {
-			return p, true
-		}
-		batch.recs = append(batch.recs, parsedRecord{pos: p, size: size, rec: b[p : p+int64(size)], req: req})
-		p += int64(size)
-	}
-	return p, false
-}
-
-// parseRead reads the bytes from file position p into batch.buf (one
-// pread of parseAheadRead bytes, or of a larger record) and parses the
-// records that lie whole in them. It returns the position after them and
-// whether the helper stops there, as parseMapped. A record cut by the end
-// of the read starts the next batch; any other failure, a failed read
-// included, stops the helper, and the scan checks from there on its own.
-func (s *Store) parseRead(rd backend.FileReader, mf *mappedFile, batch *parsedBatch, p int64) (int64, bool) {
-	n := min(int64(parseAheadRead), mf.fileSize-p)
-	for {
-		if int64(cap(batch.buf)) < n {
-			batch.buf = make([]byte, n) // a record above parseAheadRead: rare
-		}
-		buf := batch.buf[:n]
-		if _, err := rd.ReadFile(buf, p); err != nil {
-			return p, true
-		}
-		q := p
-		for {
-			req, size, blank, err := s.parser.Parse(buf[q-p:], mf.fileFromOffset+q, false)
-			if errors.Is(err, record.ErrTruncated) && p+n < mf.fileSize {
-				break // cut by the end of the read, not of the file
-			}
-			if err != nil || blank || size <= 0 {
-				return q, true
-			}
-			batch.recs = append(batch.recs, parsedRecord{pos: q, size: size, rec: buf[q-p : q-p+int64(size)], req: req})
-			q += int64(size)
-		}
-		if q > p {
-			return q, false
-		}
-		// The first record does not fit in the read: read it whole.
-		if len(buf) < 8 {
-			return p, true
-		}
-		size := int64(int32(binary.BigEndian.Uint32(buf)))
-		if size <= n || size > maxParseAheadRecord {
-			return p, true
-		}
-		n = min(size, mf.fileSize-p)
 	}
 }
 
