@@ -211,9 +211,12 @@ func TestWriteFileAtomicCrashes(t *testing.T) {
 }
 
 // crashOnce runs one crash case and reports whether WriteFileAtomic ran to
-// completion, i.e. crashAt is past its last operation.
+// completion, i.e. crashAt is past its last operation. A case that -run
+// filters out counts as done, so that the caller's loop ends.
 func crashOnce(t *testing.T, prior string, crashAt int, drop map[int]bool) (done bool) {
+	ran := false
 	t.Run(fmt.Sprintf("%s/crash@%d/drop%v", prior, crashAt, drop), func(t *testing.T) {
+		ran = true
 		base := memfs.New(nil)
 		switch prior {
 		case "old+older":
@@ -240,7 +243,7 @@ func crashOnce(t *testing.T, prior string, crashAt int, drop map[int]bool) (done
 			t.Fatalf("completed write reads %q", data)
 		}
 	})
-	return done
+	return done || !ran
 }
 
 // readFileWithBackup reads a file written with WriteFileAtomic, as a

@@ -1,6 +1,7 @@
 package broker_test
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -9,18 +10,20 @@ import (
 )
 
 // TestDelayedDeliveryAcrossRestart stores delayed messages, restarts the
-// broker before they are due, and checks they arrive in due order.
+// broker before they are due, and checks each arrives once, not before it
+// is due, and that the delay offsets moved past them.
 func TestDelayedDeliveryAcrossRestart(t *testing.T) {
 	fs := memfs.New(nil)
 	cfg := testConfig()
 	b := open(t, fs, cfg)
 	createTopic(t, b, "T", 1)
-	// Levels: 1=50ms 2=100ms 3=150ms. Put level 3 first: due order is by time.
-	for i, lv := range []string{"3", "1", "2"} {
+	// Levels: 1=50ms 2=100ms 3=150ms. Put level 3 first.
+	due := map[string]int64{}
+	for _, lv := range []string{"3", "1", "2"} {
 		m := msg("T", 0, "A", "d"+lv)
 		m.Properties[record.PropertyDelayTimeLevel] = lv
-		_ = i
-		put(t, b, m)
+		r := put(t, b, m)
+		due["d"+lv] = r.StoreTimestamp + 50*int64(lv[0]-'0')
 	}
 	if err := b.Close(); err != nil {
 		t.Fatal(err)
@@ -33,10 +36,18 @@ func TestDelayedDeliveryAcrossRestart(t *testing.T) {
 		if m.Properties[record.PropertyDelayTimeLevel] != "" || m.Properties[record.PropertyRealTopic] != "T" {
 			t.Fatalf("delivered props %v", m.Properties)
 		}
-		got = append(got, m.Properties["KEYS"])
+		k := m.Properties["KEYS"]
+		if m.StoreTimestamp < due[k] {
+			t.Fatalf("%s delivered at %d, due at %d", k, m.StoreTimestamp, due[k])
+		}
+		got = append(got, k)
 	}
-	if got[0] != "d1" || got[1] != "d2" || got[2] != "d3" {
-		t.Fatalf("delivery order %v", got)
+	// Each level is delivered on its own, so the order across levels is
+	// the order of their due times only when the puts were quicker than
+	// the 50 ms between levels (a loaded machine delivered d1 d3 d2);
+	// what must hold is each message once and none early.
+	if slices.Sort(got); !slices.Equal(got, []string{"d1", "d2", "d3"}) {
+		t.Fatalf("delivered %v, want d1, d2 and d3 once each", got)
 	}
 	// A delivered message is visible before the service moves its offset
 	// past it; Close waits for the delivery goroutine, so after it the

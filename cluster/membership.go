@@ -377,27 +377,6 @@ func callLeader(ctx context.Context, call adminFunc, addrs []string, op byte, pa
 	return errors.Join(errs...)
 }
 
-// AddNode asks the group that the node at raftAddr belongs to (any
-// member: a follower points to the leader) to add node id at addr, its
-// Raft address, as a voter, over plain TCP (Dialer.AddNode for a group
-// with TLS). The node is started empty with Join; the leader catches it
-// up.
-func AddNode(ctx context.Context, raftAddr, id, addr string) error {
-	return Dialer{}.AddNode(ctx, raftAddr, id, addr)
-}
-
-// RemoveNode asks the group that the node at raftAddr belongs to to
-// remove node id, over plain TCP (Dialer.RemoveNode with TLS).
-func RemoveNode(ctx context.Context, raftAddr, id string) error {
-	return Dialer{}.RemoveNode(ctx, raftAddr, id)
-}
-
-// QueryGroup asks the node at raftAddr what it knows of its group, over
-// plain TCP (Dialer.QueryGroup with TLS).
-func QueryGroup(ctx context.Context, raftAddr string) (GroupInfo, error) {
-	return Dialer{}.QueryGroup(ctx, raftAddr)
-}
-
 func addNode(ctx context.Context, call adminFunc, raftAddr, id, addr string) error {
 	payload, _ := json.Marshal(joinRequest{ID: id, Addr: addr, Operator: true})
 	return callLeader(ctx, call, []string{raftAddr}, opJoin, payload)

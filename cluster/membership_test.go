@@ -181,7 +181,7 @@ func TestAddRemoveNodeOverTCP(t *testing.T) {
 	via := g.peers[(l+1)%3].Addr
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	gi, err := cluster.QueryGroup(ctx, via)
+	gi, err := (cluster.Dialer{}).QueryGroup(ctx, via)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -196,7 +196,7 @@ func TestAddRemoveNodeOverTCP(t *testing.T) {
 		t.Fatal(err)
 	}
 	g.nodes[j] = n4
-	if err := cluster.AddNode(ctx, via, "n5", g.peers[j].Addr); err == nil || !strings.Contains(err.Error(), `is "n4", not "n5"`) {
+	if err := (cluster.Dialer{}).AddNode(ctx, via, "n5", g.peers[j].Addr); err == nil || !strings.Contains(err.Error(), `is "n4", not "n5"`) {
 		t.Fatalf("adding a node under another id: %v", err)
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -205,20 +205,20 @@ func TestAddRemoveNodeOverTCP(t *testing.T) {
 	}
 	nobody := ln.Addr().String()
 	_ = ln.Close()
-	if err := cluster.AddNode(ctx, via, "n6", nobody); err == nil || !strings.Contains(err.Error(), "not reachable") {
+	if err := (cluster.Dialer{}).AddNode(ctx, via, "n6", nobody); err == nil || !strings.Contains(err.Error(), "not reachable") {
 		t.Fatalf("adding a node that does not run: %v", err)
 	}
-	if err := cluster.AddNode(ctx, via, "n4", g.peers[j].Addr); err != nil {
+	if err := (cluster.Dialer{}).AddNode(ctx, via, "n4", g.peers[j].Addr); err != nil {
 		t.Fatal(err)
 	}
 	g.members(4)
 	end := g.converge()
 	g.sameFiles("commitlog", end)
-	if err := cluster.RemoveNode(ctx, via, "n4"); err != nil {
+	if err := (cluster.Dialer{}).RemoveNode(ctx, via, "n4"); err != nil {
 		t.Fatal(err)
 	}
 	g.members(3)
-	if err := cluster.RemoveNode(ctx, via, "n9"); err == nil || !strings.Contains(err.Error(), "not a member") {
+	if err := (cluster.Dialer{}).RemoveNode(ctx, via, "n9"); err == nil || !strings.Contains(err.Error(), "not a member") {
 		t.Fatalf("removing a non-member: %v", err)
 	}
 }

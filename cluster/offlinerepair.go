@@ -46,10 +46,6 @@ type RepairSource interface {
 	Close() error
 }
 
-// PeerSource is the running replica whose Raft port is raftAddr, over
-// plain TCP (Dialer.PeerSource for a group with TLS).
-func PeerSource(raftAddr string) RepairSource { return Dialer{}.PeerSource(raftAddr) }
-
 type peerSource struct {
 	addr string
 	dial dialFunc

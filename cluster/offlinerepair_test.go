@@ -79,7 +79,7 @@ func TestOfflineRepairFromDir(t *testing.T) {
 	end := g.converge()
 	l := g.leader()
 	src, dst := (l+1)%3, (l+2)%3
-	if _, err := cluster.RepairStore(context.Background(), g.dirs[l], cluster.PeerSource("127.0.0.1:1"), false); err == nil ||
+	if _, err := cluster.RepairStore(context.Background(), g.dirs[l], (cluster.Dialer{}).PeerSource("127.0.0.1:1"), false); err == nil ||
 		!strings.Contains(err.Error(), "stop the node first") {
 		t.Fatalf("repair of a running store: %v", err)
 	}
@@ -148,7 +148,7 @@ func TestOfflineRepairFromPeer(t *testing.T) {
 	damaged := damage(t, g.dirs[f])
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	rep, err := cluster.RepairStore(ctx, g.dirs[f], cluster.PeerSource(g.peers[l].Addr), false)
+	rep, err := cluster.RepairStore(ctx, g.dirs[f], (cluster.Dialer{}).PeerSource(g.peers[l].Addr), false)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -184,25 +184,9 @@ func TestRecoveryReportLogsAsKeyValues(t *testing.T) {
 // next put tries again at once, and before that no put touches the disk.
 // Failed while the window was measured with time.Now.
 func TestDiskFullRetryFollowsConfigClock(t *testing.T) {
-	fs, full := fullDisk(t, "commitlog")
-	var clock atomic.Int64
-	clock.Store(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixMilli())
-	s, err := engine.Open(fs, hooks.Manual(engine.Config{CommitLogFileSize: 4096, ConsumeQueueUnits: 64,
-		Now: clock.Load, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s, fs, full, clock := fillDisk(t, io.Discard)
 	ctx := context.Background()
 	body := bytes.Repeat([]byte("x"), 500)
-	full.Store(true)
-	var refused error
-	for i := 0; i < 40 && refused == nil; i++ {
-		_, refused = s.Put(ctx, &engine.Message{Topic: "t", Body: body})
-	}
-	if !errors.Is(refused, engine.ErrDiskFull) {
-		t.Fatalf("put on a full disk: %v, want ErrDiskFull", refused)
-	}
 	full.Store(false)
 	creates := fs.Count(crashsim.OpCreate)
 	clock.Add(DiskFullRetryIntervalMillis - 1)
@@ -229,26 +213,10 @@ const DiskFullRetryIntervalMillis = int64(engine.DiskFullRetryInterval / time.Mi
 // long it lasted by that clock. Failed while faultLog read time.Now: the
 // stepped clock's second failure, two minutes on, was not logged.
 func TestFaultLogFollowsConfigClock(t *testing.T) {
-	fs, full := fullDisk(t, "commitlog")
-	var clock atomic.Int64
-	clock.Store(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixMilli())
 	logs := &syncBuffer{}
-	s, err := engine.Open(fs, hooks.Manual(engine.Config{CommitLogFileSize: 4096, ConsumeQueueUnits: 64,
-		Now: clock.Load, Logger: slog.New(slog.NewTextHandler(logs, nil))}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s, _, full, clock := fillDisk(t, logs)
 	ctx := context.Background()
 	body := bytes.Repeat([]byte("x"), 500)
-	full.Store(true)
-	var refused error
-	for i := 0; i < 40 && refused == nil; i++ {
-		_, refused = s.Put(ctx, &engine.Message{Topic: "t", Body: body})
-	}
-	if !errors.Is(refused, engine.ErrDiskFull) {
-		t.Fatalf("put on a full disk: %v, want ErrDiskFull", refused)
-	}
 	clock.Add(2 * 60_000)
 	if _, err := s.Put(ctx, &engine.Message{Topic: "t", Body: body}); !errors.Is(err, engine.ErrDiskFull) {
 		t.Fatalf("put two minutes later, disk still full: %v, want ErrDiskFull", err)
@@ -264,4 +232,30 @@ func TestFaultLogFollowsConfigClock(t *testing.T) {
 	if logs.count("failedFor=3m0s") != 1 {
 		t.Fatalf("the resumption does not say the fault lasted 3m0s by the store clock:\n%s", logs.b.String())
 	}
+}
+
+// fillDisk opens a manual-mode store on the stepped clock it returns and
+// puts 500-byte bodies until a new CommitLog file cannot be created for
+// lack of space (ErrDiskFull); the disk stays full until full is cleared.
+func fillDisk(t *testing.T, logTo io.Writer) (*engine.Store, *crashsim.FS, *atomic.Bool, *atomic.Int64) {
+	t.Helper()
+	fs, full := fullDisk(t, "commitlog")
+	clock := new(atomic.Int64)
+	clock.Store(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixMilli())
+	s, err := engine.Open(fs, hooks.Manual(engine.Config{CommitLogFileSize: 4096, ConsumeQueueUnits: 64,
+		Now: clock.Load, Logger: slog.New(slog.NewTextHandler(logTo, nil))}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	body := bytes.Repeat([]byte("x"), 500)
+	full.Store(true)
+	var refused error
+	for i := 0; i < 40 && refused == nil; i++ {
+		_, refused = s.Put(context.Background(), &engine.Message{Topic: "t", Body: body})
+	}
+	if !errors.Is(refused, engine.ErrDiskFull) {
+		t.Fatalf("put on a full disk: %v, want ErrDiskFull", refused)
+	}
+	return s, fs, full, clock
 }
