@@ -126,6 +126,11 @@ func (s *Store) recover(lastExitOK, cpValid bool) error {
 	if err := s.truncateCommitLog(end); err != nil {
 		return err
 	}
+	if s.rebuildPending() {
+		// A rebuild was cut short: the queues may lack units the
+		// checkpoint vouches for (rebuildintent.go).
+		return s.rebuildConsumeQueues()
+	}
 	if !lastExitOK {
 		if dispatchErr != nil {
 			s.cfg.Logger.Warn("consume queues inconsistent with the commitlog; rebuilding them", "err", dispatchErr)
@@ -336,7 +341,10 @@ func (s *Store) redispatch() error {
 // CommitLog into new ones.
 func (s *Store) rebuildConsumeQueues() error {
 	s.recovery.ConsumeQueuesRebuilt = true
-	expired := s.expiredQueueTails()
+	expired, err := s.beginRebuild()
+	if err != nil {
+		return err
+	}
 	if err := s.queues.all(func(cq *consumeQueue) error { return cq.q.destroy() }); err != nil {
 		return err
 	}
@@ -359,6 +367,9 @@ func (s *Store) rebuildConsumeQueues() error {
 	// entry lost, a power cut would leave the queue absent while the
 	// checkpoint vouches for its units (creation defers these syncs).
 	if err := s.queues.all(func(cq *consumeQueue) error { return cq.q.syncDirs() }); err != nil {
+		return err
+	}
+	if err := s.endRebuild(); err != nil {
 		return err
 	}
 	return s.recoverTopicQueueTable()

@@ -252,7 +252,18 @@ func (m *machine) actGet(t *rapid.T) {
 // logicsMsgTimestamp may be ahead (async flush dispatches and flushes
 // ConsumeQueue units for CommitLog bytes not yet synced, as in RocketMQ);
 // recovery starts from min(physic, logics), so physic is what must hold.
+//
+// A checkpoint recovery rejects as implausible (a timestamp negative or
+// more than a day ahead of the clock, as engine.decodeCheckpoint checks)
+// vouches for nothing: recovery then scans the whole CommitLog. Such a
+// file is what a checkpoint page that never reached the disk can hold
+// after a power cut on ext4 data=writeback (crashsim's freed-block reuse),
+// e.g. a block of a removed rebuild marker's JSON.
 func (m *machine) checkCheckpoint(cp checkpointTimes) {
+	day := int64(24 * 3600 * 1000)
+	if cp.physic < 0 || cp.logics < 0 || cp.physic > m.clock+day || cp.logics > m.clock+day {
+		return
+	}
 	last := int64(0)
 	for _, mm := range m.md.log {
 		last = max(last, mm.ts)

@@ -69,6 +69,9 @@ type Engine struct {
 	// ConsumeQueue file (nor a new queue directory) durable: creation
 	// leaves that sync to the queue's next data sync, which skips it.
 	NoDeferredDirSync bool
+	// NoRebuildMarker rebuilds the ConsumeQueues without the marker
+	// that makes recovery redo a rebuild a crash interrupted.
+	NoRebuildMarker bool
 }
 
 // Broker holds the broker's switches; a Broker keeps them in an unexported
