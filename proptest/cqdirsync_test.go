@@ -50,15 +50,7 @@ func newQueueCrashCase(t *testing.T, cfgHook func(*hooks.Engine)) (int64, int64,
 	if n <= 4 {
 		t.Fatalf("T/0 has %d messages, want more than one ConsumeQueue file's 4", n)
 	}
-	if _, err := s.Dispatch(); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.FlushCommitLog(0); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.FlushConsumeQueues(0); err != nil {
-		t.Fatal(err)
-	}
+	syncAll(t, s)
 	s.Abandon()
 	rfs, err := crashsim.New(fs.Crash(crashsim.Oldest), crashsim.Options{})
 	if err != nil {

@@ -61,15 +61,7 @@ func interruptedRebuild(t *testing.T, hook func(*hooks.Engine)) []string {
 			t.Fatal(err)
 		}
 	}
-	if _, err := s.Dispatch(); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.FlushCommitLog(0); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.FlushConsumeQueues(0); err != nil {
-		t.Fatal(err)
-	}
+	syncAll(t, s)
 	s.Abandon()
 
 	// First recovery: a unit write of the scan fails, so recovery

@@ -98,15 +98,7 @@ func staleQueuePage(t *testing.T, loseB bool, hook func(*hooks.Engine)) []string
 			t.Fatal(err)
 		}
 	}
-	if _, err := s.Dispatch(); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.FlushCommitLog(0); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.FlushConsumeQueues(0); err != nil {
-		t.Fatal(err)
-	}
+	syncAll(t, s)
 	rep, err := s.DeleteExpiredFiles(time.UnixMilli(clock), engine.RetentionPolicy{MaxFilesPerRound: 2}, true)
 	if err != nil || rep.CommitLogFiles != 2 || rep.ConsumeQueueFiles == 0 {
 		t.Fatalf("retention: %+v %v", rep, err)

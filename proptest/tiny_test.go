@@ -1,6 +1,8 @@
 package proptest
 
 import (
+	"testing"
+
 	"github.com/rocketstore/rocketstore/engine"
 	"github.com/rocketstore/rocketstore/internal/hooks"
 )
@@ -15,4 +17,19 @@ func tinyConfig(hook func(*hooks.Engine)) engine.Config {
 		hook(hooks.EngineOf(&cfg))
 	}
 	return cfg
+}
+
+// syncAll dispatches everything put to s and syncs its CommitLog and
+// ConsumeQueues, and so its checkpoint.
+func syncAll(t *testing.T, s *engine.Store) {
+	t.Helper()
+	if _, err := s.Dispatch(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.FlushCommitLog(0); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.FlushConsumeQueues(0); err != nil {
+		t.Fatal(err)
+	}
 }
