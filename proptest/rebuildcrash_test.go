@@ -38,24 +38,14 @@ func TestRebuildInterruptedByPowerCut(t *testing.T) {
 // second recovery.
 func interruptedRebuild(t *testing.T, hook func(*hooks.Engine)) []string {
 	t.Helper()
-	fs, err := crashsim.New(nil, crashsim.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	clock := int64(1_700_000_000_000)
-	cfg := tinyConfig(nil)
-	cfg.Now = func() int64 { clock += 10; return clock }
-	s, err := engine.Open(fs, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	fs, s, clock, cfg := openTiny(t, crashsim.Options{})
 	ctx := context.Background()
 	var n int64
 	for ; s.CommitLog().MaxOffset() < 2*4096+300; n++ {
-		if n > 0 && s.CommitLog().MaxOffset() >= 2*4096 && clock < 1_700_000_100_000 {
+		if n > 0 && s.CommitLog().MaxOffset() >= 2*4096 && *clock < 1_700_000_100_000 {
 			// Ten seconds later, so that the checkpoint's scan start
 			// (3 s before its oldest timestamp) is past file 0.
-			clock += 100_000
+			*clock += 100_000
 		}
 		if _, err := s.Put(ctx, &engine.Message{Topic: "C", Body: []byte(fmt.Sprintf("c%03d-%s", n, strings.Repeat("x", 100)))}); err != nil {
 			t.Fatal(err)

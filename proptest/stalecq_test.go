@@ -81,17 +81,7 @@ func TestBrokenVariantNoReplayedUnitCheck(t *testing.T) {
 func staleQueuePage(t *testing.T, loseB bool, hook func(*hooks.Engine)) []string {
 	t.Helper()
 	var errs []string
-	fs, err := crashsim.New(nil, crashsim.Options{ReuseFreedBlocks: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	clock := int64(1_700_000_000_000)
-	cfg := tinyConfig(nil)
-	cfg.Now = func() int64 { clock += 10; return clock }
-	s, err := engine.Open(fs, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	fs, s, clock, _ := openTiny(t, crashsim.Options{ReuseFreedBlocks: true})
 	ctx := context.Background()
 	for i := 0; s.CommitLog().MaxOffset() < 2*4096+500; i++ {
 		if _, err := s.Put(ctx, &engine.Message{Topic: "A", Body: []byte(fmt.Sprintf("a%03d-%s", i, strings.Repeat("x", 100)))}); err != nil {
@@ -99,7 +89,7 @@ func staleQueuePage(t *testing.T, loseB bool, hook func(*hooks.Engine)) []string
 		}
 	}
 	syncAll(t, s)
-	rep, err := s.DeleteExpiredFiles(time.UnixMilli(clock), engine.RetentionPolicy{MaxFilesPerRound: 2}, true)
+	rep, err := s.DeleteExpiredFiles(time.UnixMilli(*clock), engine.RetentionPolicy{MaxFilesPerRound: 2}, true)
 	if err != nil || rep.CommitLogFiles != 2 || rep.ConsumeQueueFiles == 0 {
 		t.Fatalf("retention: %+v %v", rep, err)
 	}

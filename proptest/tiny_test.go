@@ -3,6 +3,7 @@ package proptest
 import (
 	"testing"
 
+	"github.com/rocketstore/rocketstore/crashsim"
 	"github.com/rocketstore/rocketstore/engine"
 	"github.com/rocketstore/rocketstore/internal/hooks"
 )
@@ -32,4 +33,24 @@ func syncAll(t *testing.T, s *engine.Store) {
 	if err := s.FlushConsumeQueues(0); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// openTiny opens a tinyConfig store on a new crash-simulating file system
+// with a clock that steps 10 ms at each read; the clock is returned so
+// that a case can jump it, and cfg so that recoveries share it.
+func openTiny(t *testing.T, opts crashsim.Options) (*crashsim.FS, *engine.Store, *int64, engine.Config) {
+	t.Helper()
+	fs, err := crashsim.New(nil, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	clock := new(int64)
+	*clock = 1_700_000_000_000
+	cfg := tinyConfig(nil)
+	cfg.Now = func() int64 { *clock += 10; return *clock }
+	s, err := engine.Open(fs, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fs, s, clock, cfg
 }
