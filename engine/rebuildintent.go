@@ -2,7 +2,6 @@ package engine
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 
 	"github.com/rocketstore/rocketstore/backend"
@@ -97,7 +96,7 @@ func (s *Store) endRebuild() error {
 	if !s.rebuildPending() {
 		return nil
 	}
-	if err := s.fs.Remove(rebuildMarker); err != nil && !errors.Is(err, backend.ErrNotExist) {
+	if err := s.fs.Remove(rebuildMarker); err != nil {
 		return fmt.Errorf("remove %s: %w", rebuildMarker, err)
 	}
 	if err := s.fs.SyncDir("."); err != nil {
