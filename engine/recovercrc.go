@@ -1,325 +1,267 @@
 package engine
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"sync"
+	"sync/atomic"
 
 	"github.com/rocketstore/rocketstore/backend"
 	"github.com/rocketstore/rocketstore/engine/record"
 )
 
-// parseAhead splits abnormal recovery's work on one CommitLog file over a
-// pipeline of goroutines: a reader preads the file in chunks (where the
-// segment can read through its file); a parser walks the record chain from
-// the scan's start and parses each record into its dispatch request (every
-// check but the body CRC), in batches; a CRC helper checks the body CRCs of
-// each batch (when recovery checks CRCs); the scan takes the requests in
-// order and dispatches them. On two cores the scheduler spreads the stages
-// over both, and every record header is decoded once. The parser stops at
-// the first record that fails a check or at a BLANK record, so the scan
-// meets any damage (and a file's end) with its own full check; a CRC
-// mismatch is handed over with the record and reported by the scan where
-// its own check would have found it, with the same error.
+// parseAhead takes the record checks of abnormal recovery's scan of one
+// CommitLog file off the scan's goroutine, and splits them over
+// parseAheadWorkers parsers: the file is cut into regions of
+// parseAheadRegion bytes from the scan's start, dealt round-robin to the
+// parsers, and each parser checks fully (CRC included, when recovery
+// checks CRCs) the records that start in its region, into their dispatch
+// requests; the scan takes the regions' requests in order and dispatches
+// them. On two cores the scheduler spreads the parsers and the scan over
+// both, and every record is decoded once.
+//
+// Only the first region's first record is known (the scan's start); a
+// parser finds the first record of a later region by looking for a record
+// header that names its own position (the magic code and PHYSICALOFFSET).
+// That guess is only a guess: the scan takes a region's records only when
+// the first one starts exactly where the previous region's chain of
+// records ended, so each record it dispatches was reached from its start
+// by record sizes, as without the parsers. On a wrong guess (a body that
+// holds such a header, or a damaged record the guess skipped) the parsers
+// start again from the scan's position.
+//
+// A parser stops at the first record that fails a check or at a BLANK
+// record, so the scan meets any damage (and a file's end) with its own
+// full check, which reports it with the same error at the same offset as
+// without the parsers.
+//
+// The parsers read the mapping itself, the CRC streaming through each
+// record before its fields are decoded, with each region's pages populated
+// first (backend.ReadPrefaulter) so that the reads take no fault: copying
+// the file out with pread first costs a pass over every byte.
 type parseAhead struct {
-	batches chan *parsedBatch // checked batches, in chain order; closed when the helpers stop
+	mf      *mappedFile
+	start   int64 // file position of the first region
+	out     [parseAheadWorkers]chan *parsedBatch
 	free    chan *parsedBatch // emptied batches, for reuse
 	stop    chan struct{}
+	stopAt  atomic.Int64 // regions after this one are not parsed: one stopped
 	wg      sync.WaitGroup
-	cur     *parsedBatch
-	next    int  // index in cur of the scan's next record
-	done    bool // the helpers stopped and their batches are used up
+	cur     *parsedBatch // the batch the scan takes from
+	region  int          // the region the scan takes next
+	done    bool         // the scan takes nothing more from the parsers
+	guessed bool         // done because a region's first record was guessed wrong
 }
 
-// parsedBatch is a run of consecutive records parsed by the helpers. Where
-// the segment can read through the file (backend.FileReader), the reader
-// fills buf with one pread and the parser parses the records that start
-// in it there: touching a mapping's pages for the first time costs a fault
-// each (on a virtual machine, microseconds a page even when the page is
-// cached), a pread copies from the page cache into a buffer whose pages
-// stay mapped. The records' requests and bytes then alias buf (or big),
-// which are reused only after the scan has dispatched every record of the
-// batch.
+// parsedBatch holds the checked records that start in one region: their
+// dispatch requests, which alias the mapping. Each record's file position
+// and size are its request's CommitLogOffset (less the file's start) and
+// MsgSize.
 type parsedBatch struct {
-	recs []parsedRecord
-	buf  []byte // file bytes from position from (read mode)
-	from int64
-	big  []byte // the record that crosses the end of buf, read whole
-	// readFailed is set by the reader when the read of buf failed.
-	readFailed bool
+	end     int64 // file position where the region ends
+	first   int64 // file position of its first record, or -1 if none was found
+	stopped bool  // a record failed a check, or was BLANK, after reqs
+	reqs    []dispatchRequest
 }
 
-// parsedRecord is one record parsed by the helper: its file position,
-// size, bytes and dispatch request.
-type parsedRecord struct {
-	pos    int64
-	size   int32
-	rec    []byte
-	req    dispatchRequest
-	crcErr error // the CRC helper's verdict (nil when CRCs are not checked)
-}
-
-// Batch sizes: a batch of 256 records (or the records that start in one
-// chunk of parseAheadRead bytes), and 4 queued after each stage, keep the
-// reader a few MiB ahead of the scan, so that the later stages find the
-// bytes still in the cache. Each read takes parseAheadOverlap bytes more
-// than its chunk, so that a record crossing into the next chunk is parsed
-// from it; a larger one is read whole.
+// Regions of 1 MiB (about 850 records of 1 KiB) keep the handoffs rare;
+// each parser queues up to parseAheadQueued regions ahead of the scan.
 const (
-	parseAheadBatch   = 256
-	parseAheadQueued  = 4
-	parseAheadRead    = 256 << 10
-	parseAheadOverlap = 64 << 10
-	// maxParseAheadRecord bounds the read the parser makes for one record
-	// crossing the end of a read; a TOTALSIZE above it is left to the
-	// scan's own check.
-	maxParseAheadRecord = 16 << 20
+	parseAheadWorkers = 2
+	parseAheadRegion  = 1 << 20
+	parseAheadQueued  = 2
+	// parseAheadBatch is the initial capacity of a batch's requests.
+	parseAheadBatch = 1024
 )
 
-// minParseAheadBytes is the data below which a helper is not worth
+// minParseAheadBytes is the data below which parsers are not worth
 // starting.
 var minParseAheadBytes int64 = 4 << 20 // a variable for BenchmarkRecoveryCRCAhead
 
-// startParseAhead starts parsing mf's records from file position pos (and
-// checking their body CRCs when checkCRC is set), or returns nil when there
-// is too little to parse.
+// startParseAhead starts checking mf's records from file position pos (the
+// body CRCs too when checkCRC is set), or returns nil when there is too
+// little to check.
 func (s *Store) startParseAhead(mf *mappedFile, pos int64, checkCRC bool) *parseAhead {
 	if mf.fileSize-pos < minParseAheadBytes {
 		return nil
 	}
 	a := &parseAhead{
-		batches: make(chan *parsedBatch, parseAheadQueued),
-		free:    make(chan *parsedBatch, parseAheadQueued*2+2),
-		stop:    make(chan struct{}),
+		mf:    mf,
+		start: pos,
+		free:  make(chan *parsedBatch, parseAheadWorkers*(parseAheadQueued+1)+1),
+		stop:  make(chan struct{}),
 	}
-	rd, _ := mf.seg.(backend.FileReader)
+	a.stopAt.Store(int64(^uint64(0) >> 1))
 	for range cap(a.free) {
-		pb := &parsedBatch{recs: make([]parsedRecord, 0, parseAheadBatch)}
-		if rd != nil {
-			pb.buf = make([]byte, 0, parseAheadRead+parseAheadOverlap)
-		}
-		a.free <- pb
+		a.free <- &parsedBatch{reqs: make([]dispatchRequest, 0, parseAheadBatch)}
 	}
-	parsed := a.batches
-	if checkCRC {
-		parsed = make(chan *parsedBatch, parseAheadQueued)
+	for w := range parseAheadWorkers {
+		a.out[w] = make(chan *parsedBatch, parseAheadQueued)
 		a.wg.Add(1)
-		go a.checkCRCs(parsed)
+		go s.parseRegions(a, w, checkCRC)
 	}
-	a.wg.Add(1)
-	if rd == nil {
-		go s.parseMapped(a, mf, pos, parsed)
-		return a
-	}
-	read := make(chan *parsedBatch, parseAheadQueued)
-	a.wg.Add(1)
-	go a.readChunks(rd, mf, pos, read)
-	go s.parseRead(a, rd, mf, pos, read, parsed)
 	return a
 }
 
-// parseMapped is the parser on a segment that cannot read through its
-// file: it parses batches of parseAheadBatch records of the mapping from
-// file position p until a record fails a check, a BLANK record, or the
-// end of the file.
-func (s *Store) parseMapped(a *parseAhead, mf *mappedFile, p int64, parsed chan<- *parsedBatch) {
+// parseRegions is parser w: it checks the records of regions w,
+// w+parseAheadWorkers, ... until the end of the file or a region after one
+// in which a parser stopped.
+func (s *Store) parseRegions(a *parseAhead, w int, checkCRC bool) {
 	defer a.wg.Done()
-	defer close(parsed)
+	defer close(a.out[w])
+	mf := a.mf
 	b := mf.seg.View(0, mf.fileSize)
-	for {
-		var batch *parsedBatch
-		select {
-		case batch = <-a.free:
-			batch.recs = batch.recs[:0]
-		case <-a.stop:
+	pf, _ := mf.seg.(backend.ReadPrefaulter)
+	for r := w; ; r += parseAheadWorkers {
+		from := a.start + int64(r)*parseAheadRegion
+		if from >= mf.fileSize || int64(r) > a.stopAt.Load() {
 			return
 		}
-		last := false
-		for len(batch.recs) < parseAheadBatch {
-			req, size, blank, err := s.parser.Parse(b[p:], mf.fileFromOffset+p, false)
-			if err != nil || blank || size <= 0 {
-				last = true
-				break
-			}
-			batch.recs = append(batch.recs, parsedRecord{pos: p, size: size, rec: b[p : p+int64(size)], req: req})
-			p += int64(size)
-		}
-		if !a.pass(parsed, batch) || last {
-			return
-		}
-	}
-}
-
-// pass hands a parsed batch on (an empty one goes back to free); false
-// when the pipeline is stopping.
-func (a *parseAhead) pass(parsed chan<- *parsedBatch, batch *parsedBatch) bool {
-	if len(batch.recs) == 0 {
-		a.free <- batch // never blocks: free holds every batch
-		return true
-	}
-	select {
-	case parsed <- batch:
-		return true
-	case <-a.stop:
-		return false
-	}
-}
-
-// readChunks is the reader: it preads mf from file position from in
-// chunks of parseAheadRead bytes (plus parseAheadOverlap, up to the end of
-// the file), one per batch, until the end of the file or a failed read.
-func (a *parseAhead) readChunks(rd backend.FileReader, mf *mappedFile, from int64, read chan<- *parsedBatch) {
-	defer a.wg.Done()
-	defer close(read)
-	for from < mf.fileSize {
 		var batch *parsedBatch
 		select {
 		case batch = <-a.free:
 		case <-a.stop:
 			return
 		}
-		batch.from = from
-		batch.buf = batch.buf[:min(int64(parseAheadRead+parseAheadOverlap), mf.fileSize-from)]
-		_, err := rd.ReadFile(batch.buf, from)
-		batch.readFailed = err != nil
+		batch.end = min(from+parseAheadRegion, mf.fileSize)
+		if pf != nil {
+			// Only an optimisation: on failure the reads fault.
+			_ = pf.PrefaultRead(from, batch.end-from)
+		}
+		batch.first = from
+		if r > 0 {
+			batch.first = guessRecordStart(b, mf.fileFromOffset, from, batch.end)
+		}
+		batch.reqs, batch.stopped = batch.reqs[:0], false
+		if batch.first >= 0 {
+			batch.reqs, batch.stopped = s.parseRegion(b, mf.fileFromOffset, batch.first, batch.end, checkCRC, batch.reqs)
+		}
+		if batch.stopped {
+			for cur := a.stopAt.Load(); int64(r) < cur && !a.stopAt.CompareAndSwap(cur, int64(r)); cur = a.stopAt.Load() {
+			}
+		}
 		select {
-		case read <- batch:
+		case a.out[w] <- batch:
 		case <-a.stop:
 			return
 		}
-		if err != nil {
+		if batch.stopped {
 			return
 		}
-		from += parseAheadRead
 	}
 }
 
-// parseRead is the parser on a segment read through its file: from file
-// position p it parses the records that start in each chunk the reader
-// read, from the chunk's bytes, or, for the record that crosses the end of
-// the read, from a read of that record whole. It stops as parseMapped, or
-// at a failed read; a record cut by the end of a read is never a failure.
-func (s *Store) parseRead(a *parseAhead, rd backend.FileReader, mf *mappedFile, p int64, read <-chan *parsedBatch, parsed chan<- *parsedBatch) {
-	defer a.wg.Done()
-	defer close(parsed)
-	for batch := range read {
-		batch.recs = batch.recs[:0]
-		if batch.readFailed {
-			return
-		}
-		readEnd := batch.from + int64(len(batch.buf))
-		end := batch.from + parseAheadRead // records starting before end are this batch's
-		if readEnd == mf.fileSize {
-			end = readEnd
-		}
-		last := false
-		for p < end {
-			rec := batch.buf[p-batch.from:]
-			req, size, blank, err := s.parser.Parse(rec, mf.fileFromOffset+p, false)
-			if errors.Is(err, record.ErrTruncated) && readEnd < mf.fileSize {
-				// Cut by the end of the read: read it whole (the
-				// last record of the batch: it ends past readEnd).
-				req, size, blank, err = s.parseWhole(rd, mf, batch, p, rec)
-				rec = batch.big
+// parseRegion checks the records of b (the file starting at CommitLog
+// offset fileFrom) that start from file position p to end, appending their
+// requests to reqs, and reports whether a record failed a check or was
+// BLANK (where it stopped).
+func (s *Store) parseRegion(b []byte, fileFrom, p, end int64, checkCRC bool, reqs []dispatchRequest) ([]dispatchRequest, bool) {
+	for p < end {
+		// The CRC first: it streams through the record, so that the
+		// fields after the body (topic, properties), which Parse decodes,
+		// are in the cache by then; decoding first costs a cache miss on
+		// every record's tail.
+		crcErr := errCRCNotChecked
+		if checkCRC {
+			if n := messageSizeAt(b, p); n > 0 {
+				crcErr = record.VerifyBodyCRC(b[p : p+n])
 			}
-			if err != nil || blank || size <= 0 {
-				last = true
-				break
-			}
-			batch.recs = append(batch.recs, parsedRecord{pos: p, size: size, rec: rec[:size], req: req})
-			p += int64(size)
 		}
-		if !a.pass(parsed, batch) || last {
-			return
+		req, size, blank, err := s.parser.Parse(b[p:], fileFrom+p, false)
+		if err != nil || blank || size <= 0 || (checkCRC && crcErr != nil) {
+			return reqs, true // the scan's own full check reports it
 		}
+		reqs = append(reqs, req)
+		p += int64(size)
 	}
+	return reqs, false
 }
 
-// parseWhole reads the record at file position p, of which view holds
-// the first bytes, into batch.big and parses it there.
-func (s *Store) parseWhole(rd backend.FileReader, mf *mappedFile, batch *parsedBatch, p int64, view []byte) (dispatchRequest, int32, bool, error) {
-	fail := func() (dispatchRequest, int32, bool, error) { return dispatchRequest{}, 0, false, record.ErrTruncated }
-	if len(view) < 4 {
-		return fail()
+// guessRecordStart returns the first file position in [from, end) that
+// holds what looks like the header of a message record written there (its
+// magic code, and its PHYSICALOFFSET naming that position), or -1.
+func guessRecordStart(b []byte, fileFrom, from, end int64) int64 {
+	const offPhysicalOffset = 28
+	for p := from; p < end && p+int64(offMagic) < int64(len(b)); {
+		i := bytes.Index(b[p+int64(offMagic):min(end+int64(offMagic), int64(len(b)))], magicMessage)
+		if i < 0 {
+			return -1
+		}
+		p += int64(i)
+		if p+offPhysicalOffset+8 <= int64(len(b)) && int64(binary.BigEndian.Uint64(b[p+offPhysicalOffset:])) == fileFrom+p {
+			return p
+		}
+		p++
 	}
-	size := int64(int32(binary.BigEndian.Uint32(view)))
-	if size <= int64(len(view)) || size > maxParseAheadRecord || p+size > mf.fileSize {
-		return fail()
-	}
-	if int64(cap(batch.big)) < size || cap(batch.big) > 4*parseAheadRead {
-		// The batch keeps a buffer of up to 1 MiB for the next such
-		// record; a larger one (rare) is not reused.
-		batch.big = make([]byte, size)
-	}
-	batch.big = batch.big[:size]
-	if _, err := rd.ReadFile(batch.big, p); err != nil {
-		return fail()
-	}
-	return s.parser.Parse(batch.big, mf.fileFromOffset+p, false)
+	return -1
 }
 
-// checkCRCs verifies the body CRC of every record of the parsed batches
-// and passes them on in order.
-func (a *parseAhead) checkCRCs(parsed <-chan *parsedBatch) {
-	defer a.wg.Done()
-	defer close(a.batches)
-	for batch := range parsed {
-		for i := range batch.recs {
-			r := &batch.recs[i]
-			r.crcErr = record.VerifyBodyCRC(r.rec)
-		}
-		select {
-		case a.batches <- batch:
-		case <-a.stop:
-			return
-		}
+// errCRCNotChecked marks a record whose CRC the parser could not check
+// before its other checks (they fail too, or it is not a message).
+var errCRCNotChecked = errors.New("engine: body crc not checked")
+
+// messageSizeAt returns the TOTALSIZE of the message record at b[p:] when
+// its magic code is a v1 message's and the record fits in b, else 0.
+func messageSizeAt(b []byte, p int64) int64 {
+	if p+8 > int64(len(b)) || int32(binary.BigEndian.Uint32(b[p+4:])) != record.MagicMessage {
+		return 0
 	}
+	n := int64(int32(binary.BigEndian.Uint32(b[p:])))
+	if n < record.FixedOverhead || n > int64(len(b))-p {
+		return 0
+	}
+	return n
 }
 
-// take returns the helper's parse of the record at file position pos, if
-// the helper parsed it: the scan calls it for each record it reaches by
-// record sizes from the helper's start, in order. After a miss (the helper
-// stopped, or pos is not the helper's next record) it returns false for
-// good.
-func (a *parseAhead) take(pos int64) (parsedRecord, bool) {
+// take returns the parsers' requests for the records from file position
+// pos on, to the end of a region, if the parsers checked the record at
+// pos: the scan calls it at each position it reaches by record sizes from
+// the parsers' start, in order, and dispatches all the returned records
+// before it calls again. After a miss (the parsers stopped, or the record
+// at pos is not the next they checked) it returns nil for good; guessedWrong
+// then says whether starting again from pos may help.
+func (a *parseAhead) take(pos int64) []dispatchRequest {
 	if a == nil || a.done {
-		return parsedRecord{}, false
+		return nil
 	}
-	if a.cur == nil || a.next == len(a.cur.recs) {
+	for {
 		if a.cur != nil {
 			a.free <- a.cur // never blocks: free holds every batch
 			a.cur = nil
 		}
-		b, ok := <-a.batches
+		b, ok := <-a.out[a.region%parseAheadWorkers]
 		if !ok {
 			a.done = true
-			return parsedRecord{}, false
+			return nil
 		}
-		a.cur, a.next = b, 0
+		a.cur = b
+		a.region++
+		if b.end <= pos {
+			// Inside the records taken so far: whatever the parser
+			// guessed there is no record of the chain.
+			continue
+		}
+		if b.first != pos {
+			a.done, a.guessed = true, true
+			return nil
+		}
+		if b.stopped {
+			a.done = true // the scan checks the record after these
+		}
+		return b.reqs
 	}
-	r := a.cur.recs[a.next]
-	if r.pos != pos {
-		a.done = true
-		return parsedRecord{}, false
-	}
-	a.next++
-	return r, true
 }
 
-// close stops the helper and waits for it, so that the file is never
-// unmapped under it.
+// guessedWrong reports whether the parsers stopped being of use because a
+// region's first record was not where the chain reached it.
+func (a *parseAhead) guessedWrong() bool { return a != nil && a.guessed }
+
+// close stops the parsers and waits for them, so that the file is never
+// unmapped under them.
 func (a *parseAhead) close() {
 	if a != nil {
 		close(a.stop)
 		a.wg.Wait()
 	}
-}
-
-// checkParsed returns the outcome of the last check of a record the
-// helpers parsed: the CRC helper's, when recovery checks CRCs.
-func checkParsed(r parsedRecord, checkCRC bool) error {
-	if !checkCRC {
-		return nil
-	}
-	return r.crcErr
 }
