@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -169,11 +170,12 @@ func (s *Store) parseRegion(b []byte, fileFrom, p, end int64, checkCRC bool, req
 				crcErr = record.VerifyBodyCRC(b[p : p+n])
 			}
 		}
-		req, size, blank, err := s.parser.Parse(b[p:], fileFrom+p, false)
+		reqs = slices.Grow(reqs, 1)
+		size, blank, err := s.parser.ParseInto(&reqs[:len(reqs)+1][len(reqs)], b[p:], fileFrom+p, false)
 		if err != nil || blank || size <= 0 || (checkCRC && crcErr != nil) {
 			return reqs, true // the scan's own full check reports it
 		}
-		reqs = append(reqs, req)
+		reqs = reqs[:len(reqs)+1]
 		p += int64(size)
 	}
 	return reqs, false
