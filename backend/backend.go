@@ -105,10 +105,8 @@ type WritePrefaulter interface {
 // pages and map them read-only ahead of use (mmap: MADV_POPULATE_READ on
 // the range). The engine uses it instead of WritePrefaulter for a file it
 // writes with Pwrite: reads through the mapping then take no fault, and
-// the pages, never mapped writable, cost a sync no write-protection.
-// Recovery's parsers populate each region of the CommitLog this way before
-// they read it: one call maps many pages, where touching them maps a few
-// per fault. It is an optimisation only.
+// the pages, never mapped writable, cost a sync no write-protection. It is
+// an optimisation only.
 type ReadPrefaulter interface {
 	PrefaultRead(off, n int64) error
 }
@@ -134,9 +132,10 @@ type Pwriter interface {
 
 // FileReader is implemented by segments that can also read through the
 // file instead of the mapping (mmap: pread), seeing the same bytes as
-// View: a pread copies from the page cache, while the first touch of each
-// page of a fresh mapping takes a fault (on a virtual machine, microseconds
-// a page) unless the range was populated first (ReadPrefaulter).
+// View. Recovery's parsers read the CommitLog this way: a pread copies
+// from the page cache through the kernel's own mapping, while the first
+// touch of each page of a fresh mapping takes a fault and a page-table
+// update (on a virtual machine, microseconds a page).
 type FileReader interface {
 	ReadFile(p []byte, off int64) (int, error)
 }

@@ -8,6 +8,10 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/spf13/afero"
+
+	"github.com/rocketstore/rocketstore/backend"
+	"github.com/rocketstore/rocketstore/backend/memfs"
 	"github.com/rocketstore/rocketstore/backend/mmap"
 )
 
@@ -19,34 +23,46 @@ import (
 // the chain of records never reaches it. The broken variant, which takes a
 // region's records wherever its first one was guessed, dispatches the fake
 // record and then finds the zeros after it inside the body: it takes them
-// for the end of the log and truncates the records after it.
+// for damage followed by intact records and refuses to open the store (or,
+// configured to, would truncate every record after them).
+//
+// On mmap the parsers read regions with pread; on memfs (over the OS's
+// files here, so that the test can edit them) they check the mapping.
 func TestRecoveryIgnoresGuessedStartInABody(t *testing.T) {
-	for _, broken := range []bool{false, true} {
-		name := map[bool]string{false: "checked", true: "broken"}[broken]
-		t.Run(name, func(t *testing.T) {
-			trustGuessedStarts = broken
-			defer func() { trustGuessedStarts = false }()
-			err := recoverWithRecordInBody(t)
-			if !broken && err != "" {
-				t.Fatal(err)
-			}
-			if broken {
-				t.Logf("broken variant: %s", err)
-			}
-			if broken && err == "" {
-				t.Fatal("the broken variant recovered the log as the checked one: the test cannot tell them apart")
-			}
-		})
+	backends := map[string]func(dir string) (backend.FS, error){
+		"mmap": func(dir string) (backend.FS, error) { return mmap.New(dir) },
+		"memfs": func(dir string) (backend.FS, error) {
+			return memfs.New(afero.NewBasePathFs(afero.NewOsFs(), dir)), nil
+		},
+	}
+	for _, be := range []string{"mmap", "memfs"} {
+		for _, broken := range []bool{false, true} {
+			name := be + "/" + map[bool]string{false: "checked", true: "broken"}[broken]
+			t.Run(name, func(t *testing.T) {
+				trustGuessedStarts = broken
+				defer func() { trustGuessedStarts = false }()
+				err := recoverWithRecordInBody(t, backends[be])
+				if !broken && err != "" {
+					t.Fatal(err)
+				}
+				if broken {
+					t.Logf("broken variant: %s", err)
+				}
+				if broken && err == "" {
+					t.Fatal("the broken variant recovered the log as the checked one: the test cannot tell them apart")
+				}
+			})
+		}
 	}
 }
 
 // recoverWithRecordInBody writes the log described above, recovers it as
 // after a crash with nothing but the CommitLog, and returns what recovery
 // got wrong ("" for nothing).
-func recoverWithRecordInBody(t *testing.T) string {
+func recoverWithRecordInBody(t *testing.T, newFS func(dir string) (backend.FS, error)) string {
 	dir := t.TempDir()
 	try := func() (*Store, error) {
-		fs, err := mmap.New(dir)
+		fs, err := newFS(dir)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -36,19 +36,19 @@ func BenchmarkRecoveryParseRegion(b *testing.B) {
 		end = res.WroteOffset + int64(res.WroteBytes)
 	}
 	mf := s.commitLog.q.snapshot()[0]
-	view := mf.seg.View(0, mf.fileSize)
-	reqs := make([]dispatchRequest, 0, 8192)
+	v := regionView{b: mf.seg.View(0, mf.fileSize)}
+	batch := &parsedBatch{end: end, reqs: make([]dispatchRequest, 0, 8192)}
 	for _, crc := range []bool{false, true} {
 		name := map[bool]string{false: "nocrc", true: "crc"}[crc]
 		b.Run(name, func(b *testing.B) {
 			n := 0
 			for b.Loop() {
-				var stopped bool
-				reqs, stopped = s.parseRegion(view, mf.fileFromOffset, 0, end, crc, reqs[:0])
-				if stopped {
+				batch.reqs, batch.stopped = batch.reqs[:0], false
+				s.parseRegion(nil, mf, v, batch, crc)
+				if batch.stopped {
 					b.Fatal("stopped")
 				}
-				n += len(reqs)
+				n += len(batch.reqs)
 			}
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(n), "ns/record")
 		})
@@ -56,7 +56,9 @@ func BenchmarkRecoveryParseRegion(b *testing.B) {
 	b.Run("dispatch", func(b *testing.B) {
 		// The same records again and again, moved along the log and
 		// their queue each time, into staged queues as in recovery.
-		reqs, _ = s.parseRegion(view, mf.fileFromOffset, 0, end, false, reqs[:0])
+		batch.reqs = batch.reqs[:0]
+		s.parseRegion(nil, mf, v, batch, false)
+		reqs := batch.reqs
 		units := int64(len(reqs))
 		s.beginUnitStaging()
 		defer s.endUnitStaging()
