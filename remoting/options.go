@@ -47,8 +47,8 @@ type Options struct {
 	// ReceiveBudgetWait bounds the wait for receive budget. 0 means 5 s.
 	ReceiveBudgetWait time.Duration
 	// Inline, if set, picks the requests a connection answers on its read
-	// goroutine instead of handing them to a worker, which saves a
-	// goroutine handoff (a wake-up) per request. Only for requests whose
+	// goroutine instead of handing them to a worker, which saves the
+	// handoff and its scheduling per request. Only for requests whose
 	// handler never blocks: no waiting on a disk sync, a replica, a timer,
 	// a long-held lock or a response on the same connection (Invoke from
 	// an inline handler would deadlock), since the connection reads nothing
