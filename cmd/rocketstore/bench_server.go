@@ -94,6 +94,11 @@ func runServerBench(ctx context.Context, stdout, stderr io.Writer, o benchOption
 		}
 	}
 	writeServerTable(stdout, results)
+	if peerErr != nil {
+		// Under the table too: a reader of the saved output must not take
+		// the missing rows for a comparison that was made.
+		fmt.Fprintf(stdout, "\nNATS side not run: %v\n", peerErr)
+	}
 	if o.out != "" {
 		if err := os.MkdirAll(o.out, 0o755); err != nil {
 			return err
