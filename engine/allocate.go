@@ -175,6 +175,15 @@ func (a *allocator) prepare(from int64) {
 	}()
 }
 
+// prepareFirst prepares an empty queue's first file (offset 0, where the
+// CommitLog's getLastMappedFile starts an empty log) at start, as the
+// next file is prepared on each roll: the first put then takes it instead
+// of creating the file, syncing its directories and faulting in its first
+// pages while every other put waits on the CommitLog's lock (35 ms at the
+// start of a bench --server run on this project's VM; see BENCHMARKS.md,
+// fifth session). A store closed before any put removes it again (stop).
+func (a *allocator) prepareFirst() { a.prepare(0) }
+
 // take returns the prepared file at from, waiting for it if it is still
 // being made, or nil when none was prepared there (or preparing failed:
 // the caller then creates it itself and reports that error if it recurs).

@@ -1,0 +1,80 @@
+package engine
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/rocketstore/rocketstore/backend"
+	"github.com/rocketstore/rocketstore/backend/mmap"
+)
+
+// TestFirstCommitLogFilePrepared checks that an empty store prepares its
+// CommitLog's first file when it starts, so that the first put takes it
+// instead of creating it under the put lock, and that a store closed
+// before any put leaves no CommitLog file behind.
+func TestFirstCommitLogFilePrepared(t *testing.T) {
+	dir := t.TempDir()
+	fs, err := mmap.New(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := Config{CommitLogFileSize: 1 << 20, ConsumeQueueUnits: 1000}
+	s, err := Open(fs, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := "commitlog/" + offsetToFileName(0)
+	waitFile(t, fs, first)
+	a := s.commitLog.q.alloc
+	a.mu.Lock()
+	done := a.done
+	a.mu.Unlock()
+	if done == nil {
+		t.Fatal("no first file being prepared")
+	}
+	<-done // the preparation has handed the file over
+	a.mu.Lock()
+	prepared := a.mf
+	a.mu.Unlock()
+	if prepared == nil {
+		t.Fatal("no first file prepared")
+	}
+	if _, err := s.Put(context.Background(), &Message{Topic: "T", Body: []byte("x")}); err != nil {
+		t.Fatal(err)
+	}
+	if got := s.commitLog.q.firstFile(); got != prepared {
+		t.Fatalf("the first put created its own file %p, not the prepared %p", got, prepared)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	// Closed before any put: the prepared file goes again.
+	dir2 := t.TempDir()
+	fs2, err := mmap.New(dir2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s2, err := Open(fs2, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFile(t, fs2, first)
+	if err := s2.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if names, _ := fs2.List("commitlog"); len(names) != 0 {
+		t.Fatalf("commitlog holds %v after a close without puts", names)
+	}
+}
+
+func waitFile(t *testing.T, fs backend.FS, name string) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		if _, err := fs.Stat(name); err == nil {
+			return
+		}
+	}
+	t.Fatalf("%s not created within 10 s", name)
+}
