@@ -78,6 +78,11 @@ type ServerResult struct {
 	// Timeline is send→consume latency by send time, a TimelineSlice a
 	// bucket (with consumers).
 	Timeline []TimelineBucket `json:"timeline,omitempty"`
+	// ConsumeAfterStart is send→consume of the messages sent after the
+	// run's first StartSlices timeline slices: the run without its cold
+	// start, measured alike for every system. Reported beside Consume,
+	// never instead of it.
+	ConsumeAfterStart *Latency `json:"consume_latency_after_start,omitempty"`
 	// CPUPerMsg is the server process's CPU µs per acknowledged message.
 	CPUPerMsg float64 `json:"server_cpu_us_per_msg"`
 	// ClientCPUPerMsg is the driver process's CPU µs per acknowledged
@@ -250,7 +255,9 @@ func runServerLoad(t LoadTarget, l ServerLoad, r *ServerResult) error {
 			tls = append(tls, &h.tl)
 		}
 		r.Consume = all.Latency()
-		r.Timeline = makeTimeline(mergeTimelines(tls), mergeTimelines(acktls))
+		consume := mergeTimelines(tls)
+		r.Timeline = makeTimeline(consume, mergeTimelines(acktls))
+		r.ConsumeAfterStart = latencyFrom(consume, StartSlices)
 		for _, h := range chists {
 			h.mu.Unlock()
 		}

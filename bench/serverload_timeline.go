@@ -12,6 +12,10 @@ import (
 // TimelineSlice is the width of a slice of a server-load run's timeline.
 const TimelineSlice = 100 * time.Millisecond
 
+// StartSlices is how many slices from a run's start ConsumeAfterStart
+// leaves out: its first second.
+const StartSlices = 10
+
 // TimelineBucket is the send→consume latency of the messages sent in one
 // TimelineSlice of a run: it shows whether a run's p99 comes from its
 // start, from periodic stalls or from every moment of it.
@@ -66,6 +70,23 @@ func mergeTimelines(ts []*timeline) []*hdrhistogram.Histogram {
 	return all
 }
 
+// latencyFrom summarises the slices from index from on (nil when there
+// are none).
+func latencyFrom(slices []*hdrhistogram.Histogram, from int) *Latency {
+	all := hdrhistogram.New(10, 100e6, 2)
+	for _, h := range slices[min(from, len(slices)):] {
+		if h != nil {
+			all.Merge(h)
+		}
+	}
+	if all.TotalCount() == 0 {
+		return nil
+	}
+	us := func(v int64) float64 { return float64(v) } // the slices hold µs, as Latency does
+	return &Latency{Samples: all.TotalCount(), P50: us(all.ValueAtQuantile(50)), P99: us(all.ValueAtQuantile(99)),
+		P999: us(all.ValueAtQuantile(99.9)), Max: us(all.Max())}
+}
+
 // makeTimeline summarises the send→consume and ack histograms of each
 // slice.
 func makeTimeline(consume, ack []*hdrhistogram.Histogram) []TimelineBucket {
@@ -92,6 +113,10 @@ func WriteTimeline(w io.Writer, r ServerResult) {
 	var b strings.Builder
 	for _, s := range r.Timeline {
 		fmt.Fprintf(&b, "  %5d %7d %8.1f %8.1f %8.1f %8.1f\n", s.AtMs, s.Count, s.P50, s.P99, s.Max, s.AckP99)
+	}
+	if l := r.ConsumeAfterStart; l != nil {
+		fmt.Fprintf(&b, "  after the first %v: %d messages, send→consume p50 / p99 / p99.9 %.2f / %.2f / %.2f ms\n",
+			StartSlices*TimelineSlice, l.Samples, l.P50/1e3, l.P99/1e3, l.P999/1e3)
 	}
 	_, _ = io.WriteString(w, b.String())
 }
