@@ -78,3 +78,50 @@ func waitFile(t *testing.T, fs backend.FS, name string) {
 	}
 	t.Fatalf("%s not created within 10 s", name)
 }
+
+// TestNextCommitLogFilePreparedHalfWay checks that the file after the one
+// the writer took is prepared once the writer is half way through it (not
+// at once, beside the first puts), and that the roll then takes it.
+func TestNextCommitLogFilePreparedHalfWay(t *testing.T) {
+	fs, err := mmap.New(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	const size = 8 << 20
+	s, err := Open(fs, Config{CommitLogFileSize: size, ConsumeQueueUnits: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ctx := context.Background()
+	put := func() {
+		t.Helper()
+		if _, err := s.Put(ctx, &Message{Topic: "T", Body: make([]byte, 64<<10)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	put()
+	next := "commitlog/" + offsetToFileName(size)
+	time.Sleep(50 * time.Millisecond) // time enough to prepare it, were it asked for
+	if _, err := fs.Stat(next); err == nil {
+		t.Fatal("the next file was prepared at the first put")
+	}
+	for s.commitLog.q.MaxOffset() < size/2+prefaultStep {
+		put()
+	}
+	waitFile(t, fs, next)
+	a := s.commitLog.q.alloc
+	a.mu.Lock()
+	done := a.done
+	a.mu.Unlock()
+	<-done
+	a.mu.Lock()
+	prepared := a.mf
+	a.mu.Unlock()
+	for s.commitLog.q.MaxOffset() < size {
+		put()
+	}
+	if got := s.commitLog.q.lastFile(); got != prepared || got.fileFromOffset != size {
+		t.Fatalf("rolled to %p at %d, not the prepared %p", got, got.fileFromOffset, prepared)
+	}
+}

@@ -247,7 +247,7 @@ func (q *mappedFileQueue) getLastMappedFile(startOffset int64, needCreate bool) 
 	next := append(append(make([]*mappedFile, 0, len(files)+1), files...), mf)
 	q.files.Store(&next)
 	if q.alloc != nil {
-		q.alloc.prepare(from + q.fileSize)
+		q.alloc.prepareNext(mf)
 	}
 	return mf, nil
 }
