@@ -42,3 +42,12 @@ func (b *Broker) writer() Writer {
 	}
 	return storeWriter{b.store}
 }
+
+// PutsWait reports whether a send may wait for more than its write into
+// the CommitLog's mapping: under SYNC_FLUSH a put waits for the group
+// commit, and a configured Writer (a replicated group) waits for its
+// replicas. The server answers sends that never wait on the connection's
+// read goroutine.
+func (b *Broker) PutsWait() bool {
+	return b.cfg.Writer != nil || b.store.Config().FlushDiskType == engine.SyncFlush
+}

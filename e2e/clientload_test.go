@@ -68,6 +68,11 @@ func TestClientLoad(t *testing.T) {
 	t.Logf("official client load, %s flush, 4 × 8 in flight, 256 B: %d acked (%d failed) at %.0f msgs/s, %d consumed\n"+
 		"  ack p50/p99/p99.9 %s; send→consume %s; CPU µs/msg: server %.1f, client %.1f",
 		flushName, r.Acked, r.Failed, r.MsgsPerS, r.Consumed, ms(r.Ack), ms(r.Consume), r.CPUPerMsg, r.ClientCPUPerMsg)
+	if k, err := kernelCounts(pid); err == nil && r.Acked > 0 {
+		n := float64(r.Acked)
+		t.Logf("server per message: %.2f read-type and %.2f write-type syscalls, %.2f context switches (whole run, from /proc)",
+			float64(k.syscr)/n, float64(k.syscw)/n, float64(k.ctxsw)/n)
+	}
 	pulls, pulled := pullCounts(t, metrics)
 	t.Logf("server: %.0f pulls answered, %.0f messages pulled (%.1f a pull)", pulls, pulled, pulled/max(1, pulls))
 	if r.Err != "" {
@@ -119,6 +124,47 @@ func serveChild(t *testing.T, flush string) (addr string, pid int, metrics strin
 			t.Fatal("rocketstore serve did not start listening")
 		}
 	}
+}
+
+// procCounts are a process's system calls and context switches so far.
+type procCounts struct{ syscr, syscw, ctxsw int64 }
+
+// kernelCounts reads pid's read- and write-type system calls from
+// /proc/PID/io and its threads' context switches (voluntary and not) from
+// /proc/PID/task/*/status: the wake-ups a request costs the server.
+func kernelCounts(pid int) (procCounts, error) {
+	var k procCounts
+	ioText, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "io"))
+	if err != nil {
+		return k, err
+	}
+	for _, line := range strings.Split(string(ioText), "\n") {
+		name, v, _ := strings.Cut(line, ": ")
+		n, _ := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+		switch name {
+		case "syscr":
+			k.syscr = n
+		case "syscw":
+			k.syscw = n
+		}
+	}
+	tasks, err := filepath.Glob(filepath.Join("/proc", strconv.Itoa(pid), "task", "*", "status"))
+	if err != nil {
+		return k, err
+	}
+	for _, f := range tasks {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			continue // the thread exited
+		}
+		for _, line := range strings.Split(string(b), "\n") {
+			if name, v, ok := strings.Cut(line, ":"); ok && strings.HasSuffix(name, "ctxt_switches") {
+				n, _ := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+				k.ctxsw += n
+			}
+		}
+	}
+	return k, nil
 }
 
 // pullCounts reads the pull requests answered and the messages they

@@ -22,7 +22,10 @@ import (
 // coreWorkers live as long as the connection (a goroutine per request paid
 // for its stack growing on every request), and bursts beyond them get
 // extra workers, up to Options.MaxConcurrentRequests, that exit after a
-// while without requests. All methods are safe for concurrent use.
+// while without requests. Requests Options.Inline picks are answered on
+// the read goroutine instead. The socket is read and written with raw
+// non-blocking system calls where it can be (rawio.go). All methods are
+// safe for concurrent use.
 type Conn struct {
 	id      uint64
 	nc      net.Conn
@@ -48,10 +51,11 @@ type Conn struct {
 	closed    chan struct{} // closed by close, after closeErr is set
 	closeErr  error
 
-	draining atomic.Bool  // graceful shutdown: read no more requests
-	budget   *byteBudget  // the server's bytes for incoming frames; nil: no cap
-	work     chan job     // requests handed to idle workers; closed after readLoop
-	workers  atomic.Int32 // running
+	draining atomic.Bool                 // graceful shutdown: read no more requests
+	inline   func(*RemotingCommand) bool // Options.Inline
+	budget   *byteBudget                 // the server's bytes for incoming frames; nil: no cap
+	work     chan job                    // requests handed to idle workers; closed after readLoop
+	workers  atomic.Int32                // running
 	wg       sync.WaitGroup
 	handlers sync.WaitGroup // requests dispatched and not yet answered
 	inflight atomic.Int32   // the same count, readable: the writer waits for answers on their way
@@ -77,6 +81,7 @@ func newConn(ctx context.Context, id uint64, nc net.Conn, h Handler, opts Option
 		out:        make(chan *frameBuf, opts.WriteQueueLen),
 		finish:     make(chan struct{}),
 		writerDone: make(chan struct{}),
+		inline:     opts.Inline,
 		closed:     make(chan struct{}),
 		budget:     budget,
 		work:       make(chan job),
@@ -228,7 +233,11 @@ func frameBuffered(br *bufio.Reader) bool {
 // readLoop reads frames until an error, dispatching requests and
 // delivering responses.
 func (c *Conn) readLoop() error {
-	br := bufio.NewReaderSize(c.nc, 16<<10)
+	var rd io.Reader = c.nc
+	if r := newRawReader(c.nc); r != nil {
+		rd = r // rawio.go: reads the runtime does not see as syscalls
+	}
+	br := bufio.NewReaderSize(rd, 16<<10)
 	for {
 		if c.draining.Load() {
 			return nil
@@ -254,6 +263,10 @@ func (c *Conn) readLoop() error {
 			// server side (handlers) is held to the budget.
 			c.budget.release(charged)
 			c.deliver(cmd)
+			continue
+		}
+		if c.inline != nil && c.inline(cmd) {
+			c.serveInline(job{cmd, charged})
 			continue
 		}
 		if err := c.dispatch(job{cmd, charged}); err != nil {
@@ -308,6 +321,16 @@ func (c *Conn) dispatch(j job) error {
 		c.handlers.Done()
 		return c.closeErr
 	}
+}
+
+// serveInline answers j on the read goroutine (Options.Inline), without
+// handing it to a worker; the connection reads nothing meanwhile.
+func (c *Conn) serveInline(j job) {
+	c.stats.requests.Add(1)
+	c.stats.inlineRequests.Add(1)
+	c.handlers.Add(1)
+	c.inflight.Add(1)
+	c.serveRequest(j)
 }
 
 // coreWorkers is the number of a connection's workers that stay when

@@ -182,6 +182,8 @@ type frameWriter struct {
 	vectored bool
 	iov      [][]byte
 	wv       net.Buffers
+	// raw, when set, writes the vectored batches (rawio.go).
+	raw *rawWriter
 	// Other connections get each batch copied into buf and written at once.
 	buf []byte
 }
@@ -192,6 +194,7 @@ func newFrameWriter(nc net.Conn) *frameWriter {
 	case *net.TCPConn, *net.UnixConn:
 		w.vectored = true
 		w.iov = make([][]byte, 0, maxBatchFrames)
+		w.raw = newRawWriter(nc)
 	}
 	return w
 }
@@ -263,8 +266,12 @@ func (c *Conn) writeFrames(w *frameWriter, n int) error {
 		for _, f := range w.batch {
 			w.iov = append(w.iov, f.b)
 		}
-		w.wv = w.iov
-		_, err = w.wv.WriteTo(c.nc)
+		if w.raw != nil {
+			err = w.raw.write(w.iov)
+		} else {
+			w.wv = w.iov
+			_, err = w.wv.WriteTo(c.nc)
+		}
 		clear(w.iov)
 		w.iov, w.wv = w.iov[:0], nil
 	} else if len(w.batch) == 1 {

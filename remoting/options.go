@@ -46,6 +46,16 @@ type Options struct {
 	MaxReceiveBytes int64
 	// ReceiveBudgetWait bounds the wait for receive budget. 0 means 5 s.
 	ReceiveBudgetWait time.Duration
+	// Inline, if set, picks the requests a connection answers on its read
+	// goroutine instead of handing them to a worker, which saves the
+	// handoff and its scheduling per request. Only for requests whose
+	// handler never blocks: no waiting on a disk sync, a replica, a timer,
+	// a long-held lock or a response on the same connection (Invoke from
+	// an inline handler would deadlock), since the connection reads nothing
+	// until the handler returns. The broker marks async-flush sends (as
+	// RocketMQ 4.x runs all sends on one thread, sendMessageThreadPoolNums
+	// = 1). nil: every request goes to a worker.
+	Inline func(req *RemotingCommand) bool
 	// Logger receives connection events. nil means slog.Default().
 	Logger *slog.Logger
 	// OnConnect, if set, runs in the connection's goroutine before its

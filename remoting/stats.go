@@ -23,15 +23,16 @@ type Stats struct {
 	BytesOut            int64 // frame bytes written
 	FramesOut           int64 // frames written
 	Writes              int64 // socket writes (one writev carries FramesOut/Writes frames)
+	InlineRequests      int64 // requests answered on the read goroutine (Options.Inline), of Requests
 }
 
 // counters is the live form of Stats, shared by a server's connections.
 type counters struct {
-	connsAccepted, connsRejected, connsOpen              atomic.Int64
-	requests, responses, responsesSent, unmatched        atomic.Int64
-	handlerErrors, badFrames, framesTooLarge             atomic.Int64
-	idleTimeouts, writeQueueOverflows, bytesIn, bytesOut atomic.Int64
-	receiveBudgetCloses, framesOut, writes               atomic.Int64
+	connsAccepted, connsRejected, connsOpen                atomic.Int64
+	requests, responses, responsesSent, unmatched          atomic.Int64
+	handlerErrors, badFrames, framesTooLarge               atomic.Int64
+	idleTimeouts, writeQueueOverflows, bytesIn, bytesOut   atomic.Int64
+	receiveBudgetCloses, framesOut, writes, inlineRequests atomic.Int64
 }
 
 func (c *counters) snapshot() Stats {
@@ -44,5 +45,6 @@ func (c *counters) snapshot() Stats {
 		IdleTimeouts: c.idleTimeouts.Load(), WriteQueueOverflows: c.writeQueueOverflows.Load(),
 		BytesIn: c.bytesIn.Load(), BytesOut: c.bytesOut.Load(),
 		ReceiveBudgetCloses: c.receiveBudgetCloses.Load(), FramesOut: c.framesOut.Load(), Writes: c.writes.Load(),
+		InlineRequests: c.inlineRequests.Load(),
 	}
 }

@@ -29,6 +29,8 @@ type Server struct {
 	locks     *lockManager
 	metrics   *Metrics
 	sec       *security // nil without Config.Security
+	// inlineSends: sends are answered on the read goroutine (inline.go).
+	inlineSends bool
 
 	brokerAddr atomic.Pointer[string]
 	brokerID   atomic.Int64
@@ -89,6 +91,10 @@ func New(b *broker.Broker, cfg Config) (*Server, error) {
 	}
 	s.registerACLAdmin()
 	opts := cfg.Remoting
+	s.inlineSends = s.canInlineSends()
+	if opts.Inline == nil {
+		opts.Inline = s.inlineRequest
+	}
 	userClose := opts.OnClose
 	opts.OnClose = func(c *remoting.Conn, reason error) {
 		s.clients.connClosed(c)

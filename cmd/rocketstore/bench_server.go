@@ -95,6 +95,11 @@ func runServerBench(ctx context.Context, stdout, stderr io.Writer, o benchOption
 		}
 	}
 	writeServerTable(stdout, results)
+	if peerErr != nil {
+		// Under the table too: a reader of the saved output must not take
+		// the missing rows for a comparison that was made.
+		fmt.Fprintf(stdout, "\nNATS side not run: %v\n", peerErr)
+	}
 	if so.timeline {
 		for _, r := range results {
 			bench.WriteTimeline(stdout, r)
