@@ -301,6 +301,10 @@ func (s *Store) start() {
 	if last := q.lastFile(); last != nil {
 		q.alloc.prefaultAhead(last, last.wrote.Load())
 		q.alloc.prepare(last.fileFromOffset + q.fileSize)
+	} else {
+		// An empty CommitLog's first file too, so that the first put does
+		// not create it (and sync its directories) under the put lock.
+		q.alloc.prepareFirst()
 	}
 	s.reput.Start()
 	s.flusher = startCommitLogFlusher(s)
