@@ -270,21 +270,23 @@ func (f *commitLogFlusher) endCommit() {
 }
 
 // lead runs a group commit on the caller's goroutine (syncing set by the
-// caller), then dispatches what it synced, and returns when its sync
-// ended. It holds the store's lifecycle lock shared, as an append does, so
+// caller), then dispatches what it synced: a put that led its commit
+// returns with its record in the ConsumeQueue unless dispatch failed. It
+// holds the store's lifecycle lock shared, as an append does, so
 // that Close and Abandon never shut the files down (nor halt the
 // dispatcher) under it; on a store being closed it does nothing and leaves
-// the final flush to Close.
-func (f *commitLogFlusher) lead() time.Time {
+// the final flush to Close. It returns when its sync ended, or ok false
+// if it synced nothing.
+func (f *commitLogFlusher) lead() (synced time.Time, ok bool) {
 	s := f.s
 	s.lifecycle.RLock()
 	defer s.lifecycle.RUnlock()
 	if s.closed.Load() {
 		f.endCommit()
-		return time.Now()
+		return time.Time{}, false
 	}
 	f.commit()
-	synced := time.Now()
+	synced = time.Now()
 	// With SyncFlush the dispatcher stops at the flushed position, so a
 	// commit must be followed by a reput pass. The leader runs it here
 	// (a few microseconds, after its waiters are woken) rather than
@@ -294,11 +296,11 @@ func (f *commitLogFlusher) lead() time.Time {
 	// schedule rather than once per put.
 	if s.failed.Load() == nil && s.reput.Err() == nil {
 		if _, err := s.reput.DoReput(); err == nil {
-			return synced
+			return synced, true
 		}
 	}
 	s.reput.Wake()
-	return synced
+	return synced, true
 }
 
 // request asks the service to sync up to off, without waiting (a put whose
@@ -367,7 +369,8 @@ func (f *commitLogFlusher) waitFlushed(ctx context.Context, off int64) error {
 		ch := f.flushed
 		f.mu.Unlock()
 		if leader {
-			if d := f.lead().Sub(start); d > timeout && f.s.commitLog.q.FlushedWhere() >= off {
+			synced, ok := f.lead()
+			if d := synced.Sub(start); ok && d > timeout && f.s.commitLog.q.FlushedWhere() >= off {
 				return fmt.Errorf("%w: offset %d synced after %v, past %v", ErrFlushTimeout, off, d.Round(time.Millisecond), timeout)
 			}
 			continue
