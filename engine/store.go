@@ -344,7 +344,7 @@ func (s *Store) fail(err error) {
 // Put stores one message. With SyncFlush (and the WAIT property not
 // "false") it returns only after the message is synced, or ErrFlushTimeout
 // when the sync takes longer than SyncFlushTimeout (the message is stored
-// all the same, as in RocketMQ).
+// all the same, as in RocketMQ); see Config.SyncFlushTimeout.
 func (s *Store) Put(ctx context.Context, m *Message) (PutResult, error) {
 	return s.put(ctx, m, nil)
 }
