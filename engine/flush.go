@@ -162,6 +162,8 @@ type commitLogFlusher struct {
 	// requested is the highest CommitLog offset a put that does not wait
 	// for its sync (or stopped waiting) asked the service to sync.
 	requested atomic.Int64
+	// dispatching is set while a leader runs a reput pass.
+	dispatching atomic.Bool
 
 	mu sync.Mutex
 	// syncing is set while a group commit runs, a leader's or the
@@ -294,8 +296,13 @@ func (f *commitLogFlusher) lead() (synced time.Time, ok bool) {
 	// ~10 % of its rate on 2 cores (BENCHMARKS.md). A dispatcher that
 	// is failing is left to its service, which retries on its own
 	// schedule rather than once per put.
-	if s.failed.Load() == nil && s.reput.Err() == nil {
-		if _, err := s.reput.DoReput(); err == nil {
+	// A leader finding another's pass running (or its own: a dispatcher
+	// that puts) leaves the pass to the reput goroutine, not to wait on
+	// it.
+	if s.failed.Load() == nil && s.reput.Err() == nil && f.dispatching.CompareAndSwap(false, true) {
+		_, err := s.reput.DoReput()
+		f.dispatching.Store(false)
+		if err == nil {
 			return synced, true
 		}
 	}

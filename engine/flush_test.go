@@ -14,6 +14,7 @@ import (
 
 	"github.com/rocketstore/rocketstore/backend"
 	"github.com/rocketstore/rocketstore/backend/memfs"
+	"github.com/rocketstore/rocketstore/dispatch"
 	"github.com/rocketstore/rocketstore/engine"
 )
 
@@ -293,5 +294,53 @@ func TestSyncFlushAbandonTellsWaiters(t *testing.T) {
 	}
 	if got := s.MaxOffsetInQueue("t", 0); got < want {
 		t.Fatalf("after the power cut the queue holds %d messages, want at least the %d acknowledged", got, want)
+	}
+}
+
+// A dispatcher may store a message (a derived record on another topic)
+// under SyncFlush: the put it makes from inside a leader's reput pass leads
+// its own commit and leaves its dispatch to the reput goroutine instead of
+// waiting for the pass it runs in.
+func TestSyncFlushDispatcherThatPuts(t *testing.T) {
+	var s *engine.Store
+	derived := make(chan error, 16)
+	d := dispatch.DispatcherFunc(func(req *dispatch.Request) error {
+		if string(req.Topic) == "a" {
+			_, err := s.Put(context.Background(), &engine.Message{Topic: "b", Body: []byte("derived")})
+			derived <- err
+		}
+		return nil
+	})
+	s, err := engine.Open(memfs.New(nil), engine.Config{CommitLogFileSize: 1 << 20, FlushDiskType: engine.SyncFlush}, d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// No deferred Close: after a deadlock it would hang the test binary.
+	done := make(chan error, 1)
+	go func() {
+		_, err := s.Put(context.Background(), &engine.Message{Topic: "a", Body: []byte("x")})
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("put whose dispatcher puts did not return in 10 s")
+	}
+	if err := <-derived; err != nil {
+		t.Fatalf("put from the dispatcher: %v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for s.MaxOffsetInQueue("b", 0) < 1 {
+		if ctx.Err() != nil {
+			t.Fatal("derived message never dispatched")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
 	}
 }

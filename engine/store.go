@@ -70,7 +70,10 @@ type Store struct {
 // Open opens (or creates) the store in the root of fs, recovering it from
 // the last shutdown or crash. Dispatchers given here run, after the
 // ConsumeQueue builder, for every record replayed by recovery and every
-// new record.
+// new record: on the reput goroutine or, with SyncFlush, on the goroutine
+// of the put that led the sync, with the store's lifecycle lock held
+// shared. So they must be quick and must not call the store's methods that
+// write or close (Put, PutBatch, Dispatch, DeleteTopic, Close).
 func Open(fs backend.FS, cfg Config, dispatchers ...dispatch.Dispatcher) (*Store, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
