@@ -132,9 +132,10 @@ type Pwriter interface {
 
 // FileReader is implemented by segments that can also read through the
 // file instead of the mapping (mmap: pread), seeing the same bytes as
-// View. Abnormal recovery reads the CommitLog this way: a pread copies
-// from the page cache, while the first touch of each page of a fresh
-// mapping takes a fault (on a virtual machine, microseconds a page).
+// View. Recovery's parsers read the CommitLog this way: a pread copies
+// from the page cache through the kernel's own mapping, while the first
+// touch of each page of a fresh mapping takes a fault and a page-table
+// update (on a virtual machine, microseconds a page).
 type FileReader interface {
 	ReadFile(p []byte, off int64) (int, error)
 }

@@ -20,8 +20,9 @@ import (
 //     record;
 //
 // catch-up beside a copy of the same CommitLog bytes out of a mapping,
-// recovery beside a CRC32 of them read through a fresh mapping and, the
-// tighter bound, read with pread as recovery reads them.
+// recovery beside a CRC32 of them read through a fresh mapping (as recovery
+// reads them) and, second, read with pread in 256 KiB chunks (a copy out of
+// the page cache, which pays no fault per page).
 func (e env) backlog(ctx context.Context, backendName string) ([]Result, error) {
 	cfg := e.storeConfig(engine.AsyncFlush)
 	bs, err := e.openStore(backendName, cfg)
@@ -102,9 +103,8 @@ func (e env) backlog(ctx context.Context, backendName string) ([]Result, error) 
 	if err != nil {
 		return nil, err
 	}
-	// Recovery's parse helper preads the CommitLog in 256 KiB chunks (a
-	// fresh mapping pays a fault per page): the same read, with the CRC,
-	// is its tighter bound.
+	// The same bytes read without a mapping: pread in 256 KiB chunks,
+	// with the CRC (a copy instead of a fault per page).
 	recP, err := e.preadBound(files, logBytes, n, 256<<10)
 	if err != nil {
 		return nil, err

@@ -75,6 +75,14 @@ type ServerResult struct {
 	MsgsPerS  float64  `json:"msgs_per_s"`
 	Ack       *Latency `json:"ack_latency"`
 	Consume   *Latency `json:"consume_latency,omitempty"`
+	// Timeline is send→consume latency by send time, a TimelineSlice a
+	// bucket (with consumers).
+	Timeline []TimelineBucket `json:"timeline,omitempty"`
+	// ConsumeAfterStart is send→consume of the messages sent after the
+	// run's first StartSlices timeline slices: the run without its cold
+	// start, measured alike for every system. Reported beside Consume,
+	// never instead of it.
+	ConsumeAfterStart *Latency `json:"consume_latency_after_start,omitempty"`
 	// CPUPerMsg is the server process's CPU µs per acknowledged message.
 	CPUPerMsg float64 `json:"server_cpu_us_per_msg"`
 	// ClientCPUPerMsg is the driver process's CPU µs per acknowledged
@@ -107,6 +115,9 @@ func runServerLoad(t LoadTarget, l ServerLoad, r *ServerResult) error {
 	// machine (each contended Lock a goroutine hand-off), which throttled
 	// the consumers and showed as seconds of send→consume latency.
 	var consumed atomic.Int64
+	// startStamp is the run's start as a Stamp, for the timeline; set
+	// before the first send.
+	var startStamp atomic.Int64
 	chists := make([]*streamHistogram, l.Conns)
 	if l.Consumers {
 		for i := range l.Conns {
@@ -114,8 +125,10 @@ func runServerLoad(t LoadTarget, l ServerLoad, r *ServerResult) error {
 			chists[i] = h
 			stop, err := t.Consume(i, func(body []byte) {
 				d := Since(body)
+				sent := time.Duration(int64(binary.LittleEndian.Uint64(body)) - startStamp.Load())
 				h.mu.Lock()
 				h.h.Record(d)
+				h.tl.record(sent, d)
 				h.mu.Unlock()
 				consumed.Add(1)
 			})
@@ -139,6 +152,7 @@ func runServerLoad(t LoadTarget, l ServerLoad, r *ServerResult) error {
 		lastAck       atomic.Int64 // ns since start
 		hmu           sync.Mutex
 		ahist         = NewHistogram()
+		acktls        []*timeline
 		firstErr      atomic.Value
 		wg            sync.WaitGroup
 	)
@@ -150,6 +164,7 @@ func runServerLoad(t LoadTarget, l ServerLoad, r *ServerResult) error {
 	if err != nil {
 		return err
 	}
+	startStamp.Store(int64(time.Since(epoch)))
 	start := time.Now()
 	deadline := start.Add(l.Duration)
 	for i, p := range producers {
@@ -161,6 +176,7 @@ func runServerLoad(t LoadTarget, l ServerLoad, r *ServerResult) error {
 				tokens <- struct{}{}
 			}
 			h := NewHistogram() // recorded from the producer's ack goroutine
+			var tl timeline     // likewise
 			body := make([]byte, l.Body)
 			for j := range body[16:] {
 				body[16+j] = byte('a' + j%26)
@@ -177,7 +193,9 @@ func runServerLoad(t LoadTarget, l ServerLoad, r *ServerResult) error {
 						failed.Add(1)
 						firstErr.CompareAndSwap(nil, err)
 					} else {
-						h.Record(time.Since(epoch) - sent)
+						d := time.Since(epoch) - sent
+						h.Record(d)
+						tl.record(sent-time.Duration(startStamp.Load()), d)
 						acked.Add(1)
 						lastAck.Store(int64(time.Since(start)))
 					}
@@ -200,6 +218,7 @@ func runServerLoad(t LoadTarget, l ServerLoad, r *ServerResult) error {
 			}
 			hmu.Lock()
 			ahist.h.Merge(h.h)
+			acktls = append(acktls, &tl)
 			hmu.Unlock()
 		}()
 	}
@@ -229,12 +248,19 @@ func runServerLoad(t LoadTarget, l ServerLoad, r *ServerResult) error {
 		}
 		r.Consumed = consumed.Load()
 		all := NewHistogram()
+		tls := make([]*timeline, 0, len(chists))
 		for _, h := range chists {
-			h.mu.Lock()
+			h.mu.Lock() // held until the timelines are merged
 			all.h.Merge(h.h.h)
-			h.mu.Unlock()
+			tls = append(tls, &h.tl)
 		}
 		r.Consume = all.Latency()
+		consume := mergeTimelines(tls)
+		r.Timeline = makeTimeline(consume, mergeTimelines(acktls))
+		r.ConsumeAfterStart = latencyFrom(consume, StartSlices)
+		for _, h := range chists {
+			h.mu.Unlock()
+		}
 		if r.Consumed < r.Acked {
 			return fmt.Errorf("%d of %d acknowledged messages consumed within 30 s", r.Consumed, r.Acked)
 		}
@@ -249,6 +275,7 @@ func runServerLoad(t LoadTarget, l ServerLoad, r *ServerResult) error {
 type streamHistogram struct {
 	mu sync.Mutex
 	h  *Histogram
+	tl timeline
 }
 
 // ProcessCPU returns the CPU time (user + system) process pid has used,

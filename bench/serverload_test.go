@@ -40,6 +40,18 @@ func TestServerLoadRemoting(t *testing.T) {
 	if r.Acked < streams*queues || r.Consumed != r.Acked || r.Failed != 0 {
 		t.Fatalf("acked %d, consumed %d, failed %d", r.Acked, r.Consumed, r.Failed)
 	}
+	// The timeline accounts for every consumed message, slice by slice,
+	// in send order, within the run's duration (plus the last slice).
+	var inTimeline int64
+	for i, b := range r.Timeline {
+		inTimeline += b.Count
+		if i > 0 && b.AtMs <= r.Timeline[i-1].AtMs || b.AtMs > 400 || b.Count <= 0 || b.P50 > b.P99 || b.P99 > b.Max {
+			t.Fatalf("timeline slice %d: %+v", i, b)
+		}
+	}
+	if inTimeline != r.Consumed || len(r.Timeline) < 2 {
+		t.Fatalf("timeline holds %d messages in %d slices, %d consumed", inTimeline, len(r.Timeline), r.Consumed)
+	}
 	store := n.Broker.Store()
 	var total int64
 	for q := range int32(streams * queues) {

@@ -56,14 +56,21 @@ type Parser struct {
 // offset pos, and returns it as a Request. For a BLANK record it returns
 // blank = true and the size it fills. Errors come from record.Check.
 func (p *Parser) Parse(buf []byte, pos int64, checkCRC bool) (req Request, size int32, blank bool, err error) {
-	info, err := record.CheckWith(buf, pos, record.Checks{CRC: checkCRC, NoPhysicalOffset: p.NoPhysicalOffsetCheck})
-	if err != nil {
-		return req, info.Size, false, err
+	size, blank, err = p.ParseInto(&req, buf, pos, checkCRC)
+	return req, size, blank, err
+}
+
+// ParseInto is Parse writing the Request into *req (every field, also on
+// failure) instead of returning it: a caller parsing many records into a
+// slice spares copies of the Request.
+func (p *Parser) ParseInto(req *Request, buf []byte, pos int64, checkCRC bool) (size int32, blank bool, err error) {
+	var info record.Info
+	err = record.CheckInto(&info, buf, pos, record.Checks{CRC: checkCRC, NoPhysicalOffset: p.NoPhysicalOffsetCheck})
+	if err != nil || info.Blank {
+		*req = Request{}
+		return info.Size, err == nil, err
 	}
-	if info.Blank {
-		return req, info.Size, true, nil
-	}
-	req = Request{
+	*req = Request{
 		Topic:                     info.Topic,
 		QueueID:                   info.QueueID,
 		CommitLogOffset:           info.PhysicalOffset,
@@ -95,7 +102,7 @@ func (p *Parser) Parse(buf []byte, pos int64, checkCRC bool) (req Request, size 
 	if delay != nil && string(info.Topic) == ScheduleTopic {
 		req.TagsCode = p.deliverTime(delay, info.StoreTimestamp)
 	}
-	return req, info.Size, false, nil
+	return info.Size, false, nil
 }
 
 // deliverTime is RocketMQ's computeDeliverTimestamp: the store time plus

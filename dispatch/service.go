@@ -137,9 +137,8 @@ func (s *Service) SetReputFrom(offset int64) {
 	s.reputFrom.Store(offset)
 }
 
-// Apply runs every dispatcher on req, outside any pass: abnormal recovery
-// dispatches each record as its scan validates it (one pass over the log,
-// as RocketMQ's recoverAbnormally does), before the service starts.
+// Apply runs every dispatcher on req, outside any pass (before the service
+// starts, say), as a pass would.
 func (s *Service) Apply(req *Request) error {
 	s.running.Lock()
 	defer s.running.Unlock()

@@ -31,6 +31,12 @@ type allocator struct {
 	stopped bool
 	wg      sync.WaitGroup
 
+	// A preparation of the next file deferred until the writer passes
+	// nextAt (prepareNext); pending is false when there is none.
+	pending  bool
+	nextFrom int64
+	nextAt   int64
+
 	// The write-ahead prefaulter: one goroutine, started on first use,
 	// populates [ahead.done, ahead.to) of ahead.mf.
 	ahead struct {
@@ -52,9 +58,43 @@ const (
 
 func newAllocator(q *mappedFileQueue) *allocator { return &allocator{q: q, from: -1} }
 
+// prepareNext arranges for the file after mf, which the writer has just
+// taken, to be prepared once the writer is half way through mf (the put
+// path reports its progress through prefaultAhead). Preparing it at once,
+// as RocketMQ's AllocateMappedFileService does, puts the creation of a
+// 1 GiB file, its directory sync and the population of its first window
+// (25-35 ms of system calls here) beside the first puts of a fresh store,
+// when every core is busy with them; half a file later it is long ready
+// when needed. Files too small for the put path to report half-way points
+// (fewer than four prefault steps) are prepared at once.
+func (a *allocator) prepareNext(mf *mappedFile) {
+	next := mf.fileFromOffset + mf.fileSize
+	if mf.fileSize < 4*prefaultStep {
+		a.prepare(next)
+		return
+	}
+	a.mu.Lock()
+	if !a.stopped {
+		a.pending, a.nextFrom, a.nextAt = true, next, mf.fileFromOffset+mf.fileSize/2
+	}
+	a.mu.Unlock()
+}
+
 // prefaultAhead asks for [pos, pos+prefaultWindow) of mf to be populated
-// for writing, in the background. It never blocks.
+// for writing, in the background, and starts a deferred preparation of
+// the next file once pos has passed its mark (prepareNext). It never
+// blocks.
 func (a *allocator) prefaultAhead(mf *mappedFile, pos int64) {
+	a.mu.Lock()
+	due := a.pending && !a.stopped && mf.fileFromOffset+pos >= a.nextAt
+	if due {
+		a.pending = false
+	}
+	next := a.nextFrom
+	a.mu.Unlock()
+	if due {
+		a.prepare(next)
+	}
 	if !mf.canPrefaultAhead() {
 		return
 	}
@@ -145,6 +185,9 @@ func (mf *mappedFile) prefaultAhead(off, n int64) error {
 func (a *allocator) prepare(from int64) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	if a.pending && a.nextFrom <= from {
+		a.pending = false // superseded, or started early
+	}
 	if a.stopped || a.from == from {
 		return
 	}
@@ -174,6 +217,15 @@ func (a *allocator) prepare(from int64) {
 		}
 	}()
 }
+
+// prepareFirst prepares an empty queue's first file (offset 0, where the
+// CommitLog's getLastMappedFile starts an empty log) at start, as the
+// next file is prepared on each roll: the first put then takes it instead
+// of creating the file, syncing its directories and faulting in its first
+// pages while every other put waits on the CommitLog's lock (35 ms at the
+// start of a bench --server run on this project's VM; see BENCHMARKS.md,
+// fifth session). A store closed before any put removes it again (stop).
+func (a *allocator) prepareFirst() { a.prepare(0) }
 
 // take returns the prepared file at from, waiting for it if it is still
 // being made, or nil when none was prepared there (or preparing failed:

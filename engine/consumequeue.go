@@ -74,6 +74,10 @@ type consumeQueue struct {
 func newConsumeQueue(fs backend.FS, root, topic string, queueID int32, units int64) *consumeQueue {
 	dir := path.Join(root, topic, strconv.Itoa(int(queueID)))
 	cq := &consumeQueue{topic: topic, queueID: queueID, q: newMappedFileQueue(fs, dir, units*CQUnitSize)}
+	// Units are appended 20 bytes at a time and read back while still in
+	// the page cache: read-around on a new file's write faults only costs
+	// the dispatcher time (the first one 1-1.5 ms here).
+	cq.q.noReadAround = true
 	cq.maxPhysicOffset.Store(-1)
 	return cq
 }

@@ -168,10 +168,19 @@ func (s *Store) abnormalStartFile(files []*mappedFile) int {
 func (s *Store) scanCommitLog(files []*mappedFile, dispatch bool) (end int64, stop, dispatchErr error) {
 	checkCRC := !s.cfg.SkipCRCOnRecover && !s.cfg.hooks.NoCRCCheck
 	resume := int64(-1)
-	// One Request for the whole scan: Apply takes its address, so a
-	// Request per record would be a heap allocation per record.
-	var req dispatchRequest
-	var ahead *parseAhead // records of the current file, parsed beside the walk
+	// One request for the whole scan: dispatching takes its address, so a
+	// request per record would be a heap allocation per record.
+	var one [1]dispatchRequest
+	// redispatch dispatches records the scan validated. After a dispatch
+	// failure the queues are rebuilt anyway, so only the scan goes on.
+	redispatch := func(reqs []dispatchRequest) {
+		if dispatch && dispatchErr == nil {
+			var n int
+			n, dispatchErr = s.dispatchRecovered(reqs)
+			s.recovery.Redispatched += n
+		}
+	}
+	var ahead *parseAhead // records of the current file, checked beside the walk
 	defer func() { ahead.close() }()
 	for i := 0; i < len(files); i++ {
 		mf := files[i]
@@ -182,21 +191,24 @@ func (s *Store) scanCommitLog(files []*mappedFile, dispatch bool) (end int64, st
 		}
 		ahead.close()
 		ahead = s.startParseAhead(mf, pos, checkCRC)
-		onChain := true // pos was reached from the helper's start by record sizes
+		restarts := 0
 		for {
-			var size int32
-			var blank bool
-			var err error
-			var r parsedRecord
-			parsed := false
-			if onChain {
-				r, parsed = ahead.take(pos)
+			if reqs := ahead.take(pos); len(reqs) > 0 {
+				// Checked by the parsers, in order from pos.
+				redispatch(reqs)
+				last := &reqs[len(reqs)-1]
+				pos = last.CommitLogOffset - mf.fileFromOffset + int64(last.MsgSize)
+				continue
 			}
-			if parsed {
-				req, size, err = r.req, r.size, checkParsed(r, checkCRC)
-			} else {
-				req, size, blank, err = s.parser.Parse(b[pos:], mf.fileFromOffset+pos, checkCRC)
+			if ahead.guessedWrong() && restarts < maxParseAheadRestarts {
+				// The parsers lost the chain: start them again from
+				// the scan's position.
+				restarts++
+				ahead.close()
+				ahead = s.startParseAhead(mf, pos, checkCRC)
+				continue
 			}
+			req, size, blank, err := s.parser.Parse(b[pos:], mf.fileFromOffset+pos, checkCRC)
 			if err == nil && blank && pos+int64(size) != mf.fileSize {
 				err = fmt.Errorf("%w: blank record of %d bytes does not end the file", record.ErrCorrupt, size)
 			}
@@ -213,8 +225,11 @@ func (s *Store) scanCommitLog(files []*mappedFile, dispatch bool) (end int64, st
 					return mf.fileFromOffset + pos, stop, dispatchErr
 				}
 				if next < mf.fileFromOffset+mf.fileSize {
+					// Resynchronised past the damage: parse ahead
+					// again from there.
 					pos = next - mf.fileFromOffset
-					onChain = false // resynchronised: check CRCs here
+					ahead.close()
+					ahead = s.startParseAhead(mf, pos, checkCRC)
 					continue
 				}
 				resume = next
@@ -224,14 +239,8 @@ func (s *Store) scanCommitLog(files []*mappedFile, dispatch bool) (end int64, st
 				break
 			}
 			if !blank {
-				// Dispatch as the record is validated: one pass over the
-				// log. After a dispatch failure the queues are rebuilt
-				// anyway, so only the scan goes on.
-				if dispatch && dispatchErr == nil {
-					if dispatchErr = s.reput.Apply(&req); dispatchErr == nil {
-						s.recovery.Redispatched++
-					}
-				}
+				one[0] = req
+				redispatch(one[:])
 				pos += int64(size)
 				continue
 			}
@@ -244,6 +253,12 @@ func (s *Store) scanCommitLog(files []*mappedFile, dispatch bool) (end int64, st
 	last := files[len(files)-1]
 	return last.fileFromOffset + last.fileSize, nil, dispatchErr
 }
+
+// maxParseAheadRestarts bounds how often the parsers of one file start
+// again after losing the chain of records (see parseAhead): each start
+// makes progress, this only keeps a pathological file from costing a
+// start per region.
+const maxParseAheadRestarts = 16
 
 // truncateCommitLog cuts the CommitLog at end, logging what was dropped.
 func (s *Store) truncateCommitLog(end int64) error {

@@ -304,6 +304,10 @@ func (s *Store) start() {
 	if last := q.lastFile(); last != nil {
 		q.alloc.prefaultAhead(last, last.wrote.Load())
 		q.alloc.prepare(last.fileFromOffset + q.fileSize)
+	} else {
+		// An empty CommitLog's first file too, so that the first put does
+		// not create it (and sync its directories) under the put lock.
+		q.alloc.prepareFirst()
 	}
 	s.reput.Start()
 	s.flusher = startCommitLogFlusher(s)
@@ -474,25 +478,41 @@ func (s *Store) ReputFromOffset() int64 { return s.reput.ReputFromOffset() }
 // buildConsumeQueue is the ConsumeQueue dispatcher (RocketMQ's
 // CommitLogDispatcherBuildConsumeQueue).
 func (s *Store) buildConsumeQueue(req *dispatch.Request) error {
+	put, err := s.putUnit(req, nil)
+	if put {
+		s.checkpoint.setLogics(req.StoreTimestamp)
+	}
+	return err
+}
+
+// putUnit writes req's unit into its ConsumeQueue, and reports whether the
+// record belongs in one; the caller updates the checkpoint. last, when not
+// nil, caches the queue of the previous call (abnormal recovery's scan
+// dispatches runs of records of a few queues), sparing a table lookup.
+func (s *Store) putUnit(req *dispatch.Request, last **consumeQueue) (bool, error) {
 	if !req.Dispatchable() || s.deletedBelow(req.Topic, req.CommitLogOffset) {
-		return nil
+		return false, nil
 	}
-	cq, err := s.queues.findOrCreate(s, req.Topic, req.QueueID)
-	if err != nil {
-		return err
+	var cq *consumeQueue
+	if last != nil && *last != nil && (*last).queueID == req.QueueID && (*last).topic == string(req.Topic) {
+		cq = *last
+	} else {
+		var err error
+		if cq, err = s.queues.findOrCreate(s, req.Topic, req.QueueID); err != nil {
+			return false, err
+		}
+		if last != nil {
+			*last = cq
+		}
 	}
-	_, err = cq.putMessagePositionInfo(req.CommitLogOffset, req.MsgSize, req.TagsCode, req.ConsumeQueueOffset)
+	_, err := cq.putMessagePositionInfo(req.CommitLogOffset, req.MsgSize, req.TagsCode, req.ConsumeQueueOffset)
 	if errors.Is(err, errQueueGap) && len(s.recovery.Damaged) > 0 {
 		// The missing units belong to damaged records recovery skipped.
 		if err = s.fillDamagedUnits(cq, req); err == nil {
 			_, err = cq.putMessagePositionInfo(req.CommitLogOffset, req.MsgSize, req.TagsCode, req.ConsumeQueueOffset)
 		}
 	}
-	if err != nil {
-		return err
-	}
-	s.checkpoint.setLogics(req.StoreTimestamp)
-	return nil
+	return err == nil, err
 }
 
 // Close drains dispatch, flushes everything, writes the checkpoint, removes

@@ -78,6 +78,7 @@ the ratio. Temporary stores are removed; a default run takes a few minutes,
 	f.StringVar(&o.server.flush, "server-flush", "async", "--server: async, sync or async,sync")
 	f.DurationVar(&o.server.duration, "server-duration", 5*time.Second, "--server: how long each run sends")
 	f.BoolVar(&o.server.consumers, "server-consumers", true, "--server: one long-polling consumer per producer stream")
+	f.BoolVar(&o.server.timeline, "server-timeline", false, "--server: also print each run's send→consume latency by send time, 100 ms a line")
 	f.IntVar(&o.server.repeat, "server-repeat", 1, "--server: run every configuration this many times (alternating the systems)")
 	return cmd
 }

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bytes"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -16,5 +18,22 @@ func TestBenchFailsWhenAWorkloadFails(t *testing.T) {
 	}
 	if !strings.Contains(stdout, "error:") || !strings.Contains(stderr, "workloads failed") {
 		t.Fatalf("exit %d; stdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+}
+
+// bench --server run away from the repository cannot start the NATS side;
+// it says so under the table, not only on stderr, so that saved output is
+// not taken for a comparison.
+func TestBenchServerSaysNATSWasNotRun(t *testing.T) {
+	cmd := exec.Command(binary(t), "bench", "--server", "--server-duration", "300ms", "--server-conns", "1",
+		"--server-window", "8", "--server-sizes", "128", "--tmp", t.TempDir())
+	cmd.Dir = t.TempDir()
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("%v\nstdout:\n%s\nstderr:\n%s", err, out.String(), errOut.String())
+	}
+	if !strings.Contains(out.String(), "rocketstore") || !strings.Contains(out.String(), "NATS side not run") {
+		t.Fatalf("stdout:\n%s\nstderr:\n%s", out.String(), errOut.String())
 	}
 }

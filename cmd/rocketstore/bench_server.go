@@ -30,6 +30,7 @@ type serverBenchOptions struct {
 	duration  time.Duration
 	consumers bool
 	repeat    int
+	timeline  bool
 }
 
 // runServerBench runs the server load (bench.RunServerLoad) against a
@@ -94,6 +95,16 @@ func runServerBench(ctx context.Context, stdout, stderr io.Writer, o benchOption
 		}
 	}
 	writeServerTable(stdout, results)
+	if peerErr != nil {
+		// Under the table too: a reader of the saved output must not take
+		// the missing rows for a comparison that was made.
+		fmt.Fprintf(stdout, "\nNATS side not run: %v\n", peerErr)
+	}
+	if so.timeline {
+		for _, r := range results {
+			bench.WriteTimeline(stdout, r)
+		}
+	}
 	if o.out != "" {
 		if err := os.MkdirAll(o.out, 0o755); err != nil {
 			return err
@@ -157,6 +168,9 @@ func serverLoadRocketstore(ctx context.Context, tmp string, queues, batch int, l
 	exe, err := os.Executable()
 	if err != nil {
 		return fail(err)
+	}
+	if bin := os.Getenv("ROCKETSTORE_SERVE_BIN"); bin != "" {
+		exe = bin // another build's server under this build's driver (as e2e's TestClientLoad)
 	}
 	var logs bytes.Buffer
 	cmd := exec.CommandContext(ctx, exe, "serve", "--dir", filepath.Join(dir, "data"), "--listen", addr,

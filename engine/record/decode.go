@@ -59,55 +59,63 @@ type Checks struct {
 // CheckWith is Check with the optional validations chosen by c.
 func CheckWith(buf []byte, pos int64, c Checks) (Info, error) {
 	var r Info
+	err := CheckInto(&r, buf, pos, c)
+	return r, err
+}
+
+// CheckInto is CheckWith writing the decoded record into *r, which must be
+// zero, instead of returning it: a caller checking many records spares the
+// copy of the Info.
+func CheckInto(r *Info, buf []byte, pos int64, c Checks) error {
 	if len(buf) < BlankLength {
-		return r, fmt.Errorf("%w: %d bytes left, need %d for a header", ErrTruncated, len(buf), BlankLength)
+		return fmt.Errorf("%w: %d bytes left, need %d for a header", ErrTruncated, len(buf), BlankLength)
 	}
 	r.Size = int32(be.Uint32(buf[offTotalSize:]))
 	switch magic := be.Uint32(buf[offMagic:]); magic {
 	case magicMessageBits:
 	case magicBlankBits:
 		if r.Size < BlankLength || int(r.Size) > len(buf) {
-			return r, fmt.Errorf("%w: blank record of %d bytes with %d left", ErrCorrupt, r.Size, len(buf))
+			return fmt.Errorf("%w: blank record of %d bytes with %d left", ErrCorrupt, r.Size, len(buf))
 		}
 		r.Blank = true
-		return r, nil
+		return nil
 	case magicMessageV2Bits:
-		return r, ErrUnsupportedVersion
+		return ErrUnsupportedVersion
 	default:
 		if magic == 0 && r.Size == 0 {
-			return r, ErrNoRecord
+			return ErrNoRecord
 		}
-		return r, fmt.Errorf("%w: bad magic code %08X", ErrCorrupt, magic)
+		return fmt.Errorf("%w: bad magic code %08X", ErrCorrupt, magic)
 	}
 	if r.Size < FixedOverhead {
-		return r, fmt.Errorf("%w: total size %d below the minimum %d", ErrCorrupt, r.Size, FixedOverhead)
+		return fmt.Errorf("%w: total size %d below the minimum %d", ErrCorrupt, r.Size, FixedOverhead)
 	}
 	if int(r.Size) > len(buf) {
-		return r, fmt.Errorf("%w: total size %d with %d bytes left", ErrTruncated, r.Size, len(buf))
+		return fmt.Errorf("%w: total size %d with %d bytes left", ErrTruncated, r.Size, len(buf))
 	}
 	rec := buf[:r.Size]
 	if err := r.decodeFields(rec); err != nil {
-		return r, err
+		return err
 	}
 	if pos >= 0 && r.StoreTimestamp == 0 {
 		// Set under the put lock from the clock: never 0 in a record
 		// that was written whole (a torn header reads as zeros).
-		return r, fmt.Errorf("%w: store timestamp 0", ErrCorrupt)
+		return fmt.Errorf("%w: store timestamp 0", ErrCorrupt)
 	}
 	if pos >= 0 && !c.NoPhysicalOffset && r.PhysicalOffset != pos {
-		return r, fmt.Errorf("%w: PHYSICALOFFSET %d at position %d (stale bytes)", ErrCorrupt, r.PhysicalOffset, pos)
+		return fmt.Errorf("%w: PHYSICALOFFSET %d at position %d (stale bytes)", ErrCorrupt, r.PhysicalOffset, pos)
 	}
 	if pos >= 0 {
 		if err := r.checkTornSectors(rec, pos); err != nil {
-			return r, err
+			return err
 		}
 	}
 	if c.CRC {
 		if crc := BodyCRC(r.Body); crc != r.BodyCRC {
-			return r, fmt.Errorf("%w: body crc %08x, want %08x", ErrCorrupt, crc, r.BodyCRC)
+			return fmt.Errorf("%w: body crc %08x, want %08x", ErrCorrupt, crc, r.BodyCRC)
 		}
 	}
-	return r, nil
+	return nil
 }
 
 // decodeFields reads the fields of rec, which holds exactly TOTALSIZE bytes.

@@ -1,0 +1,127 @@
+package engine
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/rocketstore/rocketstore/backend"
+	"github.com/rocketstore/rocketstore/backend/mmap"
+)
+
+// TestFirstCommitLogFilePrepared checks that an empty store prepares its
+// CommitLog's first file when it starts, so that the first put takes it
+// instead of creating it under the put lock, and that a store closed
+// before any put leaves no CommitLog file behind.
+func TestFirstCommitLogFilePrepared(t *testing.T) {
+	dir := t.TempDir()
+	fs, err := mmap.New(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := Config{CommitLogFileSize: 1 << 20, ConsumeQueueUnits: 1000}
+	s, err := Open(fs, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := "commitlog/" + offsetToFileName(0)
+	waitFile(t, fs, first)
+	a := s.commitLog.q.alloc
+	a.mu.Lock()
+	done := a.done
+	a.mu.Unlock()
+	if done == nil {
+		t.Fatal("no first file being prepared")
+	}
+	<-done // the preparation has handed the file over
+	a.mu.Lock()
+	prepared := a.mf
+	a.mu.Unlock()
+	if prepared == nil {
+		t.Fatal("no first file prepared")
+	}
+	if _, err := s.Put(context.Background(), &Message{Topic: "T", Body: []byte("x")}); err != nil {
+		t.Fatal(err)
+	}
+	if got := s.commitLog.q.firstFile(); got != prepared {
+		t.Fatalf("the first put created its own file %p, not the prepared %p", got, prepared)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	// Closed before any put: the prepared file goes again.
+	dir2 := t.TempDir()
+	fs2, err := mmap.New(dir2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s2, err := Open(fs2, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFile(t, fs2, first)
+	if err := s2.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if names, _ := fs2.List("commitlog"); len(names) != 0 {
+		t.Fatalf("commitlog holds %v after a close without puts", names)
+	}
+}
+
+func waitFile(t *testing.T, fs backend.FS, name string) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		if _, err := fs.Stat(name); err == nil {
+			return
+		}
+	}
+	t.Fatalf("%s not created within 10 s", name)
+}
+
+// TestNextCommitLogFilePreparedHalfWay checks that the file after the one
+// the writer took is prepared once the writer is half way through it (not
+// at once, beside the first puts), and that the roll then takes it.
+func TestNextCommitLogFilePreparedHalfWay(t *testing.T) {
+	fs, err := mmap.New(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	const size = 8 << 20
+	s, err := Open(fs, Config{CommitLogFileSize: size, ConsumeQueueUnits: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ctx := context.Background()
+	put := func() {
+		t.Helper()
+		if _, err := s.Put(ctx, &Message{Topic: "T", Body: make([]byte, 64<<10)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	put()
+	next := "commitlog/" + offsetToFileName(size)
+	time.Sleep(50 * time.Millisecond) // time enough to prepare it, were it asked for
+	if _, err := fs.Stat(next); err == nil {
+		t.Fatal("the next file was prepared at the first put")
+	}
+	for s.commitLog.q.MaxOffset() < size/2+prefaultStep {
+		put()
+	}
+	waitFile(t, fs, next)
+	a := s.commitLog.q.alloc
+	a.mu.Lock()
+	done := a.done
+	a.mu.Unlock()
+	<-done
+	a.mu.Lock()
+	prepared := a.mf
+	a.mu.Unlock()
+	for s.commitLog.q.MaxOffset() < size {
+		put()
+	}
+	if got := s.commitLog.q.lastFile(); got != prepared || got.fileFromOffset != size {
+		t.Fatalf("rolled to %p at %d, not the prepared %p", got, got.fileFromOffset, prepared)
+	}
+}
