@@ -273,12 +273,11 @@ func (f *commitLogFlusher) endCommit() {
 
 // lead runs a group commit on the caller's goroutine (syncing set by the
 // caller), then dispatches what it synced: a put that led its commit
-// returns with its record in the ConsumeQueue unless dispatch failed. It
-// holds the store's lifecycle lock shared, as an append does, so
-// that Close and Abandon never shut the files down (nor halt the
-// dispatcher) under it; on a store being closed it does nothing and leaves
-// the final flush to Close. It returns when its sync ended, or ok false
-// if it synced nothing.
+// usually returns with its record in the ConsumeQueue. It holds the
+// store's lifecycle lock shared, as an append does, so that Close and
+// Abandon never shut the files down (nor halt the dispatcher) under it; on
+// a store being closed it does nothing and leaves the final flush to
+// Close. It returns when its sync ended, or ok false if it synced nothing.
 func (f *commitLogFlusher) lead() (synced time.Time, ok bool) {
 	s := f.s
 	s.lifecycle.RLock()
@@ -291,14 +290,12 @@ func (f *commitLogFlusher) lead() (synced time.Time, ok bool) {
 	synced = time.Now()
 	// With SyncFlush the dispatcher stops at the flushed position, so a
 	// commit must be followed by a reput pass. The leader runs it here
-	// (a few microseconds, after its waiters are woken) rather than
-	// waking the reput goroutine: that wake-up cost a lone producer
-	// ~10 % of its rate on 2 cores (BENCHMARKS.md). A dispatcher that
-	// is failing is left to its service, which retries on its own
-	// schedule rather than once per put.
-	// A leader finding another's pass running (or its own: a dispatcher
-	// that puts) leaves the pass to the reput goroutine, not to wait on
-	// it.
+	// (after its waiters are woken) rather than waking the reput
+	// goroutine: that wake-up cost a lone producer ~10 % of its rate on
+	// 2 cores (BENCHMARKS.md). The reput goroutine keeps the pass when
+	// dispatch is failing (it retries on its own schedule, not once per
+	// put) and when another leader's pass is running (or this leader's
+	// own: a dispatcher that puts), which a leader must not wait for.
 	if s.failed.Load() == nil && s.reput.Err() == nil && f.dispatching.CompareAndSwap(false, true) {
 		_, err := s.reput.DoReput()
 		f.dispatching.Store(false)
