@@ -116,7 +116,10 @@ func (r PutResult) MsgID() string { return engine.PutResult(r).MsgID() }
 // WithDispatcher, e.g. to build an index of your own). It must be
 // idempotent (recovery replays records) and must not keep req's slices
 // after returning; an error makes the store retry the record and report
-// it in Health.
+// it in Health. It runs on the store's reput goroutine or, with SyncFlush,
+// on the goroutine of the Put that led the group commit, before that Put
+// returns; so it must be quick and must not call the Store's methods that
+// write or close (Put, PutBatch, DeleteTopic, Close).
 type Dispatcher interface {
 	Dispatch(req *DispatchRequest) error
 }

@@ -43,7 +43,9 @@ type Config struct {
 	// FlushDiskType is AsyncFlush (the default) or SyncFlush.
 	FlushDiskType FlushDiskType
 	// SyncFlushTimeout bounds how long a SyncFlush put waits for its
-	// group commit before failing with ErrFlushTimeout (5 s).
+	// group commit before failing with ErrFlushTimeout (5 s). A put that
+	// leads the commit (runs the sync itself) returns when its sync does,
+	// with ErrFlushTimeout if that took longer.
 	SyncFlushTimeout time.Duration
 	// FlushIntervalCommitLog is the async CommitLog flush period (500 ms).
 	FlushIntervalCommitLog time.Duration

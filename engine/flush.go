@@ -139,21 +139,38 @@ func (t *ticker) close() {
 	<-t.done
 }
 
-// commitLogFlusher is the CommitLog flush service: a group-commit loop for
-// SyncFlush (RocketMQ's GroupCommitService) or a timed loop with least
-// pages and a thorough interval for AsyncFlush (FlushRealTimeService).
+// commitLogFlusher is the CommitLog flush service. Under AsyncFlush it is a
+// timed loop with least pages and a thorough interval (RocketMQ's
+// FlushRealTimeService). Under SyncFlush it is a group commit (RocketMQ's
+// GroupCommitService) led by the putters, as databases do it: a put that
+// finds no sync running syncs everything written so far on its own
+// goroutine (it leads the commit) and then runs the reput pass; puts that
+// arrive meanwhile wait, and when the sync ends one of those not yet
+// covered leads the next. So a lone producer pays its write, its sync and
+// its dispatch, and no goroutine hand-off (a service goroutine that synced
+// for it, and the reput goroutine it woke, cost it 15-20 % of its rate on
+// 2 cores: BENCHMARKS.md), while concurrent producers still share each
+// sync. The service goroutine only syncs for puts that do not wait
+// (WAIT=false) and for waiters that gave up (timeout, context), so that
+// their records are still synced and dispatched soon.
 type commitLogFlusher struct {
 	s    *Store
 	stop chan struct{}
 	done chan struct{}
 	kick chan struct{}
 
-	// requested is the highest CommitLog offset a SyncFlush put waits for.
+	// requested is the highest CommitLog offset a put that does not wait
+	// for its sync (or stopped waiting) asked the service to sync.
 	requested atomic.Int64
-	// halted stops the loop without its final flush (Store.Abandon).
-	halted atomic.Bool
+	// dispatching is set while a leader runs a reput pass.
+	dispatching atomic.Bool
 
-	mu      sync.Mutex
+	mu sync.Mutex
+	// syncing is set while a group commit runs, a leader's or the
+	// service's: at most one at a time.
+	syncing bool
+	// stopped is set by close and halt: no put leads any more.
+	stopped bool
 	flushed chan struct{} // closed and replaced after each group commit
 }
 
@@ -191,39 +208,107 @@ func (f *commitLogFlusher) asyncLoop() {
 	}
 }
 
-// groupCommitLoop syncs whenever a put asks, covering every put that
-// arrived while the previous sync ran (group commit).
+// groupCommitLoop syncs up to the requested offset whenever a put that
+// does not wait asks. It stops without a flush of its own: close flushes
+// everything after it, halt (Store.Abandon) nothing.
 func (f *commitLogFlusher) groupCommitLoop() {
 	defer close(f.done)
 	for {
 		select {
 		case <-f.kick:
 		case <-f.stop:
-			if !f.halted.Load() {
-				f.commit()
-			}
 			return
 		}
-		f.commit()
+		f.serviceCommit()
 	}
 }
 
-func (f *commitLogFlusher) commit() {
-	if f.s.commitLog.q.FlushedWhere() < f.requested.Load() {
-		if err := f.s.flushCommitLog(0); err != nil {
-			f.s.cfg.Logger.Error("group commit", "err", err)
+// serviceCommit runs one group commit for the requested offset unless a
+// commit (a leader's) already covers it. Unlike a leader it does not hold
+// the store's lifecycle lock: close and halt wait for this goroutine
+// before they shut the files down, and they hold that lock meanwhile.
+func (f *commitLogFlusher) serviceCommit() {
+	for {
+		f.mu.Lock()
+		if f.s.commitLog.q.FlushedWhere() >= f.requested.Load() || f.s.failed.Load() != nil {
+			f.mu.Unlock()
+			return
+		}
+		if !f.syncing {
+			f.syncing = true
+			f.mu.Unlock()
+			f.commit()
+			f.s.reput.Wake()
+			return
+		}
+		ch := f.flushed
+		f.mu.Unlock()
+		select {
+		case <-ch:
+		case <-f.stop:
+			return
 		}
 	}
+}
+
+// commit syncs everything written and ends the group commit the caller
+// started (syncing set). A failed sync turns the store read-only
+// (flushCommitLog), which every waiter then reports.
+func (f *commitLogFlusher) commit() {
+	if err := f.s.flushCommitLog(0); err != nil {
+		f.s.cfg.Logger.Error("group commit", "err", err)
+	}
+	f.endCommit()
+}
+
+// endCommit wakes the waiters of the group commit that just ended, one of
+// which may lead the next.
+func (f *commitLogFlusher) endCommit() {
 	f.mu.Lock()
+	f.syncing = false
 	close(f.flushed)
 	f.flushed = make(chan struct{})
 	f.mu.Unlock()
-	// With SyncFlush the dispatcher stops at the flushed position.
-	f.s.reput.Wake()
 }
 
-// request asks the group commit to sync up to off, without waiting (a put
-// whose WAIT property is false).
+// lead runs a group commit on the caller's goroutine (syncing set by the
+// caller), then dispatches what it synced: a put that led its commit
+// usually returns with its record in the ConsumeQueue. It holds the
+// store's lifecycle lock shared, as an append does, so that Close and
+// Abandon never shut the files down (nor halt the dispatcher) under it; on
+// a store being closed it does nothing and leaves the final flush to
+// Close. It returns when its sync ended, or ok false if it synced nothing.
+func (f *commitLogFlusher) lead() (synced time.Time, ok bool) {
+	s := f.s
+	s.lifecycle.RLock()
+	defer s.lifecycle.RUnlock()
+	if s.closed.Load() {
+		f.endCommit()
+		return time.Time{}, false
+	}
+	f.commit()
+	synced = time.Now()
+	// With SyncFlush the dispatcher stops at the flushed position, so a
+	// commit must be followed by a reput pass. The leader runs it here
+	// (after its waiters are woken) rather than waking the reput
+	// goroutine: that wake-up cost a lone producer ~10 % of its rate on
+	// 2 cores (BENCHMARKS.md). The reput goroutine keeps the pass when
+	// dispatch is failing (it retries on its own schedule, not once per
+	// put) and when another leader's pass is running (or this leader's
+	// own: a dispatcher that puts), which a leader must not wait for.
+	if s.failed.Load() == nil && s.reput.Err() == nil && f.dispatching.CompareAndSwap(false, true) {
+		_, err := s.reput.DoReput()
+		f.dispatching.Store(false)
+		if err == nil {
+			return synced, true
+		}
+	}
+	s.reput.Wake()
+	return synced, true
+}
+
+// request asks the service to sync up to off, without waiting (a put whose
+// WAIT property is false, or one that stopped waiting).
 func (f *commitLogFlusher) request(off int64) {
 	for {
 		cur := f.requested.Load()
@@ -237,61 +322,100 @@ func (f *commitLogFlusher) request(off int64) {
 	}
 }
 
-// waitFlushed blocks until the CommitLog is synced up to off.
+// waitFlushed returns once the CommitLog is synced up to off, leading a
+// group commit itself whenever none is running. It fails with
+// ErrFlushFailed when a sync failed, and with ErrFlushTimeout when off is
+// not synced within SyncFlushTimeout of the call or ctx is done first (the
+// record stays stored and the service still syncs it, as RocketMQ's
+// FLUSH_DISK_TIMEOUT). A put leading a commit cannot abandon its own
+// fdatasync: it returns when the sync does, and if that was past
+// SyncFlushTimeout it reports ErrFlushTimeout although the record is now
+// synced (the sync did not complete in time; RocketMQ answers
+// FLUSH_DISK_TIMEOUT whatever became of the flush later).
 func (f *commitLogFlusher) waitFlushed(ctx context.Context, off int64) error {
-	f.request(off)
-	timer := time.NewTimer(f.s.cfg.SyncFlushTimeout)
-	defer timer.Stop()
+	start := time.Now()
+	timeout := f.s.cfg.SyncFlushTimeout
+	var timer *time.Timer
+	defer func() {
+		if timer != nil {
+			timer.Stop()
+		}
+	}()
 	for {
+		// State and channel are read under mu, and a commit ends (moves
+		// the flushed position or fails, then closes the channel) before
+		// it takes mu: a commit that ends after these checks closes ch.
+		f.mu.Lock()
 		if f.s.commitLog.q.FlushedWhere() >= off {
+			f.mu.Unlock()
 			return nil
 		}
 		if e := f.s.failed.Load(); e != nil {
+			f.mu.Unlock()
 			return fmt.Errorf("%w: %w", ErrFlushFailed, *e)
 		}
-		f.mu.Lock()
+		if f.stopped {
+			// Close flushed everything without failing: nothing
+			// below its flush is left unsynced, so this cannot be
+			// reached, but a wait on a stopped service would hang.
+			f.mu.Unlock()
+			return fmt.Errorf("%w: offset %d not synced", ErrClosed, off)
+		}
+		if err := ctx.Err(); err != nil {
+			f.mu.Unlock()
+			f.request(off)
+			return fmt.Errorf("%w: %w", ErrFlushTimeout, err)
+		}
+		leader := !f.syncing && !f.s.closed.Load()
+		if leader {
+			f.syncing = true
+		}
 		ch := f.flushed
 		f.mu.Unlock()
-		if f.s.commitLog.q.FlushedWhere() >= off {
-			return nil
+		if leader {
+			synced, ok := f.lead()
+			if d := synced.Sub(start); ok && d > timeout && f.s.commitLog.q.FlushedWhere() >= off {
+				return fmt.Errorf("%w: offset %d synced after %v, past %v", ErrFlushTimeout, off, d.Round(time.Millisecond), timeout)
+			}
+			continue
 		}
-		// Checked again after taking ch: a halt that set failed and
-		// replaced the channel before we took it never closes ch.
-		if e := f.s.failed.Load(); e != nil {
-			return fmt.Errorf("%w: %w", ErrFlushFailed, *e)
+		if timer == nil {
+			timer = time.NewTimer(max(timeout-time.Since(start), 0))
 		}
 		select {
 		case <-ch:
 		case <-timer.C:
-			return fmt.Errorf("%w: offset %d not synced within %v", ErrFlushTimeout, off, f.s.cfg.SyncFlushTimeout)
+			f.request(off)
+			return fmt.Errorf("%w: offset %d not synced within %v", ErrFlushTimeout, off, timeout)
 		case <-ctx.Done():
+			f.request(off)
 			return fmt.Errorf("%w: %w", ErrFlushTimeout, ctx.Err())
 		}
 	}
 }
 
 // close stops the service after flushing everything (RocketMQ retries the
-// final flush; one full flush suffices because it loops over files).
+// final flush; one full flush suffices because it loops over files). The
+// caller holds the lifecycle lock, so no leader is syncing.
 func (f *commitLogFlusher) close() error {
 	close(f.stop)
 	<-f.done
-	if err := f.s.flushCommitLog(0); err != nil {
-		return err
-	}
-	f.mu.Lock()
-	close(f.flushed)
-	f.flushed = make(chan struct{})
-	f.mu.Unlock()
-	return nil
+	err := f.s.flushCommitLog(0)
+	f.stopAndWake()
+	return err
 }
 
 // halt stops the service without flushing and wakes every waiter, which
 // then sees the store's failure.
 func (f *commitLogFlusher) halt() {
-	f.halted.Store(true)
 	close(f.stop)
 	<-f.done
+	f.stopAndWake()
+}
+
+func (f *commitLogFlusher) stopAndWake() {
 	f.mu.Lock()
+	f.stopped = true
 	close(f.flushed)
 	f.flushed = make(chan struct{})
 	f.mu.Unlock()

@@ -70,7 +70,10 @@ type Store struct {
 // Open opens (or creates) the store in the root of fs, recovering it from
 // the last shutdown or crash. Dispatchers given here run, after the
 // ConsumeQueue builder, for every record replayed by recovery and every
-// new record.
+// new record: on the reput goroutine or, with SyncFlush, on the goroutine
+// of the put that led the sync, with the store's lifecycle lock held
+// shared. So they must be quick and must not call the store's methods that
+// write or close (Put, PutBatch, Dispatch, DeleteTopic, Close).
 func Open(fs backend.FS, cfg Config, dispatchers ...dispatch.Dispatcher) (*Store, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -348,7 +351,7 @@ func (s *Store) fail(err error) {
 // Put stores one message. With SyncFlush (and the WAIT property not
 // "false") it returns only after the message is synced, or ErrFlushTimeout
 // when the sync takes longer than SyncFlushTimeout (the message is stored
-// all the same, as in RocketMQ).
+// all the same, as in RocketMQ); see Config.SyncFlushTimeout.
 func (s *Store) Put(ctx context.Context, m *Message) (PutResult, error) {
 	return s.put(ctx, m, nil)
 }
