@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
-	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -14,18 +13,14 @@ import (
 )
 
 // parseAhead takes the record checks of abnormal recovery's scan of one
-// CommitLog file off the scan's path and splits them over the cores: the
-// file is cut into regions of parseAheadRegion bytes from the scan's
-// start, claimed in order by whichever parser is free (helper goroutines,
-// and the scan itself while the region it needs next is still being
-// parsed), and each parser checks fully (CRC included, when recovery
+// CommitLog file off the scan's goroutine, and splits them over
+// parseAheadWorkers parsers: the file is cut into regions of
+// parseAheadRegion bytes from the scan's start, dealt round-robin to the
+// parsers, and each parser checks fully (CRC included, when recovery
 // checks CRCs) the records that start in its region, into their dispatch
 // requests; the scan takes the regions' requests in order and dispatches
-// them. Every record is decoded once. (Two parsers dealt regions
-// round-robin, with the scan a third goroutine, left a core idle: a trace
-// showed the scan waiting ~0.1 s a recovery for a core after each wake-up,
-// behind a parser that did not yield, while the parsers then waited for
-// the scan to hand their batches back.)
+// them. On two cores the scheduler spreads the parsers and the scan over
+// both, and every record is decoded once.
 //
 // Only the first region's first record is known (the scan's start); a
 // parser finds the first record of a later region by looking for a record
@@ -56,22 +51,17 @@ import (
 // side at a load of 9-10). Other segments (memfs) are checked in their
 // mapping.
 type parseAhead struct {
-	s        *Store
-	mf       *mappedFile
-	rd       backend.FileReader // nil: records are checked in the mapping
-	checkCRC bool
-	start    int64 // file position of the first region
-	regions  int64 // how many regions there are from start to the file's end
-	next     atomic.Int64
-	ready    []chan *parsedBatch // ready[r%len(ready)] takes region r's batch
-	free     chan *parsedBatch   // emptied batches, for reuse
-	stop     chan struct{}
-	stopAt   atomic.Int64 // regions after this one are not parsed: one stopped
-	wg       sync.WaitGroup
-	cur      *parsedBatch // the batch the scan takes from
-	region   int64        // the region the scan takes next
-	done     bool         // the scan takes nothing more from the parsers
-	guessed  bool         // done because a region's first record was guessed wrong
+	mf      *mappedFile
+	start   int64 // file position of the first region
+	out     [parseAheadWorkers]chan *parsedBatch
+	free    chan *parsedBatch // emptied batches, for reuse
+	stop    chan struct{}
+	stopAt  atomic.Int64 // regions after this one are not parsed: one stopped
+	wg      sync.WaitGroup
+	cur     *parsedBatch // the batch the scan takes from
+	region  int          // the region the scan takes next
+	done    bool         // the scan takes nothing more from the parsers
+	guessed bool         // done because a region's first record was guessed wrong
 }
 
 // parsedBatch holds the checked records that start in one region: their
@@ -89,15 +79,13 @@ type parsedBatch struct {
 }
 
 // Regions of 512 KiB (about 430 records of 1 KiB) keep the handoffs rare
-// and a region's read within a core's cache. The regions are claimed in
-// order by whichever parser is free: parseAheadHelpers goroutines, and the
-// scan itself whenever the region it needs next is not ready (so that on
-// two cores both are kept busy, without a third goroutine that waits for a
-// core of its own each time a region is handed over). Up to
-// parseAheadBatches regions are claimed and not yet dispatched.
+// and a region's read within a core's cache; each parser queues up to
+// parseAheadQueued regions ahead of the scan.
 const (
+	parseAheadWorkers = 2
 	parseAheadRegion  = 512 << 10
 	parseAheadOverlap = 64 << 10
+	parseAheadQueued  = 2
 	// parseAheadBatch is the initial capacity of a batch's requests.
 	parseAheadBatch = 512
 	// maxParseAheadRecord bounds the read a parser makes for one record
@@ -105,10 +93,6 @@ const (
 	// the scan's own check.
 	maxParseAheadRecord = 16 << 20
 )
-
-// parseAheadHelpers is how many goroutines parse beside the scan: one per
-// core besides the scan's, at least one, at most three.
-func parseAheadHelpers() int { return min(max(runtime.GOMAXPROCS(0)-1, 1), 3) }
 
 // minParseAheadBytes is the data below which parsers are not worth
 // starting.
@@ -121,92 +105,79 @@ func (s *Store) startParseAhead(mf *mappedFile, pos int64, checkCRC bool) *parse
 	if mf.fileSize-pos < minParseAheadBytes {
 		return nil
 	}
-	helpers := parseAheadHelpers()
-	batches := 4 * (helpers + 1)
 	a := &parseAhead{
-		s:        s,
-		mf:       mf,
-		checkCRC: checkCRC,
-		start:    pos,
-		regions:  (mf.fileSize - pos + parseAheadRegion - 1) / parseAheadRegion,
-		ready:    make([]chan *parsedBatch, batches),
-		free:     make(chan *parsedBatch, batches),
-		stop:     make(chan struct{}),
+		mf:    mf,
+		start: pos,
+		free:  make(chan *parsedBatch, parseAheadWorkers*(parseAheadQueued+1)+1),
+		stop:  make(chan struct{}),
 	}
 	a.stopAt.Store(int64(^uint64(0) >> 1))
-	a.rd, _ = mf.seg.(backend.FileReader)
-	for i := range batches {
-		a.ready[i] = make(chan *parsedBatch, 1)
+	_, read := mf.seg.(backend.FileReader)
+	for range cap(a.free) {
 		pb := &parsedBatch{reqs: make([]dispatchRequest, 0, parseAheadBatch)}
-		if a.rd != nil {
+		if read {
 			pb.buf = make([]byte, parseAheadRegion+parseAheadOverlap)
 		}
 		a.free <- pb
 	}
-	for range helpers {
+	for w := range parseAheadWorkers {
+		a.out[w] = make(chan *parsedBatch, parseAheadQueued)
 		a.wg.Add(1)
-		go a.help()
+		go s.parseRegions(a, w, checkCRC)
 	}
 	return a
 }
 
-// help is a parser goroutine: it parses the next unclaimed region while
-// there are any and a batch is free.
-func (a *parseAhead) help() {
+// parseRegions is parser w: it checks the records of regions w,
+// w+parseAheadWorkers, ... until the end of the file or a region after one
+// in which a parser stopped.
+func (s *Store) parseRegions(a *parseAhead, w int, checkCRC bool) {
 	defer a.wg.Done()
-	for {
+	defer close(a.out[w])
+	mf := a.mf
+	rd, _ := mf.seg.(backend.FileReader)
+	for r := w; ; r += parseAheadWorkers {
+		from := a.start + int64(r)*parseAheadRegion
+		if from >= mf.fileSize || int64(r) > a.stopAt.Load() {
+			return
+		}
 		var batch *parsedBatch
 		select {
 		case batch = <-a.free:
 		case <-a.stop:
 			return
 		}
-		if !a.parseNext(batch) {
+		batch.end = min(from+parseAheadRegion, mf.fileSize)
+		batch.reqs, batch.stopped = batch.reqs[:0], false
+		v := regionView{b: mf.seg.View(0, mf.fileSize)}
+		if rd != nil {
+			v = regionView{b: batch.buf[:min(batch.end+parseAheadOverlap, mf.fileSize)-from], base: from}
+			if _, err := rd.ReadFile(v.b, from); err != nil {
+				batch.first, batch.stopped = regionUnread, true
+			}
+		}
+		if !batch.stopped {
+			batch.first = from
+			if r > 0 {
+				batch.first = v.guessRecordStart(mf.fileFromOffset, from, batch.end)
+			}
+			if batch.first >= 0 {
+				s.parseRegion(rd, mf, v, batch, checkCRC)
+			}
+		}
+		stopped := batch.stopped // the batch is the scan's once sent
+		if stopped {
+			for cur := a.stopAt.Load(); int64(r) < cur && !a.stopAt.CompareAndSwap(cur, int64(r)); cur = a.stopAt.Load() {
+			}
+		}
+		select {
+		case a.out[w] <- batch:
+		case <-a.stop:
 			return
 		}
-	}
-}
-
-// parseNext claims the next region, checks its records into batch and
-// hands it to the scan; with no region left to parse it puts batch back
-// and returns false. Neither send blocks: free holds every batch, and the
-// regions claimed and not yet taken by the scan, each holding a batch, are
-// at most len(ready) consecutive ones, so each has its own ready channel.
-func (a *parseAhead) parseNext(batch *parsedBatch) bool {
-	r := a.next.Add(1) - 1
-	if r >= a.regions || r > a.stopAt.Load() {
-		a.free <- batch
-		return false
-	}
-	a.parse(batch, r)
-	if batch.stopped {
-		for cur := a.stopAt.Load(); r < cur && !a.stopAt.CompareAndSwap(cur, r); cur = a.stopAt.Load() {
-		}
-	}
-	a.ready[r%int64(len(a.ready))] <- batch
-	return true
-}
-
-// parse checks the records of region r into batch.
-func (a *parseAhead) parse(batch *parsedBatch, r int64) {
-	mf := a.mf
-	from := a.start + r*parseAheadRegion
-	batch.end = min(from+parseAheadRegion, mf.fileSize)
-	batch.reqs, batch.stopped = batch.reqs[:0], false
-	v := regionView{b: mf.seg.View(0, mf.fileSize)}
-	if a.rd != nil {
-		v = regionView{b: batch.buf[:min(batch.end+parseAheadOverlap, mf.fileSize)-from], base: from}
-		if _, err := a.rd.ReadFile(v.b, from); err != nil {
-			batch.first, batch.stopped = regionUnread, true
+		if stopped {
 			return
 		}
-	}
-	batch.first = from
-	if r > 0 {
-		batch.first = v.guessRecordStart(mf.fileFromOffset, from, batch.end)
-	}
-	if batch.first >= 0 {
-		a.s.parseRegion(a.rd, mf, v, batch, a.checkCRC)
 	}
 }
 
@@ -354,11 +325,11 @@ func (a *parseAhead) take(pos int64) []dispatchRequest {
 			a.free <- a.cur // never blocks: free holds every batch
 			a.cur = nil
 		}
-		if a.region >= a.regions {
+		b, ok := <-a.out[a.region%parseAheadWorkers]
+		if !ok {
 			a.done = true
 			return nil
 		}
-		b := a.await()
 		a.cur = b
 		a.region++
 		if b.end <= pos {
@@ -378,32 +349,6 @@ func (a *parseAhead) take(pos int64) []dispatchRequest {
 			a.done = true // the scan checks the record after these
 		}
 		return b.reqs
-	}
-}
-
-// await returns the batch of the region the scan takes next; while it is
-// not ready, the scan parses a region itself (the next unclaimed one) if a
-// batch is free. The region is parsed by someone: the scan has taken every
-// region before it and none of them stopped (it would be done), so it is
-// at or before stopAt, and it is either claimed or next to be claimed, by
-// the scan or by a helper holding a batch.
-func (a *parseAhead) await() *parsedBatch {
-	ready := a.ready[a.region%int64(len(a.ready))]
-	for {
-		select {
-		case b := <-ready:
-			return b
-		default:
-		}
-		if n := a.next.Load(); n < a.regions && n <= a.stopAt.Load() {
-			select {
-			case batch := <-a.free:
-				a.parseNext(batch)
-				continue
-			default:
-			}
-		}
-		return <-ready
 	}
 }
 
