@@ -45,8 +45,6 @@ type RecoveryReport struct {
 
 	// revivedHead holds all-zero head files skipped by the scan.
 	revivedHead []DamagedRange
-	// touch is a sink for loads that fetch dispatch requests ahead.
-	touch byte
 }
 
 // LogValue logs the report as key-value pairs instead of a Go struct.

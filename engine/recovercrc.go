@@ -75,7 +75,6 @@ type parsedBatch struct {
 	reqs    []dispatchRequest
 	buf     []byte // the region's bytes, when the parser reads the file
 	big     []byte // a record cut by the end of buf, read whole
-	touch   byte   // a sink for the loads that fetch records ahead
 }
 
 // Regions of 512 KiB (about 430 records of 1 KiB) keep the handoffs rare
@@ -225,14 +224,6 @@ func (s *Store) checkRecord(v regionView, fileFrom, p int64, batch *parsedBatch,
 	crcErr := errCRCNotChecked
 	if checkCRC {
 		if n := messageSizeAt(b); n > 0 {
-			if n+64 < int64(len(b)) {
-				// Load the next record's head now: the loads miss
-				// the cache (~50 ns a record, ~0.05 s of 0.4 s of
-				// CPU per GiB at the first touch, in a profile of
-				// the bench), and the CRC below runs while they
-				// are served instead of after.
-				batch.touch ^= b[n] ^ b[n+63]
-			}
 			crcErr = record.VerifyBodyCRC(b[:n])
 		}
 	}

@@ -2,10 +2,6 @@ package engine
 
 import "fmt"
 
-// dispatchLoadAhead is how many records ahead dispatchRecovered loads
-// the request and topic of a record.
-const dispatchLoadAhead = 4
-
 // dispatchRecovered dispatches reqs, consecutive records that abnormal
 // recovery's scan validated, as the reput service's Apply would one at a
 // time (the ConsumeQueue dispatcher, then the others given to Open, record
@@ -24,19 +20,8 @@ func (s *Store) dispatchRecovered(reqs []dispatchRequest) (n int, err error) {
 				s.checkpoint.setLogics(logics)
 			}
 		}()
-		var touch byte
-		defer func() { s.recovery.touch ^= touch }()
 		for i := range reqs {
 			req := &reqs[i]
-			if ahead := i + dispatchLoadAhead; ahead < len(reqs) && len(reqs[ahead].Topic) > 0 {
-				// Load a later record's request and topic now: a
-				// parser on another core wrote them (the topic by its
-				// pread), and each load misses this core's cache
-				// (~0.1 s of CPU per GiB in memeqbody, comparing the
-				// topic, in some profiles of the bench); they are
-				// served while the records before it are dispatched.
-				touch ^= reqs[ahead].Topic[0] ^ byte(reqs[ahead].SysFlag)
-			}
 			put, derr := s.putUnit(req, &cq)
 			if put {
 				logics = req.StoreTimestamp
