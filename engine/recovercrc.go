@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -177,6 +178,12 @@ func (s *Store) parseRegions(a *parseAhead, w int, checkCRC bool) {
 		if stopped {
 			return
 		}
+		// The send made the scan runnable on this parser's P, where it
+		// waits until the parser blocks or is preempted; yield so that
+		// it dispatches now. In a trace of the bench (3 recoveries of
+		// 1 GiB) the scan waited for a core 0.05 s a recovery and the
+		// parsers were blocked 0.06 s; with the yield 0.015 s and 0.023 s.
+		runtime.Gosched()
 	}
 }
 
