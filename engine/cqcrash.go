@@ -67,7 +67,7 @@ func (cq *consumeQueue) truncateAfterCrash(phy int64, check *unitChecker) error 
 		}
 	}
 	cq.maxPhysicOffset.Store(maxPhy)
-	return nil
+	return cq.dropEmptyLastFile()
 }
 
 // cutAfterCrash truncates the queue at byte offset at, dropping a last file
@@ -77,7 +77,19 @@ func (cq *consumeQueue) cutAfterCrash(at, maxPhy int64) error {
 	if err := cq.q.truncateDirtyFiles(at); err != nil {
 		return err
 	}
-	if files := cq.q.snapshot(); len(files) > 1 && files[len(files)-1].fileFromOffset == at {
+	return cq.dropEmptyLastFile()
+}
+
+// dropEmptyLastFile removes the queue's last file when it holds no unit and
+// is not the only file (the queue's offsets stay: the file before it is
+// full). A cut at a file's start zeroes and syncs the file before removing
+// it, so a power cut in between leaves it behind, all zeros, and the
+// recovery that follows finds nothing to cut: it must drop the file too,
+// or a recovery interrupted and redone would keep a file that one recovery
+// removes. An only file stays, empty or not: it holds the queue's next
+// offset once retention has removed the files before it.
+func (cq *consumeQueue) dropEmptyLastFile() error {
+	if files := cq.q.snapshot(); len(files) > 1 && files[len(files)-1].wrote.Load() == 0 {
 		return cq.q.deleteLastFile()
 	}
 	return nil
