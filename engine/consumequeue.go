@@ -67,6 +67,8 @@ type consumeQueue struct {
 	noMaxPhysicOffsetCheck bool
 	// noReplayedUnitCheck is hooks.Engine.NoReplayedUnitCheck.
 	noReplayedUnitCheck bool
+	// keepEmptyLastFile is hooks.Engine.KeepEmptyLastQueueFile.
+	keepEmptyLastFile bool
 	// stage buffers units during abnormal recovery's scan (recovercq.go).
 	stage *unitStage
 }

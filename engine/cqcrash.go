@@ -67,6 +67,9 @@ func (cq *consumeQueue) truncateAfterCrash(phy int64, check *unitChecker) error 
 		}
 	}
 	cq.maxPhysicOffset.Store(maxPhy)
+	if cq.keepEmptyLastFile {
+		return nil
+	}
 	return cq.dropEmptyLastFile()
 }
 

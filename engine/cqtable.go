@@ -82,6 +82,7 @@ func (s *Store) newConsumeQueue(topic string, queueID int32) *consumeQueue {
 	cq.q.deferDirSync = true
 	cq.q.noDeferredDirSync = s.cfg.hooks.NoDeferredDirSync
 	cq.noReplayedUnitCheck = s.cfg.hooks.NoReplayedUnitCheck
+	cq.keepEmptyLastFile = s.cfg.hooks.KeepEmptyLastQueueFile
 	s.staging.attach(cq) // during abnormal recovery's scan only
 	return cq
 }

@@ -72,6 +72,10 @@ type Engine struct {
 	// NoRebuildMarker rebuilds the ConsumeQueues without the marker
 	// that makes recovery redo a rebuild a crash interrupted.
 	NoRebuildMarker bool
+	// KeepEmptyLastQueueFile lets recovery after a crash keep a last
+	// ConsumeQueue file that holds no unit (left by a power cut during an
+	// earlier recovery's cut at that file's start) instead of dropping it.
+	KeepEmptyLastQueueFile bool
 }
 
 // Broker holds the broker's switches; a Broker keeps them in an unexported
