@@ -145,10 +145,7 @@ func TestSyncFlushLeaderSlowSync(t *testing.T) {
 	s, g := openGated(t, nil, timeout)
 	defer s.Close()
 	bg := context.Background()
-	if _, err := s.Put(bg, &engine.Message{Topic: "t", Body: []byte("warm")}); err != nil {
-		t.Fatal(err)
-	}
-	g.armed.Store(true)
+	warmThenHoldSyncs(t, s, g)
 	start := time.Now()
 	a := goPut(bg, s, "a")
 	<-g.entered // a leads; its sync is held
@@ -198,10 +195,7 @@ func TestSyncFlushLeaderSyncFails(t *testing.T) {
 	s, g := openGated(t, nil, time.Minute)
 	defer s.Close()
 	bg := context.Background()
-	if _, err := s.Put(bg, &engine.Message{Topic: "t", Body: []byte("warm")}); err != nil {
-		t.Fatal(err)
-	}
-	g.armed.Store(true)
+	warmThenHoldSyncs(t, s, g)
 	a := goPut(bg, s, "a")
 	<-g.entered
 	b, c := goPut(bg, s, "b"), goPut(bg, s, "c")
@@ -224,10 +218,7 @@ func TestSyncFlushCloseWaitsForLeader(t *testing.T) {
 	afs := afero.NewMemMapFs()
 	s, g := openGated(t, afs, time.Minute)
 	bg := context.Background()
-	if _, err := s.Put(bg, &engine.Message{Topic: "t", Body: []byte("warm")}); err != nil {
-		t.Fatal(err)
-	}
-	g.armed.Store(true)
+	warmThenHoldSyncs(t, s, g)
 	a := goPut(bg, s, "a")
 	<-g.entered
 	b := goPut(bg, s, "b")
@@ -263,10 +254,7 @@ func TestSyncFlushAbandonTellsWaiters(t *testing.T) {
 	afs := afero.NewMemMapFs()
 	s, g := openGated(t, afs, time.Minute)
 	bg := context.Background()
-	if _, err := s.Put(bg, &engine.Message{Topic: "t", Body: []byte("warm")}); err != nil {
-		t.Fatal(err)
-	}
-	g.armed.Store(true)
+	warmThenHoldSyncs(t, s, g)
 	a := goPut(bg, s, "a")
 	<-g.entered
 	var wg sync.WaitGroup
@@ -343,4 +331,15 @@ func TestSyncFlushDispatcherThatPuts(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// warmThenHoldSyncs stores one message with the gate open (the CommitLog's
+// first file and first sync are behind it), then arms the gate so that the
+// next sync is held until the test releases it.
+func warmThenHoldSyncs(t *testing.T, s *engine.Store, g *syncGate) {
+	t.Helper()
+	if _, err := s.Put(context.Background(), &engine.Message{Topic: "t", Body: []byte("warm")}); err != nil {
+		t.Fatal(err)
+	}
+	g.armed.Store(true)
 }
