@@ -1,6 +1,7 @@
 package dispatch
 
 import (
+	"bytes"
 	"strconv"
 	"time"
 
@@ -81,9 +82,43 @@ func (p *Parser) ParseInto(req *Request, buf []byte, pos int64, checkCRC bool) (
 		PreparedTransactionOffset: info.PreparedTransactionOffset,
 		Properties:                info.Properties,
 	}
-	var tags, delay []byte
-	record.ForEachProperty(info.Properties, func(k, v []byte) bool {
-		switch string(k) {
+	tags, delay := dispatchProperties(req, info.Properties)
+	if len(tags) > 0 {
+		// The []byte variant: string(tags) would allocate per record.
+		req.TagsCode = int64(record.JavaStringHashCodeBytes(tags))
+	}
+	if delay != nil && string(info.Topic) == ScheduleTopic {
+		req.TagsCode = p.deliverTime(delay, info.StoreTimestamp)
+	}
+	return info.Size, false, nil
+}
+
+// Separators of the encoded property string (RocketMQ's
+// NAME_VALUE_SEPARATOR and PROPERTY_SEPARATOR).
+const (
+	nameValueSeparator = 1
+	propertySeparator  = 2
+)
+
+// dispatchProperties sets req.Keys and req.UniqKey from the encoded
+// properties b and returns the TAGS and DELAY values, the only properties
+// dispatch reads. It walks b as record.ForEachProperty does (the same
+// pairs are valid, a later duplicate wins) in one pass without a call per
+// property: recovery parses every record of the CommitLog.
+func dispatchProperties(req *Request, b []byte) (tags, delay []byte) {
+	for len(b) > 0 {
+		end := bytes.IndexByte(b, propertySeparator)
+		if end < 0 {
+			end = len(b)
+		}
+		item := b[:end]
+		b = b[min(end+1, len(b)):]
+		kv := bytes.IndexByte(item, nameValueSeparator)
+		if kv <= 0 || kv >= len(item)-1 {
+			continue // also an item shorter than 3 bytes
+		}
+		v := item[kv+1:]
+		switch string(item[:kv]) {
 		case record.PropertyTags:
 			tags = v
 		case record.PropertyKeys:
@@ -93,16 +128,8 @@ func (p *Parser) ParseInto(req *Request, buf []byte, pos int64, checkCRC bool) (
 		case record.PropertyDelayTimeLevel:
 			delay = v
 		}
-		return true
-	})
-	if len(tags) > 0 {
-		// The []byte variant: string(tags) would allocate per record.
-		req.TagsCode = int64(record.JavaStringHashCodeBytes(tags))
 	}
-	if delay != nil && string(info.Topic) == ScheduleTopic {
-		req.TagsCode = p.deliverTime(delay, info.StoreTimestamp)
-	}
-	return info.Size, false, nil
+	return tags, delay
 }
 
 // deliverTime is RocketMQ's computeDeliverTimestamp: the store time plus

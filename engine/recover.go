@@ -173,10 +173,10 @@ func (s *Store) scanCommitLog(files []*mappedFile, dispatch bool) (end int64, st
 	var one [1]dispatchRequest
 	// redispatch dispatches records the scan validated. After a dispatch
 	// failure the queues are rebuilt anyway, so only the scan goes on.
-	redispatch := func(reqs []dispatchRequest) {
+	redispatch := func(reqs []dispatchRequest, same []bool) {
 		if dispatch && dispatchErr == nil {
 			var n int
-			n, dispatchErr = s.dispatchRecovered(reqs)
+			n, dispatchErr = s.dispatchRecovered(reqs, same)
 			s.recovery.Redispatched += n
 		}
 	}
@@ -193,9 +193,9 @@ func (s *Store) scanCommitLog(files []*mappedFile, dispatch bool) (end int64, st
 		ahead = s.startParseAhead(mf, pos, checkCRC)
 		restarts := 0
 		for {
-			if reqs := ahead.take(pos); len(reqs) > 0 {
+			if reqs, same := ahead.take(pos); len(reqs) > 0 {
 				// Checked by the parsers, in order from pos.
-				redispatch(reqs)
+				redispatch(reqs, same)
 				last := &reqs[len(reqs)-1]
 				pos = last.CommitLogOffset - mf.fileFromOffset + int64(last.MsgSize)
 				continue
@@ -240,7 +240,7 @@ func (s *Store) scanCommitLog(files []*mappedFile, dispatch bool) (end int64, st
 			}
 			if !blank {
 				one[0] = req
-				redispatch(one[:])
+				redispatch(one[:], nil)
 				pos += int64(size)
 				continue
 			}

@@ -23,6 +23,7 @@ import (
 // any queue.
 type unitStaging struct {
 	queues []*consumeQueue // queues with a stage, flushed and detached at the end
+	bytes  int             // the stages' buffers, in all
 }
 
 // unitStage is one queue's buffered units: len(buf) bytes for file mf from
@@ -31,15 +32,22 @@ type unitStage struct {
 	mf     *mappedFile
 	from   int64
 	buf    []byte
-	pieces [1][]byte // Pwrite's argument, kept so that a flush allocates nothing
+	pieces [1][]byte    // Pwrite's argument, kept so that a flush allocates nothing
+	all    *unitStaging // for the buffers' budget
 }
 
-// Staging limits: 16 KiB (four pages, 819 units) per queue that gets units,
-// and at most 1,024 staged queues (16 MiB); other queues write through the
-// mapping as always.
+// Staging limits: a queue's buffer starts at 16 KiB (four pages, 819 units)
+// and doubles each time it fills, up to 256 KiB, while the buffers of all
+// queues stay within 16 MiB; at most 1,024 queues are staged, and other
+// queues write through the mapping as always. Large writes are cheaper per
+// unit: the page cache takes a new file's pages in larger folios (the
+// bench's 20 MiB of units for one queue took 0.37 CPU s per recovery
+// against 0.34 with 256 KiB writes, side by side).
 const (
-	unitStageBytes  = 16 << 10
-	maxStagedQueues = 1024
+	unitStageBytes    = 16 << 10
+	maxUnitStageBytes = 256 << 10
+	maxStagedBytes    = 16 << 20
+	maxStagedQueues   = 1024
 )
 
 // beginUnitStaging makes the units of every queue, existing or created from
@@ -57,7 +65,7 @@ func (st *unitStaging) attach(cq *consumeQueue) {
 	if st == nil || cq.stage != nil || len(st.queues) >= maxStagedQueues {
 		return
 	}
-	cq.stage = &unitStage{} // its buffer comes with the first unit
+	cq.stage = &unitStage{all: st} // its buffer comes with the first unit
 	st.queues = append(st.queues, cq)
 }
 
@@ -90,18 +98,33 @@ func (cq *consumeQueue) appendUnit(mf *mappedFile, pos int64, b []byte) error {
 		return err
 	}
 	if len(st.buf) > 0 && (st.mf != mf || st.from+int64(len(st.buf)) != pos || len(st.buf)+len(b) > cap(st.buf)) {
+		full := len(st.buf)+len(b) > cap(st.buf)
 		if err := cq.flushStage(); err != nil {
 			return err
+		}
+		if full {
+			st.grow()
 		}
 	}
 	if st.buf == nil {
 		st.buf = make([]byte, 0, unitStageBytes)
+		st.all.bytes += unitStageBytes
 	}
 	if len(st.buf) == 0 {
 		st.mf, st.from = mf, pos
 	}
 	st.buf = append(st.buf, b...)
 	return nil
+}
+
+// grow doubles the empty buffer of a stage that filled, within the limits.
+func (st *unitStage) grow() {
+	n := 2 * cap(st.buf)
+	if n > maxUnitStageBytes || st.all.bytes+n-cap(st.buf) > maxStagedBytes {
+		return
+	}
+	st.all.bytes += n - cap(st.buf)
+	st.buf = make([]byte, 0, n)
 }
 
 // flushStage writes the queue's staged units to their file.

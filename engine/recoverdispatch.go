@@ -7,13 +7,17 @@ import "fmt"
 // time (the ConsumeQueue dispatcher, then the others given to Open, record
 // by record), with the bookkeeping taken out of the per-record path: the
 // service's lock is held once for the run, the queue of the previous
-// record is reused without a table lookup, and the checkpoint's logics
-// timestamp is set once, to the last record's that reached a queue. It
-// returns how many records every dispatcher took before the first
-// failure.
-func (s *Store) dispatchRecovered(reqs []dispatchRequest) (n int, err error) {
+// record is reused without a table lookup (without even comparing the
+// topic when same, if not nil, says that record i has the topic and queue
+// of record i-1: the parsers compare them while the bytes are in their
+// core's cache, and the scan would miss the cache on every record's
+// topic), and the checkpoint's logics timestamp is set once, to the last
+// record's that reached a queue. It returns how many records every
+// dispatcher took before the first failure.
+func (s *Store) dispatchRecovered(reqs []dispatchRequest, same []bool) (n int, err error) {
 	s.reput.Exclusive(func() error {
 		var cq *consumeQueue
+		cqOf := -1 // the record whose queue cq is
 		var logics int64
 		defer func() {
 			if logics != 0 {
@@ -22,8 +26,17 @@ func (s *Store) dispatchRecovered(reqs []dispatchRequest) (n int, err error) {
 		}()
 		for i := range reqs {
 			req := &reqs[i]
-			put, derr := s.putUnit(req, &cq)
+			var put bool
+			var derr error
+			if cqOf >= 0 && cqOf == i-1 && i < len(same) && same[i] {
+				if req.Dispatchable() && !s.deletedBelow(req.Topic, req.CommitLogOffset) {
+					put, derr = s.putUnitTo(cq, req)
+				}
+			} else {
+				put, derr = s.putUnit(req, &cq)
+			}
 			if put {
+				cqOf = i
 				logics = req.StoreTimestamp
 			}
 			for _, d := range s.extraDispatchers {

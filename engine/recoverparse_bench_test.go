@@ -43,7 +43,7 @@ func BenchmarkRecoveryParseRegion(b *testing.B) {
 		b.Run(name, func(b *testing.B) {
 			n := 0
 			for b.Loop() {
-				batch.reqs, batch.stopped = batch.reqs[:0], false
+				batch.reqs, batch.same, batch.stopped = batch.reqs[:0], batch.same[:0], false
 				s.parseRegion(nil, mf, v, batch, crc)
 				if batch.stopped {
 					b.Fatal("stopped")
@@ -56,7 +56,7 @@ func BenchmarkRecoveryParseRegion(b *testing.B) {
 	b.Run("dispatch", func(b *testing.B) {
 		// The same records again and again, moved along the log and
 		// their queue each time, into staged queues as in recovery.
-		batch.reqs = batch.reqs[:0]
+		batch.reqs, batch.same = batch.reqs[:0], batch.same[:0]
 		s.parseRegion(nil, mf, v, batch, false)
 		reqs := batch.reqs
 		units := int64(len(reqs))
@@ -68,7 +68,7 @@ func BenchmarkRecoveryParseRegion(b *testing.B) {
 				reqs[i].CommitLogOffset += end
 				reqs[i].ConsumeQueueOffset += units
 			}
-			if _, err := s.dispatchRecovered(reqs); err != nil {
+			if _, err := s.dispatchRecovered(reqs, batch.same); err != nil {
 				b.Fatal(err)
 			}
 			n += len(reqs)

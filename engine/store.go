@@ -505,6 +505,12 @@ func (s *Store) putUnit(req *dispatch.Request, last **consumeQueue) (bool, error
 			*last = cq
 		}
 	}
+	return s.putUnitTo(cq, req)
+}
+
+// putUnitTo is putUnit for a dispatchable record whose queue, cq, the
+// caller already has.
+func (s *Store) putUnitTo(cq *consumeQueue, req *dispatch.Request) (bool, error) {
 	_, err := cq.putMessagePositionInfo(req.CommitLogOffset, req.MsgSize, req.TagsCode, req.ConsumeQueueOffset)
 	if errors.Is(err, errQueueGap) && len(s.recovery.Damaged) > 0 {
 		// The missing units belong to damaged records recovery skipped.
