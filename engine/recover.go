@@ -190,14 +190,13 @@ func (s *Store) scanCommitLog(files []*mappedFile, dispatch bool) (end int64, st
 			pos = resume - mf.fileFromOffset
 		}
 		ahead.close()
-		ahead = s.startParseAhead(mf, pos, checkCRC)
+		ahead = s.startParseAhead(mf, pos, checkCRC, redispatch)
 		restarts := 0
 		for {
-			if reqs, same := ahead.take(pos); len(reqs) > 0 {
-				// Checked by the parsers, in order from pos.
-				redispatch(reqs, same)
-				last := &reqs[len(reqs)-1]
-				pos = last.CommitLogOffset - mf.fileFromOffset + int64(last.MsgSize)
+			if p, ok := ahead.drain(); ok {
+				// Checked and dispatched by the parsers, in order
+				// from pos.
+				pos = p
 				continue
 			}
 			if ahead.guessedWrong() && restarts < maxParseAheadRestarts {
@@ -205,7 +204,7 @@ func (s *Store) scanCommitLog(files []*mappedFile, dispatch bool) (end int64, st
 				// the scan's position.
 				restarts++
 				ahead.close()
-				ahead = s.startParseAhead(mf, pos, checkCRC)
+				ahead = s.startParseAhead(mf, pos, checkCRC, redispatch)
 				continue
 			}
 			req, size, blank, err := s.parser.Parse(b[pos:], mf.fileFromOffset+pos, checkCRC)
@@ -229,7 +228,7 @@ func (s *Store) scanCommitLog(files []*mappedFile, dispatch bool) (end int64, st
 					// again from there.
 					pos = next - mf.fileFromOffset
 					ahead.close()
-					ahead = s.startParseAhead(mf, pos, checkCRC)
+					ahead = s.startParseAhead(mf, pos, checkCRC, redispatch)
 					continue
 				}
 				resume = next
