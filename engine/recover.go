@@ -190,13 +190,14 @@ func (s *Store) scanCommitLog(files []*mappedFile, dispatch bool) (end int64, st
 			pos = resume - mf.fileFromOffset
 		}
 		ahead.close()
-		ahead = s.startParseAhead(mf, pos, checkCRC, redispatch)
+		ahead = s.startParseAhead(mf, pos, checkCRC)
 		restarts := 0
 		for {
-			if p, ok := ahead.drain(); ok {
-				// Checked and dispatched by the parsers, in order
-				// from pos.
-				pos = p
+			if reqs, same := ahead.take(pos); len(reqs) > 0 {
+				// Checked by the parsers, in order from pos.
+				redispatch(reqs, same)
+				last := &reqs[len(reqs)-1]
+				pos = last.CommitLogOffset - mf.fileFromOffset + int64(last.MsgSize)
 				continue
 			}
 			if ahead.guessedWrong() && restarts < maxParseAheadRestarts {
@@ -204,7 +205,7 @@ func (s *Store) scanCommitLog(files []*mappedFile, dispatch bool) (end int64, st
 				// the scan's position.
 				restarts++
 				ahead.close()
-				ahead = s.startParseAhead(mf, pos, checkCRC, redispatch)
+				ahead = s.startParseAhead(mf, pos, checkCRC)
 				continue
 			}
 			req, size, blank, err := s.parser.Parse(b[pos:], mf.fileFromOffset+pos, checkCRC)
@@ -228,7 +229,7 @@ func (s *Store) scanCommitLog(files []*mappedFile, dispatch bool) (end int64, st
 					// again from there.
 					pos = next - mf.fileFromOffset
 					ahead.close()
-					ahead = s.startParseAhead(mf, pos, checkCRC, redispatch)
+					ahead = s.startParseAhead(mf, pos, checkCRC)
 					continue
 				}
 				resume = next

@@ -3,15 +3,15 @@ package engine
 import "fmt"
 
 // dispatchRecovered dispatches reqs, consecutive records that abnormal
-// recovery's scan (or its parsers) validated, as the reput service's Apply would one at a
+// recovery's scan validated, as the reput service's Apply would one at a
 // time (the ConsumeQueue dispatcher, then the others given to Open, record
 // by record), with the bookkeeping taken out of the per-record path: the
 // service's lock is held once for the run, the queue of the previous
 // record is reused without a table lookup (without even comparing the
 // topic when same, if not nil, says that record i has the topic and queue
-// of record i-1: the parser compares them while the bytes are in its
-// core's cache, where a dispatch on the other core would miss the cache
-// on every record's topic), and the checkpoint's logics timestamp is set once, to the last
+// of record i-1: the parsers compare them while the bytes are in their
+// core's cache, and the scan would miss the cache on every record's
+// topic), and the checkpoint's logics timestamp is set once, to the last
 // record's that reached a queue. It returns how many records every
 // dispatcher took before the first failure.
 func (s *Store) dispatchRecovered(reqs []dispatchRequest, same []bool) (n int, err error) {
