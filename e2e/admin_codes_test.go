@@ -118,11 +118,12 @@ func TestAdminCodesWithGoClients(t *testing.T) {
 	}
 
 	// 222 moves the offsets the group committed (RocketMQ refuses a group
-	// without them), and the client commits its progress only every 5 s
-	// and on some pulls: the reset could come first (it did, 0.1 s into a
-	// run on a loaded machine). Wait until the broker holds at least the
-	// offsets the client reported (a queue without a committed offset
-	// answers 0, below them: each queue got messages).
+	// without them), and the client commits its progress on some pulls
+	// and otherwise first 10 s after it started, then every 5 s: the reset
+	// could come first (it did, 0.1 s into a run on a loaded machine).
+	// Wait until the broker holds at least the offsets the client reported
+	// (a queue without a committed offset answers 0, below them: each
+	// queue got messages).
 	held := st.ConsumerTable[clientID]
 	committed := func() bool {
 		for mq, off := range held {
