@@ -209,6 +209,19 @@ func (mf *mappedFile) publish(pos int64) {
 	mf.wrote.Store(pos)
 }
 
+// setStoreTimestamp records the store time of the message just published.
+// Store times never go backwards along the log (CommitLog.storeTime), and
+// most puts share their millisecond with the one before: those skip the
+// atomic store (a locked instruction on every put). A flusher that reads
+// the unchanged value has synchronised with the earlier put that stored
+// it, which carries the same time, so what it flushes still vouches for
+// it.
+func (mf *mappedFile) setStoreTimestamp(ts int64) {
+	if mf.storeTimestamp.Load() != ts {
+		mf.storeTimestamp.Store(ts)
+	}
+}
+
 // isAbleToFlush applies RocketMQ's least-pages rule.
 func (mf *mappedFile) isAbleToFlush(leastPages int) bool {
 	flush, write := mf.flushed.Load(), mf.wrote.Load()
