@@ -32,6 +32,11 @@ type PullRequest struct {
 	ExpressionType string
 	// ClientHost is the consumer's address, for logs.
 	ClientHost string
+	// Views asks for the found records as views of the store
+	// (PullResponse.Records) instead of a copy in Body: a server writes
+	// them to the socket from there. The caller must then call the
+	// response's Release once it no longer reads them.
+	Views bool
 }
 
 // PullResponse is the response to PULL_MESSAGE.
@@ -42,12 +47,31 @@ type PullResponse struct {
 	NextBeginOffset      int64
 	MinOffset            int64
 	MaxOffset            int64
-	// Body is the found records, concatenated (Code Success only).
+	// Body is the found records, concatenated (Code Success only,
+	// unless the request asked for Views).
 	Body []byte
-	// MsgCount is the number of records in Body.
+	// Records are the found records as views of the store, in queue
+	// order (Code Success and PullRequest.Views only; Body is then nil).
+	// They stay valid, even if retention deletes their CommitLog file
+	// meanwhile, until Release.
+	Records [][]byte
+	// MsgCount is the number of records in Body or Records.
 	MsgCount int
 	// Status is the store's status, for logs and tests.
 	Status engine.GetMessageStatus
+
+	// held keeps Records' files mapped until Release.
+	held *engine.GetMessageResult
+}
+
+// Release returns the store's files that Records read from; the views
+// must not be used after it. It is a no-op on a response without
+// Records, and on a second call.
+func (r *PullResponse) Release() {
+	if h := r.held; h != nil {
+		r.held, r.Records = nil, nil
+		h.Release()
+	}
 }
 
 // Pull processes a pull (RocketMQ's PullMessageProcessor with
@@ -121,7 +145,11 @@ func (b *Broker) processPull(req *PullRequest, allowSuspend bool) (*PullResponse
 		return &PullResponse{Code: SystemError, Remark: "store getMessage failed: " + err.Error()}, nil
 	}
 	resp = b.pullResponse(req, group, res)
-	res.Release()
+	if resp.Records != nil {
+		resp.held = res // released by the caller (PullRequest.Views)
+	} else {
+		res.Release()
+	}
 	// Commit on the first pass only, even if the request is now held.
 	if allowSuspend && req.SysFlag.Has(FlagCommitOffset) {
 		b.offsets.Commit(req.ClientHost, req.ConsumerGroup, req.Topic, req.QueueID, req.CommitOffset)
@@ -234,7 +262,13 @@ func (b *Broker) pullResponse(req *PullRequest, g config.SubscriptionGroupConfig
 			"queueId", req.QueueID, "requestOffset", req.QueueOffset, "newOffset", res.NextBeginOffset,
 			"status", res.Status)
 	}
-	if resp.Code == Success {
+	if resp.Code == Success && req.Views && len(res.Messages) > 0 {
+		resp.Records = make([][]byte, len(res.Messages))
+		for i, m := range res.Messages {
+			resp.Records[i] = m.Record
+		}
+		resp.MsgCount = len(res.Messages)
+	} else if resp.Code == Success {
 		resp.Body = make([]byte, 0, res.BufferTotalSize)
 		for _, m := range res.Messages {
 			resp.Body = append(resp.Body, m.Record...)

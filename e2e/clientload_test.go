@@ -73,8 +73,9 @@ func TestClientLoad(t *testing.T) {
 		t.Logf("server per message: %.2f read-type and %.2f write-type syscalls, %.2f context switches (whole run, from /proc)",
 			float64(k.syscr)/n, float64(k.syscw)/n, float64(k.ctxsw)/n)
 	}
-	pulls, pulled := pullCounts(t, metrics)
-	t.Logf("server: %.0f pulls answered, %.0f messages pulled (%.1f a pull)", pulls, pulled, pulled/max(1, pulls))
+	pulls, pulled, byCode := pullCounts(t, metrics)
+	t.Logf("server: %.0f pulls answered, %.0f messages pulled (%.1f a pull); requests by code: %s",
+		pulls, pulled, pulled/max(1, pulls), strings.Join(byCode, " "))
 	if r.Err != "" {
 		t.Fatal(r.Err)
 	}
@@ -168,8 +169,10 @@ func kernelCounts(pid int) (procCounts, error) {
 }
 
 // pullCounts reads the pull requests answered and the messages they
-// carried from the server's metrics.
-func pullCounts(t *testing.T, metrics string) (pulls, msgs float64) {
+// carried from the server's metrics, and the requests received by
+// request code ("code=count"), so that a run shows every kind of traffic
+// the client sends besides sends and pulls.
+func pullCounts(t *testing.T, metrics string) (pulls, msgs float64, byCode []string) {
 	t.Helper()
 	resp, err := http.Get("http://" + metrics + "/metrics")
 	if err != nil {
@@ -194,9 +197,12 @@ func pullCounts(t *testing.T, metrics string) (pulls, msgs float64) {
 			pulls += v
 		case f[0] == "rocketstore_pulled_messages_total":
 			msgs += v
+		case strings.HasPrefix(f[0], "rocketstore_requests_total{"):
+			code := strings.TrimSuffix(strings.TrimPrefix(f[0], `rocketstore_requests_total{code="`), `"}`)
+			byCode = append(byCode, code+"="+f[1])
 		}
 	}
-	return pulls, msgs
+	return pulls, msgs, byCode
 }
 
 // clientTarget is a bench.LoadTarget on the official Go client: producers

@@ -11,11 +11,25 @@ import (
 )
 
 // AppendFrame appends c, encoded as one frame with a header in
-// c.SerializeType, to dst. On error dst is returned with its contents
-// unchanged.
+// c.SerializeType, to dst (Body and BodyParts copied). On error dst is
+// returned with its contents unchanged.
 func (c *RemotingCommand) AppendFrame(dst []byte) ([]byte, error) {
-	if int64(len(c.Body)) > 1<<31-1-frameLenSize-headerWordSize {
-		return dst, fmt.Errorf("%w: body of %d bytes exceeds int32", ErrEncode, len(c.Body))
+	dst, err := c.appendFrameHead(dst)
+	if err != nil {
+		return dst, err
+	}
+	for _, p := range c.BodyParts {
+		dst = append(dst, p...)
+	}
+	return dst, nil
+}
+
+// appendFrameHead appends c's frame up to the end of Body: the length it
+// writes counts BodyParts too, which the caller writes after it.
+func (c *RemotingCommand) appendFrameHead(dst []byte) ([]byte, error) {
+	bodyLen := c.bodyLen()
+	if bodyLen > 1<<31-1-frameLenSize-headerWordSize {
+		return dst, fmt.Errorf("%w: body of %d bytes exceeds int32", ErrEncode, bodyLen)
 	}
 	var extBuf [16]extPair
 	var ext []extPair
@@ -46,7 +60,7 @@ func (c *RemotingCommand) AppendFrame(dst []byte) ([]byte, error) {
 	if hl > maxHeaderLen {
 		return dst[:start], fmt.Errorf("%w: header of %d bytes exceeds 24 bits", ErrEncode, hl)
 	}
-	length := int64(headerWordSize) + int64(hl) + int64(len(c.Body))
+	length := int64(headerWordSize) + int64(hl) + bodyLen
 	if length > 1<<31-1-frameLenSize {
 		return dst[:start], fmt.Errorf("%w: frame of %d bytes exceeds int32", ErrEncode, length)
 	}

@@ -64,6 +64,17 @@ type RemotingCommand struct {
 	// encoding the peer spoke.
 	SerializeType SerializeType
 	Body          []byte
+	// BodyParts, when set, follow Body as the rest of the body. A Conn
+	// writes them from these slices without copying them (a pull answer
+	// sends the store's records this way, straight from the CommitLog's
+	// mapping); AppendFrame copies them.
+	BodyParts [][]byte
+	// Release, when set, is called once the connection that was given
+	// the command (WriteResponse, Invoke, InvokeOneway) no longer needs
+	// BodyParts: after the frame is written, or when it is dropped
+	// (encoding error, full queue, closed connection). It is called
+	// exactly once; until then BodyParts must stay valid and unchanged.
+	Release func()
 
 	// ext holds the extFields of a lean command (see extlean.go): a
 	// decoded send or pull request, or a NewLeanResponse. ExtFields is
@@ -105,17 +116,36 @@ func (c *RemotingCommand) NewResponse(code int32, remark string) *RemotingComman
 	}
 }
 
+// release calls and clears Release, if set.
+func (c *RemotingCommand) release() {
+	if f := c.Release; f != nil {
+		c.Release = nil
+		f()
+	}
+}
+
+// bodyLen is the length of the body on the wire: Body and BodyParts.
+func (c *RemotingCommand) bodyLen() int64 {
+	n := int64(len(c.Body))
+	for _, p := range c.BodyParts {
+		n += int64(len(p))
+	}
+	return n
+}
+
 // IsResponse reports whether FlagResponse is set.
 func (c *RemotingCommand) IsResponse() bool { return c.Flag&FlagResponse != 0 }
 
 // IsOneway reports whether FlagOneway is set.
 func (c *RemotingCommand) IsOneway() bool { return c.Flag&FlagOneway != 0 }
 
-// Clone returns a copy of c with its own ExtFields map; Body is shared.
+// Clone returns a copy of c with its own ExtFields map; Body and BodyParts
+// are shared, and Release is not copied (the original keeps the duty).
 func (c *RemotingCommand) Clone() *RemotingCommand {
 	d := *c
 	d.ExtFields = maps.Clone(c.ExtFields)
 	d.ext = slices.Clone(c.ext)
+	d.Release = nil
 	return &d
 }
 
@@ -126,7 +156,7 @@ func (c *RemotingCommand) String() string {
 		kind = "response"
 	}
 	return fmt.Sprintf("%s{code=%d opaque=%d flag=%d lang=%s ver=%d remark=%q ext=%v body=%dB}",
-		kind, c.Code, c.Opaque, c.Flag, c.Language, c.Version, c.Remark, c.extForString(), len(c.Body))
+		kind, c.Code, c.Opaque, c.Flag, c.Language, c.Version, c.Remark, c.extForString(), c.bodyLen())
 }
 
 // extForString returns the extFields for String without changing c.

@@ -384,7 +384,11 @@ func (c *Conn) serveRequest(j job) {
 		c.log.Warn("remoting: handler failed", "code", req.Code, "opaque", req.Opaque, "err", err)
 		resp = req.NewResponse(CodeSystemError, err.Error())
 	}
-	if resp == nil || req.IsOneway() {
+	if resp == nil {
+		return
+	}
+	if req.IsOneway() {
+		resp.release()
 		return
 	}
 	resp.Opaque = req.Opaque

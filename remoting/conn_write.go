@@ -15,6 +15,7 @@ import (
 // ErrWriteQueueFull returned. After close it returns ErrConnClosed.
 func (c *Conn) WriteResponse(resp *RemotingCommand) error {
 	if !resp.IsResponse() {
+		resp.release()
 		return fmt.Errorf("%w: WriteResponse of a command without FlagResponse (code %d)", ErrEncode, resp.Code)
 	}
 	if err := c.send(resp); err != nil {
@@ -94,8 +95,18 @@ func (c *Conn) closedError() error {
 
 // frameBuf holds one encoded frame on its way to the socket. frameBufs are
 // pooled: send encodes into a recycled buffer and the writer recycles it
-// once the frame is written, so a frame costs no allocation.
-type frameBuf struct{ b []byte }
+// once the frame is written, so a frame costs no allocation. A frame whose
+// command had BodyParts keeps them (not copied) behind b, and its Release,
+// which putFrame calls: once written, or when the frame is dropped.
+type frameBuf struct {
+	b        []byte
+	parts    [][]byte
+	partsLen int
+	release  func()
+}
+
+// size is the frame's length on the wire.
+func (f *frameBuf) size() int { return len(f.b) + f.partsLen }
 
 var framePool = sync.Pool{New: func() any { return new(frameBuf) }}
 
@@ -111,6 +122,11 @@ const (
 )
 
 func putFrame(f *frameBuf) {
+	if r := f.release; r != nil {
+		f.release = nil
+		r()
+	}
+	f.parts, f.partsLen = nil, 0
 	if cap(f.b) > maxPooledFrame {
 		f.b = nil
 	}
@@ -118,11 +134,27 @@ func putFrame(f *frameBuf) {
 	framePool.Put(f)
 }
 
-// send encodes cmd and queues the frame.
+// releaseOnEncode is a broken variant for tests: Release runs as soon as
+// the frame is encoded instead of once it is written, so the socket reads
+// BodyParts after their owner took them back (a CommitLog file unmapped
+// under a pull answer in flight). TestBodyPartsReleasedAfterWrite
+// catches it.
+var releaseOnEncode = false
+
+// send encodes cmd and queues the frame; cmd's BodyParts are queued as
+// they are, and its Release passes to the frame (called even on error).
 func (c *Conn) send(cmd *RemotingCommand) error {
 	f := framePool.Get().(*frameBuf)
-	b, err := cmd.AppendFrame(f.b[:0])
+	b, err := cmd.appendFrameHead(f.b[:0])
 	f.b = b
+	if cmd.Release != nil || len(cmd.BodyParts) > 0 {
+		f.parts, f.partsLen, f.release = cmd.BodyParts, int(cmd.bodyLen())-len(cmd.Body), cmd.Release
+		cmd.Release = nil
+		if releaseOnEncode && f.release != nil { // broken variant (tests only)
+			f.release()
+			f.release = nil
+		}
+	}
 	if err != nil {
 		putFrame(f)
 		return err
@@ -147,7 +179,7 @@ func (c *Conn) enqueue(f *frameBuf) error {
 			return ErrConnClosed // draining
 		}
 	}
-	n := int64(len(f.b))
+	n := int64(f.size())
 	queued := c.outBytes.Add(n)
 	if queued > n && queued > c.opts.WriteQueueBytes {
 		c.outBytes.Add(-n)
@@ -203,6 +235,7 @@ func newFrameWriter(nc net.Conn) *frameWriter {
 // socket write, until the connection closes or finishWrites drains it.
 func (c *Conn) writeLoop() {
 	defer close(c.writerDone)
+	defer c.dropQueued()
 	w := newFrameWriter(c.nc)
 	for {
 		select {
@@ -225,7 +258,7 @@ func (c *Conn) writeLoop() {
 // deadline, then recycles them.
 func (c *Conn) writeBatch(w *frameWriter, f *frameBuf) error {
 	w.batch = append(w.batch[:0], f)
-	n := c.collect(w, len(f.b))
+	n := c.collect(w, f.size())
 	if len(w.batch) < maxBatchFrames && n < maxBatchBytes && c.inflight.Load() > 0 {
 		// Handlers are running whose answers would otherwise each cost
 		// a writev of their own: let them run first, once, so that one
@@ -249,7 +282,7 @@ func (c *Conn) collect(w *frameWriter, n int) int {
 		select {
 		case f := <-c.out:
 			w.batch = append(w.batch, f)
-			n += len(f.b)
+			n += f.size()
 		default:
 			return n
 		}
@@ -265,6 +298,7 @@ func (c *Conn) writeFrames(w *frameWriter, n int) error {
 	if w.vectored {
 		for _, f := range w.batch {
 			w.iov = append(w.iov, f.b)
+			w.iov = append(w.iov, f.parts...)
 		}
 		if w.raw != nil {
 			err = w.raw.write(w.iov)
@@ -274,12 +308,15 @@ func (c *Conn) writeFrames(w *frameWriter, n int) error {
 		}
 		clear(w.iov)
 		w.iov, w.wv = w.iov[:0], nil
-	} else if len(w.batch) == 1 {
+	} else if len(w.batch) == 1 && w.batch[0].partsLen == 0 {
 		_, err = c.nc.Write(w.batch[0].b)
 	} else {
 		w.buf = w.buf[:0]
 		for _, f := range w.batch {
 			w.buf = append(w.buf, f.b...)
+			for _, p := range f.parts {
+				w.buf = append(w.buf, p...)
+			}
 		}
 		_, err = c.nc.Write(w.buf)
 		if cap(w.buf) > 2*maxBatchBytes {
@@ -307,6 +344,22 @@ func (c *Conn) drainQueue(w *frameWriter) error {
 			}
 		default:
 			return nil
+		}
+	}
+}
+
+// dropQueued recycles the frames left in the queue when the writer stops,
+// so that their Release runs. The writer stops only after close, which
+// sets wclosed under wmu before closing c.closed: no frame enters the
+// queue after that, so one pass empties it for good.
+func (c *Conn) dropQueued() {
+	for {
+		select {
+		case f := <-c.out:
+			c.outBytes.Add(-int64(f.size()))
+			putFrame(f)
+		default:
+			return
 		}
 	}
 }

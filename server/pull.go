@@ -51,6 +51,7 @@ func (s *Server) pullMessage(ctx context.Context, c *remoting.Conn, req *remotin
 		return badRequest(req, err)
 	}
 	pr.ClientHost = peerString(c)
+	pr.Views = true // the records go to the socket from the store (pullResponse)
 	if pr.SysFlag.Has(broker.FlagSuspend) && !s.beginHeld(c) {
 		// Shutting down, or this connection holds too many: answer now.
 		pr.SysFlag &^= broker.FlagSuspend
@@ -77,6 +78,9 @@ func (s *Server) waitHeld(c *remoting.Conn, req *remoting.RemotingCommand, pr *b
 	defer stop()
 	resp, err := held.Wait(pctx)
 	if c.Context().Err() != nil {
+		if resp != nil {
+			resp.Release()
+		}
 		return // nobody to answer
 	}
 	if err := c.WriteResponse(s.pullResponse(req, pr, resp, err)); err != nil {
@@ -107,7 +111,8 @@ func (s *Server) endHeld(c *remoting.Conn) {
 }
 
 // pullResponse builds the answer: the broker's code and remark, the four
-// offsets the client parses and the records. A pull released by Shutdown
+// offsets the client parses and the records (BodyParts with a Release when
+// the pull asked for views). A pull released by Shutdown
 // or by the broker closing is answered SYSTEM_BUSY: the Go client then
 // waits 3 s before pulling again, by which time it reconnects. (Answered
 // PULL_NOT_FOUND it re-pulls at once on the closing connection, which is
@@ -133,6 +138,13 @@ func (s *Server) pullResponse(req *remoting.RemotingCommand, pr *broker.PullRequ
 	resp.SetExtInt("minOffset", r.MinOffset)
 	resp.SetExtInt("maxOffset", r.MaxOffset)
 	resp.Body = r.Body
+	if r.Records != nil {
+		// Written from the store's mapping by the connection's writer,
+		// which releases the files once the frame is on the socket (or
+		// dropped): a CommitLog file deleted meanwhile stays mapped
+		// until then. Saves copying up to maxTransferBytes a pull.
+		resp.BodyParts, resp.Release = r.Records, r.Release
+	}
 	return resp
 }
 
