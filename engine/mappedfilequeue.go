@@ -369,6 +369,9 @@ func (q *mappedFileQueue) newFile(seg backend.Segment, name string, from int64) 
 	if pw, ok := seg.(backend.Pwriter); ok && q.writeThrough {
 		mf.pw = pw
 	}
+	if wp, ok := seg.(backend.WritePrefaulter); ok && q.noReadAround && mf.pw == nil {
+		mf.ahead = wp // see writeAheadInline
+	}
 	return mf
 }
 
