@@ -8,7 +8,8 @@
 // run, on the same bytes:
 //
 //   - async put: memcpy of the same records into a fresh mapped file (mmap)
-//     or a fresh heap buffer (memfs);
+//     or a fresh heap buffer (memfs); on mmap both the put and the bound
+//     start on page cache that was just in use (warmPageCache);
 //   - sync-flush put: a pwrite + fdatasync loop with the batch size the
 //     engine's group commit actually achieved (counted by a wrapper FS),
 //     run in slices alternating with the workload's, so that both see the

@@ -60,6 +60,9 @@ type putRun struct {
 // (each on its own queue) for at most maxTime.
 func (e env) put(ctx context.Context, backendName string, body, producers int, flush engine.FlushDiskType,
 	msgs int, maxTime time.Duration) (putRun, error) {
+	if backendName == Mmap {
+		e.warmPageCache(int64(msgs) * int64(RecordSize(body)))
+	}
 	bs, err := e.openStore(backendName, e.storeConfig(flush))
 	if err != nil {
 		return putRun{}, err

@@ -3,6 +3,7 @@ package dispatch
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/netip"
 	"sync"
 	"testing"
@@ -285,5 +286,88 @@ func TestDispatchAllocs(t *testing.T) {
 	})
 	if allocs != 0 {
 		t.Fatalf("%.1f allocations per pass of 1000 records", allocs)
+	}
+}
+
+// TestWakeDuringPassEnd publishes a record, and wakes the service, right
+// after a pass has ended and before the service announces that it parks:
+// the moment a Wake finds the service running and sends nothing. The
+// record must still be dispatched without another put. The broken variant
+// (noRecheck: park without looking at the log again) loses that wake, and
+// the test shows that it would catch it.
+func TestWakeDuringPassEnd(t *testing.T) {
+	for _, broken := range []bool{false, true} {
+		l := &memLog{fileSize: 1 << 16}
+		c := &collector{}
+		s := NewService(l, &Parser{}, 0, c)
+		s.noRecheck = broken
+		var off int64
+		published := make(chan struct{})
+		var once sync.Once
+		s.beforePark = func() {
+			once.Do(func() {
+				// The service has dispatched everything it saw and
+				// has not announced its wait yet.
+				off = l.append(t, &record.Message{Topic: "t", Body: []byte("late")}, 0)
+				s.Wake()
+				close(published)
+			})
+		}
+		s.Start()
+		<-published
+		wait := 10 * time.Second
+		if broken {
+			wait = 300 * time.Millisecond // only to show the record stays behind
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), wait)
+		err := s.WaitFor(ctx, off+1)
+		cancel()
+		switch {
+		case !broken && err != nil:
+			t.Fatalf("record published as the pass ended: %v (dispatched %v)", err, c.got())
+		case broken && !errors.Is(err, context.DeadlineExceeded):
+			t.Fatalf("broken variant (no second look): wait returned %v, want the wake lost", err)
+		}
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+		// Close's final pass dispatches it in either case.
+		if got := c.got(); len(got) != 1 || got[0] != off {
+			t.Fatalf("broken=%v: dispatched %v, want [%d]", broken, got, off)
+		}
+	}
+}
+
+// TestWakeStress runs putters that publish and wake while the service
+// parks and runs, each waiting for its own record: a lost wake leaves a
+// putter waiting for a record nothing dispatches.
+func TestWakeStress(t *testing.T) {
+	l := &memLog{fileSize: 1 << 20}
+	c := &collector{}
+	s := NewService(l, &Parser{}, 0, c)
+	s.Start()
+	defer s.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var wg sync.WaitGroup
+	errs := make(chan error, 4)
+	for g := 0; g < 4; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 500; i++ {
+				off := l.append(t, &record.Message{Topic: "t", Body: []byte("x")}, 0)
+				s.Wake()
+				if err := s.WaitFor(ctx, off+1); err != nil {
+					errs <- fmt.Errorf("record at %d: %w", off, err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
 	}
 }

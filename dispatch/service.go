@@ -67,10 +67,14 @@ type Service struct {
 
 	reputFrom atomic.Int64
 	halted    atomic.Bool // Halt: stop without the final pass
-	wake      chan struct{}
-	stop      chan struct{}
-	done      chan struct{}
-	running   sync.Mutex // held while a pass runs
+	// parked is set by the service's goroutine before it waits for a
+	// wake, and cleared by the Wake that sends one: a Wake that finds
+	// it clear costs one atomic load (a put calls Wake every time).
+	parked  atomic.Bool
+	wake    chan struct{}
+	stop    chan struct{}
+	done    chan struct{}
+	running sync.Mutex // held while a pass runs
 
 	// req is the request handed to the dispatchers. It lives in the
 	// Service, not on the stack of dispatchFile: a pointer passed to an
@@ -94,6 +98,13 @@ type Service struct {
 	// variant of the crash tests that shows they catch a lost unit. Never
 	// set it on a real store.
 	IgnoreErrors bool
+
+	// The broken variant of the wake protocol and its test seam (the
+	// tests of this package set them): noRecheck parks without looking
+	// at the log again after announcing it, and beforePark runs between
+	// a pass and that announcement.
+	noRecheck  bool
+	beforePark func()
 
 	// skips maps the start of each damaged CommitLog range that recovery
 	// found (and left in place, see engine's recovery) to its end; a pass
@@ -169,11 +180,17 @@ func (s *Service) Err() error {
 	return s.err
 }
 
-// Wake tells the service that the log grew. It never blocks.
+// Wake tells the service that the log grew. It never blocks. It does
+// nothing while the service's goroutine is running a pass: that goroutine
+// looks at the log's end again after announcing that it parks, so a
+// record published before the announcement is dispatched without a wake,
+// and one published after it finds the announcement (parkOrRun).
 func (s *Service) Wake() {
-	select {
-	case s.wake <- struct{}{}:
-	default:
+	if s.parked.Load() && s.parked.CompareAndSwap(true, false) {
+		select {
+		case s.wake <- struct{}{}:
+		default:
+		}
 	}
 }
 
@@ -190,6 +207,7 @@ func (s *Service) loop() {
 		retry = DefaultRetryInterval
 	}
 	for {
+		seen := s.log.MaxOffset()
 		if _, err := s.DoReput(); err != nil {
 			// Retry later rather than stop: the cause (a full disk,
 			// typically) may go away, and the owner refuses new
@@ -204,9 +222,7 @@ func (s *Service) loop() {
 				return
 			}
 		}
-		select {
-		case <-s.wake:
-		case <-s.stop:
+		if !s.parkOrRun(seen) {
 			// Drain what was published before Close (not on Halt: a
 			// halted store must not write anything more).
 			if !s.halted.Load() {
@@ -214,6 +230,32 @@ func (s *Service) loop() {
 			}
 			return
 		}
+	}
+}
+
+// parkOrRun waits for a Wake after a pass that started when the log ended
+// at seen, and returns false on stop. It announces the wait (parked)
+// before it looks at the log's end again: a put publishes before it calls
+// Wake, so either the put finds the announcement and sends a wake, or
+// this look finds the put's record and the loop runs another pass at
+// once. Without that second look, a record published between the end of
+// the pass and the announcement would wait for the next put's wake
+// (TestWakeDuringPassEnd).
+func (s *Service) parkOrRun(seen int64) bool {
+	if s.beforePark != nil {
+		s.beforePark()
+	}
+	s.parked.Store(true)
+	if !s.noRecheck && s.log.MaxOffset() != seen {
+		s.parked.Store(false)
+		return true
+	}
+	select {
+	case <-s.wake:
+		s.parked.Store(false)
+		return true
+	case <-s.stop:
+		return false
 	}
 }
 

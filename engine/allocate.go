@@ -2,6 +2,7 @@ package engine
 
 import (
 	"sync"
+	"time"
 
 	"github.com/rocketstore/rocketstore/backend"
 )
@@ -45,16 +46,51 @@ type allocator struct {
 		to      int64 // file position to populate up to
 		kick    chan struct{}
 		started bool
+		// window is the current window (aheadWindow); at and atOff
+		// are when and at which CommitLog offset the writer last
+		// reported its position.
+		window int64
+		at     time.Time
+		atOff  int64
 	}
 }
 
 // Write-ahead prefault: the window kept populated ahead of the write
 // position, and the step by which the put path moves it (a put pays one
 // comparison; every prefaultStep bytes it hands the populator a new target).
+//
+// prefaultWindow is the least window, and the whole window at low rates.
+// A fast writer gets prefaultLead of writing ahead of it instead, up to
+// maxPrefaultWindow: the populator is a goroutine like any other, and on 2
+// busy cores (the putter and the dispatcher do not block at high rates) it
+// can wait milliseconds for one, and cold page cache fills slower than the
+// writer writes (BENCHMARKS.md, "128 B puts from one goroutine"). 128-byte puts
+// at 2 M/s write 456 MB/s, which crosses 8 MiB in 17 ms. With the fixed
+// window the putter of BenchmarkPut/128B/1 took 575-625 page faults in
+// 10 M puts (the writer had caught up with the populator), with this one
+// 200-250; such a write fault reads around up to 8 MiB of zero pages on
+// the put path (this VM's read_ahead_kb), a stall of milliseconds.
 const (
-	prefaultWindow = 8 << 20
-	prefaultStep   = 1 << 20
+	prefaultWindow    = 8 << 20
+	maxPrefaultWindow = 64 << 20
+	prefaultStep      = 1 << 20
+	prefaultLead      = 50 * time.Millisecond
 )
+
+// aheadWindow returns the window for a writer that took elapsed to write
+// the last prefaultStep bytes, given the window in use: the bytes it
+// writes in prefaultLead, within [prefaultWindow, maxPrefaultWindow] and
+// in whole steps. It shrinks by at most one step a step, so that one slow
+// step (a writer descheduled for a moment) does not drop a window the
+// populator has already filled.
+func aheadWindow(elapsed time.Duration, cur int64) int64 {
+	w := int64(maxPrefaultWindow)
+	if elapsed > 0 {
+		w = int64(float64(prefaultStep) * float64(prefaultLead) / float64(elapsed))
+	}
+	w = min(max(w, cur-prefaultStep, prefaultWindow), maxPrefaultWindow)
+	return w &^ (prefaultStep - 1)
+}
 
 func newAllocator(q *mappedFileQueue) *allocator { return &allocator{q: q, from: -1} }
 
@@ -106,10 +142,11 @@ func (a *allocator) prefaultAhead(mf *mappedFile, pos int64) {
 	if a.ahead.mf != mf {
 		a.ahead.mf, a.ahead.done, a.ahead.to = mf, pos, 0
 	}
+	a.sizeWindow(mf.fileFromOffset + pos)
 	// Pages behind the writer are already faulted: skip them when the
 	// populator lags.
 	a.ahead.done = max(a.ahead.done, pos)
-	a.ahead.to = min(max(a.ahead.to, pos+prefaultWindow), mf.fileSize)
+	a.ahead.to = min(max(a.ahead.to, pos+a.ahead.window), mf.fileSize)
 	if !a.ahead.started {
 		a.ahead.started = true
 		a.ahead.kick = make(chan struct{}, 1)
@@ -120,6 +157,22 @@ func (a *allocator) prefaultAhead(mf *mappedFile, pos int64) {
 	case a.ahead.kick <- struct{}{}:
 	default:
 	}
+}
+
+// sizeWindow sets the window from the writer's rate since its last report
+// (at CommitLog offset off now). The put path reports once a step, so this
+// reads the clock once per prefaultStep bytes written. The caller holds
+// a.mu.
+func (a *allocator) sizeWindow(off int64) {
+	now := time.Now()
+	if a.ahead.window == 0 || a.ahead.at.IsZero() || off <= a.ahead.atOff {
+		a.ahead.window = max(a.ahead.window, prefaultWindow)
+	} else {
+		// Per step: a report may come after more than one step's bytes.
+		d := time.Duration(float64(now.Sub(a.ahead.at)) * prefaultStep / float64(off-a.ahead.atOff))
+		a.ahead.window = aheadWindow(d, a.ahead.window)
+	}
+	a.ahead.at, a.ahead.atOff = now, off
 }
 
 // prefaultLoop populates the requested window step by step until stop.

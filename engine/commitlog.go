@@ -159,7 +159,7 @@ func (c *CommitLog) put(m *record.Message, o *Origin) (PutResult, error) {
 		return PutResult{}, err
 	}
 	mf.publish(end)
-	mf.storeTimestamp.Store(ts)
+	mf.setStoreTimestamp(ts)
 	c.prefaultAhead(mf, end)
 	if slot != nil {
 		*slot = qoff + 1
@@ -207,7 +207,7 @@ func (c *CommitLog) putBatch(msgs []*record.Message, o *Origin) (PutResult, erro
 	}
 	// The whole batch becomes visible at once.
 	mf.publish(pos)
-	mf.storeTimestamp.Store(ts)
+	mf.setStoreTimestamp(ts)
 	c.prefaultAhead(mf, pos)
 	*slot = qoff + int64(len(msgs))
 	return res, nil

@@ -55,6 +55,13 @@ type mappedFile struct {
 	// appender, under the CommitLog's lock, uses it.
 	pw  backend.Pwriter
 	iov [4][]byte
+	// ahead, when set, write-populates the pages just ahead of the
+	// appends, a batch per system call, for a file written through its
+	// mapping without read-around (the ConsumeQueues: see
+	// writeAheadInline); aheadTo is the file position populated up to.
+	// Only the appender touches them.
+	ahead   backend.WritePrefaulter
+	aheadTo int64
 
 	wrote   atomic.Int64
 	flushed atomic.Int64
@@ -140,6 +147,9 @@ func (mf *mappedFile) appendAt(pos int64, pieces ...[]byte) (int64, error) {
 	if mf.pw != nil {
 		return mf.pwriteAt(pos, pieces)
 	}
+	if mf.ahead != nil && pos >= mf.aheadTo {
+		mf.writeAheadInline(pos)
+	}
 	for _, p := range pieces {
 		if len(p) == 0 {
 			continue
@@ -150,6 +160,32 @@ func (mf *mappedFile) appendAt(pos int64, pieces ...[]byte) (int64, error) {
 		pos += int64(len(p))
 	}
 	return pos, nil
+}
+
+// Inline write-ahead of files without read-around. Every page of such a
+// file costs its writer a fault on first write: 20-25 µs each on this
+// project's VM, where page faults trap to the hypervisor, and for the
+// ConsumeQueues, 20 bytes a message, the dispatcher's largest cost
+// (13.7 % of all CPU in BenchmarkPut/128B/1). MADV_POPULATE_WRITE maps a
+// batch of pages in one system call, without a fault each: the page
+// faults of 5 M such puts fell from 25 k (95 % of them the ConsumeQueue's)
+// to 2 k. The batch
+// grows with what the file has taken (at most writeAheadMax ahead), so
+// that the many queues a broker holds, most of them quiet, keep at most
+// a few pages each populated ahead of their data.
+const writeAheadMax = 64 << 10
+
+// writeAheadInline populates the pages from the one holding pos on,
+// before an append at pos. A hint only: failure costs faults, not data.
+func (mf *mappedFile) writeAheadInline(pos int64) {
+	const page = 4096
+	from := pos &^ (page - 1)
+	n := min(max(from, page), writeAheadMax, mf.fileSize-from)
+	if n <= 0 {
+		return
+	}
+	_ = mf.ahead.PrefaultWrite(from, n)
+	mf.aheadTo = from + n
 }
 
 // pwriteAt is appendAt through the segment's Pwrite: one system call for
@@ -171,6 +207,19 @@ func (mf *mappedFile) pwriteAt(pos int64, pieces [][]byte) (int64, error) {
 // publish makes bytes below pos visible to readers.
 func (mf *mappedFile) publish(pos int64) {
 	mf.wrote.Store(pos)
+}
+
+// setStoreTimestamp records the store time of the message just published.
+// Store times never go backwards along the log (CommitLog.storeTime), and
+// most puts share their millisecond with the one before: those skip the
+// atomic store (a locked instruction on every put). A flusher that reads
+// the unchanged value has synchronised with the earlier put that stored
+// it, which carries the same time, so what it flushes still vouches for
+// it.
+func (mf *mappedFile) setStoreTimestamp(ts int64) {
+	if mf.storeTimestamp.Load() != ts {
+		mf.storeTimestamp.Store(ts)
+	}
 }
 
 // isAbleToFlush applies RocketMQ's least-pages rule.

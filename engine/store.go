@@ -368,7 +368,10 @@ func (s *Store) put(ctx context.Context, m *Message, o *Origin) (PutResult, erro
 		return res, s.putError(err)
 	}
 	s.putSucceeded()
-	return res, s.afterPut(ctx, res, !m.PropertyIs(record.PropertyWaitStoreMsgOK, "false"))
+	// WAIT only matters under SyncFlush; reading it costs a scan of the
+	// properties.
+	wait := s.cfg.FlushDiskType == SyncFlush && !m.PropertyIs(record.PropertyWaitStoreMsgOK, "false")
+	return res, s.afterPut(ctx, res, wait)
 }
 
 // PutBatch stores messages for one topic and queue as consecutive records

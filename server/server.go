@@ -31,6 +31,8 @@ type Server struct {
 	sec       *security // nil without Config.Security
 	// inlineSends: sends are answered on the read goroutine (inline.go).
 	inlineSends bool
+	// inlineCommits: consumer offset commits likewise, for their order.
+	inlineCommits bool
 
 	brokerAddr atomic.Pointer[string]
 	brokerID   atomic.Int64
@@ -92,6 +94,7 @@ func New(b *broker.Broker, cfg Config) (*Server, error) {
 	s.registerACLAdmin()
 	opts := cfg.Remoting
 	s.inlineSends = s.canInlineSends()
+	s.inlineCommits = s.canInlineCommits()
 	if opts.Inline == nil {
 		opts.Inline = s.inlineRequest
 	}

@@ -215,6 +215,38 @@ func (s *segment) Sync(off, n int64) error {
 	return nil
 }
 
+// ReleasePages drops this process's page-table entries for the whole pages
+// inside [off, off+n) (MADV_DONTNEED), keeping their content: the mapping
+// is shared, so the bytes stay in the page cache, dirty ones included, and
+// the next access maps them again. Writeback of a page that a process has
+// mapped writable must write-protect it first, one TLB shootdown (an
+// inter-processor interrupt that the flusher waits for) per page; dropping
+// the entries of a range at once costs one. So a flusher of pages written
+// through the mapping calls it for the pages below the write position
+// before Sync (see engine's async flush). Partial pages at either end are
+// left mapped; a range holding no whole page is a no-op.
+func (s *segment) ReleasePages(off, n int64) error {
+	if s.closed.Load() {
+		return s.errClosed("release")
+	}
+	if s.data == nil || n <= 0 {
+		return nil
+	}
+	if !s.inRange(off, n) {
+		return fmt.Errorf("mmap: release %s at %d, %d bytes (size %d): %w",
+			s.path, off, n, s.size, backend.ErrRange)
+	}
+	start := (off + pageSize - 1) &^ (pageSize - 1)
+	end := (off + n) &^ (pageSize - 1)
+	if end <= start {
+		return nil
+	}
+	if err := unix.Madvise(s.data[start:end], unix.MADV_DONTNEED); err != nil {
+		return fmt.Errorf("mmap: release %s [%d,%d): %w", s.path, start, end, err)
+	}
+	return nil
+}
+
 // Advise passes a madvise(2) hint for the whole segment.
 func (s *segment) Advise(advice int) error {
 	if s.closed.Load() {

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -80,7 +79,7 @@ func runServerBench(ctx context.Context, stdout, stderr io.Writer, o benchOption
 					for _, b := range batches {
 						fmt.Fprintf(stderr, "server load: rocketstore %d B %s %d×%d, %d queues a stream, pull batch %d\n",
 							size, flush, so.conns, so.window, q, b)
-						r := serverLoadRocketstore(ctx, o.tmp, q, b, l)
+						r := serverLoadRocketstore(ctx, stderr, o.tmp, o.out, q, b, l)
 						results = append(results, r)
 						failed = failed || r.Err != ""
 					}
@@ -138,7 +137,12 @@ func positiveList(flag, v string) ([]int, error) {
 // pulls batch messages at a time. A batch above the broker's default
 // transfer limits (32 messages, 256 KiB from memory) raises them to match,
 // as an operator serving such consumers would.
-func serverLoadRocketstore(ctx context.Context, tmp string, queues, batch int, l bench.ServerLoad) bench.ServerResult {
+//
+// serve's output (it logs warnings and errors only) goes to a file in out
+// (--out) or else beside the run's temporary store in tmp; the file is
+// kept, and its path printed to stderr, when serve logged anything, so
+// that an error of a background service during a run is seen.
+func serverLoadRocketstore(ctx context.Context, stderr io.Writer, tmp, out string, queues, batch int, l bench.ServerLoad) bench.ServerResult {
 	fail := func(err error) bench.ServerResult {
 		return bench.ServerResult{System: "rocketstore", Body: l.Body, Conns: l.Conns, Window: l.Window, Flush: l.Flush,
 			Consumers: l.Consumers, Err: err.Error()}
@@ -172,10 +176,14 @@ func serverLoadRocketstore(ctx context.Context, tmp string, queues, batch int, l
 	if bin := os.Getenv("ROCKETSTORE_SERVE_BIN"); bin != "" {
 		exe = bin // another build's server under this build's driver (as e2e's TestClientLoad)
 	}
-	var logs bytes.Buffer
+	logs, err := newServeLog(tmp, out)
+	if err != nil {
+		return fail(err)
+	}
+	defer logs.close(stderr)
 	cmd := exec.CommandContext(ctx, exe, "serve", "--dir", filepath.Join(dir, "data"), "--listen", addr,
 		"--config", cfg, "--log-level", "warn")
-	cmd.Stdout, cmd.Stderr = &logs, &logs
+	cmd.Stdout, cmd.Stderr = logs.f, logs.f
 	if err := cmd.Start(); err != nil {
 		return fail(err)
 	}
@@ -191,7 +199,7 @@ func serverLoadRocketstore(ctx context.Context, tmp string, queues, batch int, l
 		}
 	}()
 	if err := waitListening(addr, 15*time.Second); err != nil {
-		return fail(fmt.Errorf("%w; serve said: %s", err, logs.String()))
+		return fail(fmt.Errorf("%w; serve said: %s", err, logs.text()))
 	}
 	t := &bench.RemotingTarget{Addr: addr, PID: cmd.Process.Pid, Topic: "BenchServer", Group: "bench_consumer",
 		QueuesPerStream: queues, PullBatch: batch}
@@ -263,4 +271,46 @@ func writeServerTable(w io.Writer, rs []bench.ServerResult) {
 		fmt.Fprintf(w, "| %s | %s | %d B | %s | %d × %d | %.0f | %s | %s | %.2f | %.2f | %s |\n", r.System, r.Shape, r.Body, r.Flush,
 			r.Conns, r.Window, r.MsgsPerS, ms(r.Ack), ms(r.Consume), r.CPUPerMsg, r.ClientCPUPerMsg, r.Err)
 	}
+}
+
+// serveLog is the file a `serve` child of the server bench writes its
+// output to.
+type serveLog struct {
+	f *os.File
+}
+
+// newServeLog creates the log file in out when set, else in tmp (the
+// system's temp dir when empty).
+func newServeLog(tmp, out string) (*serveLog, error) {
+	dir := tmp
+	if out != "" {
+		if err := os.MkdirAll(out, 0o755); err != nil {
+			return nil, err
+		}
+		dir = out
+	}
+	f, err := os.CreateTemp(dir, "rocketstore-bench-serve-*.log")
+	if err != nil {
+		return nil, fmt.Errorf("serve log: %w", err)
+	}
+	return &serveLog{f: f}, nil
+}
+
+// text returns what serve wrote so far (at most 64 KiB, for an error).
+func (l *serveLog) text() string {
+	b := make([]byte, 64<<10)
+	n, _ := l.f.ReadAt(b, 0)
+	return string(b[:n])
+}
+
+// close closes the file (after serve exited) and removes it when serve
+// wrote nothing; otherwise it keeps it and says where it is.
+func (l *serveLog) close(stderr io.Writer) {
+	fi, err := l.f.Stat()
+	_ = l.f.Close()
+	if err == nil && fi.Size() == 0 {
+		_ = os.Remove(l.f.Name())
+		return
+	}
+	fmt.Fprintf(stderr, "server load: rocketstore serve logged warnings or errors: %s\n", l.f.Name())
 }
