@@ -20,18 +20,7 @@ func TestRecoveryAllocs(t *testing.T) {
 	}
 	const n = 20_000
 	dir := t.TempDir()
-	open := func() *engine.Store {
-		fs, err := mmap.New(dir)
-		if err != nil {
-			t.Fatal(err)
-		}
-		s, err := engine.Open(fs, hooks.Manual(engine.Config{CommitLogFileSize: 16 << 20, ConsumeQueueUnits: 1 << 16}))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return s
-	}
-	s := open()
+	s := openRecoveryStore(t, dir)
 	m := &engine.Message{Topic: "alloc", QueueID: 1, Body: make([]byte, 128),
 		Properties: map[string]string{"TAGS": "TagA", "KEYS": "order-1", "UNIQ_KEY": "0A0B0C0D0E0F"}}
 	for range n {
@@ -54,7 +43,7 @@ func TestRecoveryAllocs(t *testing.T) {
 	var before, after runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)
-	s = open()
+	s = openRecoveryStore(t, dir)
 	runtime.ReadMemStats(&after)
 	defer s.Close()
 	if rep := s.Recovery(); !rep.Abnormal || rep.Redispatched != n {
@@ -63,4 +52,20 @@ func TestRecoveryAllocs(t *testing.T) {
 	if allocs := after.Mallocs - before.Mallocs; allocs > n/10 {
 		t.Fatalf("recovery of %d records made %d allocations", n, allocs)
 	}
+}
+
+// openRecoveryStore opens a manual-mode store on the mmap backend in dir
+// with 16 MiB CommitLog files, for the recovery tests that close and
+// reopen one.
+func openRecoveryStore(t *testing.T, dir string) *engine.Store {
+	t.Helper()
+	fs, err := mmap.New(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := engine.Open(fs, hooks.Manual(engine.Config{CommitLogFileSize: 16 << 20, ConsumeQueueUnits: 1 << 16}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
 }

@@ -6,9 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/rocketstore/rocketstore/backend/mmap"
 	"github.com/rocketstore/rocketstore/engine"
-	"github.com/rocketstore/rocketstore/internal/hooks"
 )
 
 // Abnormal recovery with the parsers running (several MiB of records) puts
@@ -19,22 +17,11 @@ import (
 func TestRecoveryDispatchesInterleavedQueues(t *testing.T) {
 	const n = 12_000 // ~7 MiB of records
 	dir := t.TempDir()
-	open := func() *engine.Store {
-		fs, err := mmap.New(dir)
-		if err != nil {
-			t.Fatal(err)
-		}
-		s, err := engine.Open(fs, hooks.Manual(engine.Config{CommitLogFileSize: 16 << 20, ConsumeQueueUnits: 1 << 16}))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return s
-	}
 	type queue struct {
 		topic string
 		id    int32
 	}
-	s := open()
+	s := openRecoveryStore(t, dir)
 	want := map[queue][]int64{}
 	for i := range n {
 		// Runs of 1, 2, 3, ... records, topic and queue changing apart.
@@ -62,7 +49,7 @@ func TestRecoveryDispatchesInterleavedQueues(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "abort"), nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	s = open()
+	s = openRecoveryStore(t, dir)
 	defer s.Close()
 	if rep := s.Recovery(); !rep.Abnormal || rep.Redispatched != n {
 		t.Fatalf("recovery %+v, want abnormal with %d records re-dispatched", rep, n)

@@ -14,25 +14,7 @@ import (
 // the copying path) with its writer running, and the peer's end.
 func connPair(t *testing.T, kind string) (*Conn, net.Conn) {
 	t.Helper()
-	var srvSide, peer net.Conn
-	if kind == "tcp" {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer ln.Close()
-		done := make(chan net.Conn)
-		go func() {
-			nc, _ := ln.Accept()
-			done <- nc
-		}()
-		if srvSide, err = net.Dial("tcp", ln.Addr().String()); err != nil {
-			t.Fatal(err)
-		}
-		peer = <-done
-	} else {
-		srvSide, peer = net.Pipe()
-	}
+	srvSide, peer := socketPair(t, kind)
 	var st counters
 	c := newConn(context.Background(), 1, srvSide, NewMux(), Options{Logger: quietLogger(), WriteQueueLen: 4096}.withDefaults(), &st, nil)
 	go c.writeLoop()
@@ -42,6 +24,30 @@ func connPair(t *testing.T, kind string) (*Conn, net.Conn) {
 		peer.Close()
 	})
 	return c, peer
+}
+
+// socketPair returns both ends of a loopback TCP connection (kind "tcp")
+// or of a net.Pipe (any other kind).
+func socketPair(t *testing.T, kind string) (srvSide, peer net.Conn) {
+	t.Helper()
+	if kind != "tcp" {
+		srvSide, peer = net.Pipe()
+		return srvSide, peer
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	done := make(chan net.Conn)
+	go func() {
+		nc, _ := ln.Accept()
+		done <- nc
+	}()
+	if srvSide, err = net.Dial("tcp", ln.Addr().String()); err != nil {
+		t.Fatal(err)
+	}
+	return srvSide, <-done
 }
 
 // partsResponse is a response whose body is head plus parts; its Release

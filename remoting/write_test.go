@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"context"
 	"io"
-	"net"
 	"reflect"
 	"strconv"
 	"sync"
@@ -40,25 +39,7 @@ func TestReadFrameBufioEOF(t *testing.T) {
 func TestWriteBatchingIntact(t *testing.T) {
 	for _, kind := range []string{"tcp", "pipe"} {
 		t.Run(kind, func(t *testing.T) {
-			var srvSide, peer net.Conn
-			if kind == "tcp" {
-				ln, err := net.Listen("tcp", "127.0.0.1:0")
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer ln.Close()
-				done := make(chan net.Conn)
-				go func() {
-					nc, _ := ln.Accept()
-					done <- nc
-				}()
-				if srvSide, err = net.Dial("tcp", ln.Addr().String()); err != nil {
-					t.Fatal(err)
-				}
-				peer = <-done
-			} else {
-				srvSide, peer = net.Pipe()
-			}
+			srvSide, peer := socketPair(t, kind)
 			defer peer.Close()
 			var st counters
 			c := newConn(context.Background(), 1, srvSide, NewMux(), Options{Logger: quietLogger(), WriteQueueLen: 4096}.withDefaults(), &st, nil)
