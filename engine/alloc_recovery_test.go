@@ -2,8 +2,6 @@ package engine_test
 
 import (
 	"context"
-	"os"
-	"path/filepath"
 	"runtime"
 	"testing"
 
@@ -32,14 +30,7 @@ func TestRecoveryAllocs(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Make it look crashed, with nothing to trust but the CommitLog.
-	for _, name := range []string{"consumequeue", "checkpoint"} {
-		if err := os.RemoveAll(filepath.Join(dir, name)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := os.WriteFile(filepath.Join(dir, "abort"), nil, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	engine.MarkCrashedKeepingCommitLog(t, dir)
 	var before, after runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)

@@ -3,8 +3,6 @@ package engine
 import (
 	"context"
 	"math"
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/rocketstore/rocketstore/backend/mmap"
@@ -51,14 +49,7 @@ func BenchmarkRecoveryCRCAhead(b *testing.B) {
 			b.SetBytes(logBytes)
 			for b.Loop() {
 				b.StopTimer()
-				for _, name := range []string{"consumequeue", "checkpoint"} {
-					if err := os.RemoveAll(filepath.Join(dir, name)); err != nil {
-						b.Fatal(err)
-					}
-				}
-				if err := os.WriteFile(filepath.Join(dir, "abort"), nil, 0o644); err != nil {
-					b.Fatal(err)
-				}
+				MarkCrashedKeepingCommitLog(b, dir)
 				fs, err := mmap.New(dir)
 				if err != nil {
 					b.Fatal(err)

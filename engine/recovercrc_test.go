@@ -59,14 +59,7 @@ func TestRecoveryFindsBodyDamageWithCRCAhead(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.Close()
-	for _, name := range []string{"consumequeue", "checkpoint"} {
-		if err := os.RemoveAll(filepath.Join(dir, name)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := os.WriteFile(filepath.Join(dir, "abort"), nil, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	engine.MarkCrashedKeepingCommitLog(t, dir)
 	s, err = open(engine.Config{OnUndecidableDamage: engine.DamageSkip})
 	if err != nil {
 		t.Fatal(err)
@@ -143,14 +136,7 @@ func TestRecoveryReadAheadLargeRecords(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.Close()
-	for _, name := range []string{"consumequeue", "checkpoint"} {
-		if err := os.RemoveAll(filepath.Join(dir, name)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := os.WriteFile(filepath.Join(dir, "abort"), nil, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	engine.MarkCrashedKeepingCommitLog(t, dir)
 	s, err = open(engine.Config{OnUndecidableDamage: engine.DamageSkip})
 	if err != nil {
 		t.Fatal(err)

@@ -2,8 +2,6 @@ package engine_test
 
 import (
 	"context"
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/rocketstore/rocketstore/engine"
@@ -41,14 +39,7 @@ func TestRecoveryDispatchesInterleavedQueues(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	for _, name := range []string{"consumequeue", "checkpoint"} {
-		if err := os.RemoveAll(filepath.Join(dir, name)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := os.WriteFile(filepath.Join(dir, "abort"), nil, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	engine.MarkCrashedKeepingCommitLog(t, dir)
 	s = openRecoveryStore(t, dir)
 	defer s.Close()
 	if rep := s.Recovery(); !rep.Abnormal || rep.Redispatched != n {

@@ -117,14 +117,7 @@ func recoverWithRecordInBody(t *testing.T, newFS func(dir string) (backend.FS, e
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	for _, name := range []string{"consumequeue", "checkpoint"} {
-		if err := os.RemoveAll(filepath.Join(dir, name)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := os.WriteFile(filepath.Join(dir, "abort"), nil, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	MarkCrashedKeepingCommitLog(t, dir)
 	s, err = try()
 	if err != nil {
 		return "recovery failed: " + err.Error()
