@@ -287,11 +287,11 @@ func (s *segment) Prefault() error {
 // that shadows the guest's page tables (this project's VM is a PVM guest)
 // the populated entries reach the hardware only on the first access to
 // each page, a trap to the hypervisor the guest never sees as a page
-// fault: 7-9 µs a page here, which the first write would otherwise pay
-// (a 400-byte copy into a just-populated page cost 0.7-1.1 µs, into a
-// touched one 15 ns; BENCHMARKS.md, "The put path's hidden first touch"). A read suffices, as the
-// guest entry is already writable and dirty, and it is safe while the
-// range is being written: the byte read is discarded.
+// fault: 7-9 µs a page here, which the first write would otherwise pay (a
+// 400-byte copy into a just-populated page cost 0.7-1.1 µs, into a
+// touched one 15 ns; BENCHMARKS.md, "The put path's hidden first touch").
+// A read suffices, as the guest entry is already writable and dirty, and
+// it is safe while the range is being written: the byte read is discarded.
 func (s *segment) PrefaultWrite(off, n int64) error {
 	if s.closed.Load() || s.data == nil || s.readOnly || n <= 0 || off >= s.size {
 		return nil
