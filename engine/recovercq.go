@@ -117,6 +117,47 @@ func (cq *consumeQueue) appendUnit(mf *mappedFile, pos int64, b []byte) error {
 	return nil
 }
 
+// putStagedRun is putMessagePositionInfo for a run of records of cq's
+// queue, reqs[0] and each following one whose same flag (parsedBatch.same)
+// is set, in the common case of recovery's scan: the queue's stage holds
+// the units up to its last file's published end, and each record is
+// dispatchable, lies past the queue's maxPhysicOffset and has the next
+// queue index. It appends such units to the stage while they fit (in the
+// stage's buffer and in the file), publishes the file's new end and the
+// queue's maxPhysicOffset once for the run, and returns how many it took:
+// the caller puts the next record, which did not qualify, through
+// putMessagePositionInfo, which reports a gap or skips a replay as always.
+func (cq *consumeQueue) putStagedRun(reqs []dispatchRequest, same []bool) int {
+	st := cq.stage
+	if st == nil || len(st.buf) == 0 || cq.noMaxPhysicOffsetCheck {
+		return 0
+	}
+	mf := st.mf
+	pos := mf.wrote.Load()
+	if st.from+int64(len(st.buf)) != pos {
+		return 0
+	}
+	maxPhy := cq.maxPhysicOffset.Load()
+	next := (mf.fileFromOffset + pos) / CQUnitSize // the queue index of the unit at pos
+	room := min(int64(cap(st.buf)-len(st.buf)), mf.fileSize-pos) / CQUnitSize
+	n := min(int64(len(reqs)), int64(len(same)), room)
+	k := int64(0)
+	for ; k < n; k++ {
+		req := &reqs[k]
+		if (k > 0 && !same[k]) || !req.Dispatchable() || req.CommitLogOffset+int64(req.MsgSize) <= maxPhy ||
+			req.ConsumeQueueOffset != next+k {
+			break
+		}
+		maxPhy = req.CommitLogOffset + int64(req.MsgSize)
+		st.buf = Unit{req.CommitLogOffset, req.MsgSize, req.TagsCode}.put(st.buf)
+	}
+	if k > 0 {
+		cq.maxPhysicOffset.Store(maxPhy)
+		mf.publish(pos + k*CQUnitSize)
+	}
+	return int(k)
+}
+
 // grow doubles the empty buffer of a stage that filled, within the limits.
 func (st *unitStage) grow() {
 	n := 2 * cap(st.buf)
