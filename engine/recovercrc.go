@@ -9,6 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/rocketstore/rocketstore/backend"
 	"github.com/rocketstore/rocketstore/engine/record"
 )
 
@@ -37,14 +38,19 @@ import (
 // full check, which reports it with the same error at the same offset as
 // without the parsers.
 //
-// The parsers check the records in the file's mapping, as the scan does.
-// (Sessions five and six read each region with a pread into a batch's
-// buffer instead, when a fresh mapping's first touch cost more than the
-// copy on this project's VM. On 2026-12-02 05:05-05:20 UTC, side by side,
-// the copy cost more: the kernel's copy of a 512 KiB region leaves it
-// outside the cache, so the checks read it back from memory, and the
-// mapping of a file in the page cache is filled 2 MiB at a time; see
-// BENCHMARKS.md, "Recovery, seventh session".)
+// Where the segment can read through its file (backend.FileReader), a
+// parser reads each region with one pread into its batch's buffer (plus
+// parseAheadOverlap bytes, so that a record crossing the region's end is
+// checked from the same read; a larger one is read whole) and checks the
+// records there, while the bytes are in its core's cache; the CRC streams
+// through each record before its fields are decoded. The requests alias
+// the buffer, which the scan hands back only once it has dispatched them.
+// A pread copies through the kernel's mapping of the page cache; reading
+// a fresh mapping of the file instead costs a page-table update for every
+// page, which on this project's virtual machine cost more than the copy
+// (0.62-0.70 s against 0.39-0.48 s of CPU for the bench's 1 GiB, side by
+// side at a load of 9-10). Other segments (memfs) are checked in their
+// mapping.
 type parseAhead struct {
 	mf      *mappedFile
 	start   int64 // file position of the first region
@@ -60,28 +66,36 @@ type parseAhead struct {
 }
 
 // parsedBatch holds the checked records that start in one region: their
-// dispatch requests, which alias the file's mapping.
+// dispatch requests, which alias the batch's buffers (or the mapping).
 // Each record's file position and size are its request's CommitLogOffset
 // (less the file's start) and MsgSize.
 type parsedBatch struct {
 	end     int64 // file position where the region ends
-	first   int64 // file position of its first record, -1 if none was found
+	first   int64 // file position of its first record, -1 if none was found, or regionUnread
 	stopped bool  // a record failed a check, or was BLANK, after reqs
 	reqs    []dispatchRequest
 	// same[i] says that record i has the topic and queue of record i-1
 	// (a hint for the scan: comparing topics here, where the bytes are
 	// in the cache, spares the scan a cache miss on each record's topic).
 	same []bool
+	buf  []byte // the region's bytes, when the parser reads the file
+	big  []byte // a record cut by the end of buf, read whole
 }
 
-// Regions of 512 KiB (about 430 records of 1 KiB) keep the handoffs rare;
-// each parser queues up to parseAheadQueued regions ahead of the scan.
+// Regions of 512 KiB (about 430 records of 1 KiB) keep the handoffs rare
+// and a region's read within a core's cache; each parser queues up to
+// parseAheadQueued regions ahead of the scan.
 const (
 	parseAheadWorkers = 2
 	parseAheadRegion  = 512 << 10
+	parseAheadOverlap = 64 << 10
 	parseAheadQueued  = 2
 	// parseAheadBatch is the initial capacity of a batch's requests.
 	parseAheadBatch = 512
+	// maxParseAheadRecord bounds the read a parser makes for one record
+	// cut by the end of a region's read; a TOTALSIZE above it is left to
+	// the scan's own check.
+	maxParseAheadRecord = 16 << 20
 )
 
 // minParseAheadBytes is the data below which parsers are not worth
@@ -102,8 +116,13 @@ func (s *Store) startParseAhead(mf *mappedFile, pos int64, checkCRC bool) *parse
 		stop:  make(chan struct{}),
 	}
 	a.stopAt.Store(int64(^uint64(0) >> 1))
+	_, read := mf.seg.(backend.FileReader)
 	for range cap(a.free) {
-		a.free <- &parsedBatch{reqs: make([]dispatchRequest, 0, parseAheadBatch), same: make([]bool, 0, parseAheadBatch)}
+		pb := &parsedBatch{reqs: make([]dispatchRequest, 0, parseAheadBatch), same: make([]bool, 0, parseAheadBatch)}
+		if read {
+			pb.buf = make([]byte, parseAheadRegion+parseAheadOverlap)
+		}
+		a.free <- pb
 	}
 	for w := range parseAheadWorkers {
 		a.out[w] = make(chan *parsedBatch, parseAheadQueued)
@@ -120,7 +139,7 @@ func (s *Store) parseRegions(a *parseAhead, w int, checkCRC bool) {
 	defer a.wg.Done()
 	defer close(a.out[w])
 	mf := a.mf
-	b := mf.seg.View(0, mf.fileSize)
+	rd, _ := mf.seg.(backend.FileReader)
 	for r := w; ; r += parseAheadWorkers {
 		from := a.start + int64(r)*parseAheadRegion
 		if from >= mf.fileSize || int64(r) > a.stopAt.Load() {
@@ -134,12 +153,21 @@ func (s *Store) parseRegions(a *parseAhead, w int, checkCRC bool) {
 		}
 		batch.end = min(from+parseAheadRegion, mf.fileSize)
 		batch.reqs, batch.same, batch.stopped = batch.reqs[:0], batch.same[:0], false
-		batch.first = from
-		if r > 0 {
-			batch.first = guessRecordStart(b, mf.fileFromOffset, from, batch.end)
+		v := regionView{b: mf.seg.View(0, mf.fileSize)}
+		if rd != nil {
+			v = regionView{b: batch.buf[:min(batch.end+parseAheadOverlap, mf.fileSize)-from], base: from}
+			if _, err := rd.ReadFile(v.b, from); err != nil {
+				batch.first, batch.stopped = regionUnread, true
+			}
 		}
-		if batch.first >= 0 {
-			s.parseRegion(b, mf.fileFromOffset, batch, checkCRC)
+		if !batch.stopped {
+			batch.first = from
+			if r > 0 {
+				batch.first = v.guessRecordStart(mf.fileFromOffset, from, batch.end)
+			}
+			if batch.first >= 0 {
+				s.parseRegion(rd, mf, v, batch, checkCRC)
+			}
 		}
 		stopped := batch.stopped // the batch is the scan's once sent
 		if stopped {
@@ -163,13 +191,30 @@ func (s *Store) parseRegions(a *parseAhead, w int, checkCRC bool) {
 	}
 }
 
-// parseRegion appends to batch the checked records of the file b (whose
-// first byte is at CommitLog offset fileFrom) that start from file
-// position batch.first to batch.end, and sets batch.stopped when a record
-// failed a check or was BLANK (where it stopped).
-func (s *Store) parseRegion(b []byte, fileFrom int64, batch *parsedBatch, checkCRC bool) {
+// regionUnread is parsedBatch.first for a region the parser could not
+// read.
+const regionUnread = -2
+
+// regionView is the bytes a parser checks records in: b[i] is file
+// position base+i. It is the file's mapping (base 0), or the bytes of a
+// region read into a batch's buffer, from the region's start to
+// parseAheadOverlap past its end.
+type regionView struct {
+	b    []byte
+	base int64
+}
+
+// parseRegion appends to batch the checked records of v that start from
+// file position batch.first to batch.end (mf's), and sets batch.stopped
+// when a record failed a check or was BLANK (where it stopped). A record
+// cut by the end of a read (rd) is read whole into batch.big and checked
+// there.
+func (s *Store) parseRegion(rd backend.FileReader, mf *mappedFile, v regionView, batch *parsedBatch, checkCRC bool) {
 	for p := batch.first; p < batch.end; {
-		size := s.checkRecord(b[p:], fileFrom+p, batch, checkCRC)
+		size, cut := s.checkRecord(v, mf.fileFromOffset, p, batch, checkCRC)
+		if cut && rd != nil && v.base+int64(len(v.b)) < mf.fileSize {
+			size = s.checkWhole(rd, mf, v, p, batch, checkCRC)
+		}
 		if size <= 0 {
 			batch.stopped = true // the scan's own full check reports it
 			return
@@ -178,10 +223,11 @@ func (s *Store) parseRegion(b []byte, fileFrom int64, batch *parsedBatch, checkC
 	}
 }
 
-// checkRecord checks the record at the start of b, at CommitLog offset
-// pos, and appends its request to batch; it returns the record's size, or
-// 0 if it failed a check or was BLANK.
-func (s *Store) checkRecord(b []byte, pos int64, batch *parsedBatch, checkCRC bool) int32 {
+// checkRecord checks the record of v at file position p and appends its
+// request to batch; it returns the record's size, or 0 if it failed a
+// check or was BLANK, and whether it may be whole past the end of v.
+func (s *Store) checkRecord(v regionView, fileFrom, p int64, batch *parsedBatch, checkCRC bool) (int32, bool) {
+	b := v.b[p-v.base:]
 	// The CRC first: it streams through the record, so that the fields
 	// after the body (topic, properties), which Parse decodes, are in the
 	// cache by then; decoding first costs a cache miss on every record's
@@ -194,10 +240,10 @@ func (s *Store) checkRecord(b []byte, pos int64, batch *parsedBatch, checkCRC bo
 	}
 	reqs := slices.Grow(batch.reqs, 1)
 	req := &reqs[:len(reqs)+1][len(reqs)]
-	size, blank, err := s.parser.ParseInto(req, b, pos, false)
+	size, blank, err := s.parser.ParseInto(req, b, fileFrom+p, false)
 	batch.reqs = reqs
 	if err != nil || blank || size <= 0 || (checkCRC && crcErr != nil) {
-		return 0
+		return 0, errors.Is(err, record.ErrTruncated)
 	}
 	same := false
 	if i := len(reqs); i > 0 {
@@ -205,22 +251,48 @@ func (s *Store) checkRecord(b []byte, pos int64, batch *parsedBatch, checkCRC bo
 	}
 	batch.same = append(batch.same, same)
 	batch.reqs = reqs[:len(reqs)+1]
-	return size
+	return size, false
+}
+
+// checkWhole reads the record at file position p, of which v holds the
+// first bytes, into batch.big and checks it there; it returns the
+// record's size, or 0.
+func (s *Store) checkWhole(rd backend.FileReader, mf *mappedFile, v regionView, p int64, batch *parsedBatch, checkCRC bool) int32 {
+	head := v.b[p-v.base:]
+	if len(head) < 4 {
+		return 0
+	}
+	size := int64(int32(binary.BigEndian.Uint32(head)))
+	if size <= int64(len(head)) || size > maxParseAheadRecord || p+size > mf.fileSize {
+		return 0
+	}
+	if int64(cap(batch.big)) < size || cap(batch.big) > 4*parseAheadRegion {
+		// A batch keeps a buffer of up to 2 MiB for the next such
+		// record; a larger one (rare) is not reused.
+		batch.big = make([]byte, size)
+	}
+	batch.big = batch.big[:size]
+	if _, err := rd.ReadFile(batch.big, p); err != nil {
+		return 0
+	}
+	n, _ := s.checkRecord(regionView{b: batch.big, base: p}, mf.fileFromOffset, p, batch, checkCRC)
+	return n
 }
 
 // guessRecordStart returns the first file position in [from, end) that
 // holds what looks like the header of a message record written there (its
 // magic code, and its PHYSICALOFFSET naming that position), or -1.
-func guessRecordStart(b []byte, fileFrom, from, end int64) int64 {
+func (v regionView) guessRecordStart(fileFrom, from, end int64) int64 {
 	const offPhysicalOffset = 28
-	for i, stop := from, end; i < stop && i+int64(offMagic) < int64(len(b)); {
+	b := v.b
+	for i, stop := from-v.base, end-v.base; i < stop && i+int64(offMagic) < int64(len(b)); {
 		k := bytes.Index(b[i+int64(offMagic):min(stop+int64(offMagic), int64(len(b)))], magicMessage)
 		if k < 0 {
 			return -1
 		}
 		i += int64(k)
-		if i+offPhysicalOffset+8 <= int64(len(b)) && int64(binary.BigEndian.Uint64(b[i+offPhysicalOffset:])) == fileFrom+i {
-			return i
+		if i+offPhysicalOffset+8 <= int64(len(b)) && int64(binary.BigEndian.Uint64(b[i+offPhysicalOffset:])) == fileFrom+v.base+i {
+			return v.base + i
 		}
 		i++
 	}
@@ -272,6 +344,10 @@ func (a *parseAhead) take(pos int64) ([]dispatchRequest, []bool) {
 			// Inside the records taken so far: whatever the parser
 			// guessed there is no record of the chain.
 			continue
+		}
+		if b.first == regionUnread {
+			a.done = true // the scan reads through the mapping
+			return nil, nil
 		}
 		if b.first != pos && !trustGuessedStarts {
 			a.done, a.guessed = true, true

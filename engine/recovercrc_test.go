@@ -74,12 +74,13 @@ func TestRecoveryFindsBodyDamageWithCRCAhead(t *testing.T) {
 	}
 }
 
-// The parsers split the CommitLog into 512 KiB regions and guess where
-// each region's first record starts: records crossing the end of a
-// region, records larger than a region (so that regions hold no record
-// start), and a flipped body byte in one of those are handled as the
-// scan alone would: every intact record is re-dispatched at its own queue
-// offset, the damaged one is reported and skipped.
+// The parsers split the CommitLog into 512 KiB regions, read each with a
+// pread of 64 KiB more, and guess where each region's first record starts:
+// records crossing the end of a region, records larger than the read (read
+// whole) and than a region (so that regions hold no record start), and a
+// flipped body byte in one of those are handled as the scan alone would:
+// every intact record is re-dispatched at its own queue offset, the
+// damaged one is reported and skipped.
 func TestRecoveryReadAheadLargeRecords(t *testing.T) {
 	dir := t.TempDir()
 	open := func(cfg engine.Config) (*engine.Store, error) {

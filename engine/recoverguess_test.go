@@ -26,8 +26,8 @@ import (
 // for damage followed by intact records and refuses to open the store (or,
 // configured to, would truncate every record after them).
 //
-// On mmap and on memfs (over the OS's files here, so that the test can
-// edit them).
+// On mmap the parsers read regions with pread; on memfs (over the OS's
+// files here, so that the test can edit them) they check the mapping.
 func TestRecoveryIgnoresGuessedStartInABody(t *testing.T) {
 	backends := map[string]func(dir string) (backend.FS, error){
 		"mmap": func(dir string) (backend.FS, error) { return mmap.New(dir) },

@@ -36,7 +36,7 @@ func BenchmarkRecoveryParseRegion(b *testing.B) {
 		end = res.WroteOffset + int64(res.WroteBytes)
 	}
 	mf := s.commitLog.q.snapshot()[0]
-	v := mf.seg.View(0, mf.fileSize)
+	v := regionView{b: mf.seg.View(0, mf.fileSize)}
 	batch := &parsedBatch{end: end, reqs: make([]dispatchRequest, 0, 8192)}
 	for _, crc := range []bool{false, true} {
 		name := map[bool]string{false: "nocrc", true: "crc"}[crc]
@@ -44,7 +44,7 @@ func BenchmarkRecoveryParseRegion(b *testing.B) {
 			n := 0
 			for b.Loop() {
 				batch.reqs, batch.same, batch.stopped = batch.reqs[:0], batch.same[:0], false
-				s.parseRegion(v, mf.fileFromOffset, batch, crc)
+				s.parseRegion(nil, mf, v, batch, crc)
 				if batch.stopped {
 					b.Fatal("stopped")
 				}
@@ -57,7 +57,7 @@ func BenchmarkRecoveryParseRegion(b *testing.B) {
 		// The same records again and again, moved along the log and
 		// their queue each time, into staged queues as in recovery.
 		batch.reqs, batch.same = batch.reqs[:0], batch.same[:0]
-		s.parseRegion(v, mf.fileFromOffset, batch, false)
+		s.parseRegion(nil, mf, v, batch, false)
 		reqs := batch.reqs
 		units := int64(len(reqs))
 		s.beginUnitStaging()
