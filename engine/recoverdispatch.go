@@ -24,16 +24,23 @@ func (s *Store) dispatchRecovered(reqs []dispatchRequest, same []bool) (n int, e
 				s.checkpoint.setLogics(logics)
 			}
 		}()
-		// Runs of one queue's records go to its stage in one step when
-		// nothing else looks at them.
-		runs := !noStagedRuns && len(s.extraDispatchers) == 0 && !s.deleted.any.Load()
+		// Runs of one queue's records go to its stage in one step
+		// (unless a deleted topic's records must be told apart).
+		runs := !noStagedRuns && !s.deleted.any.Load()
 		for i := 0; i < len(reqs); i++ {
 			req := &reqs[i]
 			if runs && cqOf >= 0 && cqOf == i-1 && i < len(same) && same[i] {
-				if k := cq.putStagedRun(reqs[i:], same[i:]); k > 0 {
+				k, derr := cq.putStagedRun(reqs[i:], same[i:], s.extraDispatchers)
+				n += k
+				if derr != nil {
+					req = &reqs[i+k]
+					logics = req.StoreTimestamp
+					err = fmt.Errorf("dispatch at commitlog offset %d: %w", req.CommitLogOffset, derr)
+					return nil
+				}
+				if k > 0 {
 					i += k - 1
 					cqOf, logics = i, reqs[i].StoreTimestamp
-					n += k
 					continue
 				}
 			}

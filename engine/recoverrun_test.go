@@ -1,22 +1,27 @@
 package engine
 
 import (
+	"errors"
+	"slices"
 	"testing"
 
 	"pgregory.net/rapid"
 
 	"github.com/rocketstore/rocketstore/backend/memfs"
+	"github.com/rocketstore/rocketstore/dispatch"
 	"github.com/rocketstore/rocketstore/engine/record"
 )
 
 // dispatchRecovered's staged runs (putStagedRun) leave exactly what
 // dispatching the same records one at a time leaves: the same count and
 // error, the same units in every queue, the same maxPhysicOffset and
-// checkpoint logics time. The records are runs of two queues with, now and
-// then, a queue index that skips one (a gap: an error), a record at or
-// below the queue's maxPhysicOffset (a replay: skipped), a prepared
-// transaction (not dispatched), a same-queue hint left unset, queue files
-// of 64 units and runs past the stage's buffer.
+// checkpoint logics time, and the same records seen by the other
+// dispatchers. The records are runs of two queues with, now and then, a
+// queue index that skips one (a gap: an error), a record at or below the
+// queue's maxPhysicOffset (a replay: skipped), a prepared transaction (not
+// dispatched), a same-queue hint left unset, queue files of 64 units, runs
+// past the stage's buffer, and another dispatcher that sees every record
+// and may fail at any one.
 func TestStagedRunsMatchUnitByUnit(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		type queue struct {
@@ -25,6 +30,10 @@ func TestStagedRunsMatchUnitByUnit(t *testing.T) {
 		}
 		queues := []queue{{"ta", 0}, {"tb", 0}}
 		n := rapid.IntRange(1, 2500).Draw(t, "records")
+		// Frequent switches make the queues' next indexes meet: a record
+		// of the other queue then looks like the run's next one but for
+		// the hint.
+		switchEvery := rapid.IntRange(1, 20).Draw(t, "switch every")
 		reqs := make([]dispatchRequest, 0, n)
 		same := make([]bool, 0, n)
 		next := map[queue]int64{}
@@ -32,7 +41,7 @@ func TestStagedRunsMatchUnitByUnit(t *testing.T) {
 		off := int64(0)
 		q := 0
 		for i := range n {
-			if i > 0 && rapid.IntRange(0, 20).Draw(t, "switch") == 0 {
+			if i > 0 && rapid.IntRange(0, switchEvery).Draw(t, "switch") == 0 {
 				q = 1 - q
 			}
 			qq := queues[q]
@@ -63,6 +72,12 @@ func TestStagedRunsMatchUnitByUnit(t *testing.T) {
 			reqs = append(reqs, r)
 			same = append(same, s)
 		}
+		// Another dispatcher (as the broker's arrival listener) sees
+		// every record; now and then it fails at its m-th call.
+		failAt := -1
+		if rapid.IntRange(0, 4).Draw(t, "dispatcher fails") == 0 {
+			failAt = rapid.IntRange(0, n-1).Draw(t, "failing call")
+		}
 		var chunks []int
 		for left := n; left > 0; {
 			c := min(left, rapid.IntRange(1, 600).Draw(t, "chunk"))
@@ -76,11 +91,22 @@ func TestStagedRunsMatchUnitByUnit(t *testing.T) {
 			units  map[queue][]Unit
 			maxPhy map[queue]int64
 			logics int64
+			seen   []int64
 		}
 		run := func(runs bool) outcome {
 			cfg := Config{CommitLogFileSize: 1 << 20, ConsumeQueueUnits: 64}
 			cfg.hooks.Manual = true
-			s, err := Open(memfs.New(nil), cfg)
+			var o outcome
+			calls := 0
+			other := dispatch.DispatcherFunc(func(r *dispatch.Request) error {
+				calls++
+				if calls-1 == failAt {
+					return errors.New("other dispatcher failed")
+				}
+				o.seen = append(o.seen, r.CommitLogOffset)
+				return nil
+			})
+			s, err := Open(memfs.New(nil), cfg, other)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -88,7 +114,6 @@ func TestStagedRunsMatchUnitByUnit(t *testing.T) {
 			noStagedRuns = !runs
 			defer func() { noStagedRuns = false }()
 			s.beginUnitStaging()
-			var o outcome
 			at := 0
 			for _, c := range chunks {
 				k, err := s.dispatchRecovered(reqs[at:at+c], same[at:at+c])
@@ -124,9 +149,9 @@ func TestStagedRunsMatchUnitByUnit(t *testing.T) {
 			return o
 		}
 		want, got := run(false), run(true)
-		if got.n != want.n || got.err != want.err || got.logics != want.logics {
-			t.Fatalf("staged runs: %d records, error %q, logics %d; unit by unit: %d, %q, %d",
-				got.n, got.err, got.logics, want.n, want.err, want.logics)
+		if got.n != want.n || got.err != want.err || got.logics != want.logics || !slices.Equal(got.seen, want.seen) {
+			t.Fatalf("staged runs: %d records, error %q, logics %d, %d seen by the other; unit by unit: %d, %q, %d, %d",
+				got.n, got.err, got.logics, len(got.seen), want.n, want.err, want.logics, len(want.seen))
 		}
 		for _, qq := range queues {
 			if got.maxPhy[qq] != want.maxPhy[qq] || len(got.units[qq]) != len(want.units[qq]) {
