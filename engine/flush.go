@@ -397,10 +397,6 @@ func (f *commitLogFlusher) waitFlushed(ctx context.Context, off int64) error {
 		select {
 		case <-ch:
 		case <-timer.C:
-			if f.s.commitLog.q.FlushedWhere() >= off {
-				// Synced by a commit that has not ended yet.
-				return nil
-			}
 			f.request(off)
 			return fmt.Errorf("%w: offset %d not synced within %v", ErrFlushTimeout, off, timeout)
 		case <-ctx.Done():
