@@ -23,9 +23,10 @@ import (
 // for its stack growing on every request), and bursts beyond them get
 // extra workers, up to Options.MaxConcurrentRequests, that exit after a
 // while without requests. Requests Options.Inline picks are answered on
-// the read goroutine instead. The socket is read and written with raw
-// non-blocking system calls where it can be (rawio.go). All methods are
-// safe for concurrent use.
+// the read goroutine instead, and those Options.Ordered picks one at a
+// time, in the order read, on a goroutine of their own. The socket is
+// read and written with raw non-blocking system calls where it can be
+// (rawio.go). All methods are safe for concurrent use.
 type Conn struct {
 	id      uint64
 	nc      net.Conn
@@ -53,6 +54,8 @@ type Conn struct {
 
 	draining atomic.Bool                 // graceful shutdown: read no more requests
 	inline   func(*RemotingCommand) bool // Options.Inline
+	ordered  func(*RemotingCommand) bool // Options.Ordered
+	serial   chan job                    // Options.Ordered's queue; nil until its first request, closed after readLoop
 	budget   *byteBudget                 // the server's bytes for incoming frames; nil: no cap
 	work     chan job                    // requests handed to idle workers; closed after readLoop
 	workers  atomic.Int32                // running
@@ -82,6 +85,7 @@ func newConn(ctx context.Context, id uint64, nc net.Conn, h Handler, opts Option
 		finish:     make(chan struct{}),
 		writerDone: make(chan struct{}),
 		inline:     opts.Inline,
+		ordered:    opts.Ordered,
 		closed:     make(chan struct{}),
 		budget:     budget,
 		work:       make(chan job),
@@ -135,6 +139,9 @@ func (c *Conn) run() {
 	}
 	err := c.readLoop()
 	close(c.work) // only readLoop sends: idle workers exit
+	if c.serial != nil {
+		close(c.serial) // likewise; the ordered goroutine serves what is queued, then exits
+	}
 	if c.draining.Load() {
 		// Graceful: no more requests are read; let the running ones
 		// answer and their responses flush before the socket closes.
@@ -269,6 +276,12 @@ func (c *Conn) readLoop() error {
 			c.serveInline(job{cmd, charged})
 			continue
 		}
+		if c.ordered != nil && c.ordered(cmd) {
+			if err := c.dispatchOrdered(job{cmd, charged}); err != nil {
+				return err
+			}
+			continue
+		}
 		if err := c.dispatch(job{cmd, charged}); err != nil {
 			return err
 		}
@@ -320,6 +333,43 @@ func (c *Conn) dispatch(j job) error {
 		c.inflight.Add(-1)
 		c.handlers.Done()
 		return c.closeErr
+	}
+}
+
+// orderedQueueLen bounds the requests waiting for a connection's ordered
+// goroutine (Options.Ordered); when full, the read loop waits, as it does
+// for a worker at MaxConcurrentRequests. A client keeps few of these in
+// flight (a commit and a query per queue it holds).
+const orderedQueueLen = 64
+
+// dispatchOrdered queues j for the connection's ordered goroutine,
+// starting it at the first ordered request; only readLoop calls it.
+func (c *Conn) dispatchOrdered(j job) error {
+	c.stats.requests.Add(1)
+	c.handlers.Add(1)
+	c.inflight.Add(1)
+	if c.serial == nil {
+		c.serial = make(chan job, orderedQueueLen)
+		c.wg.Add(1)
+		go c.serveOrdered(c.serial)
+	}
+	select {
+	case c.serial <- j:
+		return nil
+	case <-c.closed:
+		c.budget.release(j.charged)
+		c.inflight.Add(-1)
+		c.handlers.Done()
+		return c.closeErr
+	}
+}
+
+// serveOrdered serves the ordered requests one at a time, in the order
+// read, until the read loop closes q.
+func (c *Conn) serveOrdered(q <-chan job) {
+	defer c.wg.Done()
+	for j := range q {
+		c.serveRequest(j)
 	}
 }
 

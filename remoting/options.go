@@ -56,6 +56,16 @@ type Options struct {
 	// RocketMQ 4.x runs all sends on one thread, sendMessageThreadPoolNums
 	// = 1). nil: every request goes to a worker.
 	Inline func(req *RemotingCommand) bool
+	// Ordered, if set, picks the requests a connection serves one at a
+	// time in the order it read them, on a goroutine of its own (started
+	// at the first such request): neither the read goroutine, which goes
+	// on reading while an ordered request waits (for a rate limiter's
+	// token, say), nor the workers, where a request read later can be
+	// served first. For requests whose effect the next request on the
+	// connection must see: the broker marks the consumer-manage codes
+	// (offset commits and queries, RocketMQ 4.x's consumerManageExecutor).
+	// Inline is asked first. nil: no request is ordered.
+	Ordered func(req *RemotingCommand) bool
 	// Logger receives connection events. nil means slog.Default().
 	Logger *slog.Logger
 	// OnConnect, if set, runs in the connection's goroutine before its

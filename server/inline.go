@@ -14,24 +14,31 @@ import "github.com/rocketstore/rocketstore/remoting"
 // send's put (microseconds) instead of during it. Sends that may wait,
 // pulls (which read the store and may be held) and everything else keep
 // going to the connection's workers.
-//
-// Consumer offset commits (UPDATE_CONSUMER_OFFSET) are answered inline
-// too, for their order rather than their speed: applied before the next
-// request on the connection is even read, a commit is seen by the query
-// (QUERY_CONSUMER_OFFSET) or commit the client sends behind it. Handed to
-// workers, two frames read in one go are served in reverse order more
-// often than not (the Go scheduler runs the goroutine woken last first),
-// and rocketmq-client-go then loses a reset (220): it commits the reset
-// offset and at once queries it to pull again, gets its old offset back,
-// and never re-delivers that queue (TestOffsetCommitOrderedOnConnection).
-// RocketMQ 4.x serves both codes from one FIFO executor. A commit is a
-// map update under a mutex, so it cannot hold the reader; with a rate
-// limiter, whose token wait could, commits go to workers like the rest.
 func (s *Server) inlineRequest(req *remoting.RemotingCommand) bool {
-	if req.Code == remoting.CodeUpdateConsumerOffset {
-		return s.inlineCommits
-	}
 	return s.inlineSends && isSendCode(req.Code)
+}
+
+// orderedRequest is the remoting Options.Ordered of a broker: the
+// consumer-manage codes (offset commits and queries, the group's consumer
+// list) are served one at a time in the order the connection sent them,
+// as RocketMQ 4.x serves them from its consumerManageExecutor's FIFO
+// queue. A commit is then seen by the query (QUERY_CONSUMER_OFFSET) or
+// commit the client sends behind it. Handed to workers, two frames read
+// in one go are served in reverse order more often than not (the Go
+// scheduler runs the goroutine woken last first), and rocketmq-client-go
+// then loses a reset (220): it commits the reset offset and at once
+// queries it to pull again, gets its old offset back, and never
+// re-delivers that queue (TestOffsetCommitOrderedOnConnection). The
+// connection's ordered goroutine, not its reader, waits for a rate
+// limiter's token (4.x's fast-failure flow control does not cover this
+// executor at all, but our per-connection limit bounds what a hostile
+// client costs, so it stays), and the reader goes on with the rest.
+func (s *Server) orderedRequest(req *remoting.RemotingCommand) bool {
+	switch req.Code {
+	case remoting.CodeUpdateConsumerOffset, remoting.CodeQueryConsumerOffset, remoting.CodeGetConsumerListByGroup:
+		return true
+	}
+	return false
 }
 
 // canInlineSends reports whether sends qualify for inlineRequest, fixed
@@ -41,10 +48,4 @@ func (s *Server) canInlineSends() bool {
 		return false
 	}
 	return s.sec == nil || s.sec.limiter == nil
-}
-
-// canInlineCommits reports whether consumer offset commits qualify for
-// inlineRequest, fixed when the server is made: not under a rate limiter.
-func (s *Server) canInlineCommits() bool {
-	return s.b != nil && (s.sec == nil || s.sec.limiter == nil)
 }

@@ -6,7 +6,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rocketstore/rocketstore/broker"
 	"github.com/rocketstore/rocketstore/remoting"
+	"github.com/rocketstore/rocketstore/server"
 )
 
 // A consumer's offset commit is applied before any request it sends after
@@ -20,8 +22,26 @@ import (
 // not. The client then pulls from its old offset and the reset is lost
 // for that queue (e2e TestAdminCodesWithGoClients failed so 2 runs in 6).
 // Both frames go out in one write, so that the server reads them together.
+// The order must hold with a rate limiter too, whose token wait must not
+// hold the connection's reader (so the commits cannot simply be answered
+// on it): "rate limit, waits" makes most requests wait for their token.
 func TestOffsetCommitOrderedOnConnection(t *testing.T) {
-	e := newEnv(t)
+	for _, c := range []struct {
+		name   string
+		limits server.Limits
+	}{
+		{"no limiter", server.Limits{}},
+		{"rate limit", server.Limits{ConnRequestRate: 1e6, MaxInFlight: 64}},
+		{"rate limit, waits", server.Limits{ConnRequestRate: 4000, ConnRequestBurst: 4}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			testOffsetCommitOrdered(t, c.limits)
+		})
+	}
+}
+
+func testOffsetCommitOrdered(t *testing.T, limits server.Limits) {
+	e := newEnv(t, func(_ *broker.Config, sc *server.Config) { sc.Security.Limits = limits })
 	wantCode(t, e.send("TopicCommitOrder", 0, "m", ""), remoting.CodeSuccess)
 	nc, err := net.Dial("tcp", e.adr)
 	if err != nil {

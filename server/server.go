@@ -31,8 +31,6 @@ type Server struct {
 	sec       *security // nil without Config.Security
 	// inlineSends: sends are answered on the read goroutine (inline.go).
 	inlineSends bool
-	// inlineCommits: consumer offset commits likewise, for their order.
-	inlineCommits bool
 
 	brokerAddr atomic.Pointer[string]
 	brokerID   atomic.Int64
@@ -94,9 +92,11 @@ func New(b *broker.Broker, cfg Config) (*Server, error) {
 	s.registerACLAdmin()
 	opts := cfg.Remoting
 	s.inlineSends = s.canInlineSends()
-	s.inlineCommits = s.canInlineCommits()
 	if opts.Inline == nil {
 		opts.Inline = s.inlineRequest
+	}
+	if opts.Ordered == nil && b != nil {
+		opts.Ordered = s.orderedRequest
 	}
 	userClose := opts.OnClose
 	opts.OnClose = func(c *remoting.Conn, reason error) {
