@@ -135,6 +135,11 @@ type Health struct {
 	// since (a replicated group repairs them from a replica; see package
 	// cluster).
 	DamagedRecords int
+	// PageReleaseErrors counts flushes whose release of the written
+	// pages' mapping (before the sync, to spare the writeback a TLB
+	// shootdown per page) failed. Each is logged; the sync still writes
+	// every byte, so the store stays writable.
+	PageReleaseErrors int64
 }
 
 // Health returns the store's running state and fault counters.

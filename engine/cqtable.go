@@ -81,6 +81,7 @@ func (s *Store) newConsumeQueue(topic string, queueID int32) *consumeQueue {
 	cq.noMaxPhysicOffsetCheck = s.cfg.hooks.NoMaxPhysicOffsetCheck
 	cq.q.deferDirSync = true
 	cq.q.noDeferredDirSync = s.cfg.hooks.NoDeferredDirSync
+	cq.q.releaseFaults = &s.health.release
 	cq.noReplayedUnitCheck = s.cfg.hooks.NoReplayedUnitCheck
 	cq.keepEmptyLastFile = s.cfg.hooks.KeepEmptyLastQueueFile
 	s.staging.attach(cq) // during abnormal recovery's scan only

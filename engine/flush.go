@@ -31,6 +31,18 @@ func (s *Store) flushCommitLog(leastPages int) error {
 		return fmt.Errorf("%w: %w", ErrReadOnly, *e)
 	}
 	q := s.commitLog.q
+	// A full flush syncs what was published when it began, file by file,
+	// and not what is appended meanwhile: a round per file that range
+	// touches, each syncing its file up to the write position, so never a
+	// range twice and nothing when nothing changed. Chasing the appends
+	// (looping until a round finds nothing new) made a group commit sync
+	// again for puts that arrived during its sync, and kept the waiters it
+	// had already covered waiting for that second sync; under puts that
+	// do not wait (WAIT=false) the chase need not end, and those waiters
+	// got FLUSH_DISK_TIMEOUT for records synced long before. The puts
+	// that arrived meanwhile lead the next commit (RocketMQ's
+	// GroupCommitService, too, flushes up to the request's offset).
+	target := q.MaxOffset()
 	for {
 		unchanged, err := q.flush(leastPages)
 		if err != nil {
@@ -42,7 +54,7 @@ func (s *Store) flushCommitLog(leastPages int) error {
 		}
 		// One file per round, as in RocketMQ; a full flush crosses into
 		// the next file.
-		if unchanged || leastPages > 0 {
+		if unchanged || leastPages > 0 || q.FlushedWhere() >= target {
 			return nil
 		}
 	}

@@ -3,6 +3,7 @@ package engine_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -342,4 +343,148 @@ func warmThenHoldSyncs(t *testing.T, s *engine.Store, g *syncGate) {
 		t.Fatal(err)
 	}
 	g.armed.Store(true)
+}
+
+// A group commit syncs what was written when it began and ends: the puts
+// it covered return, and a put that wrote during its sync leads the next
+// commit. A commit that chased the appends would sync again before ending,
+// keeping a (already synced) waiting for b's sync.
+func TestSyncFlushCommitEndsAtItsTarget(t *testing.T) {
+	s, g := openGated(t, nil, time.Minute)
+	defer s.Close()
+	bg := context.Background()
+	warmThenHoldSyncs(t, s, g)
+	a := goPut(bg, s, "a")
+	<-g.entered // a leads; its sync is held
+	b := goPut(bg, s, "b")
+	waitWrites(t, g, 3) // warm, a, b: b waits for a's commit
+	g.release <- nil
+	select {
+	case oa := <-a:
+		if oa.err != nil {
+			t.Fatal(oa.err)
+		}
+	case <-time.After(5 * time.Second):
+		g.armed.Store(false)
+		<-g.entered
+		g.release <- nil
+		t.Fatalf("a, synced by its commit's first sync, still waits: the commit synced again for b")
+	}
+	<-g.entered // b leads the next commit
+	g.armed.Store(false)
+	g.release <- nil
+	if ob := <-b; ob.err != nil {
+		t.Fatal(ob.err)
+	}
+}
+
+// syncCounter records the CommitLog syncs of a store and can run a
+// function during the next one.
+type syncCounter struct {
+	mu     sync.Mutex
+	syncs  []string
+	during func()
+}
+
+func (c *syncCounter) take() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := c.syncs
+	c.syncs = nil
+	return out
+}
+
+type countedFS struct {
+	backend.FS
+	c *syncCounter
+}
+
+func (f countedFS) Create(name string, size int64) (backend.Segment, error) {
+	return f.wrap(name)(f.FS.Create(name, size))
+}
+
+func (f countedFS) Open(name string) (backend.Segment, error) { return f.wrap(name)(f.FS.Open(name)) }
+
+func (f countedFS) wrap(name string) func(backend.Segment, error) (backend.Segment, error) {
+	return func(seg backend.Segment, err error) (backend.Segment, error) {
+		if err != nil || !strings.HasPrefix(name, "commitlog/") {
+			return seg, err
+		}
+		return countedSeg{seg, name, f.c}, nil
+	}
+}
+
+type countedSeg struct {
+	backend.Segment
+	name string
+	c    *syncCounter
+}
+
+func (s countedSeg) Sync(off, n int64) error {
+	s.c.mu.Lock()
+	s.c.syncs = append(s.c.syncs, fmt.Sprintf("%s %d %d", s.name[len(s.name)-8:], off, off+n))
+	during := s.c.during
+	s.c.during = nil
+	s.c.mu.Unlock()
+	if during != nil {
+		during()
+	}
+	return s.Segment.Sync(off, n)
+}
+
+// FlushCommitLog(0) (the thorough flush, the group commit's and Close's)
+// syncs each file the unsynced range touches once, from the flushed
+// position to the write position, and nothing when nothing changed; what
+// is appended during its sync is left to the next flush.
+func TestFullFlushSyncsEachRangeOnce(t *testing.T) {
+	c := &syncCounter{}
+	const fileSize = 64 << 10
+	s, err := engine.Open(countedFS{memfs.New(nil), c}, engine.Config{CommitLogFileSize: fileSize,
+		FlushIntervalCommitLog: time.Hour, FlushCommitLogThoroughInterval: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	bg := context.Background()
+	put := func(n int) {
+		t.Helper()
+		for range n {
+			if _, err := s.Put(bg, &engine.Message{Topic: "t", Body: make([]byte, 4000)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	flush := func(want ...string) {
+		t.Helper()
+		if err := s.FlushCommitLog(0); err != nil {
+			t.Fatal(err)
+		}
+		if got := c.take(); fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("FlushCommitLog(0) synced %q, want %q", got, want)
+		}
+	}
+	put(5)
+	end := s.CommitLog().MaxOffset()
+	flush(fmt.Sprintf("00000000 0 %d", end))
+	flush() // nothing new: no sync
+	put(15) // crosses into the second file
+	max := s.CommitLog().MaxOffset()
+	if max <= fileSize {
+		t.Fatalf("CommitLog ends at %d, want past the first file", max)
+	}
+	// The first file's sync ends at its write position, where the
+	// blank-filled end stops.
+	flush(fmt.Sprintf("00000000 %d %d", end, fileSize), fmt.Sprintf("00065536 0 %d", max-fileSize))
+	flush()
+	put(1)
+	target := s.CommitLog().MaxOffset()
+	c.mu.Lock()
+	c.during = func() { put(1) }
+	c.mu.Unlock()
+	flush(fmt.Sprintf("00065536 %d %d", max-fileSize, target-fileSize))
+	if f := s.CommitLog().FlushedWhere(); f != target {
+		t.Fatalf("flushed to %d, want %d (what was written when the flush began)", f, target)
+	}
+	flush(fmt.Sprintf("00065536 %d %d", target-fileSize, s.CommitLog().MaxOffset()-fileSize))
+	flush()
 }

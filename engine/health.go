@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -54,6 +55,11 @@ type Health struct {
 	// skipped (see RecoveryReport.Damaged) and that are not repaired
 	// since (Store.RepairDamaged).
 	DamagedRecords int
+	// PageReleaseErrors counts the flushes whose release of the written
+	// pages' mapping failed (see releaseWritten). Such a flush still
+	// syncs every byte; it only pays the slower writeback, so the store
+	// stays writable.
+	PageReleaseErrors int64
 }
 
 // health holds the store's resumable running flags and counters.
@@ -64,6 +70,9 @@ type health struct {
 	diskFullErrors, dispatchErrors, flushErrors atomic.Int64
 
 	diskLog, dispatchLog faultLog
+
+	// release counts and logs failed page releases before flushes.
+	release pageReleaseFaults
 }
 
 type diskFullState struct {
@@ -86,6 +95,8 @@ func (s *Store) Health() Health {
 		DispatchFailing: s.health.dispatchErr.Load() != nil,
 		FlushFailed:     s.failed.Load() != nil,
 		DamagedRecords:  len(s.DamagedRanges()),
+
+		PageReleaseErrors: s.health.release.count.Load(),
 	}
 	h.Reason = s.writableAt(time.Time{})
 	h.Writable = h.Reason == nil
@@ -150,9 +161,40 @@ func (h dispatchHooks) hooks() (hk dispatch.Hooks) {
 	return hk
 }
 
+// pageReleaseFaults is where the queues of a store report a failed
+// release of written pages (releaseWritten): a counter (Health, exported
+// as a metric) and a rate-limited WARN naming the file, the range and the
+// OS error. Not an ERROR and not a running flag: the sync that follows
+// writes the pages anyway, so nothing is lost and no client is refused.
+type pageReleaseFaults struct {
+	logger  *slog.Logger
+	count   atomic.Int64
+	failing atomic.Bool
+	log     faultLog
+}
+
+const pageReleaseFailedMsg = "flush: releasing the mapping of written pages failed; the sync still writes them, only slower"
+
+func (p *pageReleaseFaults) failed(file string, from, to int64, err error) {
+	p.count.Add(1)
+	p.failing.Store(true)
+	p.log.failed(p.logger, pageReleaseFailedMsg, err, "file", file, "from", from, "to", to)
+}
+
+// succeeded logs the end of a run of failures; it costs an atomic load
+// while there is none.
+func (p *pageReleaseFaults) succeeded() {
+	if p.failing.Load() && p.failing.Swap(false) {
+		p.log.resumed(p.logger, "flush: releasing the mapping of written pages works again")
+	}
+}
+
 // faultLog logs a persisting fault at ERROR when it starts, then at most
 // once per faultRepeatInterval, and at WARN when it ends.
 type faultLog struct {
+	// warn logs the start and repeats at WARN instead of ERROR (a fault
+	// that costs only time).
+	warn bool
 	// clock is the store's (Config.Now), set at Open, so that the
 	// repeat interval follows a test's clock; nil means time.Now.
 	clock    func() time.Time
@@ -169,18 +211,24 @@ func (l *faultLog) now() time.Time {
 	return l.clock()
 }
 
-func (l *faultLog) failed(log *slog.Logger, msg string, err error) {
+// failed logs err (and args, key-value pairs naming where) if the fault
+// is new or was last logged faultRepeatInterval ago.
+func (l *faultLog) failed(log *slog.Logger, msg string, err error, args ...any) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	now := l.now()
 	l.failures++
+	level := slog.LevelError
+	if l.warn {
+		level = slog.LevelWarn
+	}
 	switch {
 	case l.since.IsZero():
 		l.since, l.lastLog = now, now
-		log.Error(msg, "err", err)
+		log.Log(context.Background(), level, msg, append(args, "err", err)...)
 	case now.Sub(l.lastLog) >= faultRepeatInterval:
 		l.lastLog = now
-		log.Error(msg, "err", err, "failingFor", now.Sub(l.since).Round(time.Second), "failures", l.failures)
+		log.Log(context.Background(), level, msg, append(args, "err", err, "failingFor", now.Sub(l.since).Round(time.Second), "failures", l.failures)...)
 	}
 }
 

@@ -58,6 +58,11 @@ type mappedFileQueue struct {
 	// write fault otherwise reads around it, 1-1.5 ms on the dispatcher's
 	// path where 0.2 ms will do (see BENCHMARKS.md, fifth session).
 	noReadAround bool
+
+	// releaseFaults hears of failed page releases (releaseWritten): the
+	// store's counter and log. Nil (queues built alone in tests) drops
+	// them.
+	releaseFaults *pageReleaseFaults
 }
 
 // pendingDirs counts the creations whose directory entries await a sync
@@ -469,7 +474,7 @@ func (q *mappedFileQueue) flush(leastPages int) (unchanged bool, err error) {
 	}
 	ts := mf.storeTimestamp.Load()
 	if mf.pw == nil && mf.isAbleToFlush(leastPages) {
-		releaseWritten(mf)
+		q.releaseWritten(mf)
 	}
 	pos, err := mf.flush(leastPages)
 	next := mf.fileFromOffset + pos
@@ -502,16 +507,26 @@ type pageReleaser interface {
 // them). Only pages below wrote are dropped: the appender writes the last,
 // partial one again. A failure (not expected: the range is mapped and
 // unlocked) leaves the pages mapped, which costs the flush time and
-// nothing else, so it is not an error of the flush.
-func releaseWritten(mf *mappedFile) {
+// nothing else, so it is not an error of the flush: it is counted and
+// logged (releaseFaults), and the flush goes on.
+func (q *mappedFileQueue) releaseWritten(mf *mappedFile) {
 	r, ok := mf.seg.(pageReleaser)
 	if !ok || !mf.hold() {
 		return
 	}
 	defer mf.release()
 	from := mf.flushed.Load() &^ (osPageSize - 1)
-	if to := mf.wrote.Load(); to > from {
-		_ = r.ReleasePages(from, to-from)
+	to := mf.wrote.Load()
+	if to <= from {
+		return
+	}
+	err := r.ReleasePages(from, to-from)
+	switch {
+	case q.releaseFaults == nil:
+	case err != nil:
+		q.releaseFaults.failed(mf.name, from, to, err)
+	default:
+		q.releaseFaults.succeeded()
 	}
 }
 

@@ -3,8 +3,11 @@ package engine_test
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -18,6 +21,15 @@ import (
 type flushLog struct {
 	mu    sync.Mutex
 	calls map[string][]string
+	// releaseErr, when set, is what every ReleasePages returns (the
+	// pages then stay mapped, as after a real failure).
+	releaseErr error
+}
+
+func (l *flushLog) failReleases(err error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.releaseErr = err
 }
 
 func (l *flushLog) add(name, call string) {
@@ -69,6 +81,12 @@ type releaseSeg struct {
 
 func (s releaseSeg) ReleasePages(off, n int64) error {
 	s.l.add(s.name, fmt.Sprintf("release %d %d", off, off+n))
+	s.l.mu.Lock()
+	err := s.l.releaseErr
+	s.l.mu.Unlock()
+	if err != nil {
+		return fmt.Errorf("release %s [%d,%d): %w", s.name, off, off+n, err)
+	}
 	return s.Segment.(interface{ ReleasePages(off, n int64) error }).ReleasePages(off, n)
 }
 
@@ -159,6 +177,102 @@ func TestFlushReleasesWrittenPages(t *testing.T) {
 			readAll(t, s, n, body)
 		})
 	}
+}
+
+// TestPageReleaseFailureCountedAndLogged: a flush whose release of the
+// written pages fails still syncs everything (the store stays writable,
+// every message reads back after a reopen), and the failure is not
+// silent: Health().PageReleaseErrors counts each one, and a WARN names the
+// file, the range and the OS error, once per minute while the failures
+// last (the store's clock), then says when releases work again.
+func TestPageReleaseFailureCountedAndLogged(t *testing.T) {
+	dir := t.TempDir()
+	fs, err := mmap.New(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := &flushLog{calls: map[string][]string{}}
+	logs := &syncBuffer{}
+	var now atomic.Int64
+	now.Store(time.Now().UnixMilli())
+	cfg := engine.Config{CommitLogFileSize: 16 << 20, FlushIntervalCommitLog: time.Hour,
+		FlushIntervalConsumeQueue: time.Hour, Now: now.Load,
+		Logger: slog.New(slog.NewTextHandler(logs, nil))}
+	s, err := engine.Open(releaseFS{fs, l}, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	body := func(i int) string { return strings.Repeat(string(rune('a'+i%26)), 1000+i) }
+	const n = 90
+	put := func(from, to int) {
+		t.Helper()
+		for i := from; i < to; i++ {
+			if _, err := s.Put(ctx, &engine.Message{Topic: "r", Body: []byte(body(i))}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := s.WaitDispatched(ctx, s.CommitLog().MaxOffset()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	flush := func() {
+		t.Helper()
+		if err := s.FlushCommitLog(0); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.FlushConsumeQueues(0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const msg = "releasing the mapping of written pages failed"
+	l.failReleases(syscall.EINVAL)
+	put(0, n/3)
+	flush()
+	h := s.Health()
+	if h.PageReleaseErrors != 2 || !h.Writable {
+		t.Fatalf("after a flush of the CommitLog and one ConsumeQueue whose releases failed: %d page release errors, writable %v (%v); want 2, writable",
+			h.PageReleaseErrors, h.Writable, h.Reason)
+	}
+	if s.CommitLog().FlushedWhere() != s.CommitLog().MaxOffset() {
+		t.Fatalf("flushed to %d of %d: a failed release stopped the sync", s.CommitLog().FlushedWhere(), s.CommitLog().MaxOffset())
+	}
+	if got := logs.count(msg); got != 1 {
+		t.Fatalf("%d logs of the failure, want 1 (rate-limited):\n%s", got, logs.b.String())
+	}
+	for _, want := range []string{"level=WARN", "file=commitlog/00000000000000000000", "from=0", "invalid argument"} {
+		if logs.count(want) == 0 {
+			t.Errorf("the failure's log does not say %q:\n%s", want, logs.b.String())
+		}
+	}
+	// Repeats within the minute are counted, not logged; past it, logged.
+	put(n/3, 2*n/3)
+	flush()
+	if h := s.Health(); h.PageReleaseErrors != 4 || logs.count(msg) != 1 {
+		t.Fatalf("second failing round: %d errors, %d logs; want 4, 1", h.PageReleaseErrors, logs.count(msg))
+	}
+	now.Add(time.Minute.Milliseconds())
+	put(2*n/3, n-1)
+	flush()
+	if h := s.Health(); h.PageReleaseErrors != 6 || logs.count(msg) != 2 || logs.count("failures=5") != 1 {
+		t.Fatalf("failing round a minute later: %d errors, %d logs; want 6, 2 (the second saying failures=5):\n%s",
+			h.PageReleaseErrors, logs.count(msg), logs.b.String())
+	}
+	l.failReleases(nil)
+	put(n-1, n)
+	flush()
+	if h := s.Health(); h.PageReleaseErrors != 6 || logs.count("releasing the mapping of written pages works again") != 1 {
+		t.Fatalf("after releases work again: %d errors (want 6 still), logs:\n%s", h.PageReleaseErrors, logs.b.String())
+	}
+	readAll(t, s, n, body)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if s, err = engine.Open(fs, cfg); err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	readAll(t, s, n, body)
 }
 
 // checkReleaseThenSync checks that each sync of calls that moved the

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/rocketstore/rocketstore/backend"
+	"github.com/rocketstore/rocketstore/dispatch"
 )
 
 // unitStaging batches the ConsumeQueue units that abnormal recovery's scan
@@ -115,6 +116,58 @@ func (cq *consumeQueue) appendUnit(mf *mappedFile, pos int64, b []byte) error {
 	}
 	st.buf = append(st.buf, b...)
 	return nil
+}
+
+// putStagedRun is putMessagePositionInfo for a run of records of cq's
+// queue, reqs[0] and each following one whose same flag (parsedBatch.same)
+// is set, in the common case of recovery's scan: the queue's stage holds
+// the units up to its last file's published end, and each record is
+// dispatchable, lies past the queue's maxPhysicOffset and has the next
+// queue index. It appends such units to the stage while they fit (in the
+// stage's buffer and in the file), hands each record to the others after
+// its unit, as dispatchRecovered does, and publishes the file's new end and
+// the queue's maxPhysicOffset once for the run. It returns how many records
+// every dispatcher took: the caller puts the next record, which did not
+// qualify, through putMessagePositionInfo, which reports a gap or skips a
+// replay as always; or, with err, record k, whose unit is in place, failed
+// in one of the others.
+func (cq *consumeQueue) putStagedRun(reqs []dispatchRequest, same []bool, others []dispatch.Dispatcher) (k int, err error) {
+	st := cq.stage
+	if st == nil || len(st.buf) == 0 || cq.noMaxPhysicOffsetCheck {
+		return 0, nil
+	}
+	mf := st.mf
+	pos := mf.wrote.Load()
+	if st.from+int64(len(st.buf)) != pos {
+		return 0, nil
+	}
+	maxPhy := cq.maxPhysicOffset.Load()
+	next := (mf.fileFromOffset + pos) / CQUnitSize // the queue index of the unit at pos
+	room := min(int64(cap(st.buf)-len(st.buf)), mf.fileSize-pos) / CQUnitSize
+	n := int(min(int64(len(reqs)), int64(len(same)), room))
+	put := 0
+	for ; put < n && err == nil; put++ {
+		req := &reqs[put]
+		if (put > 0 && !same[put]) || !req.Dispatchable() || req.CommitLogOffset+int64(req.MsgSize) <= maxPhy ||
+			req.ConsumeQueueOffset != next+int64(put) {
+			break
+		}
+		maxPhy = req.CommitLogOffset + int64(req.MsgSize)
+		st.buf = Unit{req.CommitLogOffset, req.MsgSize, req.TagsCode}.put(st.buf)
+		for _, d := range others {
+			if err = d.Dispatch(req); err != nil {
+				break
+			}
+		}
+	}
+	if put > 0 {
+		cq.maxPhysicOffset.Store(maxPhy)
+		mf.publish(pos + int64(put)*CQUnitSize)
+	}
+	if err != nil {
+		return put - 1, err
+	}
+	return put, nil
 }
 
 // grow doubles the empty buffer of a stage that filled, within the limits.

@@ -81,6 +81,7 @@ func Open(fs backend.FS, cfg Config, dispatchers ...dispatch.Dispatcher) (*Store
 	cfg = cfg.withDefaults()
 	s := &Store{fs: fs, cfg: cfg}
 	s.health.diskLog.clock, s.health.dispatchLog.clock, s.cqFlushLog.clock = s.now, s.now, s.now
+	s.health.release.log.clock, s.health.release.log.warn, s.health.release.logger = s.now, true, cfg.Logger
 	lk, err := fs.Lock(lockFile)
 	if err != nil {
 		return nil, fmt.Errorf("engine: lock store: %w", err)
@@ -107,6 +108,7 @@ func (s *Store) open(dispatchers []dispatch.Dispatcher) error {
 	s.commitLog = newCommitLog(s.fs, commitLogDir, &s.cfg)
 	s.commitLog.q.noTailZeroing = s.cfg.hooks.NoTailZeroing
 	s.commitLog.q.noRedirty = s.cfg.hooks.NoRedirty
+	s.commitLog.q.releaseFaults = &s.health.release
 	if err := s.commitLog.q.load(); err != nil {
 		return err
 	}

@@ -89,6 +89,8 @@ func (m *Metrics) attach(s *Server) {
 				func() float64 { return float64(st.Health().DiskFullErrors) }),
 			prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "rocketstore_flush_errors_total", Help: "Failed syncs (each turns the store read-only)."},
 				func() float64 { return float64(st.Health().FlushErrors) }),
+			prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "rocketstore_page_release_errors_total", Help: "Flushes whose release of the written pages' mapping failed (logged; the sync still writes them, only slower)."},
+				func() float64 { return float64(st.Health().PageReleaseErrors) }),
 			g("rocketstore_recovery_damaged_records", "Damaged CommitLog ranges the last recovery skipped and that are not repaired since (see the log and `rocketstore verify`).",
 				func() float64 { return float64(st.Health().DamagedRecords) }),
 			g("rocketstore_connections", "Open remoting connections.", func() float64 { return float64(s.rs.Stats().ConnsOpen) }),

@@ -543,7 +543,8 @@ func TestMetrics(t *testing.T) {
 		names[f.GetName()] = true
 	}
 	for _, n := range []string{"rocketstore_put_messages_total", "rocketstore_put_latency_seconds", "rocketstore_held_pulls",
-		"rocketstore_dispatch_lag_bytes", "rocketstore_flush_lag_bytes", "rocketstore_disk_used_bytes", "rocketstore_requests_total"} {
+		"rocketstore_dispatch_lag_bytes", "rocketstore_flush_lag_bytes", "rocketstore_disk_used_bytes", "rocketstore_requests_total",
+		"rocketstore_page_release_errors_total"} {
 		if !names[n] {
 			t.Errorf("metric %s missing", n)
 		}
