@@ -345,11 +345,14 @@ func warmThenHoldSyncs(t *testing.T, s *engine.Store, g *syncGate) {
 	g.armed.Store(true)
 }
 
-// A group commit syncs what was written when it began and ends: the puts
-// it covered return, and a put that wrote during its sync leads the next
-// commit. A commit that chased the appends would sync again before ending,
-// keeping a (already synced) waiting for b's sync.
-func TestSyncFlushCommitEndsAtItsTarget(t *testing.T) {
+// A group commit syncs what was written when it began, then once more for
+// the puts that wrote during that sync (so that the disk stays busy and
+// they need no new leader), and ends: a put that writes during the second
+// sync leads the next commit. A commit that chased the appends until none
+// came would sync a third time here, keeping a and b (both synced)
+// waiting for c's sync, and, under puts that do not wait (WAIT=false),
+// need never end at all.
+func TestSyncFlushCommitEndsAfterTwoRounds(t *testing.T) {
 	s, g := openGated(t, nil, time.Minute)
 	defer s.Close()
 	bg := context.Background()
@@ -359,22 +362,31 @@ func TestSyncFlushCommitEndsAtItsTarget(t *testing.T) {
 	b := goPut(bg, s, "b")
 	waitWrites(t, g, 3) // warm, a, b: b waits for a's commit
 	g.release <- nil
-	select {
-	case oa := <-a:
-		if oa.err != nil {
-			t.Fatal(oa.err)
+	<-g.entered // the commit's second round, for b
+	c := goPut(bg, s, "c")
+	waitWrites(t, g, 4)
+	g.release <- nil
+	for _, p := range []struct {
+		name string
+		ch   <-chan putOutcome
+	}{{"a", a}, {"b", b}} {
+		select {
+		case o := <-p.ch:
+			if o.err != nil {
+				t.Fatal(o.err)
+			}
+		case <-time.After(5 * time.Second):
+			g.armed.Store(false)
+			<-g.entered
+			g.release <- nil
+			t.Fatalf("%s, synced by its commit's second round, still waits: the commit synced a third time for c", p.name)
 		}
-	case <-time.After(5 * time.Second):
-		g.armed.Store(false)
-		<-g.entered
-		g.release <- nil
-		t.Fatalf("a, synced by its commit's first sync, still waits: the commit synced again for b")
 	}
-	<-g.entered // b leads the next commit
+	<-g.entered // c leads the next commit
 	g.armed.Store(false)
 	g.release <- nil
-	if ob := <-b; ob.err != nil {
-		t.Fatal(ob.err)
+	if oc := <-c; oc.err != nil {
+		t.Fatal(oc.err)
 	}
 }
 
