@@ -35,24 +35,8 @@ func newSyncGate() *syncGate {
 // gatedFS wraps an FS so that its CommitLog segments sync through a gate.
 // The segments do not pass Pwriter through: the CommitLog then writes with
 // WriteAt, which the gate counts.
-type gatedFS struct {
-	backend.FS
-	g *syncGate
-}
-
-func (f gatedFS) Create(name string, size int64) (backend.Segment, error) {
-	return f.wrap(name)(f.FS.Create(name, size))
-}
-
-func (f gatedFS) Open(name string) (backend.Segment, error) { return f.wrap(name)(f.FS.Open(name)) }
-
-func (f gatedFS) wrap(name string) func(backend.Segment, error) (backend.Segment, error) {
-	return func(seg backend.Segment, err error) (backend.Segment, error) {
-		if err != nil || !strings.HasPrefix(name, "commitlog/") {
-			return seg, err
-		}
-		return gatedSeg{seg, f.g}, nil
-	}
+func gatedFS(fs backend.FS, g *syncGate) backend.FS {
+	return wrapFS{fs, commitLogOnly(func(_ string, seg backend.Segment) backend.Segment { return gatedSeg{seg, g} })}
 }
 
 type gatedSeg struct {
@@ -78,7 +62,7 @@ func (s gatedSeg) Sync(off, n int64) error {
 func openGated(t *testing.T, afs afero.Fs, timeout time.Duration) (*engine.Store, *syncGate) {
 	t.Helper()
 	g := newSyncGate()
-	s, err := engine.Open(gatedFS{memfs.New(afs), g}, engine.Config{CommitLogFileSize: 1 << 20,
+	s, err := engine.Open(gatedFS(memfs.New(afs), g), engine.Config{CommitLogFileSize: 1 << 20,
 		FlushDiskType: engine.SyncFlush, SyncFlushTimeout: timeout})
 	if err != nil {
 		t.Fatal(err)
@@ -406,24 +390,10 @@ func (c *syncCounter) take() []string {
 	return out
 }
 
-type countedFS struct {
-	backend.FS
-	c *syncCounter
-}
-
-func (f countedFS) Create(name string, size int64) (backend.Segment, error) {
-	return f.wrap(name)(f.FS.Create(name, size))
-}
-
-func (f countedFS) Open(name string) (backend.Segment, error) { return f.wrap(name)(f.FS.Open(name)) }
-
-func (f countedFS) wrap(name string) func(backend.Segment, error) (backend.Segment, error) {
-	return func(seg backend.Segment, err error) (backend.Segment, error) {
-		if err != nil || !strings.HasPrefix(name, "commitlog/") {
-			return seg, err
-		}
-		return countedSeg{seg, name, f.c}, nil
-	}
+// countedFS wraps an FS so that its CommitLog segments record their syncs
+// in c.
+func countedFS(fs backend.FS, c *syncCounter) backend.FS {
+	return wrapFS{fs, commitLogOnly(func(name string, seg backend.Segment) backend.Segment { return countedSeg{seg, name, c} })}
 }
 
 type countedSeg struct {
@@ -451,7 +421,7 @@ func (s countedSeg) Sync(off, n int64) error {
 func TestFullFlushSyncsEachRangeOnce(t *testing.T) {
 	c := &syncCounter{}
 	const fileSize = 64 << 10
-	s, err := engine.Open(countedFS{memfs.New(nil), c}, engine.Config{CommitLogFileSize: fileSize,
+	s, err := engine.Open(countedFS(memfs.New(nil), c), engine.Config{CommitLogFileSize: fileSize,
 		FlushIntervalCommitLog: time.Hour, FlushCommitLogThoroughInterval: time.Hour})
 	if err != nil {
 		t.Fatal(err)

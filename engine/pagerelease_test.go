@@ -52,25 +52,8 @@ func (l *flushLog) of(prefix string) []string {
 
 // releaseFS wraps the mmap FS so that every segment logs its releases
 // and syncs, passing the other optional interfaces through.
-type releaseFS struct {
-	backend.FS
-	l *flushLog
-}
-
-func (f releaseFS) Create(name string, size int64) (backend.Segment, error) {
-	seg, err := f.FS.Create(name, size)
-	if err != nil {
-		return nil, err
-	}
-	return releaseSeg{seg, name, f.l}, nil
-}
-
-func (f releaseFS) Open(name string) (backend.Segment, error) {
-	seg, err := f.FS.Open(name)
-	if err != nil {
-		return nil, err
-	}
-	return releaseSeg{seg, name, f.l}, nil
+func releaseFS(fs backend.FS, l *flushLog) backend.FS {
+	return wrapFS{fs, func(name string, seg backend.Segment) backend.Segment { return releaseSeg{seg, name, l} }}
 }
 
 type releaseSeg struct {
@@ -131,7 +114,7 @@ func TestFlushReleasesWrittenPages(t *testing.T) {
 			l := &flushLog{calls: map[string][]string{}}
 			cfg := engine.Config{CommitLogFileSize: 16 << 20, FlushDiskType: flush,
 				FlushIntervalCommitLog: time.Hour, FlushIntervalConsumeQueue: time.Hour}
-			s, err := engine.Open(releaseFS{fs, l}, cfg)
+			s, err := engine.Open(releaseFS(fs, l), cfg)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -166,15 +149,7 @@ func TestFlushReleasesWrittenPages(t *testing.T) {
 				checkReleaseThenSync(t, "CommitLog", cl, max)
 			}
 			checkReleaseThenSync(t, "ConsumeQueue", l.of("consumequeue/"), n*20)
-			readAll(t, s, n, body)
-			if err := s.Close(); err != nil {
-				t.Fatal(err)
-			}
-			if s, err = engine.Open(fs, cfg); err != nil {
-				t.Fatal(err)
-			}
-			defer s.Close()
-			readAll(t, s, n, body)
+			readAllAcrossReopen(t, s, fs, cfg, n, body)
 		})
 	}
 }
@@ -198,7 +173,7 @@ func TestPageReleaseFailureCountedAndLogged(t *testing.T) {
 	cfg := engine.Config{CommitLogFileSize: 16 << 20, FlushIntervalCommitLog: time.Hour,
 		FlushIntervalConsumeQueue: time.Hour, Now: now.Load,
 		Logger: slog.New(slog.NewTextHandler(logs, nil))}
-	s, err := engine.Open(releaseFS{fs, l}, cfg)
+	s, err := engine.Open(releaseFS(fs, l), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -264,15 +239,7 @@ func TestPageReleaseFailureCountedAndLogged(t *testing.T) {
 	if h := s.Health(); h.PageReleaseErrors != 6 || logs.count("releasing the mapping of written pages works again") != 1 {
 		t.Fatalf("after releases work again: %d errors (want 6 still), logs:\n%s", h.PageReleaseErrors, logs.b.String())
 	}
-	readAll(t, s, n, body)
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if s, err = engine.Open(fs, cfg); err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	readAll(t, s, n, body)
+	readAllAcrossReopen(t, s, fs, cfg, n, body)
 }
 
 // checkReleaseThenSync checks that each sync of calls that moved the
@@ -297,6 +264,22 @@ func checkReleaseThenSync(t *testing.T, what string, calls []string, end int64) 
 	if releases < 2 || !strings.HasSuffix(last, fmt.Sprintf(" %d", end)) {
 		t.Errorf("%s: %d released syncs, last %q, want ≥ 2 ending at %d: %v", what, releases, last, end, calls)
 	}
+}
+
+// readAllAcrossReopen reads the n messages back from s, closes it, opens
+// fs again (without the test's wrapper) and reads them all once more.
+func readAllAcrossReopen(t *testing.T, s *engine.Store, fs backend.FS, cfg engine.Config, n int, body func(int) string) {
+	t.Helper()
+	readAll(t, s, n, body)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s, err := engine.Open(fs, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	readAll(t, s, n, body)
 }
 
 func readAll(t *testing.T, s *engine.Store, n int, body func(int) string) {
