@@ -329,9 +329,7 @@ func (c *Conn) dispatch(j job) error {
 	case c.work <- j:
 		return nil
 	case <-c.closed:
-		c.budget.release(j.charged)
-		c.inflight.Add(-1)
-		c.handlers.Done()
+		c.finished(j)
 		return c.closeErr
 	}
 }
@@ -357,9 +355,7 @@ func (c *Conn) dispatchOrdered(j job) error {
 	case c.serial <- j:
 		return nil
 	case <-c.closed:
-		c.budget.release(j.charged)
-		c.inflight.Add(-1)
-		c.handlers.Done()
+		c.finished(j)
 		return c.closeErr
 	}
 }
@@ -421,13 +417,17 @@ func (c *Conn) worker(first job, core bool) {
 	}
 }
 
+// finished ends the accounting of a request read from the connection:
+// served, or dropped because the connection closed first.
+func (c *Conn) finished(j job) {
+	c.budget.release(j.charged)
+	c.inflight.Add(-1)
+	c.handlers.Done()
+}
+
 func (c *Conn) serveRequest(j job) {
 	req := j.req
-	defer func() {
-		c.budget.release(j.charged)
-		c.inflight.Add(-1)
-		c.handlers.Done()
-	}()
+	defer c.finished(j)
 	resp, err := c.callHandler(req)
 	if err != nil {
 		c.stats.handlerErrors.Add(1)
