@@ -64,12 +64,7 @@ func (e env) backlog(ctx context.Context, backendName string) ([]Result, error) 
 		return nil, err
 	}
 	bs.Store = nil
-	for _, name := range []string{"consumequeue", "checkpoint"} {
-		if err := os.RemoveAll(filepath.Join(bs.dir, name)); err != nil {
-			return nil, err
-		}
-	}
-	if err := os.WriteFile(filepath.Join(bs.dir, "abort"), nil, 0o644); err != nil {
+	if err := markCrashed(bs.dir); err != nil {
 		return nil, err
 	}
 	start = time.Now()
@@ -114,4 +109,17 @@ func (e env) backlog(ctx context.Context, backendName string) ([]Result, error) 
 	recP.Ratio = rec.MsgsPerS / recP.MsgsPerS
 	catch.Bound, rec.Bound, rec.Physical = &catchB, &recB, &recP
 	return []Result{catch, rec}, nil
+}
+
+// markCrashed makes the closed store in dir look crashed with its
+// ConsumeQueues and checkpoint lost: the abort marker is put back and
+// consumequeue/ and checkpoint are deleted, so that the next Open
+// CRC-checks the whole CommitLog and re-dispatches every record.
+func markCrashed(dir string) error {
+	for _, name := range []string{"consumequeue", "checkpoint"} {
+		if err := os.RemoveAll(filepath.Join(dir, name)); err != nil {
+			return err
+		}
+	}
+	return os.WriteFile(filepath.Join(dir, "abort"), nil, 0o644)
 }

@@ -69,12 +69,7 @@ func BenchmarkRecoveryBacklog(b *testing.B) {
 	var cpu time.Duration
 	for b.Loop() {
 		b.StopTimer()
-		for _, name := range []string{"consumequeue", "checkpoint"} {
-			if err := os.RemoveAll(filepath.Join(dir, name)); err != nil {
-				b.Fatal(err)
-			}
-		}
-		if err := os.WriteFile(filepath.Join(dir, "abort"), nil, 0o644); err != nil {
+		if err := markCrashed(dir); err != nil {
 			b.Fatal(err)
 		}
 		remap()
