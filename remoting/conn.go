@@ -325,13 +325,7 @@ func (c *Conn) dispatch(j job) error {
 		go c.worker(j, n < coreWorkers)
 		return nil
 	}
-	select {
-	case c.work <- j:
-		return nil
-	case <-c.closed:
-		c.finished(j)
-		return c.closeErr
-	}
+	return c.handOff(c.work, j)
 }
 
 // orderedQueueLen bounds the requests waiting for a connection's ordered
@@ -351,8 +345,14 @@ func (c *Conn) dispatchOrdered(j job) error {
 		c.wg.Add(1)
 		go c.serveOrdered(c.serial)
 	}
+	return c.handOff(c.serial, j)
+}
+
+// handOff queues j on q for a goroutine that serves it, or, if the
+// connection closes first, drops it and returns the close's cause.
+func (c *Conn) handOff(q chan<- job, j job) error {
 	select {
-	case c.serial <- j:
+	case q <- j:
 		return nil
 	case <-c.closed:
 		c.finished(j)
