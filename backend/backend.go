@@ -132,10 +132,11 @@ type Pwriter interface {
 
 // FileReader is implemented by segments that can also read through the
 // file instead of the mapping (mmap: pread), seeing the same bytes as
-// View. Recovery's parsers read the CommitLog this way: a pread copies
-// from the page cache through the kernel's own mapping, while the first
-// touch of each page of a fresh mapping takes a fault and a page-table
-// update (on a virtual machine, microseconds a page).
+// View. Recovery's parsers read the CommitLog this way when it is the
+// cheaper, which they measure: a pread copies from the page cache through
+// the kernel's own mapping, while the first touch of each page of a fresh
+// mapping takes a fault and a page-table update (on a virtual machine,
+// microseconds a page, more for pages some minutes old).
 type FileReader interface {
 	ReadFile(p []byte, off int64) (int, error)
 }

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/rocketstore/rocketstore/backend"
 	"github.com/rocketstore/rocketstore/engine/record"
@@ -39,18 +40,15 @@ import (
 // without the parsers.
 //
 // Where the segment can read through its file (backend.FileReader), a
-// parser reads each region with one pread into its batch's buffer (plus
-// parseAheadOverlap bytes, so that a record crossing the region's end is
-// checked from the same read; a larger one is read whole) and checks the
-// records there, while the bytes are in its core's cache; the CRC streams
-// through each record before its fields are decoded. The requests alias
-// the buffer, which the scan hands back only once it has dispatched them.
-// A pread copies through the kernel's mapping of the page cache; reading
-// a fresh mapping of the file instead costs a page-table update for every
-// page, which on this project's virtual machine cost more than the copy
-// (0.62-0.70 s against 0.39-0.48 s of CPU for the bench's 1 GiB, side by
-// side at a load of 9-10). Other segments (memfs) are checked in their
-// mapping.
+// parser reads each region either through the file's mapping or with one
+// pread into its batch's buffer (plus parseAheadOverlap bytes, so that a
+// record crossing the region's end is checked from the same read; a larger
+// one is read whole), whichever regionReads has measured to be cheaper for
+// this file. After a pread the parser checks the records while the bytes
+// are in its core's cache; the CRC streams through each record before its
+// fields are decoded. The requests alias the buffer (or the mapping),
+// which the scan hands back only once it has dispatched them. Other
+// segments (memfs) are checked in their mapping.
 type parseAhead struct {
 	mf      *mappedFile
 	start   int64 // file position of the first region
@@ -58,6 +56,7 @@ type parseAhead struct {
 	free    chan *parsedBatch // emptied batches, for reuse
 	stop    chan struct{}
 	stopAt  atomic.Int64 // regions after this one are not parsed: one stopped
+	reads   *regionReads // how the parsers read the regions
 	wg      sync.WaitGroup
 	cur     *parsedBatch // the batch the scan takes from
 	region  int          // the region the scan takes next
@@ -114,6 +113,7 @@ func (s *Store) startParseAhead(mf *mappedFile, pos int64, checkCRC bool) *parse
 		start: pos,
 		free:  make(chan *parsedBatch, parseAheadWorkers*(parseAheadQueued+1)+1),
 		stop:  make(chan struct{}),
+		reads: newRegionReads(),
 	}
 	a.stopAt.Store(int64(^uint64(0) >> 1))
 	_, read := mf.seg.(backend.FileReader)
@@ -153,21 +153,13 @@ func (s *Store) parseRegions(a *parseAhead, w int, checkCRC bool) {
 		}
 		batch.end = min(from+parseAheadRegion, mf.fileSize)
 		batch.reqs, batch.same, batch.stopped = batch.reqs[:0], batch.same[:0], false
-		v := regionView{b: mf.seg.View(0, mf.fileSize)}
+		method, began := readMapped, time.Now()
 		if rd != nil {
-			v = regionView{b: batch.buf[:min(batch.end+parseAheadOverlap, mf.fileSize)-from], base: from}
-			if _, err := rd.ReadFile(v.b, from); err != nil {
-				batch.first, batch.stopped = regionUnread, true
-			}
+			method = a.reads.next(r)
 		}
-		if !batch.stopped {
-			batch.first = from
-			if r > 0 {
-				batch.first = v.guessRecordStart(mf.fileFromOffset, from, batch.end)
-			}
-			if batch.first >= 0 {
-				s.parseRegion(rd, mf, v, batch, checkCRC)
-			}
+		s.readRegion(rd, method, mf, from, r, batch, checkCRC)
+		if rd != nil && !batch.stopped {
+			a.reads.observe(r, method, batch.end-from, time.Since(began))
 		}
 		stopped := batch.stopped // the batch is the scan's once sent
 		if stopped {
@@ -188,6 +180,29 @@ func (s *Store) parseRegions(a *parseAhead, w int, checkCRC bool) {
 		// 1 GiB) the scan waited for a core 0.05 s a recovery and the
 		// parsers were blocked 0.06 s; with the yield 0.015 s and 0.023 s.
 		runtime.Gosched()
+	}
+}
+
+// readRegion checks the records that start in region r (from file position
+// from to batch.end) into batch, reading the region with method (rd is nil
+// when the segment has only its mapping).
+func (s *Store) readRegion(rd backend.FileReader, method readMethod, mf *mappedFile, from int64, r int, batch *parsedBatch, checkCRC bool) {
+	v := regionView{b: mf.seg.View(0, mf.fileSize)}
+	if method == readPread {
+		v = regionView{b: batch.buf[:min(batch.end+parseAheadOverlap, mf.fileSize)-from], base: from}
+		if _, err := rd.ReadFile(v.b, from); err != nil {
+			batch.first, batch.stopped = regionUnread, true
+			return
+		}
+	} else {
+		rd = nil // no read is cut short in the mapping
+	}
+	batch.first = from
+	if r > 0 {
+		batch.first = v.guessRecordStart(mf.fileFromOffset, from, batch.end)
+	}
+	if batch.first >= 0 {
+		s.parseRegion(rd, mf, v, batch, checkCRC)
 	}
 }
 
