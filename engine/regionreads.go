@@ -12,13 +12,13 @@ import (
 //
 // Neither is always cheaper, and which one is depends on the page cache's
 // state, not on anything recovery can ask the kernel. On this project's
-// virtual machine, reading a 1 GiB CommitLog through a fresh mapping cost
-// 0.18-0.21 ns a byte in some states (the copy a pread makes is saved) and
-// 0.53-0.63 ns in others, against 0.25-0.33 ns for pread, in the same
-// recovery of one file: each page's first touch through a new mapping
-// takes a fault and a page-table update, whose cost on that hypervisor
-// varies with the page's history (see BENCHMARKS.md, "Recovery reads the
-// cheaper way"). So recovery measures as it goes.
+// virtual machine, reading a 1 GiB CommitLog written minutes before through
+// a fresh mapping cost 0.18-0.21 ns a byte in one benchmark run (the copy
+// a pread makes is saved) and 0.53-0.63 ns in another, against 0.25-0.49
+// ns for pread: each page's first touch through a new mapping takes a
+// fault and a page-table update, whose cost on that hypervisor varies with
+// the page's history (see BENCHMARKS.md, "Recovery reads the cheaper
+// way"). So recovery measures as it goes.
 //
 // The file's regions are grouped in epochs of regionReadsEpoch regions,
 // and every region of an epoch is read the same way by both parsers:
