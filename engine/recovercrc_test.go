@@ -46,20 +46,7 @@ func TestRecoveryFindsBodyDamageWithCRCAhead(t *testing.T) {
 			t.Fatal(err)
 		}
 		// Flip the last body byte of one record (its CRC no longer matches).
-		f, err := os.OpenFile(filepath.Join(dir, "commitlog", "00000000000000000000"), os.O_RDWR, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		at := damaged.WroteOffset + int64(damaged.WroteBytes) - 1 - 2 - 1 - int64(len("crc")) - int64(len("TAGS\x01T"))
-		var one [1]byte
-		if _, err := f.ReadAt(one[:], at); err != nil {
-			t.Fatal(err)
-		}
-		one[0] ^= 0xFF
-		if _, err := f.WriteAt(one[:], at); err != nil {
-			t.Fatal(err)
-		}
-		f.Close()
+		flipCommitLogByte(t, dir, damaged.WroteOffset+int64(damaged.WroteBytes)-1-2-1-int64(len("crc"))-int64(len("TAGS\x01T")))
 		engine.MarkCrashedKeepingCommitLog(t, dir)
 		s, err = open(engine.Config{OnUndecidableDamage: engine.DamageSkip})
 		if err != nil {
@@ -126,20 +113,7 @@ func TestRecoveryReadAheadLargeRecords(t *testing.T) {
 				break
 			}
 		}
-		f, err := os.OpenFile(filepath.Join(dir, "commitlog", "00000000000000000000"), os.O_RDWR, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		at := damaged.WroteOffset + int64(damaged.WroteBytes)/2
-		var one [1]byte
-		if _, err := f.ReadAt(one[:], at); err != nil {
-			t.Fatal(err)
-		}
-		one[0] ^= 0xFF
-		if _, err := f.WriteAt(one[:], at); err != nil {
-			t.Fatal(err)
-		}
-		f.Close()
+		flipCommitLogByte(t, dir, damaged.WroteOffset+int64(damaged.WroteBytes)/2)
 		engine.MarkCrashedKeepingCommitLog(t, dir)
 		s, err = open(engine.Config{OnUndecidableDamage: engine.DamageSkip})
 		if err != nil {
@@ -167,4 +141,23 @@ func TestRecoveryReadAheadLargeRecords(t *testing.T) {
 			r.Release()
 		}
 	})
+}
+
+// flipCommitLogByte inverts the byte at offset at of the first CommitLog
+// file of the closed store in dir.
+func flipCommitLogByte(t *testing.T, dir string, at int64) {
+	t.Helper()
+	f, err := os.OpenFile(filepath.Join(dir, "commitlog", "00000000000000000000"), os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var one [1]byte
+	if _, err := f.ReadAt(one[:], at); err != nil {
+		t.Fatal(err)
+	}
+	one[0] ^= 0xFF
+	if _, err := f.WriteAt(one[:], at); err != nil {
+		t.Fatal(err)
+	}
 }
