@@ -153,9 +153,9 @@ func (s *Store) parseRegions(a *parseAhead, w int, checkCRC bool) {
 		}
 		batch.end = min(from+parseAheadRegion, mf.fileSize)
 		batch.reqs, batch.same, batch.stopped = batch.reqs[:0], batch.same[:0], false
-		method, began := readMapped, time.Now()
+		method, began := readMapped, time.Time{}
 		if rd != nil {
-			method = a.reads.next(r)
+			method, began = a.reads.next(r), time.Now()
 		}
 		s.readRegion(rd, method, mf, from, r, batch, checkCRC)
 		if rd != nil && !batch.stopped {
