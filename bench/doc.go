@@ -14,8 +14,11 @@
 //     engine's group commit actually achieved (counted by a wrapper FS),
 //     run in slices alternating with the workload's, so that both see the
 //     same disk when other processes share it;
-//   - catch-up read and recovery: sequential read(2) + CRC32 of the same
-//     CommitLog bytes.
+//   - catch-up read: a copy of the same CommitLog bytes out of a fresh
+//     mapping (the backlog is read after its flush, which drops the
+//     store's page-table entries of the pages it syncs);
+//   - recovery: CRC32 of the same bytes read through a fresh mapping, and
+//     read with pread.
 //
 // The NATS JetStream peer runs in the nested module bench/nats, which
 // prints []Result as JSON; MergePeer puts its figures beside ours. This
