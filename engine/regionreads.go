@@ -29,9 +29,9 @@ import (
 // and the second read with pread, so that both are measured; from then on
 // the epochs use the preferred method, which starts as the mapping and
 // changes when the other method's cost is lower by regionReadsSwitch, and
-// every regionReadsProbe-th epoch uses the other method, so that a change
-// of state is seen. A method's cost is the lower of its last two epochs'
-// time per byte.
+// an epoch now and then (regionReadsProbe) uses the other method, so that
+// a change of state is seen. A method's cost is the lower of its last two
+// epochs' time per byte.
 type regionReads struct {
 	mu        sync.Mutex
 	last      [2][2]float64 // by readMethod: ns per byte of its last two epochs, newest first
@@ -40,12 +40,17 @@ type regionReads struct {
 	method    readMethod    // its method
 	prev      readMethod    // the method of the epoch before it
 	preferred readMethod    // the method epochs use when they do not probe
+	probing   bool          // the current epoch uses the other method
+	probeGap  int           // epochs from one probe to the next
+	nextProbe int           // the epoch of the next probe
 	ns, bytes int64         // the time and bytes measured in it so far
 }
 
 // newRegionReads returns the choice for a file's parsers, before any
 // epoch.
-func newRegionReads() *regionReads { return &regionReads{epoch: -1} }
+func newRegionReads() *regionReads {
+	return &regionReads{epoch: -1, probeGap: regionReadsProbe, nextProbe: regionReadsProbe}
+}
 
 // readMethod is how a parser reads a region.
 type readMethod int
@@ -63,9 +68,14 @@ const (
 	// in two neighbouring ones.
 	regionReadsEpoch = 16
 	// regionReadsProbe is how often (in epochs) the parsers read with the
-	// method they do not prefer: one epoch in 8 costs at most an eighth
-	// of the difference.
-	regionReadsProbe = 8
+	// method they do not prefer, at first and after each change of
+	// preference: one epoch in 8 costs at most an eighth of the
+	// difference. Each probe that confirms the preference doubles the
+	// gap, up to regionReadsMaxProbe, so that a file where one method
+	// costs several times the other (a fresh mapping of old pages) pays
+	// the dear one less and less often.
+	regionReadsProbe    = 8
+	regionReadsMaxProbe = 32
 	// regionReadsSwitch is how much cheaper the other method must be
 	// for the parsers to change to it: a fifth, so that epochs slowed by
 	// the scheduler do not flip the choice back and forth.
@@ -103,7 +113,8 @@ func (c *regionReads) begin(e int) {
 		c.last[c.method] = [2]float64{x, c.last[c.method][0]}
 		c.measured[c.method]++
 	}
-	c.epoch, c.prev, c.ns, c.bytes = e, c.method, 0, 0
+	probed := c.probing
+	c.epoch, c.prev, c.ns, c.bytes, c.probing = e, c.method, 0, 0, false
 	switch other := 1 - c.preferred; {
 	case c.measured[readMapped] == 0:
 		c.method = readMapped
@@ -112,11 +123,15 @@ func (c *regionReads) begin(e int) {
 		c.method = readPread
 		return
 	case c.cost(other)*regionReadsSwitch < c.cost(c.preferred):
-		c.preferred = other
+		c.preferred, c.probeGap, c.nextProbe = other, regionReadsProbe, e+regionReadsProbe
+	case probed:
+		// The probe confirmed the choice: probe half as often.
+		c.probeGap = min(2*c.probeGap, regionReadsMaxProbe)
+		c.nextProbe = e - 1 + c.probeGap
 	}
 	c.method = c.preferred
-	if e%regionReadsProbe == 0 {
-		c.method = 1 - c.preferred
+	if e >= c.nextProbe {
+		c.method, c.probing = 1-c.preferred, true
 	}
 }
 
