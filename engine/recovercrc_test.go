@@ -18,15 +18,7 @@ func TestRecoveryFindsBodyDamageWithCRCAhead(t *testing.T) {
 	engine.ForEachRegionRead(t, func(t *testing.T) {
 		const n = 40_000 // ~12 MiB of records: the CRC helper runs
 		dir := t.TempDir()
-		open := func(cfg engine.Config) (*engine.Store, error) {
-			fs, err := mmap.New(dir)
-			if err != nil {
-				t.Fatal(err)
-			}
-			cfg.CommitLogFileSize, cfg.ConsumeQueueUnits = 16<<20, 1<<16
-			cfg = hooks.Manual(cfg)
-			return engine.Open(fs, cfg)
-		}
+		open := openManualMmap(t, dir, 16<<20, 1<<16)
 		s, err := open(engine.Config{})
 		if err != nil {
 			t.Fatal(err)
@@ -74,14 +66,7 @@ func TestRecoveryFindsBodyDamageWithCRCAhead(t *testing.T) {
 func TestRecoveryReadAheadLargeRecords(t *testing.T) {
 	engine.ForEachRegionRead(t, func(t *testing.T) {
 		dir := t.TempDir()
-		open := func(cfg engine.Config) (*engine.Store, error) {
-			fs, err := mmap.New(dir)
-			if err != nil {
-				t.Fatal(err)
-			}
-			cfg.CommitLogFileSize, cfg.ConsumeQueueUnits = 32<<20, 1<<10
-			return engine.Open(fs, hooks.Manual(cfg))
-		}
+		open := openManualMmap(t, dir, 32<<20, 1<<10)
 		s, err := open(engine.Config{})
 		if err != nil {
 			t.Fatal(err)
@@ -159,5 +144,19 @@ func flipCommitLogByte(t *testing.T, dir string, at int64) {
 	one[0] ^= 0xFF
 	if _, err := f.WriteAt(one[:], at); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// openManualMmap returns a function that opens the store in dir on the mmap
+// backend with cfg, CommitLog files of fileSize bytes, ConsumeQueue files
+// of units units and the background services off (hooks.Manual).
+func openManualMmap(t *testing.T, dir string, fileSize, units int64) func(engine.Config) (*engine.Store, error) {
+	return func(cfg engine.Config) (*engine.Store, error) {
+		fs, err := mmap.New(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.CommitLogFileSize, cfg.ConsumeQueueUnits = fileSize, units
+		return engine.Open(fs, hooks.Manual(cfg))
 	}
 }
