@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"reflect"
 	"sync"
 	"testing"
 	"time"
@@ -369,5 +370,42 @@ func TestWakeStress(t *testing.T) {
 	close(errs)
 	for err := range errs {
 		t.Fatal(err)
+	}
+}
+
+// ParseInto writes every field of the Request it is given, so that a
+// caller reusing one (recovery's batches) never keeps a previous record's
+// keys or tags. Every field of the reused Request starts non-zero (found
+// by reflection, so a field added later is covered), and the result must
+// equal a parse into a zero Request.
+func TestParseIntoOverwritesEveryField(t *testing.T) {
+	p := &Parser{}
+	for _, m := range []*record.Message{
+		{Topic: "t"}, // no properties: tags, keys and uniq key must be cleared
+		{Topic: "orders", QueueID: 2, Body: []byte("x"), Properties: map[string]string{"TAGS": "A", "KEYS": "k", "UNIQ_KEY": "U"}},
+	} {
+		b := rec(t, m, 64, 5, 7)
+		var want Request
+		if _, _, err := p.ParseInto(&want, b, 64, true); err != nil {
+			t.Fatal(err)
+		}
+		var dirty Request
+		v := reflect.ValueOf(&dirty).Elem()
+		for i := range v.NumField() {
+			switch f := v.Field(i); f.Kind() {
+			case reflect.Slice:
+				f.Set(reflect.ValueOf([]byte("stale")))
+			case reflect.Int32, reflect.Int64:
+				f.SetInt(-99)
+			default:
+				t.Fatalf("field %s of kind %s: extend this test", v.Type().Field(i).Name, f.Kind())
+			}
+		}
+		if _, _, err := p.ParseInto(&dirty, b, 64, true); err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(dirty, want) {
+			t.Fatalf("reused request %+v, want %+v", dirty, want)
+		}
 	}
 }

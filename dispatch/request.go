@@ -71,17 +71,20 @@ func (p *Parser) ParseInto(req *Request, buf []byte, pos int64, checkCRC bool) (
 		*req = Request{}
 		return info.Size, err == nil, err
 	}
-	*req = Request{
-		Topic:                     info.Topic,
-		QueueID:                   info.QueueID,
-		CommitLogOffset:           info.PhysicalOffset,
-		MsgSize:                   info.Size,
-		StoreTimestamp:            info.StoreTimestamp,
-		ConsumeQueueOffset:        info.QueueOffset,
-		SysFlag:                   info.SysFlag,
-		PreparedTransactionOffset: info.PreparedTransactionOffset,
-		Properties:                info.Properties,
-	}
+	// Field by field: a composite literal is built on the stack and
+	// copied, which stalled on store forwarding (recovery parses every
+	// record of the CommitLog).
+	req.Topic = info.Topic
+	req.QueueID = info.QueueID
+	req.CommitLogOffset = info.PhysicalOffset
+	req.MsgSize = info.Size
+	req.TagsCode = 0
+	req.StoreTimestamp = info.StoreTimestamp
+	req.ConsumeQueueOffset = info.QueueOffset
+	req.SysFlag = info.SysFlag
+	req.PreparedTransactionOffset = info.PreparedTransactionOffset
+	req.Keys, req.UniqKey = nil, nil
+	req.Properties = info.Properties
 	tags, delay := dispatchProperties(req, info.Properties)
 	if len(tags) > 0 {
 		// The []byte variant: string(tags) would allocate per record.
@@ -104,7 +107,10 @@ const (
 // properties b and returns the TAGS and DELAY values, the only properties
 // dispatch reads. It walks b as record.ForEachProperty does (the same
 // pairs are valid, a later duplicate wins) in one pass without a call per
-// property: recovery parses every record of the CommitLog.
+// property: recovery parses every record of the CommitLog. A name holds
+// no NAME_VALUE_SEPARATOR, so an item is one of the four exactly when it
+// starts with that name and the separator; other items are skipped without
+// looking for their separator.
 func dispatchProperties(req *Request, b []byte) (tags, delay []byte) {
 	for len(b) > 0 {
 		end := bytes.IndexByte(b, propertySeparator)
@@ -113,23 +119,39 @@ func dispatchProperties(req *Request, b []byte) (tags, delay []byte) {
 		}
 		item := b[:end]
 		b = b[min(end+1, len(b)):]
-		kv := bytes.IndexByte(item, nameValueSeparator)
-		if kv <= 0 || kv >= len(item)-1 {
-			continue // also an item shorter than 3 bytes
+		if len(item) < 3 {
+			continue
 		}
-		v := item[kv+1:]
-		switch string(item[:kv]) {
-		case record.PropertyTags:
-			tags = v
-		case record.PropertyKeys:
-			req.Keys = v
-		case record.PropertyUniqClientMsgID:
-			req.UniqKey = v
-		case record.PropertyDelayTimeLevel:
-			delay = v
+		switch item[0] {
+		case 'T':
+			if v, ok := propertyValue(item, record.PropertyTags); ok {
+				tags = v
+			}
+		case 'K':
+			if v, ok := propertyValue(item, record.PropertyKeys); ok {
+				req.Keys = v
+			}
+		case 'U':
+			if v, ok := propertyValue(item, record.PropertyUniqClientMsgID); ok {
+				req.UniqKey = v
+			}
+		case 'D':
+			if v, ok := propertyValue(item, record.PropertyDelayTimeLevel); ok {
+				delay = v
+			}
 		}
 	}
 	return tags, delay
+}
+
+// propertyValue returns the value of item when item is name, the
+// NAME_VALUE_SEPARATOR and a value that is not empty.
+func propertyValue(item []byte, name string) ([]byte, bool) {
+	n := len(name)
+	if len(item) <= n+1 || item[n] != nameValueSeparator || string(item[:n]) != name {
+		return nil, false
+	}
+	return item[n+1:], true
 }
 
 // deliverTime is RocketMQ's computeDeliverTimestamp: the store time plus

@@ -118,8 +118,10 @@ func CheckInto(r *Info, buf []byte, pos int64, c Checks) error {
 	return nil
 }
 
-// decodeFields reads the fields of rec, which holds exactly TOTALSIZE bytes.
+// decodeFields reads the fields of rec, which holds exactly TOTALSIZE bytes
+// (at least FixedOverhead: CheckInto checks).
 func (r *Info) decodeFields(rec []byte) error {
+	_ = rec[offBornHost] // one bounds check for the fixed fields (CheckInto: len >= FixedOverhead)
 	r.BodyCRC = int32(be.Uint32(rec[offBodyCRC:]))
 	r.QueueID = int32(be.Uint32(rec[offQueueID:]))
 	r.Flag = int32(be.Uint32(rec[offFlag:]))
@@ -127,17 +129,21 @@ func (r *Info) decodeFields(rec []byte) error {
 	r.PhysicalOffset = int64(be.Uint64(rec[offPhysicalOffset:]))
 	r.SysFlag = int32(be.Uint32(rec[offSysFlag:]))
 	r.BornTimestamp = int64(be.Uint64(rec[offBornTimestamp:]))
-	l := layoutFor(r.SysFlag)
+	// The layout's offsets as locals, not a layout value: recovery decodes
+	// every record, and the compiler spilled and copied the struct (a
+	// store-forwarding stall, a fifth of this function's time).
+	storeTs := offBornHost + hostLen(r.SysFlag&FlagBornHostV6 != 0)
+	reconsume := storeTs + 8 + hostLen(r.SysFlag&FlagStoreHostV6 != 0)
+	p := reconsume + 4 + 8 // BODYLEN
 	// With IPv6 hosts the fixed part is longer than FixedOverhead.
-	if l.bodyLen+4+1+2 > len(rec) {
+	if p+4+1+2 > len(rec) {
 		return fmt.Errorf("%w: total size %d too small for sysflag %#x", ErrCorrupt, len(rec), r.SysFlag)
 	}
-	r.BornHost = rec[offBornHost:l.storeTimestamp]
-	r.StoreTimestamp = int64(be.Uint64(rec[l.storeTimestamp:]))
-	r.StoreHost = rec[l.storeHost:l.reconsumeTimes]
-	r.ReconsumeTimes = int32(be.Uint32(rec[l.reconsumeTimes:]))
-	r.PreparedTransactionOffset = int64(be.Uint64(rec[l.preparedTxOffset:]))
-	p := l.bodyLen
+	r.BornHost = rec[offBornHost:storeTs]
+	r.StoreTimestamp = int64(be.Uint64(rec[storeTs:]))
+	r.StoreHost = rec[storeTs+8 : reconsume]
+	r.ReconsumeTimes = int32(be.Uint32(rec[reconsume:]))
+	r.PreparedTransactionOffset = int64(be.Uint64(rec[reconsume+4:]))
 	bodyLen := int(int32(be.Uint32(rec[p:])))
 	p += 4
 	if bodyLen < 0 || bodyLen > len(rec)-p-3 {
@@ -196,7 +202,12 @@ func (r *Info) checkTornSectors(rec []byte, pos int64) error {
 	for s := pos - pos%SectorSize; s < pos+n; s += SectorSize {
 		lo, hi := max(s, pos)-pos, min(s+SectorSize, pos+n)-pos
 		if lo < bodyEnd && hi > bodyStart {
-			continue // holds body bytes: the CRC covers it
+			// This sector and the next ones up to the one holding the
+			// body's last byte hold body bytes: the CRC covers them.
+			if last := pos + bodyEnd - 1; last > s {
+				s = last - last%SectorSize
+			}
+			continue
 		}
 		if !allZero(rec[lo:hi]) {
 			continue
