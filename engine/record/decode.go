@@ -129,8 +129,8 @@ func (r *Info) decodeFields(rec []byte) error {
 	r.PhysicalOffset = int64(be.Uint64(rec[offPhysicalOffset:]))
 	r.SysFlag = int32(be.Uint32(rec[offSysFlag:]))
 	r.BornTimestamp = int64(be.Uint64(rec[offBornTimestamp:]))
-	// The layout's offsets as locals, not a layout value: recovery decodes
-	// every record, and the compiler spilled and copied the struct (a
+	// The offsets after the hosts as locals: recovery decodes every
+	// record, and a struct of them was spilled and copied (a
 	// store-forwarding stall, a fifth of this function's time).
 	storeTs := offBornHost + hostLen(r.SysFlag&FlagBornHostV6 != 0)
 	reconsume := storeTs + 8 + hostLen(r.SysFlag&FlagStoreHostV6 != 0)
@@ -299,12 +299,12 @@ func VerifyBodyCRC(rec []byte) error {
 	if len(rec) < FixedOverhead {
 		return fmt.Errorf("%w: %d bytes is not a checked record", ErrCorrupt, len(rec))
 	}
-	l := layoutFor(int32(be.Uint32(rec[offSysFlag:])))
-	if l.bodyLen+4 > len(rec) {
+	p := bodyLenOffset(int32(be.Uint32(rec[offSysFlag:])))
+	if p+4 > len(rec) {
 		return fmt.Errorf("%w: %d bytes is not a checked record", ErrCorrupt, len(rec))
 	}
-	bodyLen := int(int32(be.Uint32(rec[l.bodyLen:])))
-	p := l.bodyLen + 4
+	bodyLen := int(int32(be.Uint32(rec[p:])))
+	p += 4
 	if bodyLen < 0 || bodyLen > len(rec)-p {
 		return fmt.Errorf("%w: body length %d does not fit in a record of %d bytes", ErrCorrupt, bodyLen, len(rec))
 	}

@@ -132,19 +132,10 @@ func BodyCRC(body []byte) int32 {
 	return int32(crc32.ChecksumIEEE(body) & 0x7FFFFFFF)
 }
 
-// layout holds the offsets that follow the variable-width host fields.
-type layout struct {
-	storeTimestamp, storeHost, reconsumeTimes, preparedTxOffset, bodyLen int
-}
-
-func layoutFor(sysFlag int32) layout {
-	var l layout
-	l.storeTimestamp = offBornHost + hostLen(sysFlag&FlagBornHostV6 != 0)
-	l.storeHost = l.storeTimestamp + 8
-	l.reconsumeTimes = l.storeHost + hostLen(sysFlag&FlagStoreHostV6 != 0)
-	l.preparedTxOffset = l.reconsumeTimes + 4
-	l.bodyLen = l.preparedTxOffset + 8
-	return l
+// bodyLenOffset returns the offset of BODYLEN in a record with sysFlag:
+// the host fields before it are 8 bytes (IPv4) or 20 (IPv6) each.
+func bodyLenOffset(sysFlag int32) int {
+	return offBornHost + hostLen(sysFlag&FlagBornHostV6 != 0) + 8 + hostLen(sysFlag&FlagStoreHostV6 != 0) + 4 + 8
 }
 
 // PutBlank writes a BLANK record of length n (n >= BlankLength) header into
