@@ -52,11 +52,6 @@ type allocator struct {
 		window int64
 		at     time.Time
 		atOff  int64
-		// fast says the writer writes hugeWindow or more in
-		// prefaultLead (and has not slowed to the least window
-		// since): the next file it takes gets huge pages at its
-		// start (firstWindowHuge).
-		fast bool
 	}
 }
 
@@ -80,28 +75,6 @@ const (
 	maxPrefaultWindow = 64 << 20
 	prefaultStep      = 1 << 20
 	prefaultLead      = 50 * time.Millisecond
-)
-
-// A file's first window (prefaultWindow) is populated in huge pages
-// (adviseHugePages) when the file is prepared for a fast writer, one that
-// writes hugeWindow or more in prefaultLead (320 MB/s; it stays fast until
-// its window is back at the least), or as an empty store's first file,
-// whose writer is not known yet. Populating the first window of a fresh
-// mapping page by page is what a file's start costs on this project's PVM
-// guest (a shadow page-table fill per page, 15 µs each there against
-// 0.5 µs later in the file; 30 ms for 8 MiB): 4 KiB puts from one
-// goroutine took 1.7-2.3 µs in a run of 65 k from a fresh store, and
-// 0.71-1.04 µs with huge pages (BENCHMARKS.md, "Huge pages at a file's
-// start"). Only there, and only for such writers: a folio mapped writable
-// is dirtied whole, so each flush writes the whole 2 MiB folio holding the
-// write position back, which a slow writer pays at every flush while it
-// crosses it (100 1 KiB puts a second into huge pages throughout wrote
-// 38x their bytes).
-const (
-	hugeWindow = 16 << 20
-	// hugePageSize is the size of a huge page (x86-64, and arm64 with
-	// 4 KiB pages): the unit advised ranges are rounded out to.
-	hugePageSize = 2 << 20
 )
 
 // aheadWindow returns the window for a writer that took elapsed to write
@@ -133,7 +106,7 @@ func newAllocator(q *mappedFileQueue) *allocator { return &allocator{q: q, from:
 func (a *allocator) prepareNext(mf *mappedFile) {
 	next := mf.fileFromOffset + mf.fileSize
 	if mf.fileSize < 4*prefaultStep {
-		a.prepare(next, a.writerFast())
+		a.prepare(next)
 		return
 	}
 	a.mu.Lock()
@@ -156,7 +129,7 @@ func (a *allocator) prefaultAhead(mf *mappedFile, pos int64) {
 	next := a.nextFrom
 	a.mu.Unlock()
 	if due {
-		a.prepare(next, a.writerFast())
+		a.prepare(next)
 	}
 	if !mf.canPrefaultAhead() {
 		return
@@ -200,12 +173,6 @@ func (a *allocator) sizeWindow(off int64) {
 		a.ahead.window = aheadWindow(d, a.ahead.window)
 	}
 	a.ahead.at, a.ahead.atOff = now, off
-	switch {
-	case a.ahead.window >= hugeWindow:
-		a.ahead.fast = true
-	case a.ahead.window <= prefaultWindow:
-		a.ahead.fast = false
-	}
 }
 
 // prefaultLoop populates the requested window step by step until stop.
@@ -267,16 +234,8 @@ func (mf *mappedFile) prefaultAhead(off, n int64) error {
 	return nil
 }
 
-// writerFast reports whether the writer is fast (hugeWindow).
-func (a *allocator) writerFast() bool {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.ahead.fast
-}
-
-// prepare starts creating the file at from unless it is already under way;
-// with firstHuge its first window is populated in huge pages.
-func (a *allocator) prepare(from int64, firstHuge bool) {
+// prepare starts creating the file at from unless it is already under way.
+func (a *allocator) prepare(from int64) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.pending && a.nextFrom <= from {
@@ -307,9 +266,6 @@ func (a *allocator) prepare(from int64, firstHuge bool) {
 		// first are simply faulted by the writer. stop waits for this, so
 		// the segment is never unmapped under it.
 		if err == nil && !superseded {
-			if firstHuge && mf.pw == nil {
-				adviseHugePages(mf.seg, 0, prefaultWindow)
-			}
 			_ = mf.prefaultAhead(0, prefaultWindow)
 		}
 	}()
@@ -322,7 +278,7 @@ func (a *allocator) prepare(from int64, firstHuge bool) {
 // pages while every other put waits on the CommitLog's lock (35 ms at the
 // start of a bench --server run on this project's VM; see BENCHMARKS.md,
 // fifth session). A store closed before any put removes it again (stop).
-func (a *allocator) prepareFirst() { a.prepare(0, true) }
+func (a *allocator) prepareFirst() { a.prepare(0) }
 
 // take returns the prepared file at from, waiting for it if it is still
 // being made, or nil when none was prepared there (or preparing failed:

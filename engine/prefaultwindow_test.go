@@ -57,31 +57,3 @@ func TestPrefaultWindowFollowsRate(t *testing.T) {
 		t.Fatalf("slow writer: window %d MiB, want %d MiB", a.ahead.window>>20, prefaultWindow>>20)
 	}
 }
-
-// TestWriterFast checks the rate at which the next file's first window
-// gets huge pages: from a window of hugeWindow on, until the window is back
-// at the least one.
-func TestWriterFast(t *testing.T) {
-	a := newAllocator(nil)
-	a.sizeWindow(0)
-	if a.writerFast() {
-		t.Fatal("fast before any rate was measured")
-	}
-	a.ahead.at = time.Now().Add(-100 * time.Microsecond) // 10 GB/s
-	a.sizeWindow(prefaultStep)
-	if !a.writerFast() {
-		t.Fatalf("not fast at window %d MiB", a.ahead.window>>20)
-	}
-	// A slower writer: the window shrinks a step a report; the writer
-	// counts as fast until it is back at the least window.
-	for i := int64(2); a.ahead.window > prefaultWindow; i++ {
-		if !a.writerFast() {
-			t.Fatalf("not fast at window %d MiB", a.ahead.window>>20)
-		}
-		a.ahead.at = time.Now().Add(-time.Second)
-		a.sizeWindow(i * prefaultStep)
-	}
-	if a.writerFast() {
-		t.Fatal("fast at the least window")
-	}
-}

@@ -305,7 +305,7 @@ func (s *Store) start() {
 	q.alloc = newAllocator(q)
 	if last := q.lastFile(); last != nil {
 		q.alloc.prefaultAhead(last, last.wrote.Load())
-		q.alloc.prepare(last.fileFromOffset+q.fileSize, false) // the writer's rate is not known yet
+		q.alloc.prepare(last.fileFromOffset + q.fileSize)
 	} else {
 		// An empty CommitLog's first file too, so that the first put does
 		// not create it (and sync its directories) under the put lock.

@@ -41,7 +41,6 @@ var (
 	_ backend.WritePrefaulter = (*segment)(nil)
 	_ backend.ReadPrefaulter  = (*segment)(nil)
 	_ backend.FileReader      = (*segment)(nil)
-	_ RangeAdviser            = (*segment)(nil)
 )
 
 // Adviser is implemented by the segments of this package. Callers holding a
@@ -51,15 +50,6 @@ type Adviser interface {
 	// unix.MADV_WILLNEED before reading a segment through or
 	// unix.MADV_SEQUENTIAL for one about to be scanned.
 	Advise(advice int) error
-}
-
-// RangeAdviser is implemented by the segments of this package: a
-// madvise(2) hint for part of a segment.
-type RangeAdviser interface {
-	// AdviseRange passes a madvise(2) hint for the pages of [off, off+n),
-	// clipped to the segment and rounded out to whole pages, such as
-	// unix.MADV_HUGEPAGE for a range about to be written.
-	AdviseRange(off, n int64, advice int) error
 }
 
 // pageSize is the granularity of msync and of the mapping.
@@ -267,23 +257,6 @@ func (s *segment) Advise(advice int) error {
 	}
 	if err := unix.Madvise(s.data, advice); err != nil {
 		return fmt.Errorf("mmap: advise %s (%d): %w", s.path, advice, err)
-	}
-	return nil
-}
-
-// AdviseRange passes a madvise(2) hint for the pages of [off, off+n),
-// clipped to the segment and rounded out to whole pages.
-func (s *segment) AdviseRange(off, n int64, advice int) error {
-	if s.closed.Load() {
-		return s.errClosed("advise")
-	}
-	start := max(off, 0) &^ (pageSize - 1)
-	end := min(off+n, s.size)
-	if s.data == nil || n <= 0 || start >= end {
-		return nil
-	}
-	if err := unix.Madvise(s.data[start:end], advice); err != nil {
-		return fmt.Errorf("mmap: advise %s [%d,%d) (%d): %w", s.path, start, end, advice, err)
 	}
 	return nil
 }

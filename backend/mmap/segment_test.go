@@ -161,21 +161,11 @@ func TestAdvise(t *testing.T) {
 	if err := mustCreate(t, fsys, "empty", 0).(Adviser).Advise(unix.MADV_WILLNEED); err != nil {
 		t.Errorf("Advise on an empty segment: %v", err)
 	}
-	// A range is clipped to the segment and rounded out to pages.
-	ra := seg.(RangeAdviser)
-	for _, r := range [][2]int64{{100, 10}, {-4096, 8192}, {1<<20 - 1, 1 << 30}, {2 << 20, 1}, {0, 0}} {
-		if err := ra.AdviseRange(r[0], r[1], unix.MADV_WILLNEED); err != nil {
-			t.Errorf("AdviseRange(%d, %d): %v", r[0], r[1], err)
-		}
-	}
 	if err := seg.Close(); err != nil {
 		t.Fatal(err)
 	}
 	if err := adv.Advise(unix.MADV_WILLNEED); !errors.Is(err, backend.ErrClosed) {
 		t.Errorf("Advise after Close: err = %v, want ErrClosed", err)
-	}
-	if err := ra.AdviseRange(0, 4096, unix.MADV_WILLNEED); !errors.Is(err, backend.ErrClosed) {
-		t.Errorf("AdviseRange after Close: err = %v, want ErrClosed", err)
 	}
 }
 
