@@ -129,12 +129,7 @@ func (r *Info) decodeFields(rec []byte) error {
 	r.PhysicalOffset = int64(be.Uint64(rec[offPhysicalOffset:]))
 	r.SysFlag = int32(be.Uint32(rec[offSysFlag:]))
 	r.BornTimestamp = int64(be.Uint64(rec[offBornTimestamp:]))
-	// The offsets after the hosts as locals: recovery decodes every
-	// record, and a struct of them was spilled and copied (a
-	// store-forwarding stall, a fifth of this function's time).
-	storeTs := offBornHost + hostLen(r.SysFlag&FlagBornHostV6 != 0)
-	reconsume := storeTs + 8 + hostLen(r.SysFlag&FlagStoreHostV6 != 0)
-	p := reconsume + 4 + 8 // BODYLEN
+	storeTs, reconsume, p := hostOffsets(r.SysFlag)
 	// With IPv6 hosts the fixed part is longer than FixedOverhead.
 	if p+4+1+2 > len(rec) {
 		return fmt.Errorf("%w: total size %d too small for sysflag %#x", ErrCorrupt, len(rec), r.SysFlag)
@@ -299,7 +294,7 @@ func VerifyBodyCRC(rec []byte) error {
 	if len(rec) < FixedOverhead {
 		return fmt.Errorf("%w: %d bytes is not a checked record", ErrCorrupt, len(rec))
 	}
-	p := bodyLenOffset(int32(be.Uint32(rec[offSysFlag:])))
+	_, _, p := hostOffsets(int32(be.Uint32(rec[offSysFlag:])))
 	if p+4 > len(rec) {
 		return fmt.Errorf("%w: %d bytes is not a checked record", ErrCorrupt, len(rec))
 	}

@@ -132,10 +132,15 @@ func BodyCRC(body []byte) int32 {
 	return int32(crc32.ChecksumIEEE(body) & 0x7FFFFFFF)
 }
 
-// bodyLenOffset returns the offset of BODYLEN in a record with sysFlag:
-// the host fields before it are 8 bytes (IPv4) or 20 (IPv6) each.
-func bodyLenOffset(sysFlag int32) int {
-	return offBornHost + hostLen(sysFlag&FlagBornHostV6 != 0) + 8 + hostLen(sysFlag&FlagStoreHostV6 != 0) + 4 + 8
+// hostOffsets returns the offsets of STORETIMESTAMP, RECONSUMETIMES and
+// BODYLEN in a record with sysFlag: the host fields before them are 8
+// bytes (IPv4) or 20 (IPv6) each. Plain values, not a struct: recovery
+// decodes every record, and a struct of them was spilled and copied (a
+// store-forwarding stall, a fifth of decodeFields' time).
+func hostOffsets(sysFlag int32) (storeTimestamp, reconsumeTimes, bodyLen int) {
+	storeTimestamp = offBornHost + hostLen(sysFlag&FlagBornHostV6 != 0)
+	reconsumeTimes = storeTimestamp + 8 + hostLen(sysFlag&FlagStoreHostV6 != 0)
+	return storeTimestamp, reconsumeTimes, reconsumeTimes + 4 + 8
 }
 
 // PutBlank writes a BLANK record of length n (n >= BlankLength) header into
