@@ -5,7 +5,7 @@ import (
 
 	"github.com/rocketstore/rocketstore/dispatch"
 	"github.com/rocketstore/rocketstore/engine"
-	"github.com/rocketstore/rocketstore/engine/record"
+	"github.com/rocketstore/rocketstore/record"
 )
 
 // Message is what a producer hands to the store. The store fills in the

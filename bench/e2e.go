@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/rocketstore/rocketstore/engine"
-	"github.com/rocketstore/rocketstore/engine/record"
+	"github.com/rocketstore/rocketstore/record"
 )
 
 // consumer pulls queue 0 of a bench store with GetMessage, 32 messages at

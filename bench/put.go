@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/rocketstore/rocketstore/engine"
-	"github.com/rocketstore/rocketstore/engine/record"
+	"github.com/rocketstore/rocketstore/record"
 )
 
 // Topic is the topic every workload writes.

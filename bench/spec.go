@@ -3,7 +3,7 @@ package bench
 import (
 	"time"
 
-	"github.com/rocketstore/rocketstore/engine/record"
+	"github.com/rocketstore/rocketstore/record"
 )
 
 // Spec sizes a run. DefaultSpec gives the default and --quick sizes; the

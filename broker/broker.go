@@ -17,7 +17,7 @@ import (
 	"github.com/rocketstore/rocketstore/broker/transaction"
 	"github.com/rocketstore/rocketstore/dispatch"
 	"github.com/rocketstore/rocketstore/engine"
-	"github.com/rocketstore/rocketstore/index"
+	"github.com/rocketstore/rocketstore/broker/index"
 	"github.com/rocketstore/rocketstore/internal/hooks"
 )
 

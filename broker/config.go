@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/rocketstore/rocketstore/engine"
-	"github.com/rocketstore/rocketstore/index"
+	"github.com/rocketstore/rocketstore/broker/index"
 	"github.com/rocketstore/rocketstore/internal/defaults"
 )
 

@@ -15,7 +15,7 @@ import (
 	"github.com/rocketstore/rocketstore/internal/fixture"
 )
 
-// fixtureFS loads shared/testdata/rocketmq-4x/broker-config (written by a
+// fixtureFS loads testdata/rocketmq-4x/broker-config (written by a
 // real RocketMQ broker) into a memfs, optionally replacing files.
 func fixtureFS(t *testing.T, replace map[string][]byte) *memfs.FS {
 	t.Helper()

@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 
 	"github.com/rocketstore/rocketstore/broker/config"
-	"github.com/rocketstore/rocketstore/engine/record"
+	"github.com/rocketstore/rocketstore/record"
 )
 
 // OffsetMovedEvent is the body of the message a master publishes to

@@ -4,7 +4,7 @@ import (
 	"errors"
 
 	"github.com/rocketstore/rocketstore/engine"
-	"github.com/rocketstore/rocketstore/engine/record"
+	"github.com/rocketstore/rocketstore/record"
 )
 
 // ErrIndexDisabled reports a query on a broker without the index.

@@ -4,7 +4,7 @@ import (
 	"context"
 	"math/rand/v2"
 
-	"github.com/rocketstore/rocketstore/engine/record"
+	"github.com/rocketstore/rocketstore/record"
 )
 
 // CheckReply runs SEND_REPLY_MESSAGE's checks (msgCheck: permissions,

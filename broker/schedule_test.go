@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/rocketstore/rocketstore/backend/memfs"
-	"github.com/rocketstore/rocketstore/engine/record"
+	"github.com/rocketstore/rocketstore/record"
 )
 
 // TestDelayedDeliveryAcrossRestart stores delayed messages, restarts the

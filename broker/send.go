@@ -13,7 +13,7 @@ import (
 
 	"github.com/rocketstore/rocketstore/broker/config"
 	"github.com/rocketstore/rocketstore/engine"
-	"github.com/rocketstore/rocketstore/engine/record"
+	"github.com/rocketstore/rocketstore/record"
 )
 
 // Response codes of SendMessageProcessor that pulls never return.

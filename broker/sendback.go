@@ -7,7 +7,7 @@ import (
 	"strconv"
 
 	"github.com/rocketstore/rocketstore/broker/config"
-	"github.com/rocketstore/rocketstore/engine/record"
+	"github.com/rocketstore/rocketstore/record"
 )
 
 // SendMsgBackRequest is ConsumerSendMsgBackRequestHeader.

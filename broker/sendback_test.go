@@ -9,7 +9,7 @@ import (
 	"github.com/rocketstore/rocketstore/broker"
 	"github.com/rocketstore/rocketstore/broker/config"
 	"github.com/rocketstore/rocketstore/engine"
-	"github.com/rocketstore/rocketstore/engine/record"
+	"github.com/rocketstore/rocketstore/record"
 )
 
 // waitMessage waits until topic/qid holds a message at off and returns it.

@@ -8,7 +8,7 @@ import (
 
 	"github.com/rocketstore/rocketstore/backend/memfs"
 	"github.com/rocketstore/rocketstore/broker"
-	"github.com/rocketstore/rocketstore/engine/record"
+	"github.com/rocketstore/rocketstore/record"
 )
 
 // TestSendKeepsClientProperties: a plain send stores the property string

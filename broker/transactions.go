@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/rocketstore/rocketstore/broker/transaction"
-	"github.com/rocketstore/rocketstore/engine/record"
+	"github.com/rocketstore/rocketstore/record"
 	"github.com/rocketstore/rocketstore/internal/hooks"
 )
 

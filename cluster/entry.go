@@ -9,7 +9,7 @@ import (
 
 	"github.com/rocketstore/rocketstore/broker/config"
 	"github.com/rocketstore/rocketstore/engine"
-	"github.com/rocketstore/rocketstore/engine/record"
+	"github.com/rocketstore/rocketstore/record"
 )
 
 // Entry layout (the Data of a raft.LogCommand; integers big-endian):

@@ -17,7 +17,7 @@ import (
 
 	"github.com/rocketstore/rocketstore/broker"
 	"github.com/rocketstore/rocketstore/engine"
-	"github.com/rocketstore/rocketstore/engine/record"
+	"github.com/rocketstore/rocketstore/record"
 )
 
 // ErrDiverged reports a replica whose CommitLog or store disagrees with

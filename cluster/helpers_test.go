@@ -21,7 +21,7 @@ import (
 	"github.com/rocketstore/rocketstore/broker"
 	"github.com/rocketstore/rocketstore/cluster"
 	"github.com/rocketstore/rocketstore/engine"
-	"github.com/rocketstore/rocketstore/index"
+	"github.com/rocketstore/rocketstore/broker/index"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

@@ -12,7 +12,7 @@ import (
 
 	"github.com/rocketstore/rocketstore/backend"
 	"github.com/rocketstore/rocketstore/backend/mmap"
-	"github.com/rocketstore/rocketstore/engine/record"
+	"github.com/rocketstore/rocketstore/record"
 )
 
 // Offline repair: a stopped replica's store repaired from a healthy one.

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/rocketstore/rocketstore/cluster"
-	"github.com/rocketstore/rocketstore/engine/record"
+	"github.com/rocketstore/rocketstore/record"
 )
 
 // copyDir copies a stopped replica's store directory.

@@ -14,7 +14,7 @@ import (
 	"github.com/rocketstore/rocketstore/cluster"
 	"github.com/rocketstore/rocketstore/crashsim"
 	"github.com/rocketstore/rocketstore/engine"
-	"github.com/rocketstore/rocketstore/engine/record"
+	"github.com/rocketstore/rocketstore/record"
 )
 
 // TestPowerCutKeepsAcknowledgedSends cuts the power of the whole group

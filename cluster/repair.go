@@ -11,7 +11,7 @@ import (
 	"net"
 	"time"
 
-	"github.com/rocketstore/rocketstore/engine/record"
+	"github.com/rocketstore/rocketstore/record"
 )
 
 // Repair protocol, on the Raft port (TCPTransport):

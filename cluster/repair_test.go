@@ -11,7 +11,7 @@ import (
 
 	"github.com/rocketstore/rocketstore/cluster"
 	"github.com/rocketstore/rocketstore/engine"
-	"github.com/rocketstore/rocketstore/engine/record"
+	"github.com/rocketstore/rocketstore/record"
 )
 
 // TestRepairFromReplica flips bits in a follower's CommitLog file (a body

@@ -12,7 +12,7 @@ import (
 	"strconv"
 
 	"github.com/rocketstore/rocketstore/engine"
-	"github.com/rocketstore/rocketstore/engine/record"
+	"github.com/rocketstore/rocketstore/record"
 )
 
 // Snapshot stream (what InstallSnapshot carries, and what a snapshot

@@ -11,7 +11,7 @@ import (
 	"github.com/rocketstore/rocketstore/broker"
 	"github.com/rocketstore/rocketstore/broker/transaction"
 	"github.com/rocketstore/rocketstore/cluster"
-	"github.com/rocketstore/rocketstore/engine/record"
+	"github.com/rocketstore/rocketstore/record"
 )
 
 // prepare sends a half message through the leader and returns its

@@ -20,7 +20,7 @@ import (
 	"github.com/rocketstore/rocketstore/admin"
 	"github.com/rocketstore/rocketstore/console"
 	"github.com/rocketstore/rocketstore/console/internal/consoletest"
-	"github.com/rocketstore/rocketstore/engine/record"
+	"github.com/rocketstore/rocketstore/record"
 	"github.com/rocketstore/rocketstore/server"
 )
 

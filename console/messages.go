@@ -12,7 +12,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/rocketstore/rocketstore/admin"
-	"github.com/rocketstore/rocketstore/engine/record"
+	"github.com/rocketstore/rocketstore/record"
 )
 
 // Message is a message as the pages show it.

@@ -5,7 +5,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/rocketstore/rocketstore/engine/record"
+	"github.com/rocketstore/rocketstore/record"
 )
 
 // ScheduleTopic is the topic of delayed messages, whose ConsumeQueue

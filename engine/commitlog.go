@@ -7,7 +7,7 @@ import (
 	"sync"
 
 	"github.com/rocketstore/rocketstore/backend"
-	"github.com/rocketstore/rocketstore/engine/record"
+	"github.com/rocketstore/rocketstore/record"
 )
 
 // ScheduleTopic is the topic that holds delayed messages until they are due

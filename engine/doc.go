@@ -4,7 +4,7 @@
 //
 // # Data flow
 //
-// Store.Put encodes a record (engine/record) into the last CommitLog file
+// Store.Put encodes a record (package record) into the last CommitLog file
 // under one lock that assigns its queue offset; the write position is
 // published after the bytes are in place. The reput service (package
 // dispatch) reads what is published — with SyncFlush, only what is synced —

@@ -3,7 +3,7 @@ package engine
 import (
 	"errors"
 
-	"github.com/rocketstore/rocketstore/engine/record"
+	"github.com/rocketstore/rocketstore/record"
 )
 
 // Sentinel errors. Errors returned by the engine wrap one of these (or a

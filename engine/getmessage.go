@@ -4,7 +4,7 @@ import (
 	"math"
 	"sync"
 
-	"github.com/rocketstore/rocketstore/engine/record"
+	"github.com/rocketstore/rocketstore/record"
 )
 
 // GetMessageStatus is the outcome of GetMessage (RocketMQ's

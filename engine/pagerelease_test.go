@@ -14,7 +14,7 @@ import (
 	"github.com/rocketstore/rocketstore/backend"
 	"github.com/rocketstore/rocketstore/backend/mmap"
 	"github.com/rocketstore/rocketstore/engine"
-	"github.com/rocketstore/rocketstore/engine/record"
+	"github.com/rocketstore/rocketstore/record"
 )
 
 // flushLog records, per segment, the ReleasePages and Sync calls in order.

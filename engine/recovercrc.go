@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/rocketstore/rocketstore/backend"
-	"github.com/rocketstore/rocketstore/engine/record"
+	"github.com/rocketstore/rocketstore/record"
 )
 
 // parseAhead takes the record checks of abnormal recovery's scan of one

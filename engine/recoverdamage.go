@@ -8,7 +8,7 @@ import (
 	"sort"
 
 	"github.com/rocketstore/rocketstore/dispatch"
-	"github.com/rocketstore/rocketstore/engine/record"
+	"github.com/rocketstore/rocketstore/record"
 )
 
 // DamagePolicy says what recovery does with a damaged CommitLog record

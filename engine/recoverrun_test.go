@@ -9,7 +9,7 @@ import (
 
 	"github.com/rocketstore/rocketstore/backend/memfs"
 	"github.com/rocketstore/rocketstore/dispatch"
-	"github.com/rocketstore/rocketstore/engine/record"
+	"github.com/rocketstore/rocketstore/record"
 )
 
 // dispatchRecovered's staged runs (putStagedRun) leave exactly what

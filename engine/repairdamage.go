@@ -7,7 +7,7 @@ import (
 	"sync/atomic"
 
 	"github.com/rocketstore/rocketstore/dispatch"
-	"github.com/rocketstore/rocketstore/engine/record"
+	"github.com/rocketstore/rocketstore/record"
 )
 
 // ErrRepairRefused reports replacement bytes for damaged CommitLog ranges

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/rocketstore/rocketstore/backend"
-	"github.com/rocketstore/rocketstore/engine/record"
+	"github.com/rocketstore/rocketstore/record"
 	"github.com/rocketstore/rocketstore/internal/defaults"
 )
 

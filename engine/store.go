@@ -12,7 +12,7 @@ import (
 
 	"github.com/rocketstore/rocketstore/backend"
 	"github.com/rocketstore/rocketstore/dispatch"
-	"github.com/rocketstore/rocketstore/engine/record"
+	"github.com/rocketstore/rocketstore/record"
 )
 
 // Names inside the store root (RocketMQ's layout).

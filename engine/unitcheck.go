@@ -1,6 +1,6 @@
 package engine
 
-import "github.com/rocketstore/rocketstore/engine/record"
+import "github.com/rocketstore/rocketstore/record"
 
 // unitChecker is the check that recovery applies, after an abnormal exit,
 // to the units it keeps (see truncateAfterCrash).

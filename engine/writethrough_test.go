@@ -9,7 +9,7 @@ import (
 	"github.com/rocketstore/rocketstore/backend"
 	"github.com/rocketstore/rocketstore/backend/mmap"
 	"github.com/rocketstore/rocketstore/engine"
-	"github.com/rocketstore/rocketstore/engine/record"
+	"github.com/rocketstore/rocketstore/record"
 )
 
 // writeCounts counts how the CommitLog's segments are written.

@@ -3,7 +3,7 @@ package filter_test
 import (
 	"fmt"
 
-	"github.com/rocketstore/rocketstore/engine/record"
+	"github.com/rocketstore/rocketstore/record"
 	"github.com/rocketstore/rocketstore/filter"
 )
 

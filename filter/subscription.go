@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/rocketstore/rocketstore/engine/record"
+	"github.com/rocketstore/rocketstore/record"
 )
 
 // SubAll is the subscription expression that matches every message

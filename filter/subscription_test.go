@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/rocketstore/rocketstore/engine/record"
+	"github.com/rocketstore/rocketstore/record"
 )
 
 // javaHash is Java's String.hashCode for ASCII text only, written out from the

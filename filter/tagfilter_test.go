@@ -7,7 +7,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/rocketstore/rocketstore/engine/record"
+	"github.com/rocketstore/rocketstore/record"
 )
 
 // newExactTagFilter is NewTagFilter in mode MatchExact.

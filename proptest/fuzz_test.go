@@ -19,7 +19,7 @@ import (
 	"github.com/rocketstore/rocketstore/broker/offset"
 	"github.com/rocketstore/rocketstore/crashsim"
 	"github.com/rocketstore/rocketstore/engine"
-	"github.com/rocketstore/rocketstore/engine/record"
+	"github.com/rocketstore/rocketstore/record"
 	"github.com/rocketstore/rocketstore/internal/fixture"
 	"github.com/rocketstore/rocketstore/internal/hooks"
 )

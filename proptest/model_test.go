@@ -3,7 +3,7 @@ package proptest
 import (
 	"fmt"
 
-	"github.com/rocketstore/rocketstore/engine/record"
+	"github.com/rocketstore/rocketstore/record"
 )
 
 // msg is one message the test wrote, as the model knows it.

@@ -17,8 +17,8 @@ import (
 	"github.com/rocketstore/rocketstore/broker"
 	"github.com/rocketstore/rocketstore/broker/config"
 	"github.com/rocketstore/rocketstore/engine"
-	"github.com/rocketstore/rocketstore/engine/record"
-	"github.com/rocketstore/rocketstore/index"
+	"github.com/rocketstore/rocketstore/record"
+	"github.com/rocketstore/rocketstore/broker/index"
 	"github.com/rocketstore/rocketstore/internal/hooks"
 )
 

@@ -7,7 +7,7 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/rocketstore/rocketstore/engine"
-	"github.com/rocketstore/rocketstore/engine/record"
+	"github.com/rocketstore/rocketstore/record"
 )
 
 // verify checks the reopened store against the model and then makes the

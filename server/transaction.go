@@ -6,7 +6,7 @@ import (
 
 	"github.com/rocketstore/rocketstore/broker/transaction"
 	"github.com/rocketstore/rocketstore/engine"
-	"github.com/rocketstore/rocketstore/engine/record"
+	"github.com/rocketstore/rocketstore/record"
 	"github.com/rocketstore/rocketstore/remoting"
 )
 

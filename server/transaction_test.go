@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/rocketstore/rocketstore/broker"
-	"github.com/rocketstore/rocketstore/engine/record"
+	"github.com/rocketstore/rocketstore/record"
 	"github.com/rocketstore/rocketstore/remoting"
 	"github.com/rocketstore/rocketstore/server"
 )

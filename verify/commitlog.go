@@ -3,7 +3,7 @@ package verify
 import (
 	"errors"
 
-	"github.com/rocketstore/rocketstore/engine/record"
+	"github.com/rocketstore/rocketstore/record"
 )
 
 // commitLog is the CommitLog as the checker sees it.

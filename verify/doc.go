@@ -1,6 +1,6 @@
 // Package verify checks a rocketstore directory offline, independently of
 // the engine that wrote it: it reads the files through a backend.FS and
-// decodes records with engine/record, so that a bug in the engine's own
+// decodes records with package record, so that a bug in the engine's own
 // recovery or dispatch code cannot hide itself.
 //
 // What Run checks, in RocketMQ 4.x terms:

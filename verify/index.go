@@ -6,7 +6,7 @@ import (
 	"strings"
 
 	"github.com/rocketstore/rocketstore/backend"
-	"github.com/rocketstore/rocketstore/engine/record"
+	"github.com/rocketstore/rocketstore/record"
 )
 
 // IndexFile layout (RocketMQ's; see package index): a 40-byte header with

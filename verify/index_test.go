@@ -8,7 +8,7 @@ import (
 	"github.com/rocketstore/rocketstore/backend/memfs"
 	"github.com/rocketstore/rocketstore/dispatch"
 	"github.com/rocketstore/rocketstore/engine"
-	"github.com/rocketstore/rocketstore/index"
+	"github.com/rocketstore/rocketstore/broker/index"
 	"github.com/rocketstore/rocketstore/internal/hooks"
 	"github.com/rocketstore/rocketstore/verify"
 )

@@ -10,7 +10,7 @@ import (
 	"strings"
 
 	"github.com/rocketstore/rocketstore/backend"
-	"github.com/rocketstore/rocketstore/engine/record"
+	"github.com/rocketstore/rocketstore/record"
 )
 
 // unitSize is the size of a ConsumeQueue unit:

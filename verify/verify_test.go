@@ -15,7 +15,7 @@ import (
 	"github.com/rocketstore/rocketstore/backend/memfs"
 	"github.com/rocketstore/rocketstore/backend/mmap"
 	"github.com/rocketstore/rocketstore/engine"
-	"github.com/rocketstore/rocketstore/engine/record"
+	"github.com/rocketstore/rocketstore/record"
 	"github.com/rocketstore/rocketstore/verify"
 )
 

@@ -20,7 +20,7 @@ import (
 	"github.com/rocketstore/rocketstore/broker/longpoll"
 	"github.com/rocketstore/rocketstore/broker/schedule"
 	"github.com/rocketstore/rocketstore/engine"
-	"github.com/rocketstore/rocketstore/engine/record"
+	"github.com/rocketstore/rocketstore/record"
 	"github.com/rocketstore/rocketstore/internal/hooks"
 )
 

@@ -6,7 +6,7 @@ import (
 	"strconv"
 
 	"github.com/rocketstore/rocketstore/engine"
-	"github.com/rocketstore/rocketstore/engine/record"
+	"github.com/rocketstore/rocketstore/record"
 )
 
 // CheckReport says what one check pass did.

@@ -7,7 +7,7 @@ import (
 	"strconv"
 
 	"github.com/rocketstore/rocketstore/engine"
-	"github.com/rocketstore/rocketstore/engine/record"
+	"github.com/rocketstore/rocketstore/record"
 )
 
 // EndRequest is EndTransactionRequestHeader.

@@ -6,7 +6,7 @@ import (
 	"strconv"
 
 	"github.com/rocketstore/rocketstore/engine"
-	"github.com/rocketstore/rocketstore/engine/record"
+	"github.com/rocketstore/rocketstore/record"
 )
 
 // rebuild reads the half queue (every copy of every half message still

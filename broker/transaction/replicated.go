@@ -5,7 +5,7 @@ import (
 	"fmt"
 
 	"github.com/rocketstore/rocketstore/engine"
-	"github.com/rocketstore/rocketstore/engine/record"
+	"github.com/rocketstore/rocketstore/record"
 )
 
 // Transactions in a replicated broker group.

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/rocketstore/rocketstore/engine"
-	"github.com/rocketstore/rocketstore/engine/record"
+	"github.com/rocketstore/rocketstore/record"
 	"github.com/rocketstore/rocketstore/internal/hooks"
 )
 

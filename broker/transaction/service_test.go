@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rocketstore/rocketstore/engine/record"
+	"github.com/rocketstore/rocketstore/record"
 )
 
 func TestCommitAndRollback(t *testing.T) {

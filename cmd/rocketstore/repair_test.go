@@ -17,7 +17,7 @@ import (
 	"github.com/rocketstore/rocketstore/broker"
 	"github.com/rocketstore/rocketstore/cluster"
 	"github.com/rocketstore/rocketstore/engine"
-	"github.com/rocketstore/rocketstore/index"
+	"github.com/rocketstore/rocketstore/broker/index"
 )
 
 // oneNodeGroup opens a one-node replicated group on dir over tr (whose

@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/rocketstore/rocketstore/engine"
-	"github.com/rocketstore/rocketstore/engine/record"
+	"github.com/rocketstore/rocketstore/record"
 )
 
 // damaged is a store written cleanly, then damaged.

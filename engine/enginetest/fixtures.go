@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/rocketstore/rocketstore/engine"
-	"github.com/rocketstore/rocketstore/engine/record"
+	"github.com/rocketstore/rocketstore/record"
 	"github.com/rocketstore/rocketstore/internal/fixture"
 	"github.com/rocketstore/rocketstore/internal/hooks"
 )

@@ -12,7 +12,7 @@ import (
 	"testing"
 
 	"github.com/rocketstore/rocketstore/engine"
-	"github.com/rocketstore/rocketstore/engine/record"
+	"github.com/rocketstore/rocketstore/record"
 )
 
 func engineDecode(rec []byte) (*engine.MessageExt, error) { return record.Decode(rec, -1, true) }

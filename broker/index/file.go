@@ -5,7 +5,7 @@ import (
 	"fmt"
 
 	"github.com/rocketstore/rocketstore/backend"
-	"github.com/rocketstore/rocketstore/engine/record"
+	"github.com/rocketstore/rocketstore/record"
 )
 
 var be = binary.BigEndian

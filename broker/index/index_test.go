@@ -16,7 +16,7 @@ import (
 	"github.com/rocketstore/rocketstore/backend"
 	"github.com/rocketstore/rocketstore/backend/memfs"
 	"github.com/rocketstore/rocketstore/dispatch"
-	"github.com/rocketstore/rocketstore/index"
+	"github.com/rocketstore/rocketstore/broker/index"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
