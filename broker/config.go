@@ -6,8 +6,8 @@ import (
 	"os"
 	"time"
 
-	"github.com/rocketstore/rocketstore/engine"
 	"github.com/rocketstore/rocketstore/broker/index"
+	"github.com/rocketstore/rocketstore/engine"
 	"github.com/rocketstore/rocketstore/internal/defaults"
 )
 

@@ -11,8 +11,8 @@ import (
 	"github.com/rocketstore/rocketstore/broker"
 	"github.com/rocketstore/rocketstore/broker/config"
 	"github.com/rocketstore/rocketstore/broker/configfile"
-	"github.com/rocketstore/rocketstore/record"
 	"github.com/rocketstore/rocketstore/filter"
+	"github.com/rocketstore/rocketstore/record"
 )
 
 func sqlSub(topic, expr string, version int64) broker.ConsumerData {

@@ -10,8 +10,8 @@ import (
 	"github.com/rocketstore/rocketstore/broker"
 	"github.com/rocketstore/rocketstore/broker/config"
 	"github.com/rocketstore/rocketstore/engine"
-	"github.com/rocketstore/rocketstore/record"
 	"github.com/rocketstore/rocketstore/filter"
+	"github.com/rocketstore/rocketstore/record"
 )
 
 func TestPullResponseCodes(t *testing.T) {

@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/rocketstore/rocketstore/broker/transaction"
-	"github.com/rocketstore/rocketstore/record"
 	"github.com/rocketstore/rocketstore/internal/hooks"
+	"github.com/rocketstore/rocketstore/record"
 )
 
 // openTransactions starts the transaction service once the store's

@@ -19,9 +19,9 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/rocketstore/rocketstore/broker"
+	"github.com/rocketstore/rocketstore/broker/index"
 	"github.com/rocketstore/rocketstore/cluster"
 	"github.com/rocketstore/rocketstore/engine"
-	"github.com/rocketstore/rocketstore/broker/index"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

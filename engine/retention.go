@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/rocketstore/rocketstore/backend"
-	"github.com/rocketstore/rocketstore/record"
 	"github.com/rocketstore/rocketstore/internal/defaults"
+	"github.com/rocketstore/rocketstore/record"
 )
 
 // RetentionPolicy says when CommitLog files expire (RocketMQ's

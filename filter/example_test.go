@@ -3,8 +3,8 @@ package filter_test
 import (
 	"fmt"
 
-	"github.com/rocketstore/rocketstore/record"
 	"github.com/rocketstore/rocketstore/filter"
+	"github.com/rocketstore/rocketstore/record"
 )
 
 func Example() {

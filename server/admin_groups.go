@@ -10,8 +10,8 @@ import (
 
 	"github.com/rocketstore/rocketstore/admin"
 	"github.com/rocketstore/rocketstore/broker"
-	"github.com/rocketstore/rocketstore/record"
 	"github.com/rocketstore/rocketstore/filter"
+	"github.com/rocketstore/rocketstore/record"
 	"github.com/rocketstore/rocketstore/remoting"
 )
 

@@ -15,8 +15,8 @@ import (
 
 	"github.com/rocketstore/rocketstore/backend/memfs"
 	"github.com/rocketstore/rocketstore/broker"
-	"github.com/rocketstore/rocketstore/engine"
 	"github.com/rocketstore/rocketstore/broker/index"
+	"github.com/rocketstore/rocketstore/engine"
 	"github.com/rocketstore/rocketstore/remoting"
 	"github.com/rocketstore/rocketstore/server"
 )

@@ -15,8 +15,8 @@ import (
 
 	"github.com/rocketstore/rocketstore/backend"
 	"github.com/rocketstore/rocketstore/backend/memfs"
-	"github.com/rocketstore/rocketstore/dispatch"
 	"github.com/rocketstore/rocketstore/broker/index"
+	"github.com/rocketstore/rocketstore/dispatch"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

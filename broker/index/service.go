@@ -12,8 +12,8 @@ import (
 
 	"github.com/rocketstore/rocketstore/backend"
 	"github.com/rocketstore/rocketstore/dispatch"
-	"github.com/rocketstore/rocketstore/record"
 	"github.com/rocketstore/rocketstore/internal/defaults"
+	"github.com/rocketstore/rocketstore/record"
 )
 
 // Sentinel errors.

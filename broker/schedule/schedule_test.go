@@ -20,8 +20,8 @@ import (
 	"github.com/rocketstore/rocketstore/broker/longpoll"
 	"github.com/rocketstore/rocketstore/broker/schedule"
 	"github.com/rocketstore/rocketstore/engine"
-	"github.com/rocketstore/rocketstore/record"
 	"github.com/rocketstore/rocketstore/internal/hooks"
+	"github.com/rocketstore/rocketstore/record"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

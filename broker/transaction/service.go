@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/rocketstore/rocketstore/engine"
-	"github.com/rocketstore/rocketstore/record"
 	"github.com/rocketstore/rocketstore/internal/hooks"
+	"github.com/rocketstore/rocketstore/record"
 )
 
 // Topics and properties of transactional messages (TopicValidator,

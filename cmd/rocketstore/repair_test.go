@@ -15,9 +15,9 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/rocketstore/rocketstore/broker"
+	"github.com/rocketstore/rocketstore/broker/index"
 	"github.com/rocketstore/rocketstore/cluster"
 	"github.com/rocketstore/rocketstore/engine"
-	"github.com/rocketstore/rocketstore/broker/index"
 )
 
 // oneNodeGroup opens a one-node replicated group on dir over tr (whose
