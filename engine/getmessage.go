@@ -146,9 +146,15 @@ func (s *Store) scanQueue(res *GetMessageResult, cq *consumeQueue, offset int64,
 	nextPhyFileStart := int64(math.MinInt64)
 	maxPhyPulling := int64(0)
 	limit := min(len(units), max(16000, maxMsgNums*CQUnitSize))
+	check := !s.cfg.hooks.NoUnitCheck
+	repairedAt := int64(-1) // the queue offset repairUnits last ran for
+	var fresh *Unit         // that unit as the repair left it
 	i := 0
 	for ; i+CQUnitSize <= limit; i += CQUnitSize {
 		u := DecodeUnit(units[i:])
+		if fresh != nil {
+			u, fresh = *fresh, nil
+		}
 		maxPhyPulling = u.CommitLogOffset
 		if nextPhyFileStart != math.MinInt64 && u.CommitLogOffset < nextPhyFileStart {
 			continue
@@ -174,6 +180,36 @@ func (s *Store) scanQueue(res *GetMessageResult, cq *consumeQueue, offset int64,
 			continue
 		}
 		b, mf := s.commitLog.view(u.CommitLogOffset, int(u.Size))
+		if check && (b == nil && u.CommitLogOffset >= s.commitLog.MinOffset() ||
+			b != nil && !unitMatches(b, u.Size, cq, offset+int64(i/CQUnitSize))) {
+			// A damaged unit: never served, and never a reason to skip
+			// the intact messages after it (RocketMQ would skip to the
+			// next CommitLog file here).
+			if b != nil {
+				mf.release()
+			}
+			q := offset + int64(i/CQUnitSize)
+			switch {
+			case s.isLost(cq, q):
+				// Its record is gone: stepped over, as a damaged record is.
+				if len(res.Messages) == 0 {
+					res.Status = NoMatchedMessage
+				}
+				continue
+			case len(res.Messages) > 0 || repairedAt == q:
+				// Serve what precedes it; the next pull starts at it.
+			default:
+				repairedAt = q
+				if s.repairUnits(cq, q) == nil {
+					if r, ok := cq.UnitAt(q); ok {
+						fresh = &r
+						i -= CQUnitSize
+						continue
+					}
+				}
+			}
+			break
+		}
 		if b == nil {
 			if len(res.Messages) == 0 {
 				res.Status = MessageWasRemoving

@@ -55,6 +55,12 @@ type Health struct {
 	// skipped (see RecoveryReport.Damaged) and that are not repaired
 	// since (Store.RepairDamaged).
 	DamagedRecords int
+	// UnitMismatches counts the ConsumeQueue units GetMessage found not
+	// to match the CommitLog record they point at (damaged queue files);
+	// none is ever served. UnitsRepaired counts those rewritten from the
+	// CommitLog, UnitsLost those whose record it does not hold (pulls
+	// step over them).
+	UnitMismatches, UnitsRepaired, UnitsLost int64
 	// PageReleaseErrors counts the flushes whose release of the written
 	// pages' mapping failed (see releaseWritten). Such a flush still
 	// syncs every byte; it only pays the slower writeback, so the store
@@ -97,6 +103,10 @@ func (s *Store) Health() Health {
 		DamagedRecords:  len(s.DamagedRanges()),
 
 		PageReleaseErrors: s.health.release.count.Load(),
+
+		UnitMismatches: s.units.mismatches.Load(),
+		UnitsRepaired:  s.units.repaired.Load(),
+		UnitsLost:      s.units.lostCount.Load(),
 	}
 	h.Reason = s.writableAt(time.Time{})
 	h.Writable = h.Reason == nil

@@ -63,6 +63,8 @@ type Store struct {
 	staging  *unitStaging // abnormal recovery's batched queue writes (recovercq.go)
 	// repairs marks the damaged ranges rewritten since (repairdamage.go).
 	repairs damageRepairs
+	// units counts and repairs damaged ConsumeQueue units (unitrepair.go).
+	units unitRepairs
 	// extraDispatchers are the dispatchers given to Open.
 	extraDispatchers []dispatch.Dispatcher
 }
@@ -102,7 +104,7 @@ func OpenLocked(lk *StoreLock, fs backend.FS, cfg Config, dispatchers ...dispatc
 func openLocked(fs backend.FS, lk backend.Unlocker, cfg Config, dispatchers []dispatch.Dispatcher) (*Store, error) {
 	cfg = cfg.withDefaults()
 	s := &Store{fs: fs, cfg: cfg, lock: lk}
-	s.health.diskLog.clock, s.health.dispatchLog.clock, s.cqFlushLog.clock = s.now, s.now, s.now
+	s.health.diskLog.clock, s.health.dispatchLog.clock, s.cqFlushLog.clock, s.units.log.clock = s.now, s.now, s.now, s.now
 	s.health.release.log.clock, s.health.release.log.warn, s.health.release.logger = s.now, true, cfg.Logger
 	if err := s.open(dispatchers); err != nil {
 		s.abandon()

@@ -76,6 +76,10 @@ type Engine struct {
 	// ConsumeQueue file that holds no unit (left by a power cut during an
 	// earlier recovery's cut at that file's start) instead of dropping it.
 	KeepEmptyLastQueueFile bool
+	// NoUnitCheck serves a ConsumeQueue unit without checking that the
+	// record it points at is its own (size, topic, queue id, queue
+	// offset), as RocketMQ 4.9.4's getMessage does not.
+	NoUnitCheck bool
 }
 
 // Broker holds the broker's switches; a Broker keeps them in an unexported
