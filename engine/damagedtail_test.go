@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/spf13/afero"
@@ -136,5 +138,76 @@ func TestDamagedLastRecordKeepsItsQueueOffset(t *testing.T) {
 	defer r.Release()
 	if len(r.Messages) != 1 || r.Messages[0].CommitLogOffset != victim.WroteOffset {
 		t.Fatalf("get of the repaired record: %v, %d messages", r.Status, len(r.Messages))
+	}
+}
+
+// TestDamagedLastRecordAfterCleanStop: after a clean stop (no abort
+// marker) nothing can be torn, so a damaged last record is damage: logged
+// at ERROR, kept on disk and skipped, its queue offset kept; the next put
+// goes after it. It used to be cut off as a torn write, with a WARN, and
+// its queue offset given to the next message.
+func TestDamagedLastRecordAfterCleanStop(t *testing.T) {
+	afs := afero.NewMemMapFs()
+	var logs bytes.Buffer
+	cfg := hooks.Manual(engine.Config{CommitLogFileSize: 4096, ConsumeQueueUnits: 16,
+		Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	s, err := engine.Open(memfs.New(afs), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var victim engine.PutResult
+	for i := range 3 {
+		if victim, err = s.Put(context.Background(), &engine.Message{Topic: "T", Body: []byte(fmt.Sprintf("message %d", i))}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := s.Dispatch(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	rec := readAt(t, afs, fmt.Sprintf("commitlog/%020d", 0), victim.WroteOffset, int(victim.WroteBytes))
+	writeAt(t, afs, fmt.Sprintf("commitlog/%020d", 0), victim.WroteOffset+int64(bytes.Index(rec, []byte("message 2"))), []byte("M"))
+
+	s, err = engine.Open(memfs.New(afs), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if d := s.Recovery().Damaged; len(d) != 1 || d[0].Offset != victim.WroteOffset || d[0].End != victim.WroteOffset+int64(victim.WroteBytes) {
+		t.Fatalf("recovery found damage %+v, want the record at [%d, %d)", d, victim.WroteOffset, victim.WroteOffset+int64(victim.WroteBytes))
+	}
+	if got := s.CommitLog().MaxOffset(); got != victim.WroteOffset+int64(victim.WroteBytes) {
+		t.Fatalf("the CommitLog ends at %d, want %d (the damaged record kept)", got, victim.WroteOffset+int64(victim.WroteBytes))
+	}
+	if !strings.Contains(logs.String(), "level=ERROR") {
+		t.Fatalf("no ERROR logged:\n%s", logs.String())
+	}
+	if h := s.Health(); h.DamagedRecords != 1 {
+		t.Fatalf("health: %d damaged records, want 1", h.DamagedRecords)
+	}
+	res, err := s.Put(context.Background(), &engine.Message{Topic: "T", Body: []byte("after the restart")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.QueueOffset != victim.QueueOffset+1 || res.WroteOffset != victim.WroteOffset+int64(victim.WroteBytes) {
+		t.Fatalf("put after the restart at queue offset %d, commitlog offset %d; want %d, %d",
+			res.QueueOffset, res.WroteOffset, victim.QueueOffset+1, victim.WroteOffset+int64(victim.WroteBytes))
+	}
+	if _, err := s.Dispatch(); err != nil {
+		t.Fatal(err)
+	}
+	r, err := s.GetMessage("g", "T", 0, 0, 32, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Release()
+	var got []string
+	for _, m := range r.Messages {
+		got = append(got, recordBody(m.Record))
+	}
+	if want := []string{"message 0", "message 1", "after the restart"}; !slices.Equal(got, want) || r.NextBeginOffset != 4 {
+		t.Fatalf("consumer got %q, next %d; want %q, 4", got, r.NextBeginOffset, want)
 	}
 }

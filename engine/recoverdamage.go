@@ -2,6 +2,7 @@ package engine
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
@@ -64,11 +65,23 @@ type DamagedRange struct {
 // ones, and only the operator can choose (Config.OnUndecidableDamage).
 func (s *Store) onDamage(files []*mappedFile, i int, pos int64, cause error) (resume int64, truncate bool, err error) {
 	j, at, ts, ok := resync(files, i, pos+1)
-	if !ok {
-		return 0, true, nil
-	}
 	mf := files[i]
 	off := mf.fileFromOffset + pos
+	if !ok {
+		end, synced := s.syncedTail(mf, pos)
+		if !synced || errors.Is(cause, record.ErrNoRecord) {
+			// The end of the data, or a tail torn by the crash.
+			return 0, true, nil
+		}
+		// A damaged last record that was synced (before a clean stop,
+		// or before the checkpoint's time) is damage, not a torn
+		// write, and an acknowledged message: it is kept and skipped
+		// as damage in the middle of the log is.
+		s.recovery.Damaged = append(s.recovery.Damaged, DamagedRange{File: mf.name, Offset: off, End: end, Reason: cause})
+		s.cfg.Logger.Error("damaged last commitlog record, synced before the stop: kept and skipped, never delivered; repair it from a replica",
+			"file", mf.name, "position", pos, "offset", off, "length", end-off, "reason", cause)
+		return end, false, nil
+	}
 	resume = files[j].fileFromOffset + at
 	physic, _, _ := s.checkpoint.Timestamps()
 	proven := !s.recovery.Abnormal || (s.recovery.CheckpointValid && ts > 0 && ts < physic)
@@ -110,6 +123,41 @@ func (s *Store) onDamage(files []*mappedFile, i int, pos int64, cause error) (re
 	s.cfg.Logger.Error("damaged commitlog record skipped: it is never delivered, the records after it are kept",
 		"file", mf.name, "position", pos, "offset", off, "length", resume-off, "reason", cause)
 	return resume, false, nil
+}
+
+// syncedTail reports whether the damaged record at position pos of mf,
+// with no intact record after it, was synced before the store stopped,
+// and where it ends. Its header must read (TOTALSIZE within the file,
+// PHYSICALOFFSET its position, a store timestamp) and its last 8 bytes
+// must not be zero (an intact record ends with its topic and properties:
+// zeros there are bytes never written, or lost). Then it was synced if its
+// store timestamp is at most the checkpoint's physicMsgTimestamp after a
+// clean stop (Close synced everything), below it after a crash (records
+// of the checkpoint's own millisecond may postdate its sync). The same
+// bytes and checkpoint give the same answer before and after a kill
+// during the next run, except at that millisecond.
+func (s *Store) syncedTail(mf *mappedFile, pos int64) (end int64, synced bool) {
+	b := mf.seg.View(0, mf.fileSize)
+	if pos+int64(record.FixedOverhead) > int64(len(b)) || !s.recovery.CheckpointValid {
+		return 0, false
+	}
+	size := int64(int32(be32(b[pos:])))
+	if size < record.FixedOverhead || pos+size > int64(len(b)) || allZero(b[pos+size-8:pos+size]) {
+		return 0, false
+	}
+	if int64(binary.BigEndian.Uint64(b[pos+28:])) != mf.fileFromOffset+pos {
+		return 0, false
+	}
+	tsAt := pos + 56
+	if int32(be32(b[pos+36:]))&record.FlagBornHostV6 != 0 {
+		tsAt += 12
+	}
+	ts := int64(binary.BigEndian.Uint64(b[tsAt:]))
+	physic, _, _ := s.checkpoint.Timestamps()
+	if ts <= 0 || ts > physic || (s.recovery.Abnormal && ts == physic) {
+		return 0, false
+	}
+	return mf.fileFromOffset + pos + size, true
 }
 
 var (

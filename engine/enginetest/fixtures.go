@@ -60,7 +60,9 @@ func wantFixturePrefix(t *testing.T, s *engine.Store, n int64) {
 }
 
 // A byte flipped in the last record's body: recovery keeps the 46 before
-// it, says where and why it stopped, and counts what it dropped.
+// it, says where and why it stopped, and counts what it dropped. The
+// store has no valid checkpoint, so nothing proves that the last record
+// was synced (with one, it is damage kept: TestDamagedLastRecordAfterCleanStop).
 func testFixtureFlippedLastRecord(t *testing.T, h *harness) {
 	loadFixture(t, h, "store-2021-8k")
 	name := "commitlog/00000000000000000000"

@@ -51,7 +51,8 @@ func testStatusBasic(t *testing.T, h *harness) {
 }
 
 // testNoMessageInQueue makes a queue that exists but holds nothing: its
-// only message is lost to a bit flip and recovery truncates it away.
+// only message, the last, is torn by a crash (a bit flip with the abort
+// marker left) and recovery truncates it away.
 func testNoMessageInQueue(t *testing.T, h *harness) {
 	s := h.open(tinyConfig())
 	put(t, s, msg("keep", 0, "kept", "", ""))
@@ -60,6 +61,7 @@ func testNoMessageInQueue(t *testing.T, h *harness) {
 		t.Fatal(err)
 	}
 	flipBodyByte(t, h, res)
+	writeFile(t, h.fs, "abort", nil)
 	s = h.open(tinyConfig())
 	if r := s.Recovery(); r.CommitLogEnd != res.WroteOffset || r.StopReason == nil {
 		t.Fatalf("recovery %+v, want a stop at %d", r, res.WroteOffset)
