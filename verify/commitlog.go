@@ -1,6 +1,7 @@
 package verify
 
 import (
+	"bytes"
 	"errors"
 
 	"github.com/rocketstore/rocketstore/record"
@@ -12,6 +13,46 @@ type commitLog struct {
 	// validEnd[i] is the offset up to which file i holds checked records;
 	// units pointing past it cannot be matched.
 	validEnd []int64
+	// damaged are the ranges the scan resynchronised past, in order.
+	damaged []damagedRange
+}
+
+// damagedRange is a stretch of the CommitLog [from, to) that holds no
+// valid record, with an intact record at to.
+type damagedRange struct{ from, to int64 }
+
+// inDamage reports whether CommitLog offset off lies in a damaged range:
+// a unit there is the damaged record's (or the engine's placeholder for
+// it), and the damage is reported once, as a record violation.
+func (l *commitLog) inDamage(off int64) bool {
+	for _, d := range l.damaged {
+		if d.from <= off && off < d.to {
+			return true
+		}
+	}
+	return false
+}
+
+// messageMagic is the MAGICCODE of a v1 message record, as stored.
+var messageMagic = []byte{0xDA, 0xA3, 0x20, 0xA7}
+
+// resync returns the first position at or after from in b (file bytes,
+// the file starting at CommitLog offset base) holding an intact record:
+// the magic code, PHYSICALOFFSET equal to its offset and a body matching
+// its CRC (what recovery resumes at after damage).
+func resync(b []byte, base, from int64) (int64, bool) {
+	for from+4 < int64(len(b)) {
+		k := bytes.Index(b[from+4:], messageMagic)
+		if k < 0 {
+			return 0, false
+		}
+		q := from + int64(k)
+		if _, err := record.Check(b[q:], base+q, true); err == nil {
+			return q, true
+		}
+		from = q + 1
+	}
+	return 0, false
 }
 
 func (c *checker) openCommitLog() error {
@@ -68,8 +109,19 @@ func (c *checker) scanFile(f segFile, b []byte) (end int64, zeros bool) {
 			}
 			return pos, true
 		case err != nil:
-			c.violation(KindRecord, f.name, pos, "%v; the rest of the file is not checked", err)
-			return pos, false
+			next, ok := resync(b, f.from, pos+1)
+			if !ok {
+				c.violation(KindRecord, f.name, pos, "%v; no intact record follows in the file: the rest of it is not checked", err)
+				return pos, false
+			}
+			// Recovery skips the damage the same way and keeps what
+			// follows: check it, or every unit after the damage would be
+			// reported for a record the scan never reached.
+			c.violation(KindRecord, f.name, pos, "%v; %d damaged bytes, the next intact record is at %d", err, next-pos, f.from+next)
+			c.log.damaged = append(c.log.damaged, damagedRange{from: f.from + pos, to: f.from + next})
+			c.progress.advance(next - pos)
+			pos = next
+			continue
 		case info.Blank:
 			if pos+int64(info.Size) != size {
 				c.violation(KindBlank, f.name, pos, "BLANK record of %d bytes ends at %d, not at the end of the file (%d)",

@@ -198,6 +198,9 @@ func (c *checker) checkUnit(q *queue, idx int64, u unit) {
 		// point into them; such units are stale, not wrong.
 		return
 	}
+	if c.log.inDamage(u.offset) {
+		return // the damaged record's unit: the damage is reported
+	}
 	f, i, ok := c.log.files.find(u.offset)
 	if !ok || u.offset+int64(u.size) > c.log.validEnd[i] {
 		c.violation(KindUnit, name, at, "unit %d %v points at commitlog data that is missing or could not be checked", idx, u)

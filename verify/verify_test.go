@@ -182,7 +182,9 @@ func TestDamagedStores(t *testing.T) {
 			damage: func(t *testing.T, dir string, puts []put) {
 				flip(t, dir, clFile(puts[3].offset), clPos(puts[3].offset)+5)
 			},
-			want: map[verify.Kind]int{verify.KindRecord: 1, verify.KindUnit: -1},
+			// The scan resyncs at the next intact record, as recovery
+			// does: the damage is the only violation.
+			want: map[verify.Kind]int{verify.KindRecord: 1},
 			at: func(puts []put) (verify.Kind, string, int64) {
 				return verify.KindRecord, clFile(puts[3].offset), clPos(puts[3].offset)
 			},
@@ -441,5 +443,38 @@ func TestRandomDamageNeverPanics(t *testing.T) {
 		if _, err := verify.Run(mustFS(t, dir), verify.Options{MaxViolations: 10}); err != nil {
 			t.Fatalf("damage %d: %v", i, err)
 		}
+	}
+}
+
+// TestResyncPastDamagedRecord: a damaged record header early in a large
+// CommitLog file is one violation. The scan used to stop at it ("the rest
+// of the file is not checked") and report every unit after it as pointing
+// at data it could not check: hundreds of false violations.
+func TestResyncPastDamagedRecord(t *testing.T) {
+	dir := t.TempDir()
+	s, err := engine.Open(mustFS(t, dir), engine.Config{CommitLogFileSize: 1 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var victim engine.PutResult
+	for i := range 2000 {
+		res, err := s.Put(context.Background(), &engine.Message{Topic: "T", QueueID: int32(i % 4), Body: fmt.Appendf(nil, "body %04d", i)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i == 10 {
+			victim = res
+		}
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	flip(t, dir, "commitlog/00000000000000000000", victim.WroteOffset+5) // its magic code
+	rep := run(t, mustFS(t, dir))
+	t.Logf("%d violations", rep.ViolationCount)
+	checkKinds(t, rep, map[verify.Kind]int{verify.KindRecord: 1})
+	checkFirstAt(t, rep, verify.KindRecord, "commitlog/00000000000000000000", victim.WroteOffset)
+	if rep.Records != 1999 {
+		t.Errorf("%d records checked, want the 1999 intact ones", rep.Records)
 	}
 }
