@@ -85,7 +85,12 @@ func openCheckpoint(fs backend.FS, name string, now int64, log *slog.Logger) (cp
 		return nil, false, fmt.Errorf("open checkpoint %s: %w", name, err)
 	}
 	cp = &storeCheckpoint{seg: seg}
-	ts, valid := decodeCheckpoint(seg.View(0, checkpointUsedBytes), now)
+	b := seg.View(0, checkpointUsedBytes)
+	ts, valid := decodeCheckpoint(b, now)
+	if !valid {
+		log.Error("checkpoint holds values that are not timestamps (garbage); recovery replays the commitlog from its first file and rewrites it",
+			"file", name, "bytes", fmt.Sprintf("%x", b))
+	}
 	cp.physicMsgTimestamp, cp.logicsMsgTimestamp, cp.indexMsgTimestamp = ts.Physic, ts.Logics, ts.Index
 	return cp, valid, nil
 }

@@ -45,6 +45,9 @@ type RecoveryReport struct {
 
 	// revivedHead holds all-zero head files skipped by the scan.
 	revivedHead []DamagedRange
+	// lastStoreTimestamp is the store time of the last record the scan
+	// checked (0: none).
+	lastStoreTimestamp int64
 }
 
 // LogValue logs the report as key-value pairs instead of a Go struct.
@@ -146,6 +149,21 @@ func (s *Store) recover(lastExitOK, cpValid bool) error {
 	return s.redispatch()
 }
 
+// rewriteCheckpoint replaces a missing or garbage checkpoint once recovery
+// has made the CommitLog and the ConsumeQueues agree up to the recovered
+// end: both timestamps become the last record's store time, the queues are
+// synced first (the checkpoint never claims more than they hold), and the
+// index timestamp stays 0 (the broker's index decides on its own files).
+func (s *Store) rewriteCheckpoint() error {
+	ts := s.recovery.lastStoreTimestamp
+	if ts <= 0 {
+		return nil // no record: nothing to vouch for
+	}
+	s.checkpoint.setPhysic(ts)
+	s.checkpoint.setLogics(ts)
+	return s.flushConsumeQueues(0)
+}
+
 // abnormalStartFile returns the index of the last file whose first record
 // is older than the checkpoint's minimum timestamp: everything before it is
 // known to be durable in the CommitLog and the ConsumeQueues.
@@ -197,6 +215,7 @@ func (s *Store) scanCommitLog(files []*mappedFile, dispatch bool) (end int64, st
 				// Checked by the parsers, in order from pos.
 				redispatch(reqs, same)
 				last := &reqs[len(reqs)-1]
+				s.recovery.lastStoreTimestamp = last.StoreTimestamp
 				pos = last.CommitLogOffset - mf.fileFromOffset + int64(last.MsgSize)
 				continue
 			}
@@ -240,6 +259,7 @@ func (s *Store) scanCommitLog(files []*mappedFile, dispatch bool) (end int64, st
 			}
 			if !blank {
 				one[0] = req
+				s.recovery.lastStoreTimestamp = req.StoreTimestamp
 				redispatch(one[:], nil)
 				pos += int64(size)
 				continue

@@ -160,6 +160,11 @@ func (s *Store) open(dispatchers []dispatch.Dispatcher) error {
 	if err := s.recover(lastExitOK, cpValid); err != nil {
 		return err
 	}
+	if !cpValid {
+		if err := s.rewriteCheckpoint(); err != nil {
+			return err
+		}
+	}
 	s.dispatchHooks()
 	s.start()
 	return nil
