@@ -18,7 +18,7 @@ const maxWarmBytes = 1 << 30
 // (new pages come from reclaimed ones).
 //
 // Without it the first put of a run took whatever the kernel had free. On
-// this project's VM, page cache populated a second after other page cache
+// a 2-core VM, page cache populated a second after other page cache
 // was freed fills at 4-7 GB/s, and 8 s later at 0.3-0.7 GB/s (the free
 // memory had been handed back to the host in the meantime; anonymous
 // memory touched and freed does not help). 128 B puts write 456 MB/s at

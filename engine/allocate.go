@@ -276,8 +276,7 @@ func (a *allocator) prepare(from int64) {
 // next file is prepared on each roll: the first put then takes it instead
 // of creating the file, syncing its directories and faulting in its first
 // pages while every other put waits on the CommitLog's lock (35 ms at the
-// start of a bench --server run on this project's VM; see BENCHMARKS.md,
-// fifth session). A store closed before any put removes it again (stop).
+// start of a bench --server run on a 2-core VM; see BENCHMARKS.md). A store closed before any put removes it again (stop).
 func (a *allocator) prepareFirst() { a.prepare(0) }
 
 // take returns the prepared file at from, waiting for it if it is still

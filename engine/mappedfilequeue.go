@@ -56,7 +56,7 @@ type mappedFileQueue struct {
 	// noReadAround advises each file the queue creates against fault
 	// read-around (adviseNoReadAround). ConsumeQueues: a new file's first
 	// write fault otherwise reads around it, 1-1.5 ms on the dispatcher's
-	// path where 0.2 ms will do (see BENCHMARKS.md, fifth session).
+	// path where 0.2 ms will do (see BENCHMARKS.md).
 	noReadAround bool
 
 	// releaseFaults hears of failed page releases (releaseWritten): the

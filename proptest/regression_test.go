@@ -213,12 +213,11 @@ func TestRegressionStaleTailFileBlock(t *testing.T) {
 // TestRegressionStaleConsumeQueueBlock runs the state machine with freed
 // blocks exposed in every file, ConsumeQueues included, and without
 // retention. A never-synced ConsumeQueue page that comes back holding the
-// units of another (removed) queue file used to be kept by recovery, its
-// units pointing at other queues' records (P3/P5; found by
-// TestCrashStateMachine once crashsim modelled freed blocks; the shrunk
-// case, seed 12111522304324246771, replays from testdata/rapid). Fixed by
-// checking, after an abnormal exit, each kept tail unit against the record
-// it points at. Units pointing below the CommitLog minimum cannot be
+// units of another (removed) queue file must not be kept by recovery, its
+// units pointing at other queues' records (P3/P5; the shrunk case, seed
+// 12111522304324246771, replays from testdata/rapid): after an abnormal
+// exit recovery checks each kept tail unit against the record it points
+// at. Units pointing below the CommitLog minimum cannot be
 // checked that way; TestCrashStateMachine covers them, with retention
 // (see reuseFreedBlocks).
 func TestRegressionStaleConsumeQueueBlock(t *testing.T) {

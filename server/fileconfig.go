@@ -100,7 +100,7 @@ type FileConfig struct {
 	ServerMaxConnections  *int   `yaml:"serverMaxConnections"`
 	ServerMaxReceiveBytes *int64 `yaml:"serverMaxReceiveBytes"`
 
-	// Security (see Security and README "Security").
+	// Security (see Security and docs/security.md).
 	AclEnable                   *bool    `yaml:"aclEnable"`
 	AclFile                     *string  `yaml:"aclFile"`
 	TLSServerMode               *string  `yaml:"tlsServerMode"`

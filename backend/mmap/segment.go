@@ -284,7 +284,7 @@ func (s *segment) Prefault() error {
 // rounded out to pages. Older kernels refuse the advice.
 //
 // It then reads one byte of each page (touchPages). Under a hypervisor
-// that shadows the guest's page tables (this project's VM is a PVM guest)
+// that shadows the guest's page tables (a PVM guest, for one)
 // the populated entries reach the hardware only on the first access to
 // each page, a trap to the hypervisor the guest never sees as a page
 // fault: 7-9 µs a page here, which the first write would otherwise pay (a

@@ -41,7 +41,7 @@ brokerClusterName, brokerIP1, listenPort, storePathRootDir, flushDiskType,
 mapedFileSizeCommitLog, maxMessageSize, messageDelayLevel, autoCreateTopicEnable,
 ...); unknown keys are errors. --dir and --listen override the file. Security keys
 (aclEnable, aclFile, tlsServerMode, tlsServerCertPath, tlsServerKeyPath and the
-limits) are described in README "Security".
+limits) are described in docs/security.md.
 
 --role broker runs the broker only and --role namesrv the name server only (no
 store); a broker registers with every name server of the YAML key namesrvAddr
