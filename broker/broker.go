@@ -14,6 +14,7 @@ import (
 	"github.com/rocketstore/rocketstore/broker/index"
 	"github.com/rocketstore/rocketstore/broker/longpoll"
 	"github.com/rocketstore/rocketstore/broker/offset"
+	"github.com/rocketstore/rocketstore/broker/pop"
 	"github.com/rocketstore/rocketstore/broker/schedule"
 	"github.com/rocketstore/rocketstore/broker/transaction"
 	"github.com/rocketstore/rocketstore/dispatch"
@@ -38,6 +39,7 @@ type Broker struct {
 	index     *index.Service // nil when the index is disabled
 	filters   *consumerFilters
 	tx        *transaction.Service
+	pop       *pop.Service
 	sqlCache  sqlCache
 
 	closed  atomic.Bool
@@ -166,8 +168,13 @@ func (b *Broker) startServices() error {
 	if err := b.openTransactions(); err != nil {
 		return err
 	}
+	if err := b.openPop(); err != nil {
+		b.tx.Close()
+		return err
+	}
 	if err := b.schedule.Start(b.store); err != nil {
 		b.tx.Close()
+		b.pop.Close()
 		return err
 	}
 	b.stop, b.done = make(chan struct{}), make(chan struct{})
@@ -270,6 +277,7 @@ func (b *Broker) Abandon() {
 	close(b.stop)
 	<-b.done
 	b.tx.Close()
+	b.pop.Close()
 	b.schedule.Abandon()
 	b.store.Abandon()
 	if b.index != nil {
@@ -289,6 +297,7 @@ func (b *Broker) Close() error {
 	close(b.stop)
 	<-b.done
 	b.tx.Close()
+	b.pop.Close()
 	errs := []error{b.schedule.Close(), b.offsets.Persist(), b.filters.persist()}
 	return errors.Join(append(errs, b.closeStore())...)
 }
