@@ -89,6 +89,41 @@ func openFile(fs backend.FS, name string, hashSlotNum, indexNum int) (*File, err
 	return f, nil
 }
 
+// check reports an error naming what is wrong when the file holds
+// garbage: a header whose fields contradict each other, or an entry
+// pointing outside the file's CommitLog range, at an item after itself,
+// or before the file's first timestamp. A zero header (a file created
+// just before a crash) is an empty file, not garbage. It reads the items
+// written, not the CommitLog.
+func (f *File) check() error {
+	raw := decodeHeader(f.seg.View(0, headerSize))
+	if raw == (header{}) {
+		return nil
+	}
+	h := raw
+	switch {
+	case h.indexCount < firstIndex || int(h.indexCount) > f.indexNum:
+		return fmt.Errorf("%w: %s: indexCount %d outside %d..%d", ErrCorrupt, f.name, h.indexCount, firstIndex, f.indexNum)
+	case h.beginPhyOffset < 0 || h.endPhyOffset < h.beginPhyOffset:
+		return fmt.Errorf("%w: %s: commitlog range %d..%d", ErrCorrupt, f.name, h.beginPhyOffset, h.endPhyOffset)
+	case h.beginTimestamp < 0 || h.endTimestamp < h.beginTimestamp:
+		return fmt.Errorf("%w: %s: time range %d..%d", ErrCorrupt, f.name, h.beginTimestamp, h.endTimestamp)
+	case h.hashSlotCount < 0 || h.hashSlotCount >= h.indexCount:
+		return fmt.Errorf("%w: %s: hashSlotCount %d with %d items", ErrCorrupt, f.name, h.hashSlotCount, h.indexCount-1)
+	}
+	for i := int32(firstIndex); i < h.indexCount; i++ {
+		b := f.seg.View(f.itemPos(i), itemSize)
+		phy := int64(be.Uint64(b[itemOffPhyOffset:]))
+		diff := int32(be.Uint32(b[itemOffTimeDiff:]))
+		prev := int32(be.Uint32(b[itemOffPrevIndex:]))
+		if phy < h.beginPhyOffset || phy > h.endPhyOffset || diff < 0 || prev < 0 || prev >= i {
+			return fmt.Errorf("%w: %s: item %d (commitlog offset %d, time diff %d, previous item %d) outside the file's range %d..%d",
+				ErrCorrupt, f.name, i, phy, diff, prev, h.beginPhyOffset, h.endPhyOffset)
+		}
+	}
+	return nil
+}
+
 func (f *File) writeHeader() error {
 	f.h.encode(f.hbuf[:])
 	if _, err := f.seg.WriteAt(f.hbuf[:], 0); err != nil {

@@ -113,7 +113,42 @@ func Open(fs backend.FS, cfg Config, lastExitOK bool, checkpointIndexTs int64) (
 			return nil, err
 		}
 	}
+	if err := s.dropIfGarbage(); err != nil {
+		s.closeFiles()
+		return nil, err
+	}
 	return s, nil
+}
+
+// dropIfGarbage checks every loaded file (check); if one holds garbage,
+// the index is derived data and rebuilt whole: every file is deleted and
+// Reconcile has the CommitLog re-dispatched from its start. Entries are
+// only ever appended to the newest file, so one damaged file in the
+// middle cannot be rebuilt alone.
+func (s *Service) dropIfGarbage() error {
+	var bad error
+	for _, f := range s.files {
+		if err := f.check(); err != nil {
+			bad = err
+			break
+		}
+	}
+	if bad == nil {
+		return nil
+	}
+	s.cfg.Logger.Error("index: a file holds garbage; deleting every index file and rebuilding the index from the commitlog", "err", bad)
+	files := s.files
+	if err := s.closeFiles(); err != nil {
+		return err
+	}
+	for _, f := range files {
+		if err := s.fs.Remove(f.name); err != nil {
+			return fmt.Errorf("index: delete %s: %w", f.name, err)
+		}
+	}
+	s.lastName = ""
+	s.deferred, s.deletedFrom = true, 0
+	return nil
 }
 
 func (s *Service) load(name string, lastExitOK bool, cpTs int64) error {
