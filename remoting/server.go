@@ -3,6 +3,7 @@ package remoting
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"sync"
 	"sync/atomic"
@@ -21,6 +22,9 @@ type Server struct {
 	nextID  atomic.Uint64
 	wg      sync.WaitGroup // accept loops and connections
 
+	reapOnce   sync.Once
+	reaperDone chan struct{} // closed when the reaper (started with the first listener) exits
+
 	mu struct {
 		sync.Mutex
 		closed    bool
@@ -35,7 +39,8 @@ func NewServer(h Handler, opts Options) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{handler: h, opts: opts.withDefaults()}
-	s.budget = newByteBudget(s.opts.MaxReceiveBytes, s.opts.ReceiveBudgetWait)
+	s.budget = newByteBudget(s.opts)
+	s.reaperDone = make(chan struct{})
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.mu.listeners = map[net.Listener]struct{}{}
 	s.mu.conns = map[*Conn]struct{}{}
@@ -80,7 +85,45 @@ func (s *Server) track(ln net.Listener) error {
 	}
 	s.mu.listeners[ln] = struct{}{}
 	s.wg.Add(1)
+	s.reapOnce.Do(func() { go s.reapLoop() })
 	return nil
+}
+
+// reapPeriod is how often the reaper looks for stalled frames: a quarter
+// of FrameTimeout, at most a second.
+func reapPeriod(frameTimeout time.Duration) time.Duration {
+	return max(min(frameTimeout/4, time.Second), time.Millisecond)
+}
+
+// reapLoop closes, until the server closes, the connections whose peer
+// stalled inside a frame for longer than FrameTimeout: such a frame holds
+// receive budget, which other peers' frames may be waiting for. (The
+// socket's read deadline is IdleTimeout's; a deadline per frame would cost
+// a timer update on every frame that does not arrive in one read.)
+func (s *Server) reapLoop() {
+	defer close(s.reaperDone)
+	tick := s.opts.Clock.NewTicker(reapPeriod(s.opts.FrameTimeout))
+	defer tick.Stop()
+	for {
+		select {
+		case <-s.ctx.Done():
+			return
+		case <-tick.Chan():
+			now := s.opts.Clock.Now() // not the tick's time, which may be late
+			for _, c := range s.Conns() {
+				if c.frameOverdue(now, s.opts.FrameTimeout) {
+					c.close(fmt.Errorf("%w: the peer sent part of a frame and nothing more for %v",
+						ErrFrameTimeout, s.opts.FrameTimeout))
+				}
+			}
+		}
+	}
+}
+
+// stopReaper ends the reaper (after s.cancel) and waits for it.
+func (s *Server) stopReaper() {
+	s.reapOnce.Do(func() { close(s.reaperDone) }) // never started
+	<-s.reaperDone
 }
 
 func (s *Server) acceptLoop(ln net.Listener) error {
@@ -210,6 +253,7 @@ func (s *Server) Close() error {
 	}
 	s.cancel()
 	s.wg.Wait()
+	s.stopReaper()
 	return nil
 }
 
@@ -230,6 +274,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	select {
 	case <-done:
 		s.cancel()
+		s.stopReaper()
 		return nil
 	case <-ctx.Done():
 		_ = s.Close()
