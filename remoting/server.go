@@ -4,10 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/rocketstore/rocketstore/internal/faultlog"
 )
 
 // Server accepts remoting connections and serves their requests with one
@@ -21,6 +24,10 @@ type Server struct {
 	cancel  context.CancelFunc
 	nextID  atomic.Uint64
 	wg      sync.WaitGroup // accept loops and connections
+
+	// Floods: refused connections and failing accepts are logged once,
+	// then at most once a minute with counts, and their end.
+	refusals, acceptFaults faultlog.Log
 
 	reapOnce   sync.Once
 	reaperDone chan struct{} // closed when the reaper (started with the first listener) exits
@@ -41,6 +48,9 @@ func NewServer(h Handler, opts Options) (*Server, error) {
 	s := &Server{handler: h, opts: opts.withDefaults()}
 	s.budget = newByteBudget(s.opts)
 	s.reaperDone = make(chan struct{})
+	now := s.opts.Clock.Now
+	s.refusals = faultlog.Log{Logger: s.opts.Logger, Level: slog.LevelWarn, Now: now}
+	s.acceptFaults = faultlog.Log{Logger: s.opts.Logger, Level: slog.LevelError, Now: now}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.mu.listeners = map[net.Listener]struct{}{}
 	s.mu.conns = map[*Conn]struct{}{}
@@ -138,8 +148,13 @@ func (s *Server) acceptLoop(ln net.Listener) error {
 				s.opts.Logger.Error("remoting: accept failed", "addr", ln.Addr().String(), "err", err)
 				return err
 			}
-			s.opts.Logger.Warn("remoting: accept failed; retrying", "err", err, "in", backoff)
+			// Out of file descriptors under a connection flood: one line
+			// a minute, not one per retry.
+			s.acceptFaults.Failed("remoting: accept failed; retrying", err, "addr", ln.Addr().String())
 			continue
+		}
+		if backoff != 0 {
+			s.acceptFaults.Resumed("remoting: accepting connections again", "addr", ln.Addr().String())
 		}
 		backoff = 0
 		s.startConn(nc)
@@ -181,9 +196,13 @@ func (s *Server) startConn(nc net.Conn) {
 	}
 	if s.opts.MaxConns > 0 && len(s.mu.conns) >= s.opts.MaxConns {
 		s.stats.connsRejected.Add(1)
-		s.opts.Logger.Warn("remoting: too many connections; refused", "remote", nc.RemoteAddr().String(), "max", s.opts.MaxConns)
+		s.refusals.Failed("remoting: too many connections; refusing new ones", ErrTooManyConns,
+			"remote", nc.RemoteAddr().String(), "max", s.opts.MaxConns)
 		_ = nc.Close()
 		return
+	}
+	if s.refusals.Failing() {
+		s.refusals.Resumed("remoting: connection flood over; accepting again", "open", len(s.mu.conns), "max", s.opts.MaxConns)
 	}
 	c := newConn(s.ctx, s.nextID.Add(1), nc, s.handler, s.opts, &s.stats, s.budget)
 	s.mu.conns[c] = struct{}{}
