@@ -20,7 +20,7 @@ type Log struct {
 	// Logger receives the lines.
 	Logger *slog.Logger
 	// Level of the start and repeat lines; the zero value is INFO, so set
-	// slog.LevelError or slog.LevelWarn. The end is logged at INFO.
+	// slog.LevelError or slog.LevelWarn. The end is logged at WARN.
 	Level slog.Level
 	// Interval between repeat lines; 0 means DefaultInterval.
 	Interval time.Duration
@@ -81,7 +81,7 @@ func (l *Log) Resumed(msg string, args ...any) bool {
 	if l.since.IsZero() {
 		return false
 	}
-	l.Logger.Info(msg, append(args, "failures", l.failures, "failedFor", l.now().Sub(l.since).Round(time.Millisecond))...)
+	l.Logger.Warn(msg, append(args, "failures", l.failures, "failedFor", l.now().Sub(l.since).Round(time.Millisecond))...)
 	l.since, l.failures, l.suppressed = time.Time{}, 0, 0
 	return true
 }
