@@ -19,6 +19,7 @@ import (
 	"github.com/rocketstore/rocketstore/broker/transaction"
 	"github.com/rocketstore/rocketstore/dispatch"
 	"github.com/rocketstore/rocketstore/engine"
+	"github.com/rocketstore/rocketstore/internal/faultlog"
 	"github.com/rocketstore/rocketstore/internal/hooks"
 )
 
@@ -89,16 +90,17 @@ func (b *Broker) loadConfig() error {
 	var err error
 	b.topics, err = config.LoadTopics(b.fs, config.TopicOptions{AutoCreateTopicEnable: !b.cfg.DisableAutoCreateTopic,
 		DefaultTopicQueueNums: b.cfg.DefaultTopicQueueNums, ScheduleQueueNums: len(b.cfg.Store.DelayLevels),
-		Now: b.cfg.Store.Now, SingleQueueTopics: b.systemTopics()})
+		Now: b.cfg.Store.Now, SingleQueueTopics: b.systemTopics(), Logger: b.logger})
 	if err != nil {
 		return err
 	}
-	if b.groups, err = config.LoadGroups(b.fs, !b.cfg.DisableAutoCreateSubscriptionGroup, b.cfg.Store.Now); err != nil {
+	if b.groups, err = config.LoadGroups(b.fs, !b.cfg.DisableAutoCreateSubscriptionGroup, b.cfg.Store.Now, b.logger); err != nil {
 		return err
 	}
 	if b.offsets, err = offset.Load(b.fs, offset.File, b.logger); err != nil {
 		return err
 	}
+	b.offsets.SetClock(func() time.Time { return time.UnixMilli(b.cfg.Store.Now()) })
 	b.filters, err = loadConsumerFilters(b.fs, b.cfg.Store.Now, b.logger.Warn)
 	return err
 }
@@ -196,27 +198,34 @@ func (b *Broker) persistLoop() {
 	defer co.Stop()
 	do := time.NewTicker(b.cfg.FlushDelayOffsetInterval)
 	defer do.Stop()
+	// A full disk fails every attempt: one line a minute each, and the end.
+	now := func() time.Time { return time.UnixMilli(b.cfg.Store.Now()) }
+	filterFaults := faultlog.Log{Logger: b.logger, Level: slog.LevelError, Now: now}
+	indexFaults := faultlog.Log{Logger: b.logger, Level: slog.LevelError, Now: now}
+	delayFaults := faultlog.Log{Logger: b.logger, Level: slog.LevelError, Now: now}
 	for {
 		select {
 		case <-b.stop:
 			return
 		case <-co.C:
-			if err := b.offsets.Persist(); err != nil {
-				b.logger.Error("persist consumer offsets", "err", err)
-			}
-			if err := b.filters.persist(); err != nil {
-				b.logger.Error("persist consumer filters", "err", err)
-			}
+			_ = b.offsets.PersistScheduled() // logs its failures, rate-limited
+			logFault(&filterFaults, b.filters.persist(), "persist consumer filters")
 			if b.index != nil {
-				if err := b.index.Flush(); err != nil {
-					b.logger.Error("flush index", "err", err)
-				}
+				logFault(&indexFaults, b.index.Flush(), "flush index")
 			}
 		case <-do.C:
-			if err := b.schedule.Persist(); err != nil {
-				b.logger.Error("persist delay offsets", "err", err)
-			}
+			logFault(&delayFaults, b.schedule.Persist(), "persist delay offsets")
 		}
+	}
+}
+
+// logFault logs a background task's result on its fault log: a failure
+// rate-limited, the first success after failures once.
+func logFault(l *faultlog.Log, err error, task string) {
+	if err != nil {
+		l.Failed(task+" failed", err)
+	} else if l.Failing() {
+		l.Resumed(task + " works again")
 	}
 }
 

@@ -54,7 +54,7 @@ func TestRocketMQConfigFixturesLoad(t *testing.T) {
 	if !ok || tc.ReadQueueNums != 4 || tc.WriteQueueNums != 4 || tc.Perm != 6 {
 		t.Fatalf("TopicTest = %+v, %v", tc, ok)
 	}
-	groups, err := config.LoadGroups(fs, false, func() int64 { return 0 })
+	groups, err := config.LoadGroups(fs, false, func() int64 { return 0 }, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -160,11 +160,20 @@ type dispatchHooks struct{ s *Store }
 func (h dispatchHooks) hooks() (hk dispatch.Hooks) {
 	hk.Failed = func(err error) {
 		h.s.health.dispatchErrors.Add(1)
+		if isDiskFull(err) {
+			// A ConsumeQueue or index file that cannot be created is the
+			// disk being full as much as a CommitLog file is: the disk-full
+			// flag and counter (store_disk_full, disk_full_errors_total)
+			// say so. The dispatch flag keeps puts refused meanwhile.
+			h.s.health.diskFullErrors.Add(1)
+			h.s.health.diskFull.Store(&diskFullState{err: err, retryAt: h.s.now().Add(DiskFullRetryInterval)})
+		}
 		h.s.health.dispatchErr.Store(&err)
 		h.s.health.dispatchLog.failed(h.s.cfg.Logger,
 			"dispatch failed: messages cannot be made consumable; puts are refused (SERVICE_NOT_AVAILABLE) and dispatch retries every second", err)
 	}
 	hk.Resumed = func() {
+		h.s.health.diskFull.Store(nil) // the files were created: there is space again
 		h.s.health.dispatchErr.Store(nil)
 		h.s.health.dispatchLog.resumed(h.s.cfg.Logger, "dispatch resumed: puts accepted")
 	}

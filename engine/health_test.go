@@ -91,8 +91,8 @@ func TestDispatchFailureRefusesPutsAndResumes(t *testing.T) {
 			t.Fatalf("put while dispatch fails: err = %v, want ErrReadOnly and ErrDispatchFailing", err)
 		}
 	}
-	if h := s.Health(); h.Writable || h.DispatchErrors == 0 {
-		t.Fatalf("health while failing: %+v", h)
+	if h := s.Health(); h.Writable || h.DispatchErrors == 0 || !h.DiskFull || h.DiskFullErrors == 0 {
+		t.Fatalf("health while failing for lack of space: %+v (want not writable, disk full, both counters up)", h)
 	}
 	time.Sleep(1500 * time.Millisecond) // at least one retry
 	if n := logs.count("level=ERROR"); n != 1 {
@@ -106,6 +106,9 @@ func TestDispatchFailureRefusesPutsAndResumes(t *testing.T) {
 	waitUntil(t, "the store to accept puts", func() bool { return s.Health().Writable })
 	if _, err := s.Put(ctx, &engine.Message{Topic: "NewTopic", Body: []byte("after")}); err != nil {
 		t.Fatalf("put after space was freed: %v", err)
+	}
+	if h := s.Health(); h.DiskFull {
+		t.Fatalf("still disk full after dispatch resumed: %+v", h)
 	}
 	got, err := s.GetMessage("g", "NewTopic", 0, 0, 32, nil)
 	if err != nil || len(got.Messages) == 0 {

@@ -200,7 +200,7 @@ func FuzzConfigJSON(f *testing.F) {
 			case config.TopicsFile:
 				_, _ = config.LoadTopics(fs, config.TopicOptions{})
 			default:
-				_, _ = config.LoadGroups(fs, true, func() int64 { return 0 })
+				_, _ = config.LoadGroups(fs, true, func() int64 { return 0 }, nil)
 			}
 		}
 	})

@@ -9,20 +9,48 @@ import (
 	"time"
 )
 
+// frameClass is the share of the receive budget a frame draws from.
+type frameClass uint8
+
+const (
+	// classSmall: a frame of at most Options.LargeFrameSize bytes. Small
+	// frames may use the whole budget, and only they use its reserve
+	// (Options.SmallFrameReserve), so they never wait behind large ones.
+	classSmall frameClass = iota
+	// classLarge: a larger frame on a known connection (one that sent a
+	// valid request before).
+	classLarge
+	// classStranger: a larger frame on a connection that has sent no valid
+	// request yet; these share Options.StrangerReceiveBytes.
+	classStranger
+	numClasses
+)
+
+var classNames = [numClasses]string{"small", "large", "stranger"}
+
 // byteBudget caps the bytes a server holds in incoming frames, across all
 // its connections: the payload buffers of frames being received and of
 // requests whose handlers have not returned. A reader that needs more than
-// is left waits, in arrival order, until other frames release theirs, and
-// gives up after a bounded wait (the connection is then closed). Without
-// it, N peers that each announce a large frame and send half of it make the
-// server hold N half-frames (64 × 7.5 MiB raised serve's RSS to 0.7 GiB).
+// is left waits, in arrival order within its class, until other frames
+// release theirs, and gives up after a bounded wait (the connection is then
+// closed). Without it, N peers that each announce a large frame and send
+// half of it make the server hold N half-frames (64 × 7.5 MiB raised
+// serve's RSS to 0.7 GiB).
+//
+// Large frames hold at most largeMax (max less the small frames' reserve)
+// and those of strangers at most strangerMax, so that peers that announce
+// large frames and stall can neither make small requests wait (20 such
+// peers once stopped a producer's sends for 25 s) nor keep known clients'
+// large frames out.
 type byteBudget struct {
-	max  int64
-	wait time.Duration
+	max, largeMax, strangerMax int64
+	largeFrame                 int // frames above this many bytes are large
+	wait                       time.Duration
 
 	mu      sync.Mutex
-	used    int64
-	waiters []*budgetWaiter // FIFO: a large request is not starved by small ones
+	used    int64             // all classes
+	held    [numClasses]int64 // by class
+	waiters [numClasses][]*budgetWaiter
 }
 
 type budgetWaiter struct {
@@ -30,25 +58,67 @@ type budgetWaiter struct {
 	ready chan struct{} // closed once n was granted
 }
 
-func newByteBudget(max int64, wait time.Duration) *byteBudget {
-	return &byteBudget{max: max, wait: wait}
+// charge is what one frame holds of the budget.
+type charge struct {
+	n     int64
+	class frameClass
 }
 
-// acquire takes n bytes, waiting at most b.wait (or until ctx is done).
-// n must not exceed b.max.
-func (b *byteBudget) acquire(ctx context.Context, n int64) error {
+// newByteBudget returns the budget of a server with options o (defaults
+// applied).
+func newByteBudget(o Options) *byteBudget {
+	large := o.MaxReceiveBytes - o.SmallFrameReserve
+	return &byteBudget{max: o.MaxReceiveBytes, largeMax: large, strangerMax: min(o.StrangerReceiveBytes, large),
+		largeFrame: o.LargeFrameSize, wait: o.ReceiveBudgetWait}
+}
+
+// classOf returns the class of a frame of n payload bytes on a connection
+// that has (known) or has not sent a valid request.
+func (b *byteBudget) classOf(n int, known bool) frameClass {
+	switch {
+	case b == nil || n <= b.largeFrame:
+		return classSmall
+	case known:
+		return classLarge
+	}
+	return classStranger
+}
+
+// fitsLocked reports whether n more bytes of class k stay within the caps.
+func (b *byteBudget) fitsLocked(k frameClass, n int64) bool {
+	if b.used+n > b.max {
+		return false
+	}
+	large := b.held[classLarge] + b.held[classStranger]
+	switch k {
+	case classLarge:
+		return large+n <= b.largeMax
+	case classStranger:
+		return large+n <= b.largeMax && b.held[classStranger]+n <= b.strangerMax
+	}
+	return true
+}
+
+func (b *byteBudget) takeLocked(k frameClass, n int64) {
+	b.used += n
+	b.held[k] += n
+}
+
+// acquire takes n bytes of class k, waiting at most b.wait (or until ctx
+// is done). n must not exceed the class's cap.
+func (b *byteBudget) acquire(ctx context.Context, k frameClass, n int64) error {
 	if b == nil || n <= 0 {
 		return nil
 	}
 	b.mu.Lock()
-	if len(b.waiters) == 0 && b.used+n <= b.max {
-		b.used += n
+	if len(b.waiters[k]) == 0 && b.fitsLocked(k, n) {
+		b.takeLocked(k, n)
 		b.mu.Unlock()
 		return nil
 	}
 	w := &budgetWaiter{n: n, ready: make(chan struct{})}
-	b.waiters = append(b.waiters, w)
-	used := b.used
+	b.waiters[k] = append(b.waiters[k], w)
+	used, held := b.used, b.held[k]
 	b.mu.Unlock()
 	t := time.NewTimer(b.wait)
 	defer t.Stop()
@@ -57,8 +127,8 @@ func (b *byteBudget) acquire(ctx context.Context, n int64) error {
 	case <-w.ready:
 		return nil
 	case <-t.C:
-		err = fmt.Errorf("%w: %d bytes wanted, %d of %d in use by other frames for %v",
-			ErrReceiveBudget, n, used, b.max, b.wait)
+		err = fmt.Errorf("%w: %d bytes wanted for a %s frame, %d of %d in use (%d by %s frames) for %v",
+			ErrReceiveBudget, n, classNames[k], used, b.max, held, classNames[k], b.wait)
 	case <-ctx.Done():
 		err = ctx.Err()
 	}
@@ -66,11 +136,12 @@ func (b *byteBudget) acquire(ctx context.Context, n int64) error {
 	defer b.mu.Unlock()
 	select {
 	case <-w.ready: // granted while we gave up: hand it back
-		b.releaseLocked(n)
+		b.releaseLocked(charge{n, k})
 	default:
-		for i, x := range b.waiters {
+		q := b.waiters[k]
+		for i, x := range q {
 			if x == w {
-				b.waiters = append(b.waiters[:i], b.waiters[i+1:]...)
+				b.waiters[k] = append(q[:i], q[i+1:]...)
 				break
 			}
 		}
@@ -79,27 +150,32 @@ func (b *byteBudget) acquire(ctx context.Context, n int64) error {
 	return err
 }
 
-// release returns n bytes and wakes the waiters that now fit.
-func (b *byteBudget) release(n int64) {
-	if b == nil || n <= 0 {
+// release returns a frame's charge and wakes the waiters that now fit.
+func (b *byteBudget) release(c charge) {
+	if b == nil || c.n <= 0 {
 		return
 	}
 	b.mu.Lock()
-	b.releaseLocked(n)
+	b.releaseLocked(c)
 	b.mu.Unlock()
 }
 
-func (b *byteBudget) releaseLocked(n int64) {
-	b.used -= n
+func (b *byteBudget) releaseLocked(c charge) {
+	b.used -= c.n
+	b.held[c.class] -= c.n
 	b.grantLocked()
 }
 
+// grantLocked wakes, class by class, the waiters at the head of each queue
+// that now fit: small frames first.
 func (b *byteBudget) grantLocked() {
-	for len(b.waiters) > 0 && b.used+b.waiters[0].n <= b.max {
-		w := b.waiters[0]
-		b.waiters = b.waiters[1:]
-		b.used += w.n
-		close(w.ready)
+	for k := range numClasses {
+		for len(b.waiters[k]) > 0 && b.fitsLocked(k, b.waiters[k][0].n) {
+			w := b.waiters[k][0]
+			b.waiters[k] = b.waiters[k][1:]
+			b.takeLocked(k, w.n)
+			close(w.ready)
+		}
 	}
 }
 
@@ -114,26 +190,30 @@ func (b *byteBudget) inUse() int64 {
 }
 
 // ErrReceiveBudget is the reason a connection was closed because the
-// server's bytes for incoming frames (Options.MaxReceiveBytes) stayed in use
-// by other frames for Options.ReceiveBudgetWait.
+// server's bytes for incoming frames (Options.MaxReceiveBytes, or the share
+// of its frame class) stayed in use by other frames for
+// Options.ReceiveBudgetWait.
 var ErrReceiveBudget = errors.New("remoting: receive buffer budget exhausted")
 
 // readPayloadBudget is readPayload charging every byte of the payload buffer
-// to budget before it is allocated. It returns the payload and the bytes
-// charged for it, which the caller releases once the frame is no longer
+// to budget before it is allocated. Once the length is known, start is
+// called with it and returns the frame's class. It returns the payload and
+// the charge for it, which the caller releases once the frame is no longer
 // used; on error nothing stays charged.
-func readPayloadBudget(ctx context.Context, r io.Reader, maxFrameSize int, budget *byteBudget) ([]byte, int64, error) {
+func readPayloadBudget(ctx context.Context, r io.Reader, maxFrameSize int, budget *byteBudget,
+	start func(n int) frameClass) ([]byte, charge, error) {
 	length, err := readLength(r)
 	if err != nil {
-		return nil, 0, err
+		return nil, charge{}, err
 	}
 	n, err := checkLength(int32(length), maxFrameSize)
 	if err != nil {
-		return nil, 0, err
+		return nil, charge{}, err
 	}
+	k := start(n)
 	size := min(n, readChunk)
-	if err := budget.acquire(ctx, int64(size)); err != nil {
-		return nil, 0, err
+	if err := budget.acquire(ctx, k, int64(size)); err != nil {
+		return nil, charge{}, err
 	}
 	buf := make([]byte, size)
 	got := 0
@@ -144,22 +224,22 @@ func readPayloadBudget(ctx context.Context, r io.Reader, maxFrameSize int, budge
 			if errors.Is(err, io.EOF) {
 				err = io.ErrUnexpectedEOF
 			}
-			budget.release(int64(len(buf)))
-			return nil, 0, err
+			budget.release(charge{int64(len(buf)), k})
+			return nil, charge{}, err
 		}
 		if got == n {
-			return buf, int64(len(buf)), nil
+			return buf, charge{int64(len(buf)), k}, nil
 		}
 		// Both buffers are live during the copy: charge the new one
 		// before allocating it, release the old one after.
 		next := min(2*len(buf), n)
-		if err := budget.acquire(ctx, int64(next)); err != nil {
-			budget.release(int64(len(buf)))
-			return nil, 0, err
+		if err := budget.acquire(ctx, k, int64(next)); err != nil {
+			budget.release(charge{int64(len(buf)), k})
+			return nil, charge{}, err
 		}
 		grown := make([]byte, next)
 		copy(grown, buf[:got])
-		budget.release(int64(len(buf)))
+		budget.release(charge{int64(len(buf)), k})
 		buf = grown
 	}
 }

@@ -10,9 +10,9 @@ import (
 )
 
 func TestByteBudgetFIFOAndTimeout(t *testing.T) {
-	b := newByteBudget(100, 200*time.Millisecond)
+	b := &byteBudget{max: 100, largeMax: 100, strangerMax: 100, wait: 200 * time.Millisecond}
 	ctx := context.Background()
-	if err := b.acquire(ctx, 80); err != nil {
+	if err := b.acquire(ctx, classSmall, 80); err != nil {
 		t.Fatal(err)
 	}
 	// 50 waits (30 would fit, but it queues behind 50: no starvation).
@@ -22,7 +22,7 @@ func TestByteBudgetFIFOAndTimeout(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if err := b.acquire(ctx, n); err != nil {
+			if err := b.acquire(ctx, classSmall, n); err != nil {
 				t.Error(err)
 				return
 			}
@@ -33,12 +33,12 @@ func TestByteBudgetFIFOAndTimeout(t *testing.T) {
 	if got := b.inUse(); got != 80 || len(order) != 0 {
 		t.Fatalf("in use %d, %d granted while both wait; want 80, none (10 fits but queues behind 50)", got, len(order))
 	}
-	b.release(80)
+	b.release(charge{80, classSmall})
 	wg.Wait()
 	// Nothing fits now beyond 40: a wait for 50 times out with the sentinel
 	// and leaves the count unchanged.
 	start := time.Now()
-	if err := b.acquire(ctx, 50); !errors.Is(err, ErrReceiveBudget) {
+	if err := b.acquire(ctx, classSmall, 50); !errors.Is(err, ErrReceiveBudget) {
 		t.Fatalf("acquire beyond the cap = %v, want ErrReceiveBudget", err)
 	}
 	if el := time.Since(start); el < 150*time.Millisecond {

@@ -67,12 +67,21 @@ type Conn struct {
 	pending map[int32]chan *RemotingCommand // Invoke waiters by opaque
 
 	untrack func() // set by the owner before run; called before OnClose
+
+	// known: the peer sent a valid request; only then may its large
+	// frames use the known clients' share of the budget. Read loop only.
+	known bool
+	// frameStart is when the frame being read began to wait on the socket
+	// (Options.Clock, Unix ns), 0 between frames and while the frame is
+	// whole in the read buffer; the server's reaper closes the connection
+	// once it is older than Options.FrameTimeout.
+	frameStart atomic.Int64
 }
 
 // job is one request for a worker, with the receive budget its frame holds.
 type job struct {
 	req     *RemotingCommand
-	charged int64
+	charged charge
 }
 
 func newConn(ctx context.Context, id uint64, nc net.Conn, h Handler, opts Options, st *counters, budget *byteBudget) *Conn {
@@ -185,6 +194,8 @@ func (c *Conn) count(err error) {
 		c.stats.badFrames.Add(1)
 	case errors.Is(err, ErrIdleTimeout):
 		c.stats.idleTimeouts.Add(1)
+	case errors.Is(err, ErrFrameTimeout):
+		c.stats.frameTimeouts.Add(1)
 	case errors.Is(err, ErrWriteQueueFull):
 		c.stats.writeQueueOverflows.Add(1)
 	case errors.Is(err, ErrReceiveBudget):
@@ -196,7 +207,7 @@ func (c *Conn) logClose(err error) {
 	switch {
 	case err == nil, errors.Is(err, io.EOF), errors.Is(err, ErrServerClosed):
 		c.log.Debug("remoting: connection closed", "reason", err)
-	case errors.Is(err, ErrReceiveBudget):
+	case errors.Is(err, ErrReceiveBudget), errors.Is(err, ErrFrameTimeout):
 		c.log.Warn("remoting: connection closed", "reason", err)
 	default:
 		c.log.Info("remoting: connection closed", "reason", err)
@@ -262,8 +273,12 @@ func (c *Conn) readLoop() error {
 			return nil
 		}
 		cmd, charged, err := c.readCommand(br)
+		c.frameStart.Store(0)
 		if err != nil {
 			return err
+		}
+		if !c.known && !cmd.IsResponse() {
+			c.known = true
 		}
 		if cmd.IsResponse() {
 			// The waiter owns the response from here on; only the
@@ -290,21 +305,42 @@ func (c *Conn) readLoop() error {
 
 // readCommand reads one frame and returns it decoded with the receive
 // budget its payload holds.
-func (c *Conn) readCommand(r io.Reader) (*RemotingCommand, int64, error) {
-	payload, charged, err := readPayloadBudget(c.ctx, r, c.opts.MaxFrameSize, c.budget)
-	if err != nil {
-		if errors.Is(err, os.ErrDeadlineExceeded) && !c.draining.Load() {
-			return nil, 0, fmt.Errorf("%w: nothing or only part of a frame received for %v", ErrIdleTimeout, c.opts.IdleTimeout)
+func (c *Conn) readCommand(br *bufio.Reader) (*RemotingCommand, charge, error) {
+	start := func(n int) frameClass {
+		if br.Buffered() < n && c.budget != nil {
+			// The rest must come from the socket: from now on the frame
+			// holds budget while it waits, which FrameTimeout bounds.
+			c.frameStart.Store(c.opts.Clock.Now().UnixNano())
+			if c.opts.onFrameStart != nil {
+				c.opts.onFrameStart()
+			}
 		}
-		return nil, 0, err
+		return c.budget.classOf(n, c.known)
+	}
+	payload, charged, err := readPayloadBudget(c.ctx, br, c.opts.MaxFrameSize, c.budget, start)
+	if err != nil {
+		if cerr := c.Err(); cerr != nil && errors.Is(cerr, ErrFrameTimeout) {
+			return nil, charge{}, cerr // the reaper closed the socket under the read
+		}
+		if errors.Is(err, os.ErrDeadlineExceeded) && !c.draining.Load() {
+			return nil, charge{}, fmt.Errorf("%w: nothing or only part of a frame received for %v", ErrIdleTimeout, c.opts.IdleTimeout)
+		}
+		return nil, charge{}, err
 	}
 	c.stats.bytesIn.Add(int64(frameLenSize + len(payload)))
 	cmd, err := decodePayload(payload)
 	if err != nil {
 		c.budget.release(charged)
-		return nil, 0, err
+		return nil, charge{}, err
 	}
 	return cmd, charged, nil
+}
+
+// frameOverdue reports whether the frame being read started waiting on
+// the socket more than timeout before now.
+func (c *Conn) frameOverdue(now time.Time, timeout time.Duration) bool {
+	start := c.frameStart.Load()
+	return start != 0 && now.UnixNano()-start > int64(timeout)
 }
 
 // dispatch hands j to an idle worker, starts a new one while fewer than

@@ -32,6 +32,12 @@ var (
 	// ErrIdleTimeout is the reason a connection was closed because its peer
 	// sent nothing, or stalled inside a frame, for Options.IdleTimeout.
 	ErrIdleTimeout = errors.New("remoting: idle timeout")
+	// ErrFrameTimeout is the reason a server connection was closed because
+	// its peer stalled inside a frame for Options.FrameTimeout.
+	ErrFrameTimeout = errors.New("remoting: frame timeout")
+	// ErrTooManyConns is why a server refused a connection: it had
+	// Options.MaxConns open.
+	ErrTooManyConns = errors.New("remoting: too many connections")
 	// ErrServerClosed is returned by Serve and Listen after Close or
 	// Shutdown.
 	ErrServerClosed = errors.New("remoting: server closed")

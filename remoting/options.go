@@ -5,6 +5,8 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/jonboulle/clockwork"
+
 	"github.com/rocketstore/rocketstore/internal/defaults"
 )
 
@@ -46,6 +48,34 @@ type Options struct {
 	MaxReceiveBytes int64
 	// ReceiveBudgetWait bounds the wait for receive budget. 0 means 5 s.
 	ReceiveBudgetWait time.Duration
+	// LargeFrameSize splits frames into small and large: frames whose
+	// payload exceeds it are large. Large frames together hold at most
+	// MaxReceiveBytes less SmallFrameReserve, so that small frames (nearly
+	// every request: RocketMQ clients compress bodies over 4 KiB) never
+	// wait behind peers that announce large frames and stall. 0 means
+	// DefaultLargeFrameSize (1 MiB).
+	LargeFrameSize int
+	// SmallFrameReserve is the part of MaxReceiveBytes only small frames
+	// may hold. 0 means a quarter of MaxReceiveBytes, but no more than
+	// leaves twice MaxFrameSize for large frames.
+	SmallFrameReserve int64
+	// StrangerReceiveBytes caps the bytes large frames hold on connections
+	// that have not yet sent a valid request, so that unknown peers cannot
+	// keep known clients' large frames out. At least twice MaxFrameSize;
+	// 0 means that.
+	StrangerReceiveBytes int64
+	// FrameTimeout closes a server connection whose peer stalls inside a
+	// frame: once a frame's length has arrived, the rest must follow within
+	// it (the frame's receive budget is held meanwhile). 0 means
+	// DefaultFrameTimeout (30 s); IdleTimeout still bounds the wait for a
+	// frame's first bytes.
+	FrameTimeout time.Duration
+	// Clock is the server's clock for FrameTimeout (the connection reaper
+	// runs on its ticker). nil means the real clock.
+	Clock clockwork.Clock
+	// onFrameStart, if set, is called when a server connection starts
+	// waiting for the rest of a frame (tests).
+	onFrameStart func()
 	// Inline, if set, picks the requests a connection answers on its read
 	// goroutine instead of handing them to a worker, which saves the
 	// handoff and its scheduling per request. Only for requests whose
@@ -87,6 +117,8 @@ const (
 	DefaultMaxConcurrentRequests = 64
 	DefaultMaxReceiveBytes       = 128 << 20
 	DefaultReceiveBudgetWait     = 5 * time.Second
+	DefaultLargeFrameSize        = 1 << 20
+	DefaultFrameTimeout          = 30 * time.Second
 )
 
 // Validate reports negative values.
@@ -112,10 +144,25 @@ func (o Options) Validate() error {
 		return fmt.Errorf("%w: MaxReceiveBytes %d < 0", ErrBadOptions, o.MaxReceiveBytes)
 	case o.ReceiveBudgetWait < 0:
 		return fmt.Errorf("%w: ReceiveBudgetWait %v < 0", ErrBadOptions, o.ReceiveBudgetWait)
+	case o.LargeFrameSize < 0:
+		return fmt.Errorf("%w: LargeFrameSize %d < 0", ErrBadOptions, o.LargeFrameSize)
+	case o.SmallFrameReserve < 0:
+		return fmt.Errorf("%w: SmallFrameReserve %d < 0", ErrBadOptions, o.SmallFrameReserve)
+	case o.StrangerReceiveBytes < 0:
+		return fmt.Errorf("%w: StrangerReceiveBytes %d < 0", ErrBadOptions, o.StrangerReceiveBytes)
+	case o.FrameTimeout < 0:
+		return fmt.Errorf("%w: FrameTimeout %v < 0", ErrBadOptions, o.FrameTimeout)
 	}
 	d := o.withDefaults()
-	if d.MaxReceiveBytes < 2*int64(d.MaxFrameSize) {
+	twoFrames := 2 * int64(d.MaxFrameSize)
+	switch {
+	case d.MaxReceiveBytes < twoFrames:
 		return fmt.Errorf("%w: MaxReceiveBytes %d is less than twice MaxFrameSize %d", ErrBadOptions, d.MaxReceiveBytes, d.MaxFrameSize)
+	case d.MaxReceiveBytes-d.SmallFrameReserve < twoFrames:
+		return fmt.Errorf("%w: MaxReceiveBytes %d less SmallFrameReserve %d is less than twice MaxFrameSize %d",
+			ErrBadOptions, d.MaxReceiveBytes, d.SmallFrameReserve, d.MaxFrameSize)
+	case d.StrangerReceiveBytes < twoFrames:
+		return fmt.Errorf("%w: StrangerReceiveBytes %d is less than twice MaxFrameSize %d", ErrBadOptions, d.StrangerReceiveBytes, d.MaxFrameSize)
 	}
 	return nil
 }
@@ -130,6 +177,11 @@ func (o Options) withDefaults() Options {
 	defaults.Set(&o.MaxConcurrentRequests, DefaultMaxConcurrentRequests)
 	defaults.Set(&o.MaxReceiveBytes, DefaultMaxReceiveBytes)
 	defaults.Set(&o.ReceiveBudgetWait, DefaultReceiveBudgetWait)
+	defaults.Set(&o.LargeFrameSize, DefaultLargeFrameSize)
+	defaults.Set(&o.SmallFrameReserve, max(0, min(o.MaxReceiveBytes/4, o.MaxReceiveBytes-2*int64(o.MaxFrameSize))))
+	defaults.Set(&o.StrangerReceiveBytes, 2*int64(o.MaxFrameSize))
+	defaults.Set(&o.FrameTimeout, DefaultFrameTimeout)
+	defaults.Set(&o.Clock, clockwork.NewRealClock())
 	defaults.Set(&o.Logger, slog.Default())
 	return o
 }

@@ -3,10 +3,14 @@ package remoting
 import (
 	"context"
 	"errors"
+	"fmt"
+	"log/slog"
 	"net"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/rocketstore/rocketstore/internal/faultlog"
 )
 
 // Server accepts remoting connections and serves their requests with one
@@ -20,6 +24,13 @@ type Server struct {
 	cancel  context.CancelFunc
 	nextID  atomic.Uint64
 	wg      sync.WaitGroup // accept loops and connections
+
+	// Floods: refused connections and failing accepts are logged once,
+	// then at most once a minute with counts, and their end.
+	refusals, acceptFaults faultlog.Log
+
+	reapOnce   sync.Once
+	reaperDone chan struct{} // closed when the reaper (started with the first listener) exits
 
 	mu struct {
 		sync.Mutex
@@ -35,7 +46,11 @@ func NewServer(h Handler, opts Options) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{handler: h, opts: opts.withDefaults()}
-	s.budget = newByteBudget(s.opts.MaxReceiveBytes, s.opts.ReceiveBudgetWait)
+	s.budget = newByteBudget(s.opts)
+	s.reaperDone = make(chan struct{})
+	now := s.opts.Clock.Now
+	s.refusals = faultlog.Log{Logger: s.opts.Logger, Level: slog.LevelWarn, Now: now}
+	s.acceptFaults = faultlog.Log{Logger: s.opts.Logger, Level: slog.LevelError, Now: now}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.mu.listeners = map[net.Listener]struct{}{}
 	s.mu.conns = map[*Conn]struct{}{}
@@ -80,7 +95,45 @@ func (s *Server) track(ln net.Listener) error {
 	}
 	s.mu.listeners[ln] = struct{}{}
 	s.wg.Add(1)
+	s.reapOnce.Do(func() { go s.reapLoop() })
 	return nil
+}
+
+// reapPeriod is how often the reaper looks for stalled frames: a quarter
+// of FrameTimeout, at most a second.
+func reapPeriod(frameTimeout time.Duration) time.Duration {
+	return max(min(frameTimeout/4, time.Second), time.Millisecond)
+}
+
+// reapLoop closes, until the server closes, the connections whose peer
+// stalled inside a frame for longer than FrameTimeout: such a frame holds
+// receive budget, which other peers' frames may be waiting for. (The
+// socket's read deadline is IdleTimeout's; a deadline per frame would cost
+// a timer update on every frame that does not arrive in one read.)
+func (s *Server) reapLoop() {
+	defer close(s.reaperDone)
+	tick := s.opts.Clock.NewTicker(reapPeriod(s.opts.FrameTimeout))
+	defer tick.Stop()
+	for {
+		select {
+		case <-s.ctx.Done():
+			return
+		case <-tick.Chan():
+			now := s.opts.Clock.Now() // not the tick's time, which may be late
+			for _, c := range s.Conns() {
+				if c.frameOverdue(now, s.opts.FrameTimeout) {
+					c.close(fmt.Errorf("%w: the peer sent part of a frame and nothing more for %v",
+						ErrFrameTimeout, s.opts.FrameTimeout))
+				}
+			}
+		}
+	}
+}
+
+// stopReaper ends the reaper (after s.cancel) and waits for it.
+func (s *Server) stopReaper() {
+	s.reapOnce.Do(func() { close(s.reaperDone) }) // never started
+	<-s.reaperDone
 }
 
 func (s *Server) acceptLoop(ln net.Listener) error {
@@ -95,8 +148,13 @@ func (s *Server) acceptLoop(ln net.Listener) error {
 				s.opts.Logger.Error("remoting: accept failed", "addr", ln.Addr().String(), "err", err)
 				return err
 			}
-			s.opts.Logger.Warn("remoting: accept failed; retrying", "err", err, "in", backoff)
+			// Out of file descriptors under a connection flood: one line
+			// a minute, not one per retry.
+			s.acceptFaults.Failed("remoting: accept failed; retrying", err, "addr", ln.Addr().String())
 			continue
+		}
+		if backoff != 0 {
+			s.acceptFaults.Resumed("remoting: accepting connections again", "addr", ln.Addr().String())
 		}
 		backoff = 0
 		s.startConn(nc)
@@ -138,9 +196,13 @@ func (s *Server) startConn(nc net.Conn) {
 	}
 	if s.opts.MaxConns > 0 && len(s.mu.conns) >= s.opts.MaxConns {
 		s.stats.connsRejected.Add(1)
-		s.opts.Logger.Warn("remoting: too many connections; refused", "remote", nc.RemoteAddr().String(), "max", s.opts.MaxConns)
+		s.refusals.Failed("remoting: too many connections; refusing new ones", ErrTooManyConns,
+			"remote", nc.RemoteAddr().String(), "max", s.opts.MaxConns)
 		_ = nc.Close()
 		return
+	}
+	if s.refusals.Failing() {
+		s.refusals.Resumed("remoting: connection flood over; accepting again", "open", len(s.mu.conns), "max", s.opts.MaxConns)
 	}
 	c := newConn(s.ctx, s.nextID.Add(1), nc, s.handler, s.opts, &s.stats, s.budget)
 	s.mu.conns[c] = struct{}{}
@@ -210,6 +272,7 @@ func (s *Server) Close() error {
 	}
 	s.cancel()
 	s.wg.Wait()
+	s.stopReaper()
 	return nil
 }
 
@@ -230,6 +293,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	select {
 	case <-done:
 		s.cancel()
+		s.stopReaper()
 		return nil
 	case <-ctx.Done():
 		_ = s.Close()

@@ -16,6 +16,7 @@ type Stats struct {
 	BadFrames           int64 // connections closed for a malformed frame or header
 	FramesTooLarge      int64 // connections closed for an oversize frame
 	IdleTimeouts        int64 // connections closed for IdleTimeout
+	FrameTimeouts       int64 // connections closed for FrameTimeout (a peer stalled inside a frame)
 	WriteQueueOverflows int64 // connections closed because their peer did not read
 	ReceiveBudgetCloses int64 // connections closed waiting for MaxReceiveBytes budget
 	ReceiveBytesInUse   int64 // bytes of incoming frames held now (not monotonic)
@@ -33,6 +34,7 @@ type counters struct {
 	handlerErrors, badFrames, framesTooLarge               atomic.Int64
 	idleTimeouts, writeQueueOverflows, bytesIn, bytesOut   atomic.Int64
 	receiveBudgetCloses, framesOut, writes, inlineRequests atomic.Int64
+	frameTimeouts                                          atomic.Int64
 }
 
 func (c *counters) snapshot() Stats {
@@ -45,6 +47,6 @@ func (c *counters) snapshot() Stats {
 		IdleTimeouts: c.idleTimeouts.Load(), WriteQueueOverflows: c.writeQueueOverflows.Load(),
 		BytesIn: c.bytesIn.Load(), BytesOut: c.bytesOut.Load(),
 		ReceiveBudgetCloses: c.receiveBudgetCloses.Load(), FramesOut: c.framesOut.Load(), Writes: c.writes.Load(),
-		InlineRequests: c.inlineRequests.Load(),
+		InlineRequests: c.inlineRequests.Load(), FrameTimeouts: c.frameTimeouts.Load(),
 	}
 }

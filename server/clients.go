@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -298,7 +299,17 @@ func (s *Server) heartbeat(_ context.Context, c *remoting.Conn, req *remoting.Re
 	}
 	clientID, consumers := hb.clientID, hb.consumers
 	if code, remark := s.b.Heartbeat(clientID, consumers); code != broker.Success {
+		if code == broker.SystemError {
+			// The group's or retry topic's config could not be saved (a
+			// full disk): the client is told, and so is the operator,
+			// once a minute while it lasts.
+			s.heartbeatFaults.Failed("heartbeat refused: a consumer group's config could not be saved",
+				errors.New(remark), "clientID", clientID, "remote", peerString(c))
+		}
 		return reply(req, code, remark), nil
+	}
+	if len(consumers) > 0 && s.heartbeatFaults.Failing() {
+		s.heartbeatFaults.Resumed("heartbeats accepted again", "clientID", clientID)
 	}
 	now := s.cfg.Now()
 	s.adminHeartbeat(c, req, hb, now)

@@ -45,7 +45,7 @@ import (
 //	connRequestRateLimit: 20000 # requests/s per connection
 //	connRequestBurst: 40000
 //	maxInFlightRequests: 4096
-//	serverMaxConnections: 10000        # refuse connections beyond (default: no limit)
+//	serverMaxConnections: 10000        # refuse connections beyond (serve's default: below the open-file limit)
 //	serverMaxReceiveBytes: 134217728   # bytes of incoming frames held at once (default 128 MiB)
 //	namesrvAddr: 127.0.0.1:9876;127.0.0.1:9877  # register with these name servers
 //	brokerId: 0                 # 0 master, 1, 2, ... slaves

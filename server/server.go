@@ -12,17 +12,20 @@ import (
 
 	"github.com/rocketstore/rocketstore/broker"
 	"github.com/rocketstore/rocketstore/broker/transaction"
+	"github.com/rocketstore/rocketstore/internal/faultlog"
 	"github.com/rocketstore/rocketstore/remoting"
 )
 
 // Server is the name-server and broker roles over one broker.Broker.
 type Server struct {
-	b       *broker.Broker
-	cfg     Config
-	log     *slog.Logger
-	mux     *remoting.Mux
-	rs      *remoting.Server
-	clients *registry
+	b   *broker.Broker
+	cfg Config
+	log *slog.Logger
+	// heartbeatFaults: heartbeats refused because config could not be saved.
+	heartbeatFaults faultlog.Log
+	mux             *remoting.Mux
+	rs              *remoting.Server
+	clients         *registry
 	// producers are the producer clients (request-reply, transaction
 	// check-back).
 	producers *producerRegistry
@@ -70,7 +73,8 @@ func New(b *broker.Broker, cfg Config) (*Server, error) {
 	}
 	cfg = cfg.withDefaults()
 	s := &Server{b: b, cfg: cfg, log: cfg.Logger, mux: remoting.NewMux(), metrics: cfg.Metrics,
-		locks: newLockManager(cfg.LockExpiry, cfg.Now), stop: make(chan struct{}), done: make(chan struct{})}
+		heartbeatFaults: faultlog.Log{Logger: cfg.Logger, Level: slog.LevelError, Now: cfg.Now},
+		locks:           newLockManager(cfg.LockExpiry, cfg.Now), stop: make(chan struct{}), done: make(chan struct{})}
 	s.clients = newRegistry(s)
 	s.producers = newProducerRegistry()
 	s.pullCtx, s.pullCancel = context.WithCancel(context.Background())

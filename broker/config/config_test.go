@@ -1,7 +1,9 @@
 package config_test
 
 import (
+	"bytes"
 	"errors"
+	"log/slog"
 	"strings"
 	"testing"
 
@@ -136,7 +138,7 @@ func TestTopicsPersistAndDataVersion(t *testing.T) {
 
 func TestGroups(t *testing.T) {
 	afs := afero.NewMemMapFs()
-	m, err := config.LoadGroups(memfs.New(afs), true, clock())
+	m, err := config.LoadGroups(memfs.New(afs), true, clock(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -167,7 +169,7 @@ func TestGroups(t *testing.T) {
 	if err := m.Delete("nope"); !errors.Is(err, config.ErrNoGroup) {
 		t.Fatal(err)
 	}
-	again, err := config.LoadGroups(memfs.New(afs), false, clock())
+	again, err := config.LoadGroups(memfs.New(afs), false, clock(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -180,7 +182,7 @@ func TestGroups(t *testing.T) {
 	if err := again.Delete("new"); err != nil {
 		t.Fatal(err)
 	}
-	third, _ := config.LoadGroups(memfs.New(afs), false, clock())
+	third, _ := config.LoadGroups(memfs.New(afs), false, clock(), nil)
 	if _, ok, _ := third.Find("new"); ok {
 		t.Fatal("deleted group came back")
 	}
@@ -197,7 +199,7 @@ func TestGroupsPartialAndCorrupt(t *testing.T) {
 	afs := afero.NewMemMapFs()
 	afs.MkdirAll("config", 0o755)
 	afero.WriteFile(afs, config.GroupsFile, []byte(`{"subscriptionGroupTable":{"g":{"groupName":"g","retryMaxTimes":5}},"dataVersion":{"counter":7,"timestamp":1}}`), 0o644)
-	m, err := config.LoadGroups(memfs.New(afs), false, clock())
+	m, err := config.LoadGroups(memfs.New(afs), false, clock(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -209,7 +211,7 @@ func TestGroupsPartialAndCorrupt(t *testing.T) {
 		t.Fatalf("version %+v", v)
 	}
 	afero.WriteFile(afs, config.GroupsFile, []byte(`{"subscriptionGroupTable":{"g":{"retryMaxTimes":"x"}}}`), 0o644)
-	if _, err := config.LoadGroups(memfs.New(afs), false, clock()); !errors.Is(err, configfile.ErrCorrupt) {
+	if _, err := config.LoadGroups(memfs.New(afs), false, clock(), nil); !errors.Is(err, configfile.ErrCorrupt) {
 		t.Fatal(err)
 	}
 	afero.WriteFile(afs, config.TopicsFile, []byte(`{"topicConfigTable":{"t":{"perm":"x"}}}`), 0o644)
@@ -240,5 +242,28 @@ func TestTableWrongFieldTypeUsesBackup(t *testing.T) {
 		if _, v := m.All(); v.Counter != 4 {
 			t.Fatalf("%s: version %+v", bad, v)
 		}
+	}
+}
+
+// A topics.json that does not decode is replaced by its backup, and that
+// is said on the broker's structured logger (it once went to Go's standard
+// logger, outside the broker's log format and level).
+func TestTopicsBackupLoggedOnBrokerLogger(t *testing.T) {
+	afs := afero.NewMemMapFs()
+	afs.MkdirAll("config", 0o755)
+	afero.WriteFile(afs, config.TopicsFile, []byte(`{"topicConfigTable":`), 0o644)
+	afero.WriteFile(afs, config.TopicsFile+".bak", []byte(`{"topicConfigTable":{"T":{"topicName":"T"}}}`), 0o644)
+	var buf bytes.Buffer
+	m, err := config.LoadTopics(memfs.New(afs), config.TopicOptions{Now: clock(),
+		Logger: slog.New(slog.NewJSONHandler(&buf, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := m.Get("T"); !ok {
+		t.Fatal("the backup's topic is missing")
+	}
+	if !strings.Contains(buf.String(), `"level":"ERROR"`) || !strings.Contains(buf.String(), "loaded its backup") ||
+		!strings.Contains(buf.String(), `"file":"config/topics.json"`) {
+		t.Fatalf("broker log: %q", buf.String())
 	}
 }

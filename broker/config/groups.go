@@ -3,6 +3,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 
 	"github.com/rocketstore/rocketstore/backend"
 )
@@ -22,10 +23,11 @@ type GroupManager struct {
 
 // LoadGroups loads config/subscriptionGroup.json (or its backup) and adds
 // RocketMQ's system groups. autoCreate is RocketMQ's
-// autoCreateSubscriptionGroup (default true).
-func LoadGroups(fs backend.FS, autoCreate bool, now func() int64) (*GroupManager, error) {
+// autoCreateSubscriptionGroup (default true). logger receives what loading
+// reports (a fallback to the backup); nil means slog.Default().
+func LoadGroups(fs backend.FS, autoCreate bool, now func() int64, logger *slog.Logger) (*GroupManager, error) {
 	m := &GroupManager{autoCreate: autoCreate, t: table[SubscriptionGroupConfig]{fs: fs, file: GroupsFile,
-		key: "subscriptionGroupTable", what: "group", now: now, errMissing: ErrNoGroup}}
+		key: "subscriptionGroupTable", what: "group", now: now, errMissing: ErrNoGroup, logger: logger}}
 	if err := m.t.load(NewSubscriptionGroupConfig); err != nil {
 		return nil, err
 	}

@@ -24,6 +24,7 @@ type table[V any] struct {
 	now  func() int64
 	// errMissing is wrapped by a delete of an unknown name.
 	errMissing error
+	logger     *slog.Logger // nil: slog.Default()
 
 	mu      sync.Mutex
 	entries map[string]V
@@ -34,7 +35,11 @@ type table[V any] struct {
 // newEntry(name), so that fields the file omits keep RocketMQ's defaults.
 func (t *table[V]) load(newEntry func(name string) V) error {
 	f := tableFile{key: t.key}
-	if _, err := configfile.LoadLogged(t.fs, t.file, &f, slog.Default()); err != nil {
+	log := t.logger
+	if log == nil {
+		log = slog.Default()
+	}
+	if _, err := configfile.LoadLogged(t.fs, t.file, &f, log); err != nil {
 		return err
 	}
 	t.entries = make(map[string]V, len(f.entries))

@@ -3,6 +3,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 
 	"github.com/rocketstore/rocketstore/backend"
 )
@@ -15,6 +16,9 @@ var ErrNoTopic = errors.New("config: topic does not exist")
 
 // TopicOptions are the broker settings the topic table follows.
 type TopicOptions struct {
+	// Logger receives what loading the file reports (a fallback to its
+	// backup); nil means slog.Default().
+	Logger *slog.Logger
 	// AutoCreateTopicEnable creates TBW102, the template from which sends
 	// to unknown topics create them (RocketMQ's default: true).
 	AutoCreateTopicEnable bool
@@ -41,7 +45,7 @@ type TopicManager struct {
 // system topics RocketMQ creates at start when they are missing.
 func LoadTopics(fs backend.FS, opts TopicOptions) (*TopicManager, error) {
 	m := &TopicManager{opts: opts, t: table[TopicConfig]{fs: fs, file: TopicsFile, key: "topicConfigTable",
-		what: "topic", now: opts.Now, errMissing: ErrNoTopic}}
+		what: "topic", now: opts.Now, errMissing: ErrNoTopic, logger: opts.Logger}}
 	if err := m.t.load(NewTopicConfig); err != nil {
 		return nil, err
 	}

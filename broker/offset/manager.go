@@ -6,9 +6,11 @@ import (
 	"maps"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/rocketstore/rocketstore/backend"
 	"github.com/rocketstore/rocketstore/broker/configfile"
+	"github.com/rocketstore/rocketstore/internal/faultlog"
 )
 
 // File is the path of the consumer offset table in the store root.
@@ -30,6 +32,8 @@ type Manager struct {
 	}
 	saveMu sync.Mutex // serialises Persist
 	saved  uint64     // version last persisted; guarded by saveMu
+
+	saveFaults faultlog.Log // PersistScheduled's failures
 }
 
 type fileJSON struct {
@@ -44,6 +48,7 @@ func Load(fs backend.FS, name string, logger *slog.Logger) (*Manager, error) {
 		name = File
 	}
 	m := &Manager{fs: fs, name: name, logger: logger}
+	m.saveFaults = faultlog.Log{Logger: logger, Level: slog.LevelError}
 	var f fileJSON
 	if _, err := configfile.LoadLogged(fs, name, &f, logger); err != nil {
 		return nil, err
@@ -182,5 +187,27 @@ func (m *Manager) Persist() error {
 		return fmt.Errorf("offset: persist: %w", err)
 	}
 	m.saved = v
+	return nil
+}
+
+// SetClock sets the clock that spaces PersistScheduled's log lines (the
+// store's clock, so that tests can step it); nil means time.Now. Call it
+// before the first PersistScheduled.
+func (m *Manager) SetClock(now func() time.Time) { m.saveFaults.Now = now }
+
+// PersistScheduled is Persist for the flushConsumerOffsetInterval task:
+// a failure (a full disk fails every attempt) is logged at ERROR when it
+// starts, then at most once a minute with the count of failures, and the
+// first save that works afterwards is logged with the number of failures.
+// It returns Persist's error, for counting.
+func (m *Manager) PersistScheduled() error {
+	err := m.Persist()
+	if err != nil {
+		m.saveFaults.Failed("consumer offsets not saved; retried every flushConsumerOffsetInterval", err, "file", m.name)
+		return err
+	}
+	if m.saveFaults.Failing() {
+		m.saveFaults.Resumed(fmt.Sprintf("consumer offsets saved again after %d failures", m.saveFaults.Failures()), "file", m.name)
+	}
 	return nil
 }

@@ -23,7 +23,7 @@ var (
 )
 
 // binary builds the rocketstore command once per test run.
-func binary(t *testing.T) string {
+func binary(t testing.TB) string {
 	t.Helper()
 	buildOnce.Do(func() {
 		dir, err := os.MkdirTemp("", "rocketstore-bin")

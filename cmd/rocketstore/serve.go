@@ -88,6 +88,7 @@ finish, consumer offsets are persisted and the store is flushed and closed.`,
 				return &exitCodeError{code: exitError, err: err}
 			}
 			nc.Server.Logger = logger
+			applyOpenFileLimit(&nc, logger) // serve_fdlimit.go
 			nc.Broker.Store.Logger = logger
 			var metrics *server.Metrics
 			if metricsAddr != "" {
