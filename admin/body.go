@@ -212,6 +212,8 @@ type TopicConfig struct {
 	TopicFilterType string `json:"topicFilterType"`
 	TopicSysFlag    int    `json:"topicSysFlag"`
 	Order           bool   `json:"order"`
+	// Attributes are the 5.x topic attributes (message.type ...).
+	Attributes map[string]string `json:"attributes,omitempty"`
 }
 
 // TopicConfigSerializeWrapper answers GET_ALL_TOPIC_CONFIG (21).
