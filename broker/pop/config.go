@@ -42,8 +42,10 @@ type Config struct {
 	// once the checkpoint that advanced it is written (nil: not recorded).
 	CommitOffset func(group, topic string, queueID int32, offset int64)
 	// FirstOffset is where a group's pop of a queue starts when neither
-	// pop nor CommittedOffset has a position (nil: the queue's minimum
-	// offset).
+	// pop nor CommittedOffset has a position (nil: RocketMQ 5.x's
+	// ConsumeInitMode.MAX, which its proxy asks for, with
+	// initPopOffsetByCheckMsgInMem: offset 0 while the queue still holds
+	// its first message, else its last message).
 	FirstOffset func(group, topic string, queueID int32) int64
 	// ReviveInterval is how often the background revive pass runs (1 s).
 	ReviveInterval time.Duration
@@ -77,7 +79,19 @@ func (c Config) withDefaults(s *engine.Store) Config {
 		c.MaxHeld = 1024
 	}
 	if c.FirstOffset == nil {
-		c.FirstOffset = func(_, topic string, qid int32) int64 { return s.MinOffsetInQueue(topic, qid) }
+		c.FirstOffset = func(_, topic string, qid int32) int64 { return firstOffset(s, topic, qid) }
 	}
 	return c
+}
+
+// firstOffset is PopMessageProcessor.getInitOffset for ConsumeInitMode.MAX
+// with initPopOffsetByCheckMsgInMem (its default): a queue that still
+// starts at 0 is popped from 0 (RocketMQ checks that the message is in
+// memory; this store maps its CommitLog, so the check is that the queue
+// still holds it), otherwise from its last message.
+func firstOffset(s *engine.Store, topic string, qid int32) int64 {
+	if s.MinOffsetInQueue(topic, qid) <= 0 {
+		return 0
+	}
+	return max(0, s.MaxOffsetInQueue(topic, qid)-1)
 }

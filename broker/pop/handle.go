@@ -34,17 +34,23 @@ type Handle struct {
 
 // String returns the handle's text form.
 func (h Handle) String() string {
-	var b strings.Builder
-	b.Grow(64 + len(h.BrokerName))
-	for i, f := range []string{strconv.FormatInt(h.CkOffset, 10), strconv.FormatInt(h.PopTime, 10),
-		strconv.FormatInt(h.InvisibleTime, 10), strconv.FormatInt(int64(h.ReviveQueueID), 10), h.TopicType,
-		h.BrokerName, strconv.FormatInt(int64(h.QueueID), 10), strconv.FormatInt(h.Offset, 10)} {
-		if i > 0 {
-			b.WriteByte(' ')
-		}
-		b.WriteString(f)
-	}
-	return b.String()
+	b := make([]byte, 0, 64+len(h.BrokerName))
+	b = strconv.AppendInt(b, h.CkOffset, 10)
+	b = append(b, ' ')
+	b = strconv.AppendInt(b, h.PopTime, 10)
+	b = append(b, ' ')
+	b = strconv.AppendInt(b, h.InvisibleTime, 10)
+	b = append(b, ' ')
+	b = strconv.AppendInt(b, int64(h.ReviveQueueID), 10)
+	b = append(b, ' ')
+	b = append(b, h.TopicType...)
+	b = append(b, ' ')
+	b = append(b, h.BrokerName...)
+	b = append(b, ' ')
+	b = strconv.AppendInt(b, int64(h.QueueID), 10)
+	b = append(b, ' ')
+	b = strconv.AppendInt(b, h.Offset, 10)
+	return string(b)
 }
 
 // Deadline is when the delivery's invisible time ends (ms).

@@ -103,29 +103,31 @@ type pick struct {
 	msg     *record.MessageExt // read already (new messages)
 }
 
-// receiveQueue delivers up to max messages of one queue.
-func (s *Service) receiveQueue(ctx context.Context, q *queueState, req *ReceiveRequest, max int) ([]Message, error) {
+// receiveQueue delivers up to limit messages of one queue.
+func (s *Service) receiveQueue(ctx context.Context, q *queueState, req *ReceiveRequest, limit int) ([]Message, error) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	now := s.now()
 	if err := s.reviveQueueLocked(ctx, q, now); err != nil {
 		return nil, err
 	}
-	if q.pos < 0 {
+	// Pop and pulls share the group's consumer offset; the furthest of
+	// it and pop's own position wins (PopMessageProcessor.getPopOffset).
+	committed := int64(-1)
+	if s.cfg.CommittedOffset != nil {
+		committed = s.cfg.CommittedOffset(q.key.group, q.key.topic, q.key.queueID)
+	}
+	if q.pos < 0 && committed < 0 {
 		q.pos = s.cfg.FirstOffset(q.key.group, q.key.topic, q.key.queueID)
 	}
-	if s.cfg.CommittedOffset != nil {
-		if c := s.cfg.CommittedOffset(q.key.group, q.key.topic, q.key.queueID); c > q.pos {
-			q.pos = c
-		}
-	}
-	picks, blocked := s.pickKnown(q, req.FIFO, now, max)
+	q.pos = max(q.pos, committed)
+	picks, blocked := s.pickKnown(q, req.FIFO, now, limit)
 	start, end := q.pos, q.pos
 	var held []pick
-	if len(picks) < max {
+	if len(picks) < limit {
 		var err error
 		var fresh []pick
-		fresh, held, end, err = s.readNew(q, req, max-len(picks), blocked)
+		fresh, held, end, err = s.readNew(q, req, limit-len(picks), blocked)
 		if err != nil {
 			return nil, err
 		}
@@ -141,7 +143,9 @@ func (s *Service) receiveQueue(ctx context.Context, q *queueState, req *ReceiveR
 		r.items = append(r.items, logItem{offset: p.offset, attempt: p.attempt, deadline: deadline, msgGroup: p.group})
 	}
 	for _, p := range held {
-		r.items = append(r.items, logItem{offset: p.offset, msgGroup: p.group})
+		if !s.cfg.broken.NoHeldRecord {
+			r.items = append(r.items, logItem{offset: p.offset, msgGroup: p.group})
+		}
 	}
 	// Read the redelivered messages before the checkpoint, so that one
 	// that is gone (retention) is not checkpointed.
@@ -185,13 +189,18 @@ func (s *Service) pickKnown(q *queueState, fifo bool, now int64, max int) ([]pic
 	if fifo {
 		blocked = make(map[string]bool)
 	}
+	lock := func(g string) {
+		if !s.cfg.broken.NoOrderLock {
+			blocked[g] = true
+		}
+	}
 	for _, off := range q.sortedOffsets() {
 		e := q.entries[off]
 		if fifo {
 			if blocked[e.msgGroup] {
 				continue
 			}
-			blocked[e.msgGroup] = true
+			lock(e.msgGroup)
 		}
 		visible := e.held() || e.deadline <= now
 		if !visible || len(picks) >= max {
@@ -233,8 +242,9 @@ func (s *Service) readAt(topic string, qid int32, off int64) (*record.MessageExt
 	if res.Status != engine.Found || len(res.Messages) == 0 || res.Messages[0].QueueOffset != off {
 		return nil, fmt.Errorf("pop: %s/%d offset %d: %v", topic, qid, off, res.Status)
 	}
-	v := res.Messages[0]
-	return record.Decode(v.Record, v.CommitLogOffset, false)
+	// The store checked its records (recovery, PHYSICALOFFSET at
+	// dispatch): -1 skips the position checks.
+	return record.Decode(res.Messages[0].Record, -1, false)
 }
 
 // readNew reads messages from the queue's position: up to limit to
@@ -258,7 +268,7 @@ func (s *Service) readNew(q *queueState, req *ReceiveRequest, limit int, blocked
 				full = true
 				break
 			}
-			m, err := record.Decode(v.Record, v.CommitLogOffset, false)
+			m, err := record.Decode(v.Record, -1, false)
 			if err != nil {
 				res.Release()
 				return nil, nil, 0, fmt.Errorf("pop: decode %s/%d at %d: %w", q.key.topic, q.key.queueID, v.QueueOffset, err)
@@ -273,7 +283,9 @@ func (s *Service) readNew(q *queueState, req *ReceiveRequest, limit int, blocked
 					room--
 					continue
 				}
-				blocked[p.group] = true
+				if !s.cfg.broken.NoOrderLock {
+					blocked[p.group] = true
+				}
 			}
 			fresh = append(fresh, p)
 		}

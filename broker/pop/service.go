@@ -102,7 +102,7 @@ func (s *Service) replay() error {
 }
 
 func (s *Service) replayOne(v engine.MessageView) error {
-	m, err := record.Decode(v.Record, v.CommitLogOffset, false)
+	m, err := record.Decode(v.Record, -1, false)
 	if err != nil {
 		return err
 	}
