@@ -26,6 +26,7 @@ import (
 type Broker struct {
 	cfg    Config
 	fs     backend.FS
+	lock   *engine.StoreLock // held from Open to the end of Close
 	store  *engine.Store
 	logger *slog.Logger
 
@@ -62,13 +63,21 @@ func Open(fs backend.FS, cfg Config) (*Broker, error) {
 		return nil, err
 	}
 	cfg = cfg.withDefaults()
+	// The store's lock comes first: the config files, the index (whose
+	// recovery deletes files) and the engine all belong to the process
+	// that holds it, and a second broker on a held store must fail
+	// before it reads or changes any of them.
+	lk, err := engine.LockStore(fs)
+	if err != nil {
+		return nil, fmt.Errorf("broker: %w", err)
+	}
 	b := &Broker{cfg: cfg, fs: fs, logger: cfg.Store.Logger, consumers: newConsumerManager(),
-		hold: longpoll.New(!cfg.ShortPolling)}
+		hold: longpoll.New(!cfg.ShortPolling), lock: lk}
 	if err := b.loadConfig(); err != nil {
-		return nil, err
+		return nil, errors.Join(err, lk.Unlock())
 	}
 	if err := b.openStore(); err != nil {
-		return nil, err
+		return nil, errors.Join(err, lk.Unlock())
 	}
 	if err := b.startServices(); err != nil {
 		return nil, errors.Join(err, b.closeStore())
@@ -113,7 +122,7 @@ func (b *Broker) openStore() error {
 		}
 		ds = append([]dispatch.Dispatcher{b.index}, ds...)
 	}
-	s, err := engine.Open(b.fs, b.cfg.Store, ds...)
+	s, err := engine.OpenLocked(b.lock, b.fs, b.cfg.Store, ds...)
 	if err != nil {
 		if b.index != nil {
 			err = errors.Join(err, b.index.Close())
@@ -124,7 +133,7 @@ func (b *Broker) openStore() error {
 	if b.index != nil {
 		b.index.SetCheckpoint(s.Checkpoint())
 		if err := b.reindex(); err != nil {
-			return errors.Join(err, b.closeStore())
+			return errors.Join(err, b.closeFiles())
 		}
 	}
 	return nil
@@ -296,6 +305,11 @@ func (b *Broker) Close() error {
 // closeStore closes the engine (which drains dispatch into the index and
 // writes the checkpoint), then syncs and closes the index.
 func (b *Broker) closeStore() error {
+	return errors.Join(b.closeFiles(), b.lock.Unlock())
+}
+
+// closeFiles is closeStore without the release of the store's lock.
+func (b *Broker) closeFiles() error {
 	var errs []error
 	if b.index != nil {
 		// Make the index durable before the engine's final checkpoint

@@ -112,6 +112,10 @@ type FileConfig struct {
 	ConnRequestRateLimit        *float64 `yaml:"connRequestRateLimit"`
 	ConnRequestBurst            *int     `yaml:"connRequestBurst"`
 	MaxInFlightRequests         *int     `yaml:"maxInFlightRequests"`
+
+	// GrpcServerPort is rmq-proxy.json's port of the 5.x gRPC endpoint;
+	// the command reads it (serve --grpc-listen); Apply does not.
+	GrpcServerPort *int `yaml:"grpcServerPort"`
 }
 
 // ParseFileConfig strictly decodes YAML configuration.
