@@ -228,6 +228,7 @@ type SubscriptionGroupConfig struct {
 	ConsumeEnable                  bool   `json:"consumeEnable"`
 	ConsumeFromMinEnable           bool   `json:"consumeFromMinEnable"`
 	ConsumeBroadcastEnable         bool   `json:"consumeBroadcastEnable"`
+	ConsumeMessageOrderly          bool   `json:"consumeMessageOrderly,omitempty"`
 	RetryQueueNums                 int    `json:"retryQueueNums"`
 	RetryMaxTimes                  int    `json:"retryMaxTimes"`
 	BrokerID                       int64  `json:"brokerId"`

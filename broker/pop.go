@@ -22,6 +22,7 @@ func (b *Broker) openPop() error {
 		Now:         func() time.Time { return time.UnixMilli(now()) },
 		Logger:      b.logger,
 		Put:         b.writer().Put,
+		Arrivals:    b.arrivals,
 		MaxDeliveryAttempts: func(group string) int {
 			if g, ok, err := b.groups.Find(group); err == nil && ok {
 				return g.RetryMaxTimes + 1

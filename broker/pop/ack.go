@@ -218,3 +218,39 @@ func (s *Service) flushUnwritten(ctx context.Context) error {
 	}
 	return nil
 }
+
+// ForwardToDeadLetter moves a delivered message to its group's DLQ now
+// (the gRPC ForwardMessageToDeadLetterQueue: a consumer gives up on it):
+// the DLQ write, then the record that finishes the message.
+func (s *Service) ForwardToDeadLetter(ctx context.Context, group, topic, handle string) error {
+	if s.closed.Load() {
+		return ErrClosed
+	}
+	h, err := ParseHandle(handle)
+	if err != nil {
+		return err
+	}
+	q := s.queue(queueKey{group, topic, h.QueueID})
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	e := q.entries[h.Offset]
+	if e == nil || e.held() || e.ck != h.CkOffset {
+		return fmt.Errorf("%w: %s/%d offset %d", ErrStaleHandle, topic, h.QueueID, h.Offset)
+	}
+	m, err := s.readAt(topic, h.QueueID, h.Offset)
+	if err != nil {
+		return err
+	}
+	m.ReconsumeTimes = e.attempt
+	if err := s.deadLetter(ctx, group, m); err != nil {
+		return fmt.Errorf("pop: store %s/%d offset %d in the DLQ of %s: %w", topic, h.QueueID, h.Offset, group, err)
+	}
+	r := &logRecord{op: opDeadLetter, group: group, topic: topic, queueID: h.QueueID, popTime: s.now(),
+		items: []logItem{{offset: h.Offset, ck: h.CkOffset}}}
+	at, err := s.write(ctx, r)
+	if err != nil {
+		return err
+	}
+	q.apply(r, at)
+	return nil
+}

@@ -49,6 +49,10 @@ type Config struct {
 	FirstOffset func(group, topic string, queueID int32) int64
 	// ReviveInterval is how often the background revive pass runs (1 s).
 	ReviveInterval time.Duration
+	// Arrivals wakes long-polling receives (nil: ReceiveRequest.PollTime
+	// is ignored and receives return at once); the store must dispatch
+	// to it.
+	Arrivals *Arrivals
 	// MaxHeld bounds the FIFO messages a queue holds back behind earlier
 	// messages of their message groups (1024): a receive reads no further.
 	MaxHeld int

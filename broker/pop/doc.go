@@ -6,11 +6,23 @@
 // # API (what the gRPC MessagingService calls)
 //
 //	ReceiveMessage           Service.Receive(ctx, ReceiveRequest{Group, Topic, QueueID or AllQueues,
-//	                                         Filter, Max, InvisibleTime, FIFO}) -> []Message
+//	                                         Filter, Max, InvisibleTime, FIFO, PollTime}) -> []Message
 //	AckMessage               Service.AckBatch(ctx, group, topic, handles) -> one error per handle
 //	                         (Service.Ack for one)
 //	ChangeInvisibleDuration  Service.ChangeInvisibleDuration(ctx, group, topic, handle, d) -> new Handle
+//	ForwardMessageToDeadLetterQueue  Service.ForwardToDeadLetter(ctx, group, topic, handle)
 //	(background)             Service.Revive: the revive pass (its own goroutine unless manual)
+//
+// The broker opens the service: broker.Broker.Pop returns it (with the
+// group's retryMaxTimes + 1 as maxDeliveryAttempts, the send-back path to
+// the DLQ, the shared consumer offsets and the arrival notification for
+// long polling). FIFO is the caller's choice: RocketMQ 5.x delivers in
+// order when the group has consumeMessageOrderly
+// (config.SubscriptionGroupConfig.ConsumeMessageOrderly) and the topic's
+// message.type is FIFO (config.TopicConfig.MessageType). The send-side
+// type check is config.CheckMessageType(topic.MessageType(),
+// config.MessageTypeOf(properties)), which answers
+// MESSAGE_PROPERTY_CONFLICT_WITH_TYPE's text.
 //
 // A Message is the stored message (a copy, ReconsumeTimes = Attempt-1),
 // its delivery Attempt (1 for the first delivery; gRPC's
@@ -22,9 +34,10 @@
 // handle that does not parse: gRPC INVALID_RECEIPT_HANDLE), ErrStaleHandle
 // (the delivery is over: acked, dead-lettered, or delivered again since;
 // RocketMQ's proxy answers INVALID_RECEIPT_HANDLE too), ErrClosed, and
-// store errors (wrapped). Receive does not wait: an empty result means no
-// message now; long polling is the caller's (the broker's arrival
-// notification).
+// store errors (wrapped). With PollTime, Receive long-polls: it waits for
+// an arrival on the topic (Config.Arrivals, a dispatcher of the store) or
+// for an in-flight message's invisible time to end, up to PollTime;
+// without, an empty result means no message now.
 //
 // # Model
 //

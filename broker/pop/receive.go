@@ -30,6 +30,11 @@ type ReceiveRequest struct {
 	// queue order: a message is not delivered while an earlier message
 	// of its group in the queue is in flight.
 	FIFO bool
+	// PollTime is how long a receive that finds no message waits for
+	// one (long polling; 0: it returns at once). It waits for an arrival
+	// on the topic (Config.Arrivals) or for the end of the invisible time
+	// of one of the group's in-flight messages, then tries again.
+	PollTime time.Duration
 }
 
 // Message is one delivered message.
@@ -60,8 +65,8 @@ func (r *ReceiveRequest) check() error {
 // Receive delivers up to req.Max messages: first those whose invisible
 // time ended without an ack (their attempt counted), then new ones. The
 // checkpoint of the batch is written (durable under SYNC_FLUSH) before
-// Receive returns. It does not wait for messages to arrive: no message
-// is an empty result.
+// Receive returns. With req.PollTime it waits that long for a message
+// (long polling); an empty result means none came.
 func (s *Service) Receive(ctx context.Context, req ReceiveRequest) ([]Message, error) {
 	if s.closed.Load() {
 		return nil, ErrClosed
@@ -69,6 +74,78 @@ func (s *Service) Receive(ctx context.Context, req ReceiveRequest) ([]Message, e
 	if err := req.check(); err != nil {
 		return nil, err
 	}
+	if req.PollTime <= 0 || s.cfg.Arrivals == nil {
+		return s.receiveOnce(ctx, &req)
+	}
+	timeout := time.NewTimer(req.PollTime)
+	defer timeout.Stop()
+	for {
+		// Watch before looking, so that an arrival between the look and
+		// the wait is not missed.
+		arrived, done := s.cfg.Arrivals.watch(req.Topic)
+		ms, err := s.receiveOnce(ctx, &req)
+		if err != nil || len(ms) > 0 {
+			done()
+			return ms, err
+		}
+		var visible <-chan time.Time
+		var vt *time.Timer
+		if d, ok := s.nextVisible(&req); ok {
+			vt = time.NewTimer(d)
+			visible = vt.C
+		}
+		var waitErr error
+		stop := false
+		select {
+		case <-arrived:
+		case <-visible:
+		case <-timeout.C:
+			stop = true
+		case <-ctx.Done():
+			stop, waitErr = true, ctx.Err()
+		case <-s.stop:
+			stop, waitErr = true, ErrClosed
+		}
+		done()
+		if vt != nil {
+			vt.Stop()
+		}
+		if stop {
+			return nil, waitErr
+		}
+	}
+}
+
+// nextVisible returns how long until the first in-flight message of the
+// request's group and queues becomes visible again.
+func (s *Service) nextVisible(req *ReceiveRequest) (time.Duration, bool) {
+	s.mu.Lock()
+	qs := make([]*queueState, 0, 4)
+	for k, q := range s.queues {
+		if k.group == req.Group && k.topic == req.Topic && (req.QueueID == AllQueues || k.queueID == req.QueueID) {
+			qs = append(qs, q)
+		}
+	}
+	s.mu.Unlock()
+	now := s.now()
+	first, ok := int64(0), false
+	for _, q := range qs {
+		q.mu.Lock()
+		for _, e := range q.entries {
+			// Past deadlines are not waited for: such a message was not
+			// delivered now for a reason time does not change (a DLQ
+			// write that failed, the revive pass retries it).
+			if !e.held() && e.deadline > now && (!ok || e.deadline < first) {
+				first, ok = e.deadline, true
+			}
+		}
+		q.mu.Unlock()
+	}
+	return time.Duration(first-now) * time.Millisecond, ok
+}
+
+// receiveOnce is one receive pass over the request's queues.
+func (s *Service) receiveOnce(ctx context.Context, req *ReceiveRequest) ([]Message, error) {
 	qids := []int32{req.QueueID}
 	if req.QueueID == AllQueues {
 		qids = slices.Clone(s.store.Topics()[req.Topic])
@@ -86,7 +163,7 @@ func (s *Service) Receive(ctx context.Context, req ReceiveRequest) ([]Message, e
 			break
 		}
 		q := s.queue(queueKey{req.Group, req.Topic, qid})
-		ms, err := s.receiveQueue(ctx, q, &req, req.Max-len(out))
+		ms, err := s.receiveQueue(ctx, q, req, req.Max-len(out))
 		out = append(out, ms...)
 		if err != nil {
 			return out, err
