@@ -17,8 +17,9 @@ import (
 
 // BenchmarkPopVsPull consumes the same backlog (4096 messages of 1 KiB,
 // one queue) by pop (Receive 32 + AckBatch of the 32 handles), by pull
-// (Pull 32 + UpdateConsumerOffset) and by pull decoding each message as
-// pop does (record.Decode: the copy a consumer of either gets), with a
+// (Pull 32 as views of the store, as the server asks for them, +
+// UpdateConsumerOffset) and by pull decoding each message as pop does
+// (record.Decode: the copy pop hands its caller), with a
 // new group each time, and reports the rates in messages per second of
 // the process's CPU time (the machine may be shared: wall time would
 // measure the other processes) and pop's ratio to each pull, as
@@ -53,9 +54,9 @@ func BenchmarkPopVsPull(b *testing.B) {
 		n := 0
 		for off := int64(0); off < backlog; {
 			resp, err := br.Pull(ctx, &broker.PullRequest{ConsumerGroup: group, Topic: "T", QueueOffset: off,
-				MaxMsgNums: batch, SysFlag: broker.FlagSubscription, Subscription: "*", ExpressionType: "TAG"})
-			if err != nil || resp.Code != broker.Success {
-				b.Fatal(err, resp.Code)
+				MaxMsgNums: batch, SysFlag: broker.FlagSubscription, Subscription: "*", ExpressionType: "TAG", Views: true})
+			if err != nil || resp.Code != broker.Success || len(resp.Records) != resp.MsgCount {
+				b.Fatal(err, resp.Code, len(resp.Records), resp.MsgCount)
 			}
 			n += int(resp.MsgCount)
 			if decode {

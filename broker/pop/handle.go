@@ -58,16 +58,28 @@ func (h Handle) Deadline() int64 { return h.PopTime + h.InvisibleTime }
 
 // ParseHandle parses a handle's text form.
 func ParseHandle(s string) (Handle, error) {
-	f := strings.Split(s, " ")
-	if len(f) != 8 {
-		return Handle{}, fmt.Errorf("%w: %d fields in %q, want 8", ErrBadHandle, len(f), s)
+	var f [8]string
+	rest := s
+	for i := range f {
+		if i == len(f)-1 {
+			f[i] = rest
+			break
+		}
+		sp := strings.IndexByte(rest, ' ')
+		if sp < 0 {
+			return Handle{}, fmt.Errorf("%w: %d fields in %q, want 8", ErrBadHandle, i+1, s)
+		}
+		f[i], rest = rest[:sp], rest[sp+1:]
+	}
+	if strings.IndexByte(f[7], ' ') >= 0 {
+		return Handle{}, fmt.Errorf("%w: more than 8 fields in %q", ErrBadHandle, s)
 	}
 	var h Handle
-	var errs []error
+	var bad []string
 	num := func(name, v string, bits int) int64 {
 		n, err := strconv.ParseInt(v, 10, bits)
 		if err != nil {
-			errs = append(errs, fmt.Errorf("%s %q", name, v))
+			bad = append(bad, name+" "+strconv.Quote(v))
 		}
 		return n
 	}
@@ -78,8 +90,8 @@ func ParseHandle(s string) (Handle, error) {
 	h.TopicType, h.BrokerName = f[4], f[5]
 	h.QueueID = int32(num("queueId", f[6], 32))
 	h.Offset = num("queueOffset", f[7], 64)
-	if len(errs) > 0 {
-		return Handle{}, fmt.Errorf("%w: %v in %q", ErrBadHandle, errors.Join(errs...), s)
+	if len(bad) > 0 {
+		return Handle{}, fmt.Errorf("%w: %s in %q", ErrBadHandle, strings.Join(bad, ", "), s)
 	}
 	return h, nil
 }

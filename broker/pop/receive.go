@@ -215,7 +215,7 @@ func (s *Service) receiveQueue(ctx context.Context, q *queueState, req *ReceiveR
 	}
 	deadline := now + req.InvisibleTime.Milliseconds()
 	r := &logRecord{op: opCheckpoint, group: q.key.group, topic: q.key.topic, queueID: q.key.queueID,
-		popTime: now, start: start, end: end}
+		popTime: now, start: start, end: end, items: make([]logItem, 0, len(picks)+len(held))}
 	for _, p := range picks {
 		r.items = append(r.items, logItem{offset: p.offset, attempt: p.attempt, deadline: deadline, msgGroup: p.group})
 	}
@@ -260,12 +260,24 @@ func (s *Service) nextAttempt(a int32) int32 {
 // invisible time ended, and (FIFO) held messages. For FIFO it delivers
 // only the first unfinished message of each message group, and returns
 // the groups that may not deliver another message now.
-func (s *Service) pickKnown(q *queueState, fifo bool, now int64, max int) ([]pick, map[string]bool) {
+func (s *Service) pickKnown(q *queueState, fifo bool, now int64, limit int) ([]pick, map[string]bool) {
 	var picks []pick
-	var blocked map[string]bool
-	if fifo {
-		blocked = make(map[string]bool)
+	if !fifo {
+		// Only messages whose invisible time ended, in queue order.
+		var due []int64
+		for off, e := range q.entries {
+			if !e.held() && e.deadline <= now {
+				due = append(due, off)
+			}
+		}
+		slices.Sort(due)
+		for _, off := range due[:min(len(due), limit)] {
+			e := q.entries[off]
+			picks = append(picks, pick{offset: off, attempt: s.nextAttempt(e.attempt), group: e.msgGroup})
+		}
+		return picks, nil
 	}
+	blocked := make(map[string]bool)
 	lock := func(g string) {
 		if !s.cfg.broken.NoOrderLock {
 			blocked[g] = true
@@ -273,14 +285,12 @@ func (s *Service) pickKnown(q *queueState, fifo bool, now int64, max int) ([]pic
 	}
 	for _, off := range q.sortedOffsets() {
 		e := q.entries[off]
-		if fifo {
-			if blocked[e.msgGroup] {
-				continue
-			}
-			lock(e.msgGroup)
+		if blocked[e.msgGroup] {
+			continue
 		}
+		lock(e.msgGroup)
 		visible := e.held() || e.deadline <= now
-		if !visible || len(picks) >= max {
+		if !visible || len(picks) >= limit {
 			continue
 		}
 		picks = append(picks, pick{offset: off, attempt: s.nextAttempt(e.attempt), group: e.msgGroup})
@@ -329,7 +339,11 @@ func (s *Service) readAt(topic string, qid int32, off int64) (*record.MessageExt
 // returns the position after what it read.
 func (s *Service) readNew(q *queueState, req *ReceiveRequest, limit int, blocked map[string]bool) (fresh, held []pick, end int64, err error) {
 	end = q.pos
-	room := s.cfg.MaxHeld - q.heldCount()
+	fresh = make([]pick, 0, limit)
+	room := s.cfg.MaxHeld
+	if req.FIFO {
+		room -= q.heldCount()
+	}
 	for len(fresh) < limit && (!req.FIFO || room > 0) {
 		from, n := end, limit-len(fresh)
 		if req.FIFO {
