@@ -95,8 +95,9 @@ func ParseAttributes(s string) (map[string]string, error) {
 
 // AlterAttributes applies a parsed modification to a topic's current
 // attributes (AttributeUtil.alterCurrentAttributes): creating a topic
-// takes only additions; a change may add, change (changeable attributes
-// only) and delete (existing keys only). Unknown keys are refused.
+// takes only additions; a change of an existing topic may add, change and
+// delete (existing keys only) changeable attributes only. Unknown keys
+// are refused.
 func AlterAttributes(create bool, current, mods map[string]string) (map[string]string, error) {
 	out := maps.Clone(current)
 	if out == nil {
@@ -121,7 +122,7 @@ func AlterAttributes(create bool, current, mods map[string]string) (map[string]s
 		case create && sign != "+":
 			return nil, fmt.Errorf("%w: only add attribute is supported while creating topic. key: %q", ErrBadAttribute, real)
 		case sign == "+":
-			if !create && exists && !attr.changeable {
+			if !create && !attr.changeable {
 				return nil, fmt.Errorf("%w: attempt to update an unchangeable attribute. key: %q", ErrBadAttribute, real)
 			}
 			if err := attr.check(real, mods[key]); err != nil {
