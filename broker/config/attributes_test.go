@@ -49,6 +49,7 @@ func TestAlterAttributes(t *testing.T) {
 	}{
 		{true, "-message.type"},                     // creating takes only additions
 		{false, "+queue.type=BatchCQ"},              // unchangeable
+		{false, "+cleanup.policy=DELETE"},           // unchangeable, even when absent
 		{false, "+message.type=QUEUE"},              // not a type
 		{false, "+colour=red"},                      // unknown key
 		{false, "-reserve.time"},                    // not there
