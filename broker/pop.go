@@ -70,3 +70,13 @@ func (b *Broker) RevivePop(ctx context.Context) (pop.ReviveReport, error) {
 	}
 	return b.pop.Revive(ctx)
 }
+
+// ReloadPop has pop consumption rebuild its in-flight state from the
+// revive topic: a replicated group calls it when a replica starts
+// leading (see pop.Service.Reload).
+func (b *Broker) ReloadPop(ctx context.Context) error {
+	if b.closed.Load() {
+		return ErrClosed
+	}
+	return b.pop.Reload(ctx)
+}

@@ -172,3 +172,36 @@ func TestReceiveRejectsBadRequests(t *testing.T) {
 		}
 	}
 }
+
+// TestReloadTakesRecordsWrittenElsewhere: a service that did not write
+// the records (a replica that followed the group's log) knows the
+// in-flight messages after Reload.
+func TestReloadTakesRecordsWrittenElsewhere(t *testing.T) {
+	e := newEnv(t, hooks.Pop{})
+	e.send(0, "a", "")
+	e.send(0, "b", "")
+	follower, err := Open(context.Background(), e.store, e.svc.cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer follower.Close()
+	ms := e.receive(0, 1, time.Minute, false)
+	if err := e.ack(ms[0]); err != nil {
+		t.Fatal(err)
+	}
+	e.receive(0, 1, time.Minute, false) // b in flight
+	if err := follower.Reload(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	got, err := follower.Receive(context.Background(), ReceiveRequest{Group: testGroup, Topic: testTopic, QueueID: 0,
+		Max: 10, InvisibleTime: time.Minute})
+	if err != nil || len(got) != 0 {
+		t.Fatalf("after Reload, received %v, %v: want nothing (a acked, b in flight)", keysOf(got), err)
+	}
+	e.advance(time.Minute)
+	got, _ = follower.Receive(context.Background(), ReceiveRequest{Group: testGroup, Topic: testTopic, QueueID: 0,
+		Max: 10, InvisibleTime: time.Minute})
+	if !slices.Equal(keysOf(got), []string{"b"}) || got[0].Attempt != 2 {
+		t.Fatalf("after the invisible time: %v", keysOf(got))
+	}
+}

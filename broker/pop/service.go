@@ -53,14 +53,7 @@ func Open(ctx context.Context, s *engine.Store, cfg Config) (*Service, error) {
 	cfg = cfg.withDefaults(s)
 	svc := &Service{cfg: cfg, store: s, queues: make(map[queueKey]*queueState),
 		stop: make(chan struct{}), done: make(chan struct{})}
-	if cfg.svc.Manual {
-		if _, err := s.Dispatch(); err != nil {
-			return nil, fmt.Errorf("pop: dispatch before replay: %w", err)
-		}
-	} else if err := s.WaitDispatched(ctx, s.CommitLog().MaxOffset()); err != nil {
-		return nil, fmt.Errorf("pop: wait for dispatch before replay: %w", err)
-	}
-	if err := svc.replay(); err != nil {
+	if err := svc.replayAll(ctx); err != nil {
 		return nil, err
 	}
 	if cfg.svc.Manual {
@@ -69,6 +62,32 @@ func Open(ctx context.Context, s *engine.Store, cfg Config) (*Service, error) {
 		go svc.reviveLoop()
 	}
 	return svc, nil
+}
+
+// Reload rebuilds the in-flight state from the revive topic: a replica
+// of a replicated broker group calls it when it starts leading, since
+// the records it applied as a follower went to its store only.
+func (s *Service) Reload(ctx context.Context) error {
+	if s.closed.Load() {
+		return ErrClosed
+	}
+	return s.replayAll(ctx)
+}
+
+// replayAll waits for the store's dispatch and replaces the state by the
+// replay of the revive queue.
+func (s *Service) replayAll(ctx context.Context) error {
+	if s.cfg.svc.Manual {
+		if _, err := s.store.Dispatch(); err != nil {
+			return fmt.Errorf("pop: dispatch before replay: %w", err)
+		}
+	} else if err := s.store.WaitDispatched(ctx, s.store.CommitLog().MaxOffset()); err != nil {
+		return fmt.Errorf("pop: wait for dispatch before replay: %w", err)
+	}
+	s.mu.Lock()
+	s.queues = make(map[queueKey]*queueState)
+	s.mu.Unlock()
+	return s.replay()
 }
 
 // replay applies every record of the revive queue in order.
