@@ -23,6 +23,7 @@ func (b *Broker) openPop() error {
 		Logger:      b.logger,
 		Put:         b.writer().Put,
 		Arrivals:    b.arrivals,
+		QueueIDs:    b.readQueues,
 		MaxDeliveryAttempts: func(group string) int {
 			if g, ok, err := b.groups.Find(group); err == nil && ok {
 				return g.RetryMaxTimes + 1
@@ -79,4 +80,18 @@ func (b *Broker) ReloadPop(ctx context.Context) error {
 		return ErrClosed
 	}
 	return b.pop.Reload(ctx)
+}
+
+// readQueues are the queue ids of a topic that consumers read: 0 up to
+// its readQueueNums.
+func (b *Broker) readQueues(topic string) []int32 {
+	tc, ok := b.topics.Get(topic)
+	if !ok {
+		return nil
+	}
+	qids := make([]int32, tc.ReadQueueNums)
+	for i := range qids {
+		qids[i] = int32(i)
+	}
+	return qids
 }

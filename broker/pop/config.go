@@ -3,6 +3,7 @@ package pop
 import (
 	"context"
 	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/rocketstore/rocketstore/engine"
@@ -49,6 +50,9 @@ type Config struct {
 	FirstOffset func(group, topic string, queueID int32) int64
 	// ReviveInterval is how often the background revive pass runs (1 s).
 	ReviveInterval time.Duration
+	// QueueIDs returns the queues a receive of all queues reads (nil:
+	// the store's queues of the topic).
+	QueueIDs func(topic string) []int32
 	// Arrivals wakes long-polling receives (nil: ReceiveRequest.PollTime
 	// is ignored and receives return at once); the store must dispatch
 	// to it.
@@ -78,6 +82,13 @@ func (c Config) withDefaults(s *engine.Store) Config {
 	}
 	if c.ReviveInterval <= 0 {
 		c.ReviveInterval = time.Second
+	}
+	if c.QueueIDs == nil {
+		c.QueueIDs = func(topic string) []int32 {
+			qids := slices.Clone(s.Topics()[topic])
+			slices.Sort(qids)
+			return qids
+		}
 	}
 	if c.MaxHeld <= 0 {
 		c.MaxHeld = 1024

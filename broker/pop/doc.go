@@ -105,6 +105,7 @@
 // Not done: the revive log is not compacted (Open replays what retention
 // has kept of it; the ConsumeQueue's cleaning removes old records with
 // their CommitLog files, and a message whose checkpoint is gone is
-// neither redelivered nor known in flight), and a replica that starts
-// leading does not re-read the log.
+// neither redelivered nor known in flight). A replica of a replicated
+// group that starts leading calls Reload (the records reached its store
+// through the group's log).
 package pop

@@ -3,7 +3,9 @@ package pop
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -203,5 +205,22 @@ func TestReloadTakesRecordsWrittenElsewhere(t *testing.T) {
 		Max: 10, InvisibleTime: time.Minute})
 	if !slices.Equal(keysOf(got), []string{"b"}) || got[0].Attempt != 2 {
 		t.Fatalf("after the invisible time: %v", keysOf(got))
+	}
+}
+
+// TestReviveFailuresCountedAndRateLimited: every failed background pass
+// counts; the log takes one line a minute.
+func TestReviveFailuresCountedAndRateLimited(t *testing.T) {
+	e := newEnv(t, hooks.Pop{})
+	var logs strings.Builder
+	e.svc.cfg.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+	for range 3 {
+		e.svc.reviveFailed(errors.New("DLQ refused"))
+	}
+	if n := e.svc.ReviveErrors(); n != 3 {
+		t.Fatalf("ReviveErrors = %d, want 3", n)
+	}
+	if n := strings.Count(logs.String(), "revive pass failed"); n != 1 {
+		t.Fatalf("%d log lines for 3 failures in a minute, want 1:\n%s", n, logs.String())
 	}
 }

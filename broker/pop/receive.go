@@ -148,8 +148,7 @@ func (s *Service) nextVisible(req *ReceiveRequest) (time.Duration, bool) {
 func (s *Service) receiveOnce(ctx context.Context, req *ReceiveRequest) ([]Message, error) {
 	qids := []int32{req.QueueID}
 	if req.QueueID == AllQueues {
-		qids = slices.Clone(s.store.Topics()[req.Topic])
-		slices.Sort(qids)
+		qids = s.cfg.QueueIDs(req.Topic)
 		if len(qids) > 1 {
 			// Start at a rotating queue so that a batch smaller than the
 			// backlog does not always favour the first queues.

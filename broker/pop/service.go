@@ -38,6 +38,11 @@ type Service struct {
 	unwrittenMu sync.Mutex
 	unwritten   []*logRecord
 
+	// reviveErrors counts failed background revive passes; lastLogged
+	// rate-limits their logs.
+	reviveErrors atomic.Int64
+	lastLogged   time.Time
+
 	closed atomic.Bool
 	stop   chan struct{}
 	done   chan struct{}
@@ -180,7 +185,7 @@ func (s *Service) reviveLoop() {
 			return
 		case <-t.C:
 			if _, err := s.Revive(context.Background()); err != nil && !errors.Is(err, ErrClosed) {
-				s.cfg.Logger.Error("pop: revive", "err", err)
+				s.reviveFailed(err)
 			}
 		}
 	}
@@ -195,3 +200,22 @@ func (s *Service) Close() {
 	close(s.stop)
 	<-s.done
 }
+
+// reviveLogInterval is the least time between two logs of failed revive
+// passes.
+const reviveLogInterval = time.Minute
+
+// reviveFailed counts a failed background revive pass and logs it, at
+// most once every reviveLogInterval (a DLQ that refuses writes fails
+// every pass).
+func (s *Service) reviveFailed(err error) {
+	n := s.reviveErrors.Add(1)
+	if now := time.Now(); now.Sub(s.lastLogged) >= reviveLogInterval {
+		s.lastLogged = now
+		s.cfg.Logger.Error("pop: revive pass failed", "err", err, "failedPasses", n)
+	}
+}
+
+// ReviveErrors returns the number of background revive passes that
+// failed.
+func (s *Service) ReviveErrors() int64 { return s.reviveErrors.Load() }
