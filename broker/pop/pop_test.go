@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/rocketstore/rocketstore/internal/hooks"
+	"github.com/rocketstore/rocketstore/record"
 )
 
 func TestReceiveAckRedeliver(t *testing.T) {
@@ -222,5 +223,27 @@ func TestReviveFailuresCountedAndRateLimited(t *testing.T) {
 	}
 	if n := strings.Count(logs.String(), "revive pass failed"); n != 1 {
 		t.Fatalf("%d log lines for 3 failures in a minute, want 1:\n%s", n, logs.String())
+	}
+}
+
+// TestDeadLetterFailureBlocksOnlyItsMessage: when the DLQ refuses a
+// message, it is not delivered again, and the queue's other messages are.
+func TestDeadLetterFailureBlocksOnlyItsMessage(t *testing.T) {
+	e := newEnv(t, hooks.Pop{})
+	e.init(hooks.Pop{}, 1)
+	e.cfg.DeadLetter = func(context.Context, string, *record.MessageExt) error { return errors.New("DLQ refused") }
+	e.close()
+	e.open()
+	e.send(0, "a", "")
+	if got := keysOf(e.receive(0, 1, time.Second, false)); !slices.Equal(got, []string{"a"}) {
+		t.Fatalf("first receive: %v", got)
+	}
+	e.advance(time.Second)
+	e.send(0, "b", "")
+	if got := keysOf(e.receive(0, 10, time.Second, false)); !slices.Equal(got, []string{"b"}) {
+		t.Fatalf("with a's DLQ write refused: %v, want [b]", got)
+	}
+	if e.svc.ReviveErrors() == 0 {
+		t.Fatal("the refused DLQ write was not counted")
 	}
 }

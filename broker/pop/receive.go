@@ -184,9 +184,12 @@ func (s *Service) receiveQueue(ctx context.Context, q *queueState, req *ReceiveR
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	now := s.now()
+	// A DLQ write that fails leaves its message waiting for the next
+	// pass (never delivered again); the queue's other messages go on.
 	if err := s.reviveQueueLocked(ctx, q, now); err != nil {
-		return nil, err
+		s.reviveFailed(err)
 	}
+	maxAttempts := int32(s.cfg.MaxDeliveryAttempts(q.key.group))
 	// Pop and pulls share the group's consumer offset; the furthest of
 	// it and pop's own position wins (PopMessageProcessor.getPopOffset).
 	committed := int64(-1)
@@ -197,7 +200,7 @@ func (s *Service) receiveQueue(ctx context.Context, q *queueState, req *ReceiveR
 		q.pos = s.cfg.FirstOffset(q.key.group, q.key.topic, q.key.queueID)
 	}
 	q.pos = max(q.pos, committed)
-	picks, blocked := s.pickKnown(q, req.FIFO, now, limit)
+	picks, blocked := s.pickKnown(q, req.FIFO, now, limit, maxAttempts)
 	start, end := q.pos, q.pos
 	var held []pick
 	if len(picks) < limit {
@@ -259,13 +262,13 @@ func (s *Service) nextAttempt(a int32) int32 {
 // invisible time ended, and (FIFO) held messages. For FIFO it delivers
 // only the first unfinished message of each message group, and returns
 // the groups that may not deliver another message now.
-func (s *Service) pickKnown(q *queueState, fifo bool, now int64, limit int) ([]pick, map[string]bool) {
+func (s *Service) pickKnown(q *queueState, fifo bool, now int64, limit int, maxAttempts int32) ([]pick, map[string]bool) {
 	var picks []pick
 	if !fifo {
 		// Only messages whose invisible time ended, in queue order.
 		var due []int64
 		for off, e := range q.entries {
-			if !e.held() && e.deadline <= now {
+			if !e.held() && e.deadline <= now && e.attempt < maxAttempts {
 				due = append(due, off)
 			}
 		}
@@ -288,7 +291,9 @@ func (s *Service) pickKnown(q *queueState, fifo bool, now int64, limit int) ([]p
 			continue
 		}
 		lock(e.msgGroup)
-		visible := e.held() || e.deadline <= now
+		// A message at its last attempt waits for the DLQ, and holds its
+		// message group back meanwhile.
+		visible := e.held() || (e.deadline <= now && e.attempt < maxAttempts)
 		if !visible || len(picks) >= limit {
 			continue
 		}
