@@ -24,6 +24,7 @@ func (b *Broker) openPop() error {
 		Put:         b.writer().Put,
 		Arrivals:    b.arrivals,
 		QueueIDs:    b.readQueues,
+		FS:          b.fs,
 		MaxDeliveryAttempts: func(group string) int {
 			if g, ok, err := b.groups.Find(group); err == nil && ok {
 				return g.RetryMaxTimes + 1

@@ -142,18 +142,7 @@ func (s *Service) Revive(ctx context.Context) (ReviveReport, error) {
 	if err := s.flushUnwritten(ctx); err != nil {
 		return ReviveReport{}, err
 	}
-	s.mu.Lock()
-	qs := make([]*queueState, 0, len(s.queues))
-	for _, q := range s.queues {
-		qs = append(qs, q)
-	}
-	s.mu.Unlock()
-	// A fixed order makes the revive log the same in every run of a
-	// deterministic test.
-	slices.SortFunc(qs, func(a, b *queueState) int {
-		return cmp.Or(cmp.Compare(a.key.group, b.key.group), cmp.Compare(a.key.topic, b.key.topic),
-			cmp.Compare(a.key.queueID, b.key.queueID))
-	})
+	qs := s.sortedQueues()
 	var rep ReviveReport
 	var errs []error
 	now := s.now()
@@ -169,7 +158,26 @@ func (s *Service) Revive(ctx context.Context) (ReviveReport, error) {
 		q.mu.Unlock()
 		errs = append(errs, err)
 	}
+	if s.compactDue() {
+		errs = append(errs, s.Compact(ctx))
+	}
 	return rep, errors.Join(errs...)
+}
+
+// sortedQueues returns the queue states in a fixed order, which makes
+// the revive log the same in every run of a deterministic test.
+func (s *Service) sortedQueues() []*queueState {
+	s.mu.Lock()
+	qs := make([]*queueState, 0, len(s.queues))
+	for _, q := range s.queues {
+		qs = append(qs, q)
+	}
+	s.mu.Unlock()
+	slices.SortFunc(qs, func(a, b *queueState) int {
+		return cmp.Or(cmp.Compare(a.key.group, b.key.group), cmp.Compare(a.key.topic, b.key.topic),
+			cmp.Compare(a.key.queueID, b.key.queueID))
+	})
+	return qs
 }
 
 // reviveQueueLocked moves the queue's exhausted messages to the DLQ.

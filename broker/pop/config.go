@@ -6,6 +6,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/rocketstore/rocketstore/backend"
 	"github.com/rocketstore/rocketstore/engine"
 	"github.com/rocketstore/rocketstore/internal/hooks"
 	"github.com/rocketstore/rocketstore/record"
@@ -53,6 +54,12 @@ type Config struct {
 	// QueueIDs returns the queues a receive of all queues reads (nil:
 	// the store's queues of the topic).
 	QueueIDs func(topic string) []int32
+	// FS holds ReplayFromFile, where Open starts replaying (nil: no
+	// snapshots; Open replays the whole revive topic).
+	FS backend.FS
+	// CompactEvery is how many records the revive pass lets the log
+	// grow by before it writes a snapshot (Compact; 100,000).
+	CompactEvery int
 	// Arrivals wakes long-polling receives (nil: ReceiveRequest.PollTime
 	// is ignored and receives return at once); the store must dispatch
 	// to it.
@@ -89,6 +96,9 @@ func (c Config) withDefaults(s *engine.Store) Config {
 			slices.Sort(qids)
 			return qids
 		}
+	}
+	if c.CompactEvery <= 0 {
+		c.CompactEvery = 100_000
 	}
 	if c.MaxHeld <= 0 {
 		c.MaxHeld = 1024

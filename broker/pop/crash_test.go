@@ -175,16 +175,34 @@ func (m *popMachine) revive(t *rapid.T) {
 
 func (m *popMachine) powerCut(t *rapid.T) { m.e.powerCut() }
 
+// compact writes a snapshot: the next recovery replays from it.
+func (m *popMachine) compact(t *rapid.T) {
+	if err := m.e.svc.Compact(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	m.e.dispatch()
+}
+
 // cutInCall makes the process die right after the next revive-log write
 // of a receive, an ack or a change: the call fails, its record may or
 // may not survive. The consumer learns nothing from it (an ack that did
 // not return may still have taken effect).
 func (m *popMachine) cutInCall(t *rapid.T) {
-	m.e.cutAfterPut = func() error { return errCut }
+	// The process dies after the k-th write of the call (a receive that
+	// dead-letters first, and a compaction, write several records).
+	k := rapid.IntRange(1, 3).Draw(t, "cut after write")
+	m.e.cutAfterPut = func() error {
+		if k--; k <= 0 {
+			return errCut
+		}
+		return nil
+	}
 	defer func() { m.e.cutAfterPut = nil }()
 	ctx := context.Background()
 	var err error
-	switch rapid.IntRange(0, 2).Draw(t, "call") {
+	switch rapid.IntRange(0, 3).Draw(t, "call") {
+	case 3:
+		err = m.e.svc.Compact(ctx)
 	case 0:
 		_, err = m.e.svc.Receive(ctx, ReceiveRequest{Group: testGroup, Topic: testTopic, QueueID: AllQueues, Max: 4,
 			InvisibleTime: 5 * time.Second, FIFO: m.fifo})
@@ -272,6 +290,7 @@ func checkPop(t *rapid.T, broken hooks.Pop) {
 		"revive":    m.revive,
 		"powerCut":  m.powerCut,
 		"cutInCall": m.cutInCall,
+		"compact":   m.compact,
 	})
 	m.drain(t)
 }
@@ -302,6 +321,7 @@ func TestPopBrokenVariantsCaught(t *testing.T) {
 		{"NoAttemptCount", hooks.Pop{NoAttemptCount: true}, "still in flight"},
 		{"NoOrderLock", hooks.Pop{NoOrderLock: true}, "is not finished"},
 		{"NoHeldRecord", hooks.Pop{NoHeldRecord: true}, "neither acked nor in the DLQ"},
+		{"SnapshotFileFirst", hooks.Pop{SnapshotFileFirst: true}, "delivered again"},
 	} {
 		t.Run(v.name, func(t *testing.T) {
 			setFlag(t, "rapid.nofailfile", "true")

@@ -102,10 +102,13 @@
 // group are held (at most Config.MaxHeld a queue) and recorded in the
 // checkpoint, so that a recovery keeps them.
 //
-// Not done: the revive log is not compacted (Open replays what retention
-// has kept of it; the ConsumeQueue's cleaning removes old records with
-// their CommitLog files, and a message whose checkpoint is gone is
-// neither redelivered nor known in flight). A replica of a replicated
-// group that starts leading calls Reload (the records reached its store
-// through the group's log).
+// # Snapshots
+//
+// Every Config.CompactEvery records (100,000) the revive pass writes a
+// snapshot (Compact): a start record, then each queue's whole state, and,
+// once they are durable, the start's offset in config/popReplayFrom.json;
+// Open replays from there. Retention then removes the records before it
+// with their CommitLog files. A replica of a replicated group that starts
+// leading calls Reload (the records reached its store through the
+// group's log).
 package pop

@@ -81,6 +81,7 @@ func (e *env) open() {
 	}
 	cfg := e.cfg
 	cfg.Arrivals = e.arrivals
+	cfg.FS = e.fs
 	cfg.Put = func(ctx context.Context, m *record.Message) (engine.PutResult, error) {
 		res, err := s.Put(ctx, m)
 		if err == nil && e.cutAfterPut != nil {

@@ -247,3 +247,37 @@ func TestDeadLetterFailureBlocksOnlyItsMessage(t *testing.T) {
 		t.Fatal("the refused DLQ write was not counted")
 	}
 }
+
+// TestCompactReplaysFromSnapshot: after Compact, a restart replays from
+// the snapshot (not from the first record) and finds the same state.
+func TestCompactReplaysFromSnapshot(t *testing.T) {
+	e := newEnv(t, hooks.Pop{})
+	for _, k := range []string{"a", "b", "c"} {
+		e.send(0, k, "")
+	}
+	ms := e.receive(0, 3, time.Minute, false)
+	if err := e.ack(ms[0]); err != nil {
+		t.Fatal(err)
+	}
+	before := e.store.MaxOffsetInQueue(testRevive, 0)
+	if err := e.svc.Compact(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	e.dispatch()
+	e.powerCut()
+	from, err := e.svc.replayStart()
+	if err != nil || from != before {
+		t.Fatalf("replay starts at %d (%v), want the snapshot's start %d", from, err, before)
+	}
+	if got := e.receive(0, 3, time.Minute, false); len(got) != 0 {
+		t.Fatalf("after the restart, received before the invisible time ended: %v", keysOf(got))
+	}
+	if err := e.ack(ms[1]); err != nil {
+		t.Fatalf("ack with a handle from before the snapshot: %v", err)
+	}
+	e.advance(time.Minute)
+	got := e.receive(0, 3, time.Minute, false)
+	if !slices.Equal(keysOf(got), []string{"c"}) || got[0].Attempt != 2 {
+		t.Fatalf("after the invisible time: %v", keysOf(got))
+	}
+}

@@ -34,6 +34,12 @@ type Service struct {
 	mu     sync.Mutex
 	queues map[queueKey]*queueState
 
+	// written counts the records written; compacted is its value at the
+	// last snapshot; compactMu orders snapshots.
+	written   atomic.Int64
+	compacted atomic.Int64
+	compactMu sync.Mutex
+
 	// unwritten holds the acks of the AckBeforeDurable broken variant.
 	unwrittenMu sync.Mutex
 	unwritten   []*logRecord
@@ -95,12 +101,17 @@ func (s *Service) replayAll(ctx context.Context) error {
 	return s.replay()
 }
 
-// replay applies every record of the revive queue in order.
+// replay applies the records of the revive queue in order, from the
+// latest complete snapshot.
 func (s *Service) replay() error {
 	topic := s.cfg.ReviveTopic
 	maxOff := s.store.MaxOffsetInQueue(topic, reviveQueueID)
+	from, err := s.replayStart()
+	if err != nil {
+		return err
+	}
 	n := 0
-	for off := s.store.MinOffsetInQueue(topic, reviveQueueID); off < maxOff; {
+	for off := from; off < maxOff; {
 		res, err := s.store.GetMessage("", topic, reviveQueueID, off, 256, nil)
 		if err != nil {
 			return fmt.Errorf("pop: read %s at %d: %w", topic, off, err)
@@ -133,6 +144,9 @@ func (s *Service) replayOne(v engine.MessageView) error {
 	r, err := decodeRecord(m.Body)
 	if err != nil {
 		return err
+	}
+	if r.op == opSnapStart {
+		return nil
 	}
 	if s.cfg.broken.ForgetDeadlines {
 		for i := range r.items {
@@ -168,6 +182,7 @@ func (s *Service) write(ctx context.Context, r *logRecord) (int64, error) {
 	if err != nil {
 		return 0, fmt.Errorf("pop: write %s record for %s/%s/%d: %w", opTags[r.op], r.group, r.topic, r.queueID, err)
 	}
+	s.written.Add(1)
 	return res.QueueOffset, nil
 }
 

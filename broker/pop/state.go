@@ -67,6 +67,13 @@ func (q *queueState) apply(r *logRecord, at int64) {
 				delete(q.entries, it.offset)
 			}
 		}
+	case opSnapshot:
+		// The queue's whole state when the snapshot was written.
+		clear(q.entries)
+		for _, it := range r.items {
+			q.entries[it.offset] = entry{attempt: it.attempt, deadline: it.deadline, ck: it.ck, msgGroup: it.msgGroup}
+		}
+		q.pos = r.end
 	case opChange:
 		for _, it := range r.items {
 			if q.current(it.offset, it.ck) {
@@ -104,4 +111,15 @@ func (q *queueState) heldCount() int {
 		}
 	}
 	return n
+}
+
+// snapshot returns a record holding the queue's whole state.
+func (q *queueState) snapshot(now int64) *logRecord {
+	r := &logRecord{op: opSnapshot, group: q.key.group, topic: q.key.topic, queueID: q.key.queueID, popTime: now,
+		start: q.pos, end: q.pos, items: make([]logItem, 0, len(q.entries))}
+	for _, off := range q.sortedOffsets() {
+		e := q.entries[off]
+		r.items = append(r.items, logItem{offset: off, attempt: e.attempt, deadline: e.deadline, ck: e.ck, msgGroup: e.msgGroup})
+	}
+	return r
 }

@@ -164,4 +164,7 @@ type Pop struct {
 	// NoHeldRecord leaves the FIFO messages held behind a busy message
 	// group out of the checkpoint: a recovery forgets them.
 	NoHeldRecord bool
+	// SnapshotFileFirst points the replay-start file at a snapshot before
+	// the snapshot's records are written.
+	SnapshotFileFirst bool
 }
