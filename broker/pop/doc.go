@@ -27,9 +27,10 @@
 // A Message is the stored message (a copy, ReconsumeTimes = Attempt-1),
 // its delivery Attempt (1 for the first delivery; gRPC's
 // delivery_attempt) and its Handle, whose String is the receipt handle
-// to give the client (RocketMQ's ExtraInfoUtil layout, eight fields
+// to give the client (RocketMQ 5.x's ReceiptHandle layout, nine fields
 // separated by spaces: ckQueueOffset popTime invisibleTime reviveQueueId
-// topicType brokerName queueId queueOffset). ParseHandle reads it back.
+// topicType brokerName queueId queueOffset commitLogOffset). ParseHandle
+// reads it back (eight fields too).
 // Errors: ErrBadRequest (an argument out of range), ErrBadHandle (a
 // handle that does not parse: gRPC INVALID_RECEIPT_HANDLE), ErrStaleHandle
 // (the delivery is over: acked, dead-lettered, or delivered again since;

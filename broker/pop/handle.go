@@ -11,14 +11,15 @@ import (
 var ErrBadHandle = errors.New("pop: malformed receipt handle")
 
 // Handle is a receipt handle: it names one delivery of one message. Its
-// text form is RocketMQ's ExtraInfoUtil layout, eight fields separated
-// by spaces:
+// text form is RocketMQ 5.x's ReceiptHandle (ExtraInfoUtil's eight fields
+// and the CommitLog offset), separated by spaces:
 //
-//	ckQueueOffset popTime invisibleTime reviveQueueId topicType brokerName queueId queueOffset
+//	ckQueueOffset popTime invisibleTime reviveQueueId topicType brokerName queueId queueOffset commitLogOffset
 //
 // CkOffset is the revive-queue offset of the record that made the
 // delivery, so that a handle of an earlier delivery of the same message
-// is recognised as stale.
+// is recognised as stale. ParseHandle also takes the eight-field form
+// (CommitLogOffset -1), as RocketMQ does.
 type Handle struct {
 	CkOffset      int64
 	PopTime       int64 // ms since the epoch
@@ -26,10 +27,11 @@ type Handle struct {
 	ReviveQueueID int32
 	// TopicType is RocketMQ's: "0" a normal topic ("1", "2": retry
 	// topics, which this broker does not deliver through pop).
-	TopicType  string
-	BrokerName string
-	QueueID    int32
-	Offset     int64
+	TopicType       string
+	BrokerName      string
+	QueueID         int32
+	Offset          int64
+	CommitLogOffset int64
 }
 
 // String returns the handle's text form.
@@ -50,29 +52,31 @@ func (h Handle) String() string {
 	b = strconv.AppendInt(b, int64(h.QueueID), 10)
 	b = append(b, ' ')
 	b = strconv.AppendInt(b, h.Offset, 10)
+	b = append(b, ' ')
+	b = strconv.AppendInt(b, h.CommitLogOffset, 10)
 	return string(b)
 }
 
 // Deadline is when the delivery's invisible time ends (ms).
 func (h Handle) Deadline() int64 { return h.PopTime + h.InvisibleTime }
 
-// ParseHandle parses a handle's text form.
+// ParseHandle parses a handle's text form (eight or nine fields).
 func ParseHandle(s string) (Handle, error) {
-	var f [8]string
-	rest := s
-	for i := range f {
-		if i == len(f)-1 {
-			f[i] = rest
-			break
-		}
+	f := [9]string{8: "-1"}
+	rest, n := s, 0
+	for ; n < len(f) && rest != ""; n++ {
 		sp := strings.IndexByte(rest, ' ')
 		if sp < 0 {
-			return Handle{}, fmt.Errorf("%w: %d fields in %q, want 8", ErrBadHandle, i+1, s)
+			f[n], rest = rest, ""
+			continue
 		}
-		f[i], rest = rest[:sp], rest[sp+1:]
+		if n == len(f)-1 {
+			return Handle{}, fmt.Errorf("%w: more than 9 fields in %q", ErrBadHandle, s)
+		}
+		f[n], rest = rest[:sp], rest[sp+1:]
 	}
-	if strings.IndexByte(f[7], ' ') >= 0 {
-		return Handle{}, fmt.Errorf("%w: more than 8 fields in %q", ErrBadHandle, s)
+	if n < 8 {
+		return Handle{}, fmt.Errorf("%w: %d fields in %q, want 8 or 9", ErrBadHandle, n, s)
 	}
 	var h Handle
 	var bad []string
@@ -90,6 +94,7 @@ func ParseHandle(s string) (Handle, error) {
 	h.TopicType, h.BrokerName = f[4], f[5]
 	h.QueueID = int32(num("queueId", f[6], 32))
 	h.Offset = num("queueOffset", f[7], 64)
+	h.CommitLogOffset = num("commitLogOffset", f[8], 64)
 	if len(bad) > 0 {
 		return Handle{}, fmt.Errorf("%w: %s in %q", ErrBadHandle, strings.Join(bad, ", "), s)
 	}

@@ -51,16 +51,21 @@ func TestReceiveAckRedeliver(t *testing.T) {
 
 func TestHandleRoundTrip(t *testing.T) {
 	h := Handle{CkOffset: 7, PopTime: startClock, InvisibleTime: 30000, ReviveQueueID: 0, TopicType: "0",
-		BrokerName: "broker-a", QueueID: 3, Offset: 42}
+		BrokerName: "broker-a", QueueID: 3, Offset: 42, CommitLogOffset: 4096}
 	s := h.String()
-	if s != "7 1700000000000 30000 0 0 broker-a 3 42" {
+	if s != "7 1700000000000 30000 0 0 broker-a 3 42 4096" {
 		t.Fatalf("handle %q", s)
 	}
 	got, err := ParseHandle(s)
 	if err != nil || got != h {
 		t.Fatalf("ParseHandle(%q) = %+v, %v", s, got, err)
 	}
-	for _, bad := range []string{"", "1 2 3", "x 1 2 0 0 b 3 4", "1 2 3 0 0 b q 4"} {
+	// ExtraInfoUtil's eight fields, without the CommitLog offset.
+	h.CommitLogOffset = -1
+	if got, err := ParseHandle("7 1700000000000 30000 0 0 broker-a 3 42"); err != nil || got != h {
+		t.Fatalf("eight fields: %+v, %v", got, err)
+	}
+	for _, bad := range []string{"", "1 2 3", "x 1 2 0 0 b 3 4", "1 2 3 0 0 b q 4", "1 2 3 0 0 b 3 4 5 6", "1 2 3 0 0 b 3 4 x"} {
 		if _, err := ParseHandle(bad); !errors.Is(err, ErrBadHandle) {
 			t.Errorf("ParseHandle(%q): %v, want ErrBadHandle", bad, err)
 		}

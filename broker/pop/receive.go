@@ -245,7 +245,7 @@ func (s *Service) receiveQueue(ctx context.Context, q *queueState, req *ReceiveR
 		p.msg.ReconsumeTimes = p.attempt - 1
 		out = append(out, Message{MessageExt: p.msg, Attempt: p.attempt, Handle: Handle{CkOffset: at, PopTime: now,
 			InvisibleTime: req.InvisibleTime.Milliseconds(), ReviveQueueID: reviveQueueID, TopicType: "0",
-			BrokerName: s.cfg.BrokerName, QueueID: q.key.queueID, Offset: p.offset}})
+			BrokerName: s.cfg.BrokerName, QueueID: q.key.queueID, Offset: p.offset, CommitLogOffset: p.msg.CommitLogOffset}})
 	}
 	return out, nil
 }
