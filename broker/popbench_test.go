@@ -27,7 +27,7 @@ import (
 // min/median/max over the iterations (each iteration runs all three, so
 // they share the machine's state):
 //
-//	go test ./broker -run '^$' -bench PopVsPull -benchtime 9x
+//	go test ./broker -run '^$' -bench PopVsPull -benchtime 25x
 func BenchmarkPopVsPull(b *testing.B) {
 	ctx := context.Background()
 	cfg := testConfig()
