@@ -212,6 +212,8 @@ type TopicConfig struct {
 	TopicFilterType string `json:"topicFilterType"`
 	TopicSysFlag    int    `json:"topicSysFlag"`
 	Order           bool   `json:"order"`
+	// Attributes are the 5.x topic attributes (message.type ...).
+	Attributes map[string]string `json:"attributes,omitempty"`
 }
 
 // TopicConfigSerializeWrapper answers GET_ALL_TOPIC_CONFIG (21).
@@ -226,6 +228,7 @@ type SubscriptionGroupConfig struct {
 	ConsumeEnable                  bool   `json:"consumeEnable"`
 	ConsumeFromMinEnable           bool   `json:"consumeFromMinEnable"`
 	ConsumeBroadcastEnable         bool   `json:"consumeBroadcastEnable"`
+	ConsumeMessageOrderly          bool   `json:"consumeMessageOrderly,omitempty"`
 	RetryQueueNums                 int    `json:"retryQueueNums"`
 	RetryMaxTimes                  int    `json:"retryMaxTimes"`
 	BrokerID                       int64  `json:"brokerId"`

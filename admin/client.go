@@ -341,14 +341,24 @@ func (c *Client) AllConsumerOffsets(ctx context.Context, addr string) (*Consumer
 
 // CreateTopic creates or updates a topic on a broker.
 func (c *Client) CreateTopic(ctx context.Context, addr string, tc TopicConfig) error {
+	return c.CreateTopicWithAttributes(ctx, addr, tc, "")
+}
+
+// CreateTopicWithAttributes creates or updates a topic on a broker and
+// alters its 5.x attributes by mods, in mqadmin's -a form
+// ("+message.type=FIFO,-key"; "" changes none).
+func (c *Client) CreateTopicWithAttributes(ctx context.Context, addr string, tc TopicConfig, mods string) error {
 	if tc.TopicFilterType == "" {
 		tc.TopicFilterType = "SINGLE_TAG"
 	}
-	_, err := c.Invoke(ctx, addr, CodeUpdateAndCreateTopic, nil,
-		"topic", tc.TopicName, "defaultTopic", "TBW102", "readQueueNums", strconv.Itoa(tc.ReadQueueNums),
+	fields := []string{"topic", tc.TopicName, "defaultTopic", "TBW102", "readQueueNums", strconv.Itoa(tc.ReadQueueNums),
 		"writeQueueNums", strconv.Itoa(tc.WriteQueueNums), "perm", strconv.Itoa(tc.Perm),
 		"topicFilterType", tc.TopicFilterType, "topicSysFlag", strconv.Itoa(tc.TopicSysFlag),
-		"order", strconv.FormatBool(tc.Order))
+		"order", strconv.FormatBool(tc.Order)}
+	if mods != "" {
+		fields = append(fields, "attributes", mods)
+	}
+	_, err := c.Invoke(ctx, addr, CodeUpdateAndCreateTopic, nil, fields...)
 	return err
 }
 

@@ -41,6 +41,7 @@ type Broker struct {
 	filters   *consumerFilters
 	tx        *transaction.Service
 	pop       *pop.Service
+	arrivals  *pop.Arrivals // wakes long-polling pop receives
 	sqlCache  sqlCache
 
 	closed  atomic.Bool
@@ -113,7 +114,8 @@ func (b *Broker) openStore() error {
 		sc.Put, sc.Standby = w.Put, func() bool { return !w.Writable() }
 	}
 	b.schedule = schedule.New(b.fs, sc)
-	ds := []dispatch.Dispatcher{b.hold, b.schedule}
+	b.arrivals = pop.NewArrivals()
+	ds := []dispatch.Dispatcher{b.hold, b.schedule, b.arrivals}
 	if !b.cfg.DisableMessageIndex {
 		lastExitOK, indexTs, err := recoveryHint(b.fs)
 		if err != nil {

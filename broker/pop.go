@@ -22,6 +22,9 @@ func (b *Broker) openPop() error {
 		Now:         func() time.Time { return time.UnixMilli(now()) },
 		Logger:      b.logger,
 		Put:         b.writer().Put,
+		Arrivals:    b.arrivals,
+		QueueIDs:    b.readQueues,
+		FS:          b.fs,
 		MaxDeliveryAttempts: func(group string) int {
 			if g, ok, err := b.groups.Find(group); err == nil && ok {
 				return g.RetryMaxTimes + 1
@@ -68,4 +71,28 @@ func (b *Broker) RevivePop(ctx context.Context) (pop.ReviveReport, error) {
 		return pop.ReviveReport{}, ErrClosed
 	}
 	return b.pop.Revive(ctx)
+}
+
+// ReloadPop has pop consumption rebuild its in-flight state from the
+// revive topic: a replicated group calls it when a replica starts
+// leading (see pop.Service.Reload).
+func (b *Broker) ReloadPop(ctx context.Context) error {
+	if b.closed.Load() {
+		return ErrClosed
+	}
+	return b.pop.Reload(ctx)
+}
+
+// readQueues are the queue ids of a topic that consumers read: 0 up to
+// its readQueueNums.
+func (b *Broker) readQueues(topic string) []int32 {
+	tc, ok := b.topics.Get(topic)
+	if !ok {
+		return nil
+	}
+	qids := make([]int32, tc.ReadQueueNums)
+	for i := range qids {
+		qids[i] = int32(i)
+	}
+	return qids
 }

@@ -71,3 +71,29 @@ func TestPopThroughBroker(t *testing.T) {
 		t.Fatalf("revive topic %q", got)
 	}
 }
+
+// TestPopLongPollThroughBroker: the broker's arrival dispatcher wakes a
+// long-polling receive when a message is stored.
+func TestPopLongPollThroughBroker(t *testing.T) {
+	b := open(t, memfs.New(nil), testConfig())
+	defer b.Close()
+	createTopic(t, b, "T", 2)
+	got := make(chan []pop.Message, 1)
+	start := time.Now()
+	go func() {
+		ms, err := b.Pop().Receive(context.Background(), pop.ReceiveRequest{Group: "g", Topic: "T",
+			QueueID: pop.AllQueues, Max: 4, InvisibleTime: time.Minute, PollTime: time.Minute})
+		if err != nil {
+			t.Error(err)
+		}
+		got <- ms
+	}()
+	put(t, b, msg("T", 1, "A", "k1"))
+	ms := <-got
+	if len(ms) != 1 || ms[0].Properties["KEYS"] != "k1" {
+		t.Fatalf("long poll returned %+v", ms)
+	}
+	if d := time.Since(start); d > 30*time.Second {
+		t.Fatalf("long poll returned after %v: not woken by the arrival", d)
+	}
+}

@@ -348,7 +348,7 @@ func (f *fsm) applyState(s *stateEntry, term uint64) {
 	}
 	topics := f.b.Topics()
 	for name, tc := range s.Topics {
-		if cur, ok := topics.Get(name); ok && cur == tc {
+		if cur, ok := topics.Get(name); ok && cur.Equal(tc) {
 			continue
 		}
 		if err := topics.Update(tc); err != nil {

@@ -401,6 +401,11 @@ func (n *Node) lead() {
 	if !n.cfg.noTxnRebuild {
 		n.b.InvalidateTransactions() // rebuilt before its first use as leader
 	}
+	ctx, cancel := context.WithTimeout(context.Background(), n.ccfg.ApplyTimeout)
+	if err := n.b.ReloadPop(ctx); err != nil { // its pop state as the log left it
+		n.log.Error("pop state not reloaded", "err", err)
+	}
+	cancel()
 	n.leadTerm.Store(term)
 	n.writable.Store(true)
 	n.addConfiguredPeers()

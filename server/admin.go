@@ -58,11 +58,20 @@ func (s *Server) updateAndCreateTopic(_ context.Context, _ *remoting.Conn, req *
 	if tc.Perm < 0 || tc.Perm > 0xF {
 		return badRequest(req, fmt.Errorf("perm %d is not a permission", tc.Perm))
 	}
-	if err := s.b.Topics().Update(tc); err != nil {
+	// 5.x's attributes ("+message.type=FIFO"); MIXED needs
+	// enableMixedMessageType, which this broker does not offer.
+	mods, err := config.ParseAttributes(f.OptString("attributes", ""))
+	if err != nil {
+		return badRequest(req, err)
+	}
+	if mods["+"+config.AttrMessageType] == string(config.MessageTypeMixed) {
+		return badRequest(req, errors.New("MIXED message type is not supported"))
+	}
+	if err := s.b.Topics().UpdateAndAlter(tc, mods); err != nil {
 		return badRequest(req, err)
 	}
 	s.log.Info("topic created or updated", "topic", tc.TopicName, "readQueueNums", tc.ReadQueueNums,
-		"writeQueueNums", tc.WriteQueueNums, "perm", tc.Perm)
+		"writeQueueNums", tc.WriteQueueNums, "perm", tc.Perm, "attributes", f.OptString("attributes", ""))
 	return req.NewResponse(remoting.CodeSuccess, ""), nil
 }
 

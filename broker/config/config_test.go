@@ -120,7 +120,7 @@ func TestTopicsPersistAndDataVersion(t *testing.T) {
 		t.Fatal(err)
 	}
 	all, v := again.All()
-	if got := all["T"]; got != tc {
+	if got := all["T"]; !got.Equal(tc) {
 		t.Fatalf("T = %+v, want %+v", got, tc)
 	}
 	if r := all["%RETRY%g"]; r.ReadQueueNums != 1 || r.Perm != 6 {

@@ -3,15 +3,18 @@ package config
 // SubscriptionGroupConfig is one consumer group's configuration
 // (RocketMQ's SubscriptionGroupConfig; the JSON names are RocketMQ's).
 type SubscriptionGroupConfig struct {
-	GroupName                      string `json:"groupName"`
-	ConsumeEnable                  bool   `json:"consumeEnable"`
-	ConsumeFromMinEnable           bool   `json:"consumeFromMinEnable"`
-	ConsumeBroadcastEnable         bool   `json:"consumeBroadcastEnable"`
-	RetryQueueNums                 int    `json:"retryQueueNums"`
-	RetryMaxTimes                  int    `json:"retryMaxTimes"`
-	BrokerID                       int64  `json:"brokerId"`
-	WhichBrokerWhenConsumeSlowly   int64  `json:"whichBrokerWhenConsumeSlowly"`
-	NotifyConsumerIdsChangedEnable bool   `json:"notifyConsumerIdsChangedEnable"`
+	GroupName              string `json:"groupName"`
+	ConsumeEnable          bool   `json:"consumeEnable"`
+	ConsumeFromMinEnable   bool   `json:"consumeFromMinEnable"`
+	ConsumeBroadcastEnable bool   `json:"consumeBroadcastEnable"`
+	// ConsumeMessageOrderly makes the group a FIFO group for 5.x pop
+	// consumers: message groups of FIFO topics are delivered in order.
+	ConsumeMessageOrderly          bool  `json:"consumeMessageOrderly,omitempty"`
+	RetryQueueNums                 int   `json:"retryQueueNums"`
+	RetryMaxTimes                  int   `json:"retryMaxTimes"`
+	BrokerID                       int64 `json:"brokerId"`
+	WhichBrokerWhenConsumeSlowly   int64 `json:"whichBrokerWhenConsumeSlowly"`
+	NotifyConsumerIdsChangedEnable bool  `json:"notifyConsumerIdsChangedEnable"`
 }
 
 // NewSubscriptionGroupConfig returns RocketMQ's defaults for a group:

@@ -1,5 +1,7 @@
 package config
 
+import "maps"
+
 // Topic names the broker gives a meaning to.
 const (
 	// DefaultTopic is the template for auto-created topics (TBW102).
@@ -32,6 +34,9 @@ type TopicConfig struct {
 	TopicFilterType string `json:"topicFilterType"`
 	TopicSysFlag    int    `json:"topicSysFlag"`
 	Order           bool   `json:"order"`
+	// Attributes are RocketMQ 5.x's topic attributes (message.type,
+	// queue.type, cleanup.policy, reserve.time), without their +/- sign.
+	Attributes map[string]string `json:"attributes,omitempty"`
 }
 
 // NewTopicConfig returns RocketMQ's defaults for a topic: 16 read and
@@ -39,4 +44,12 @@ type TopicConfig struct {
 func NewTopicConfig(name string) TopicConfig {
 	return TopicConfig{TopicName: name, ReadQueueNums: 16, WriteQueueNums: 16,
 		Perm: PermRead | PermWrite, TopicFilterType: "SINGLE_TAG"}
+}
+
+// Equal reports whether two topic configurations are the same,
+// attributes included.
+func (tc TopicConfig) Equal(o TopicConfig) bool {
+	return tc.TopicName == o.TopicName && tc.ReadQueueNums == o.ReadQueueNums &&
+		tc.WriteQueueNums == o.WriteQueueNums && tc.Perm == o.Perm && tc.TopicFilterType == o.TopicFilterType &&
+		tc.TopicSysFlag == o.TopicSysFlag && tc.Order == o.Order && maps.Equal(tc.Attributes, o.Attributes)
 }

@@ -85,13 +85,35 @@ func (m *TopicManager) Get(name string) (TopicConfig, bool) { return m.t.get(nam
 // All returns a copy of the table and its data version.
 func (m *TopicManager) All() (map[string]TopicConfig, DataVersion) { return m.t.all() }
 
-// Update creates or replaces a topic (UPDATE_AND_CREATE_TOPIC) and saves
-// the table.
+// Update creates or replaces a topic, attributes included, and saves the
+// table.
 func (m *TopicManager) Update(tc TopicConfig) error {
 	if err := ValidateTopicConfig(tc); err != nil {
 		return err
 	}
 	return m.t.put(tc.TopicName, tc)
+}
+
+// UpdateAndAlter creates or replaces a topic as UPDATE_AND_CREATE_TOPIC
+// does: its attributes are the current ones altered by mods (see
+// ParseAttributes and AlterAttributes); tc.Attributes is ignored.
+func (m *TopicManager) UpdateAndAlter(tc TopicConfig, mods map[string]string) error {
+	if err := ValidateTopicConfig(tc); err != nil {
+		return err
+	}
+	m.t.mu.Lock()
+	defer m.t.mu.Unlock()
+	cur, exists := m.t.entries[tc.TopicName]
+	attrs, err := AlterAttributes(!exists, cur.Attributes, mods)
+	if err != nil {
+		return fmt.Errorf("topic %q: %w", tc.TopicName, err)
+	}
+	if len(attrs) == 0 {
+		attrs = nil
+	}
+	tc.Attributes = attrs
+	m.t.entries[tc.TopicName] = tc
+	return m.t.saveLocked()
 }
 
 // Delete removes a topic (DELETE_TOPIC_IN_BROKER) and saves the table.

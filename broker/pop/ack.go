@@ -26,8 +26,8 @@ func (s *Service) AckBatch(ctx context.Context, group, topic string, handles []s
 		}
 		return errs
 	}
-	byQueue := map[int32][]int{}
 	parsed := make([]Handle, len(handles))
+	var qids []int32 // in order of first appearance; usually one
 	for i, hs := range handles {
 		h, err := ParseHandle(hs)
 		if err != nil {
@@ -35,11 +35,19 @@ func (s *Service) AckBatch(ctx context.Context, group, topic string, handles []s
 			continue
 		}
 		parsed[i] = h
-		byQueue[h.QueueID] = append(byQueue[h.QueueID], i)
+		if !slices.Contains(qids, h.QueueID) {
+			qids = append(qids, h.QueueID)
+		}
 	}
-	for qid, idx := range byQueue {
-		q := s.queue(queueKey{group, topic, qid})
-		s.ackQueue(ctx, q, parsed, idx, errs)
+	idx := make([]int, 0, len(handles))
+	for _, qid := range qids {
+		idx = idx[:0]
+		for i := range parsed {
+			if errs[i] == nil && parsed[i].QueueID == qid {
+				idx = append(idx, i)
+			}
+		}
+		s.ackQueue(ctx, s.queue(queueKey{group, topic, qid}), parsed, idx, errs)
 	}
 	return errs
 }
@@ -48,11 +56,12 @@ func (s *Service) AckBatch(ctx context.Context, group, topic string, handles []s
 func (s *Service) ackQueue(ctx context.Context, q *queueState, parsed []Handle, idx []int, errs []error) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	r := &logRecord{op: opAck, group: q.key.group, topic: q.key.topic, queueID: q.key.queueID, popTime: s.now()}
-	var ok []int
+	r := &logRecord{op: opAck, group: q.key.group, topic: q.key.topic, queueID: q.key.queueID, popTime: s.now(),
+		items: make([]logItem, 0, len(idx))}
+	ok := make([]int, 0, len(idx))
 	for _, i := range idx {
 		h := parsed[i]
-		if e := q.entries[h.Offset]; e == nil || e.held() || e.ck != h.CkOffset {
+		if !q.current(h.Offset, h.CkOffset) {
 			errs[i] = fmt.Errorf("%w: %s/%d offset %d", ErrStaleHandle, q.key.topic, q.key.queueID, h.Offset)
 			continue
 		}
@@ -96,7 +105,7 @@ func (s *Service) ChangeInvisibleDuration(ctx context.Context, group, topic, han
 	q := s.queue(queueKey{group, topic, h.QueueID})
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	if e := q.entries[h.Offset]; e == nil || e.held() || e.ck != h.CkOffset {
+	if !q.current(h.Offset, h.CkOffset) {
 		return Handle{}, fmt.Errorf("%w: %s/%d offset %d", ErrStaleHandle, topic, h.QueueID, h.Offset)
 	}
 	now := s.now()
@@ -133,18 +142,7 @@ func (s *Service) Revive(ctx context.Context) (ReviveReport, error) {
 	if err := s.flushUnwritten(ctx); err != nil {
 		return ReviveReport{}, err
 	}
-	s.mu.Lock()
-	qs := make([]*queueState, 0, len(s.queues))
-	for _, q := range s.queues {
-		qs = append(qs, q)
-	}
-	s.mu.Unlock()
-	// A fixed order makes the revive log the same in every run of a
-	// deterministic test.
-	slices.SortFunc(qs, func(a, b *queueState) int {
-		return cmp.Or(cmp.Compare(a.key.group, b.key.group), cmp.Compare(a.key.topic, b.key.topic),
-			cmp.Compare(a.key.queueID, b.key.queueID))
-	})
+	qs := s.sortedQueues()
 	var rep ReviveReport
 	var errs []error
 	now := s.now()
@@ -160,7 +158,26 @@ func (s *Service) Revive(ctx context.Context) (ReviveReport, error) {
 		q.mu.Unlock()
 		errs = append(errs, err)
 	}
+	if s.compactDue() {
+		errs = append(errs, s.Compact(ctx))
+	}
 	return rep, errors.Join(errs...)
+}
+
+// sortedQueues returns the queue states in a fixed order, which makes
+// the revive log the same in every run of a deterministic test.
+func (s *Service) sortedQueues() []*queueState {
+	s.mu.Lock()
+	qs := make([]*queueState, 0, len(s.queues))
+	for _, q := range s.queues {
+		qs = append(qs, q)
+	}
+	s.mu.Unlock()
+	slices.SortFunc(qs, func(a, b *queueState) int {
+		return cmp.Or(cmp.Compare(a.key.group, b.key.group), cmp.Compare(a.key.topic, b.key.topic),
+			cmp.Compare(a.key.queueID, b.key.queueID))
+	})
+	return qs
 }
 
 // reviveQueueLocked moves the queue's exhausted messages to the DLQ.
@@ -176,11 +193,15 @@ func (s *Service) deadLetterLocked(ctx context.Context, q *queueState, now int64
 	maxAttempts := int32(s.cfg.MaxDeliveryAttempts(q.key.group))
 	r := &logRecord{op: opDeadLetter, group: q.key.group, topic: q.key.topic, queueID: q.key.queueID, popTime: now}
 	var errs []error
-	for _, off := range q.sortedOffsets() {
-		e := q.entries[off]
-		if e.held() || e.deadline > now || e.attempt < maxAttempts {
-			continue
+	var due []int64
+	for off, e := range q.entries {
+		if !e.held() && e.deadline <= now && e.attempt >= maxAttempts {
+			due = append(due, off)
 		}
+	}
+	slices.Sort(due)
+	for _, off := range due {
+		e := q.entries[off]
 		m, err := s.readAt(q.key.topic, q.key.queueID, off)
 		if err != nil {
 			errs = append(errs, err)
@@ -216,5 +237,41 @@ func (s *Service) flushUnwritten(ctx context.Context) error {
 			return err
 		}
 	}
+	return nil
+}
+
+// ForwardToDeadLetter moves a delivered message to its group's DLQ now
+// (the gRPC ForwardMessageToDeadLetterQueue: a consumer gives up on it):
+// the DLQ write, then the record that finishes the message.
+func (s *Service) ForwardToDeadLetter(ctx context.Context, group, topic, handle string) error {
+	if s.closed.Load() {
+		return ErrClosed
+	}
+	h, err := ParseHandle(handle)
+	if err != nil {
+		return err
+	}
+	q := s.queue(queueKey{group, topic, h.QueueID})
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	e := q.entries[h.Offset]
+	if !q.current(h.Offset, h.CkOffset) {
+		return fmt.Errorf("%w: %s/%d offset %d", ErrStaleHandle, topic, h.QueueID, h.Offset)
+	}
+	m, err := s.readAt(topic, h.QueueID, h.Offset)
+	if err != nil {
+		return err
+	}
+	m.ReconsumeTimes = e.attempt
+	if err := s.deadLetter(ctx, group, m); err != nil {
+		return fmt.Errorf("pop: store %s/%d offset %d in the DLQ of %s: %w", topic, h.QueueID, h.Offset, group, err)
+	}
+	r := &logRecord{op: opDeadLetter, group: group, topic: topic, queueID: h.QueueID, popTime: s.now(),
+		items: []logItem{{offset: h.Offset, ck: h.CkOffset}}}
+	at, err := s.write(ctx, r)
+	if err != nil {
+		return err
+	}
+	q.apply(r, at)
 	return nil
 }

@@ -3,8 +3,10 @@ package pop
 import (
 	"context"
 	"log/slog"
+	"slices"
 	"time"
 
+	"github.com/rocketstore/rocketstore/backend"
 	"github.com/rocketstore/rocketstore/engine"
 	"github.com/rocketstore/rocketstore/internal/hooks"
 	"github.com/rocketstore/rocketstore/record"
@@ -42,11 +44,26 @@ type Config struct {
 	// once the checkpoint that advanced it is written (nil: not recorded).
 	CommitOffset func(group, topic string, queueID int32, offset int64)
 	// FirstOffset is where a group's pop of a queue starts when neither
-	// pop nor CommittedOffset has a position (nil: the queue's minimum
-	// offset).
+	// pop nor CommittedOffset has a position (nil: RocketMQ 5.x's
+	// ConsumeInitMode.MAX, which its proxy asks for, with
+	// initPopOffsetByCheckMsgInMem: offset 0 while the queue still holds
+	// its first message, else its last message).
 	FirstOffset func(group, topic string, queueID int32) int64
 	// ReviveInterval is how often the background revive pass runs (1 s).
 	ReviveInterval time.Duration
+	// QueueIDs returns the queues a receive of all queues reads (nil:
+	// the store's queues of the topic).
+	QueueIDs func(topic string) []int32
+	// FS holds ReplayFromFile, where Open starts replaying (nil: no
+	// snapshots; Open replays the whole revive topic).
+	FS backend.FS
+	// CompactEvery is how many records the revive pass lets the log
+	// grow by before it writes a snapshot (Compact; 100,000).
+	CompactEvery int
+	// Arrivals wakes long-polling receives (nil: ReceiveRequest.PollTime
+	// is ignored and receives return at once); the store must dispatch
+	// to it.
+	Arrivals *Arrivals
 	// MaxHeld bounds the FIFO messages a queue holds back behind earlier
 	// messages of their message groups (1024): a receive reads no further.
 	MaxHeld int
@@ -73,11 +90,33 @@ func (c Config) withDefaults(s *engine.Store) Config {
 	if c.ReviveInterval <= 0 {
 		c.ReviveInterval = time.Second
 	}
+	if c.QueueIDs == nil {
+		c.QueueIDs = func(topic string) []int32 {
+			qids := slices.Clone(s.Topics()[topic])
+			slices.Sort(qids)
+			return qids
+		}
+	}
+	if c.CompactEvery <= 0 {
+		c.CompactEvery = 100_000
+	}
 	if c.MaxHeld <= 0 {
 		c.MaxHeld = 1024
 	}
 	if c.FirstOffset == nil {
-		c.FirstOffset = func(_, topic string, qid int32) int64 { return s.MinOffsetInQueue(topic, qid) }
+		c.FirstOffset = func(_, topic string, qid int32) int64 { return firstOffset(s, topic, qid) }
 	}
 	return c
+}
+
+// firstOffset is PopMessageProcessor.getInitOffset for ConsumeInitMode.MAX
+// with initPopOffsetByCheckMsgInMem (its default): a queue that still
+// starts at 0 is popped from 0 (RocketMQ checks that the message is in
+// memory; this store maps its CommitLog, so the check is that the queue
+// still holds it), otherwise from its last message.
+func firstOffset(s *engine.Store, topic string, qid int32) int64 {
+	if s.MinOffsetInQueue(topic, qid) <= 0 {
+		return 0
+	}
+	return max(0, s.MaxOffsetInQueue(topic, qid)-1)
 }

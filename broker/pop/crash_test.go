@@ -29,6 +29,9 @@ type msgModel struct {
 	// its handle.
 	deadline int64
 	handle   string
+	// queue and msgGroup are where it was sent (msgGroup: FIFO runs).
+	queue    int32
+	msgGroup string
 }
 
 // popMachine drives a service through sends, receives, acks, changes
@@ -39,6 +42,9 @@ type popMachine struct {
 	e    *env
 	msgs map[string]*msgModel
 	keys []string
+	// fifo: every receive is a FIFO receive and every message has a
+	// message group.
+	fifo bool
 }
 
 const (
@@ -48,9 +54,40 @@ const (
 
 func (m *popMachine) send(t *rapid.T) {
 	k := fmt.Sprintf("k%d", len(m.keys))
-	m.msgs[k] = &msgModel{poison: rapid.IntRange(0, 4).Draw(t, "poison") == 0}
+	mm := &msgModel{poison: rapid.IntRange(0, 4).Draw(t, "poison") == 0,
+		queue: int32(rapid.IntRange(0, propQueues-1).Draw(t, "queue"))}
+	if m.fifo {
+		mm.msgGroup = rapid.SampledFrom([]string{"A", "B", "C"}).Draw(t, "message group")
+	}
+	m.msgs[k] = mm
 	m.keys = append(m.keys, k)
-	m.e.send(int32(rapid.IntRange(0, propQueues-1).Draw(t, "queue")), k, "")
+	m.e.send(mm.queue, k, mm.msgGroup)
+}
+
+// checkOrder: in a FIFO run, a message is delivered only when every
+// earlier message of its queue and message group is finished (acked, or
+// in the DLQ; an ack cut short may have finished it).
+func (m *popMachine) checkOrder(t *rapid.T, k string) {
+	mm := m.msgs[k]
+	var dlq map[string]bool
+	for _, j := range m.keys {
+		if j == k {
+			return
+		}
+		e := m.msgs[j]
+		if e.queue != mm.queue || e.msgGroup != mm.msgGroup || e.acked || e.maybeAcked {
+			continue
+		}
+		if dlq == nil {
+			dlq = map[string]bool{}
+			for _, d := range m.e.dlqKeys() {
+				dlq[d] = true
+			}
+		}
+		if !dlq[j] {
+			t.Fatalf("%s of message group %s delivered while %s, sent before it, is not finished", k, mm.msgGroup, j)
+		}
+	}
 }
 
 // seen checks the deliveries of a receive against the properties and
@@ -68,6 +105,9 @@ func (m *popMachine) seen(t *rapid.T, ms []Message) {
 		case mm.deadline > now:
 			t.Fatalf("%s delivered again at %d, before its invisible time ends at %d", k, now, mm.deadline)
 		}
+		if m.fifo {
+			m.checkOrder(t, k)
+		}
 		mm.deadline, mm.handle = d.Handle.Deadline(), d.Handle.String()
 	}
 }
@@ -75,7 +115,7 @@ func (m *popMachine) seen(t *rapid.T, ms []Message) {
 func (m *popMachine) receive(t *rapid.T) {
 	qid := int32(rapid.IntRange(-1, propQueues-1).Draw(t, "queue"))
 	inv := time.Duration(rapid.IntRange(1, 20).Draw(t, "invisible s")) * time.Second
-	ms := m.e.receive(qid, rapid.IntRange(1, 4).Draw(t, "max"), inv, false)
+	ms := m.e.receive(qid, rapid.IntRange(1, 4).Draw(t, "max"), inv, m.fifo)
 	m.seen(t, ms)
 }
 
@@ -135,19 +175,37 @@ func (m *popMachine) revive(t *rapid.T) {
 
 func (m *popMachine) powerCut(t *rapid.T) { m.e.powerCut() }
 
+// compact writes a snapshot: the next recovery replays from it.
+func (m *popMachine) compact(t *rapid.T) {
+	if err := m.e.svc.Compact(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	m.e.dispatch()
+}
+
 // cutInCall makes the process die right after the next revive-log write
 // of a receive, an ack or a change: the call fails, its record may or
 // may not survive. The consumer learns nothing from it (an ack that did
 // not return may still have taken effect).
 func (m *popMachine) cutInCall(t *rapid.T) {
-	m.e.cutAfterPut = func() error { return errCut }
+	// The process dies after the k-th write of the call (a receive that
+	// dead-letters first, and a compaction, write several records).
+	k := rapid.IntRange(1, 3).Draw(t, "cut after write")
+	m.e.cutAfterPut = func() error {
+		if k--; k <= 0 {
+			return errCut
+		}
+		return nil
+	}
 	defer func() { m.e.cutAfterPut = nil }()
 	ctx := context.Background()
 	var err error
-	switch rapid.IntRange(0, 2).Draw(t, "call") {
+	switch rapid.IntRange(0, 3).Draw(t, "call") {
+	case 3:
+		err = m.e.svc.Compact(ctx)
 	case 0:
 		_, err = m.e.svc.Receive(ctx, ReceiveRequest{Group: testGroup, Topic: testTopic, QueueID: AllQueues, Max: 4,
-			InvisibleTime: 5 * time.Second})
+			InvisibleTime: 5 * time.Second, FIFO: m.fifo})
 	case 1:
 		_, mm := m.pickDelivered(t)
 		if mm.poison {
@@ -173,12 +231,12 @@ func (m *popMachine) cutInCall(t *rapid.T) {
 // in the DLQ.
 func (m *popMachine) drain(t *rapid.T) {
 	for round := 0; ; round++ {
-		if round > 4*propMaxAttempts+4 {
+		if round > 4*propMaxAttempts+4+len(m.keys) {
 			t.Fatalf("messages still in flight after %d rounds", round)
 		}
 		m.e.advance(time.Minute)
 		m.revive(t)
-		ms := m.e.receive(AllQueues, 1000, 30*time.Second, false)
+		ms := m.e.receive(AllQueues, 1000, 30*time.Second, m.fifo)
 		m.seen(t, ms)
 		for _, d := range ms {
 			mm := m.msgs[d.Properties["key"]]
@@ -222,7 +280,7 @@ func checkPop(t *rapid.T, broken hooks.Pop) {
 	e.init(broken, propMaxAttempts)
 	e.open()
 	defer e.close()
-	m := &popMachine{e: e, msgs: map[string]*msgModel{}}
+	m := &popMachine{e: e, msgs: map[string]*msgModel{}, fifo: rapid.Bool().Draw(t, "fifo")}
 	t.Repeat(map[string]func(*rapid.T){
 		"send":      m.send,
 		"receive":   m.receive,
@@ -232,6 +290,7 @@ func checkPop(t *rapid.T, broken hooks.Pop) {
 		"revive":    m.revive,
 		"powerCut":  m.powerCut,
 		"cutInCall": m.cutInCall,
+		"compact":   m.compact,
 	})
 	m.drain(t)
 }
@@ -260,6 +319,9 @@ func TestPopBrokenVariantsCaught(t *testing.T) {
 		{"AckBeforeDurable", hooks.Pop{AckBeforeDurable: true}, "after its ack returned"},
 		{"ForgetDeadlines", hooks.Pop{ForgetDeadlines: true}, "before its invisible time ends"},
 		{"NoAttemptCount", hooks.Pop{NoAttemptCount: true}, "still in flight"},
+		{"NoOrderLock", hooks.Pop{NoOrderLock: true}, "is not finished"},
+		{"NoHeldRecord", hooks.Pop{NoHeldRecord: true}, "neither acked nor in the DLQ"},
+		{"SnapshotFileFirst", hooks.Pop{SnapshotFileFirst: true}, "delivered again"},
 	} {
 		t.Run(v.name, func(t *testing.T) {
 			setFlag(t, "rapid.nofailfile", "true")

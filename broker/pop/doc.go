@@ -6,25 +6,39 @@
 // # API (what the gRPC MessagingService calls)
 //
 //	ReceiveMessage           Service.Receive(ctx, ReceiveRequest{Group, Topic, QueueID or AllQueues,
-//	                                         Filter, Max, InvisibleTime, FIFO}) -> []Message
+//	                                         Filter, Max, InvisibleTime, FIFO, PollTime}) -> []Message
 //	AckMessage               Service.AckBatch(ctx, group, topic, handles) -> one error per handle
 //	                         (Service.Ack for one)
 //	ChangeInvisibleDuration  Service.ChangeInvisibleDuration(ctx, group, topic, handle, d) -> new Handle
+//	ForwardMessageToDeadLetterQueue  Service.ForwardToDeadLetter(ctx, group, topic, handle)
 //	(background)             Service.Revive: the revive pass (its own goroutine unless manual)
+//
+// The broker opens the service: broker.Broker.Pop returns it (with the
+// group's retryMaxTimes + 1 as maxDeliveryAttempts, the send-back path to
+// the DLQ, the shared consumer offsets and the arrival notification for
+// long polling). FIFO is the caller's choice: RocketMQ 5.x delivers in
+// order when the group has consumeMessageOrderly
+// (config.SubscriptionGroupConfig.ConsumeMessageOrderly) and the topic's
+// message.type is FIFO (config.TopicConfig.MessageType). The send-side
+// type check is config.CheckMessageType(topic.MessageType(),
+// config.MessageTypeOf(properties)), which answers
+// MESSAGE_PROPERTY_CONFLICT_WITH_TYPE's text.
 //
 // A Message is the stored message (a copy, ReconsumeTimes = Attempt-1),
 // its delivery Attempt (1 for the first delivery; gRPC's
 // delivery_attempt) and its Handle, whose String is the receipt handle
-// to give the client (RocketMQ's ExtraInfoUtil layout, eight fields
+// to give the client (RocketMQ 5.x's ReceiptHandle layout, nine fields
 // separated by spaces: ckQueueOffset popTime invisibleTime reviveQueueId
-// topicType brokerName queueId queueOffset). ParseHandle reads it back.
+// topicType brokerName queueId queueOffset commitLogOffset). ParseHandle
+// reads it back (eight fields too).
 // Errors: ErrBadRequest (an argument out of range), ErrBadHandle (a
 // handle that does not parse: gRPC INVALID_RECEIPT_HANDLE), ErrStaleHandle
 // (the delivery is over: acked, dead-lettered, or delivered again since;
 // RocketMQ's proxy answers INVALID_RECEIPT_HANDLE too), ErrClosed, and
-// store errors (wrapped). Receive does not wait: an empty result means no
-// message now; long polling is the caller's (the broker's arrival
-// notification).
+// store errors (wrapped). With PollTime, Receive long-polls: it waits for
+// an arrival on the topic (Config.Arrivals, a dispatcher of the store) or
+// for an in-flight message's invisible time to end, up to PollTime;
+// without, an empty result means no message now.
 //
 // # Model
 //
@@ -89,9 +103,13 @@
 // group are held (at most Config.MaxHeld a queue) and recorded in the
 // checkpoint, so that a recovery keeps them.
 //
-// Not done: the revive log is not compacted (Open replays what retention
-// has kept of it; the ConsumeQueue's cleaning removes old records with
-// their CommitLog files, and a message whose checkpoint is gone is
-// neither redelivered nor known in flight), and a replica that starts
-// leading does not re-read the log.
+// # Snapshots
+//
+// Every Config.CompactEvery records (100,000) the revive pass writes a
+// snapshot (Compact): a start record, then each queue's whole state, and,
+// once they are durable, the start's offset in config/popReplayFrom.json;
+// Open replays from there. Retention then removes the records before it
+// with their CommitLog files. A replica of a replicated group that starts
+// leading calls Reload (the records reached its store through the
+// group's log).
 package pop

@@ -52,6 +52,7 @@ type env struct {
 	// cutAfterPut, when set, is called after each revive-log put and may
 	// fail the put (a process that dies after the write).
 	cutAfterPut func() error
+	arrivals    *Arrivals
 }
 
 func newEnv(t testing.TB, broken hooks.Pop) *env {
@@ -72,12 +73,15 @@ func (e *env) init(broken hooks.Pop, maxAttempts int) {
 
 func (e *env) open() {
 	e.t.Helper()
+	e.arrivals = NewArrivals()
 	s, err := engine.Open(e.fs, hooks.Manual(engine.Config{CommitLogFileSize: 256 << 10, ConsumeQueueUnits: 256,
-		Logger: quiet, FlushDiskType: engine.SyncFlush, Now: e.clock.Load}))
+		Logger: quiet, FlushDiskType: engine.SyncFlush, Now: e.clock.Load}), e.arrivals)
 	if err != nil {
 		e.t.Fatal(err)
 	}
 	cfg := e.cfg
+	cfg.Arrivals = e.arrivals
+	cfg.FS = e.fs
 	cfg.Put = func(ctx context.Context, m *record.Message) (engine.PutResult, error) {
 		res, err := s.Put(ctx, m)
 		if err == nil && e.cutAfterPut != nil {

@@ -3,11 +3,14 @@ package pop
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/rocketstore/rocketstore/internal/hooks"
+	"github.com/rocketstore/rocketstore/record"
 )
 
 func TestReceiveAckRedeliver(t *testing.T) {
@@ -48,16 +51,21 @@ func TestReceiveAckRedeliver(t *testing.T) {
 
 func TestHandleRoundTrip(t *testing.T) {
 	h := Handle{CkOffset: 7, PopTime: startClock, InvisibleTime: 30000, ReviveQueueID: 0, TopicType: "0",
-		BrokerName: "broker-a", QueueID: 3, Offset: 42}
+		BrokerName: "broker-a", QueueID: 3, Offset: 42, CommitLogOffset: 4096}
 	s := h.String()
-	if s != "7 1700000000000 30000 0 0 broker-a 3 42" {
+	if s != "7 1700000000000 30000 0 0 broker-a 3 42 4096" {
 		t.Fatalf("handle %q", s)
 	}
 	got, err := ParseHandle(s)
 	if err != nil || got != h {
 		t.Fatalf("ParseHandle(%q) = %+v, %v", s, got, err)
 	}
-	for _, bad := range []string{"", "1 2 3", "x 1 2 0 0 b 3 4", "1 2 3 0 0 b q 4"} {
+	// ExtraInfoUtil's eight fields, without the CommitLog offset.
+	h.CommitLogOffset = -1
+	if got, err := ParseHandle("7 1700000000000 30000 0 0 broker-a 3 42"); err != nil || got != h {
+		t.Fatalf("eight fields: %+v, %v", got, err)
+	}
+	for _, bad := range []string{"", "1 2 3", "x 1 2 0 0 b 3 4", "1 2 3 0 0 b q 4", "1 2 3 0 0 b 3 4 5 6", "1 2 3 0 0 b 3 4 x"} {
 		if _, err := ParseHandle(bad); !errors.Is(err, ErrBadHandle) {
 			t.Errorf("ParseHandle(%q): %v, want ErrBadHandle", bad, err)
 		}
@@ -170,5 +178,111 @@ func TestReceiveRejectsBadRequests(t *testing.T) {
 		if _, err := e.svc.Receive(context.Background(), r); !errors.Is(err, ErrBadRequest) {
 			t.Errorf("Receive(%+v): %v, want ErrBadRequest", r, err)
 		}
+	}
+}
+
+// TestReloadTakesRecordsWrittenElsewhere: a service that did not write
+// the records (a replica that followed the group's log) knows the
+// in-flight messages after Reload.
+func TestReloadTakesRecordsWrittenElsewhere(t *testing.T) {
+	e := newEnv(t, hooks.Pop{})
+	e.send(0, "a", "")
+	e.send(0, "b", "")
+	follower, err := Open(context.Background(), e.store, e.svc.cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer follower.Close()
+	ms := e.receive(0, 1, time.Minute, false)
+	if err := e.ack(ms[0]); err != nil {
+		t.Fatal(err)
+	}
+	e.receive(0, 1, time.Minute, false) // b in flight
+	if err := follower.Reload(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	got, err := follower.Receive(context.Background(), ReceiveRequest{Group: testGroup, Topic: testTopic, QueueID: 0,
+		Max: 10, InvisibleTime: time.Minute})
+	if err != nil || len(got) != 0 {
+		t.Fatalf("after Reload, received %v, %v: want nothing (a acked, b in flight)", keysOf(got), err)
+	}
+	e.advance(time.Minute)
+	got, _ = follower.Receive(context.Background(), ReceiveRequest{Group: testGroup, Topic: testTopic, QueueID: 0,
+		Max: 10, InvisibleTime: time.Minute})
+	if !slices.Equal(keysOf(got), []string{"b"}) || got[0].Attempt != 2 {
+		t.Fatalf("after the invisible time: %v", keysOf(got))
+	}
+}
+
+// TestReviveFailuresCountedAndRateLimited: every failed background pass
+// counts; the log takes one line a minute.
+func TestReviveFailuresCountedAndRateLimited(t *testing.T) {
+	e := newEnv(t, hooks.Pop{})
+	var logs strings.Builder
+	e.svc.cfg.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+	for range 3 {
+		e.svc.reviveFailed(errors.New("DLQ refused"))
+	}
+	if n := e.svc.ReviveErrors(); n != 3 {
+		t.Fatalf("ReviveErrors = %d, want 3", n)
+	}
+	if n := strings.Count(logs.String(), "revive pass failed"); n != 1 {
+		t.Fatalf("%d log lines for 3 failures in a minute, want 1:\n%s", n, logs.String())
+	}
+}
+
+// TestDeadLetterFailureBlocksOnlyItsMessage: when the DLQ refuses a
+// message, it is not delivered again, and the queue's other messages are.
+func TestDeadLetterFailureBlocksOnlyItsMessage(t *testing.T) {
+	e := newEnv(t, hooks.Pop{})
+	e.init(hooks.Pop{}, 1)
+	e.cfg.DeadLetter = func(context.Context, string, *record.MessageExt) error { return errors.New("DLQ refused") }
+	e.close()
+	e.open()
+	e.send(0, "a", "")
+	if got := keysOf(e.receive(0, 1, time.Second, false)); !slices.Equal(got, []string{"a"}) {
+		t.Fatalf("first receive: %v", got)
+	}
+	e.advance(time.Second)
+	e.send(0, "b", "")
+	if got := keysOf(e.receive(0, 10, time.Second, false)); !slices.Equal(got, []string{"b"}) {
+		t.Fatalf("with a's DLQ write refused: %v, want [b]", got)
+	}
+	if e.svc.ReviveErrors() == 0 {
+		t.Fatal("the refused DLQ write was not counted")
+	}
+}
+
+// TestCompactReplaysFromSnapshot: after Compact, a restart replays from
+// the snapshot (not from the first record) and finds the same state.
+func TestCompactReplaysFromSnapshot(t *testing.T) {
+	e := newEnv(t, hooks.Pop{})
+	for _, k := range []string{"a", "b", "c"} {
+		e.send(0, k, "")
+	}
+	ms := e.receive(0, 3, time.Minute, false)
+	if err := e.ack(ms[0]); err != nil {
+		t.Fatal(err)
+	}
+	before := e.store.MaxOffsetInQueue(testRevive, 0)
+	if err := e.svc.Compact(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	e.dispatch()
+	e.powerCut()
+	from, err := e.svc.replayStart()
+	if err != nil || from != before {
+		t.Fatalf("replay starts at %d (%v), want the snapshot's start %d", from, err, before)
+	}
+	if got := e.receive(0, 3, time.Minute, false); len(got) != 0 {
+		t.Fatalf("after the restart, received before the invisible time ended: %v", keysOf(got))
+	}
+	if err := e.ack(ms[1]); err != nil {
+		t.Fatalf("ack with a handle from before the snapshot: %v", err)
+	}
+	e.advance(time.Minute)
+	got := e.receive(0, 3, time.Minute, false)
+	if !slices.Equal(keysOf(got), []string{"c"}) || got[0].Attempt != 2 {
+		t.Fatalf("after the invisible time: %v", keysOf(got))
 	}
 }

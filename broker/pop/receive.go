@@ -30,6 +30,11 @@ type ReceiveRequest struct {
 	// queue order: a message is not delivered while an earlier message
 	// of its group in the queue is in flight.
 	FIFO bool
+	// PollTime is how long a receive that finds no message waits for
+	// one (long polling; 0: it returns at once). It waits for an arrival
+	// on the topic (Config.Arrivals) or for the end of the invisible time
+	// of one of the group's in-flight messages, then tries again.
+	PollTime time.Duration
 }
 
 // Message is one delivered message.
@@ -60,8 +65,8 @@ func (r *ReceiveRequest) check() error {
 // Receive delivers up to req.Max messages: first those whose invisible
 // time ended without an ack (their attempt counted), then new ones. The
 // checkpoint of the batch is written (durable under SYNC_FLUSH) before
-// Receive returns. It does not wait for messages to arrive: no message
-// is an empty result.
+// Receive returns. With req.PollTime it waits that long for a message
+// (long polling); an empty result means none came.
 func (s *Service) Receive(ctx context.Context, req ReceiveRequest) ([]Message, error) {
 	if s.closed.Load() {
 		return nil, ErrClosed
@@ -69,10 +74,81 @@ func (s *Service) Receive(ctx context.Context, req ReceiveRequest) ([]Message, e
 	if err := req.check(); err != nil {
 		return nil, err
 	}
+	if req.PollTime <= 0 || s.cfg.Arrivals == nil {
+		return s.receiveOnce(ctx, &req)
+	}
+	timeout := time.NewTimer(req.PollTime)
+	defer timeout.Stop()
+	for {
+		// Watch before looking, so that an arrival between the look and
+		// the wait is not missed.
+		arrived, done := s.cfg.Arrivals.watch(req.Topic)
+		ms, err := s.receiveOnce(ctx, &req)
+		if err != nil || len(ms) > 0 {
+			done()
+			return ms, err
+		}
+		var visible <-chan time.Time
+		var vt *time.Timer
+		if d, ok := s.nextVisible(&req); ok {
+			vt = time.NewTimer(d)
+			visible = vt.C
+		}
+		var waitErr error
+		stop := false
+		select {
+		case <-arrived:
+		case <-visible:
+		case <-timeout.C:
+			stop = true
+		case <-ctx.Done():
+			stop, waitErr = true, ctx.Err()
+		case <-s.stop:
+			stop, waitErr = true, ErrClosed
+		}
+		done()
+		if vt != nil {
+			vt.Stop()
+		}
+		if stop {
+			return nil, waitErr
+		}
+	}
+}
+
+// nextVisible returns how long until the first in-flight message of the
+// request's group and queues becomes visible again.
+func (s *Service) nextVisible(req *ReceiveRequest) (time.Duration, bool) {
+	s.mu.Lock()
+	qs := make([]*queueState, 0, 4)
+	for k, q := range s.queues {
+		if k.group == req.Group && k.topic == req.Topic && (req.QueueID == AllQueues || k.queueID == req.QueueID) {
+			qs = append(qs, q)
+		}
+	}
+	s.mu.Unlock()
+	now := s.now()
+	first, ok := int64(0), false
+	for _, q := range qs {
+		q.mu.Lock()
+		for _, e := range q.entries {
+			// Past deadlines are not waited for: such a message was not
+			// delivered now for a reason time does not change (a DLQ
+			// write that failed, the revive pass retries it).
+			if !e.held() && e.deadline > now && (!ok || e.deadline < first) {
+				first, ok = e.deadline, true
+			}
+		}
+		q.mu.Unlock()
+	}
+	return time.Duration(first-now) * time.Millisecond, ok
+}
+
+// receiveOnce is one receive pass over the request's queues.
+func (s *Service) receiveOnce(ctx context.Context, req *ReceiveRequest) ([]Message, error) {
 	qids := []int32{req.QueueID}
 	if req.QueueID == AllQueues {
-		qids = slices.Clone(s.store.Topics()[req.Topic])
-		slices.Sort(qids)
+		qids = s.cfg.QueueIDs(req.Topic)
 		if len(qids) > 1 {
 			// Start at a rotating queue so that a batch smaller than the
 			// backlog does not always favour the first queues.
@@ -86,7 +162,7 @@ func (s *Service) Receive(ctx context.Context, req ReceiveRequest) ([]Message, e
 			break
 		}
 		q := s.queue(queueKey{req.Group, req.Topic, qid})
-		ms, err := s.receiveQueue(ctx, q, &req, req.Max-len(out))
+		ms, err := s.receiveQueue(ctx, q, req, req.Max-len(out))
 		out = append(out, ms...)
 		if err != nil {
 			return out, err
@@ -103,29 +179,34 @@ type pick struct {
 	msg     *record.MessageExt // read already (new messages)
 }
 
-// receiveQueue delivers up to max messages of one queue.
-func (s *Service) receiveQueue(ctx context.Context, q *queueState, req *ReceiveRequest, max int) ([]Message, error) {
+// receiveQueue delivers up to limit messages of one queue.
+func (s *Service) receiveQueue(ctx context.Context, q *queueState, req *ReceiveRequest, limit int) ([]Message, error) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	now := s.now()
+	// A DLQ write that fails leaves its message waiting for the next
+	// pass (never delivered again); the queue's other messages go on.
 	if err := s.reviveQueueLocked(ctx, q, now); err != nil {
-		return nil, err
+		s.reviveFailed(err)
 	}
-	if q.pos < 0 {
+	maxAttempts := int32(s.cfg.MaxDeliveryAttempts(q.key.group))
+	// Pop and pulls share the group's consumer offset; the furthest of
+	// it and pop's own position wins (PopMessageProcessor.getPopOffset).
+	committed := int64(-1)
+	if s.cfg.CommittedOffset != nil {
+		committed = s.cfg.CommittedOffset(q.key.group, q.key.topic, q.key.queueID)
+	}
+	if q.pos < 0 && committed < 0 {
 		q.pos = s.cfg.FirstOffset(q.key.group, q.key.topic, q.key.queueID)
 	}
-	if s.cfg.CommittedOffset != nil {
-		if c := s.cfg.CommittedOffset(q.key.group, q.key.topic, q.key.queueID); c > q.pos {
-			q.pos = c
-		}
-	}
-	picks, blocked := s.pickKnown(q, req.FIFO, now, max)
+	q.pos = max(q.pos, committed)
+	picks, blocked := s.pickKnown(q, req.FIFO, now, limit, maxAttempts)
 	start, end := q.pos, q.pos
 	var held []pick
-	if len(picks) < max {
+	if len(picks) < limit {
 		var err error
 		var fresh []pick
-		fresh, held, end, err = s.readNew(q, req, max-len(picks), blocked)
+		fresh, held, end, err = s.readNew(q, req, limit-len(picks), blocked)
 		if err != nil {
 			return nil, err
 		}
@@ -136,12 +217,14 @@ func (s *Service) receiveQueue(ctx context.Context, q *queueState, req *ReceiveR
 	}
 	deadline := now + req.InvisibleTime.Milliseconds()
 	r := &logRecord{op: opCheckpoint, group: q.key.group, topic: q.key.topic, queueID: q.key.queueID,
-		popTime: now, start: start, end: end}
+		popTime: now, start: start, end: end, items: make([]logItem, 0, len(picks)+len(held))}
 	for _, p := range picks {
 		r.items = append(r.items, logItem{offset: p.offset, attempt: p.attempt, deadline: deadline, msgGroup: p.group})
 	}
 	for _, p := range held {
-		r.items = append(r.items, logItem{offset: p.offset, msgGroup: p.group})
+		if !s.cfg.broken.NoHeldRecord {
+			r.items = append(r.items, logItem{offset: p.offset, msgGroup: p.group})
+		}
 	}
 	// Read the redelivered messages before the checkpoint, so that one
 	// that is gone (retention) is not checkpointed.
@@ -162,7 +245,7 @@ func (s *Service) receiveQueue(ctx context.Context, q *queueState, req *ReceiveR
 		p.msg.ReconsumeTimes = p.attempt - 1
 		out = append(out, Message{MessageExt: p.msg, Attempt: p.attempt, Handle: Handle{CkOffset: at, PopTime: now,
 			InvisibleTime: req.InvisibleTime.Milliseconds(), ReviveQueueID: reviveQueueID, TopicType: "0",
-			BrokerName: s.cfg.BrokerName, QueueID: q.key.queueID, Offset: p.offset}})
+			BrokerName: s.cfg.BrokerName, QueueID: q.key.queueID, Offset: p.offset, CommitLogOffset: p.msg.CommitLogOffset}})
 	}
 	return out, nil
 }
@@ -179,22 +262,39 @@ func (s *Service) nextAttempt(a int32) int32 {
 // invisible time ended, and (FIFO) held messages. For FIFO it delivers
 // only the first unfinished message of each message group, and returns
 // the groups that may not deliver another message now.
-func (s *Service) pickKnown(q *queueState, fifo bool, now int64, max int) ([]pick, map[string]bool) {
+func (s *Service) pickKnown(q *queueState, fifo bool, now int64, limit int, maxAttempts int32) ([]pick, map[string]bool) {
 	var picks []pick
-	var blocked map[string]bool
-	if fifo {
-		blocked = make(map[string]bool)
+	if !fifo {
+		// Only messages whose invisible time ended, in queue order.
+		var due []int64
+		for off, e := range q.entries {
+			if !e.held() && e.deadline <= now && e.attempt < maxAttempts {
+				due = append(due, off)
+			}
+		}
+		slices.Sort(due)
+		for _, off := range due[:min(len(due), limit)] {
+			e := q.entries[off]
+			picks = append(picks, pick{offset: off, attempt: s.nextAttempt(e.attempt), group: e.msgGroup})
+		}
+		return picks, nil
+	}
+	blocked := make(map[string]bool)
+	lock := func(g string) {
+		if !s.cfg.broken.NoOrderLock {
+			blocked[g] = true
+		}
 	}
 	for _, off := range q.sortedOffsets() {
 		e := q.entries[off]
-		if fifo {
-			if blocked[e.msgGroup] {
-				continue
-			}
-			blocked[e.msgGroup] = true
+		if blocked[e.msgGroup] {
+			continue
 		}
-		visible := e.held() || e.deadline <= now
-		if !visible || len(picks) >= max {
+		lock(e.msgGroup)
+		// A message at its last attempt waits for the DLQ, and holds its
+		// message group back meanwhile.
+		visible := e.held() || (e.deadline <= now && e.attempt < maxAttempts)
+		if !visible || len(picks) >= limit {
 			continue
 		}
 		picks = append(picks, pick{offset: off, attempt: s.nextAttempt(e.attempt), group: e.msgGroup})
@@ -233,8 +333,9 @@ func (s *Service) readAt(topic string, qid int32, off int64) (*record.MessageExt
 	if res.Status != engine.Found || len(res.Messages) == 0 || res.Messages[0].QueueOffset != off {
 		return nil, fmt.Errorf("pop: %s/%d offset %d: %v", topic, qid, off, res.Status)
 	}
-	v := res.Messages[0]
-	return record.Decode(v.Record, v.CommitLogOffset, false)
+	// The store checked its records (recovery, PHYSICALOFFSET at
+	// dispatch): -1 skips the position checks.
+	return record.Decode(res.Messages[0].Record, -1, false)
 }
 
 // readNew reads messages from the queue's position: up to limit to
@@ -242,7 +343,11 @@ func (s *Service) readAt(topic string, qid int32, off int64) (*record.MessageExt
 // returns the position after what it read.
 func (s *Service) readNew(q *queueState, req *ReceiveRequest, limit int, blocked map[string]bool) (fresh, held []pick, end int64, err error) {
 	end = q.pos
-	room := s.cfg.MaxHeld - q.heldCount()
+	fresh = make([]pick, 0, limit)
+	room := s.cfg.MaxHeld
+	if req.FIFO {
+		room -= q.heldCount()
+	}
 	for len(fresh) < limit && (!req.FIFO || room > 0) {
 		from, n := end, limit-len(fresh)
 		if req.FIFO {
@@ -258,7 +363,7 @@ func (s *Service) readNew(q *queueState, req *ReceiveRequest, limit int, blocked
 				full = true
 				break
 			}
-			m, err := record.Decode(v.Record, v.CommitLogOffset, false)
+			m, err := record.Decode(v.Record, -1, false)
 			if err != nil {
 				res.Release()
 				return nil, nil, 0, fmt.Errorf("pop: decode %s/%d at %d: %w", q.key.topic, q.key.queueID, v.QueueOffset, err)
@@ -273,7 +378,9 @@ func (s *Service) readNew(q *queueState, req *ReceiveRequest, limit int, blocked
 					room--
 					continue
 				}
-				blocked[p.group] = true
+				if !s.cfg.broken.NoOrderLock {
+					blocked[p.group] = true
+				}
 			}
 			fresh = append(fresh, p)
 		}

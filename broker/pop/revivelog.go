@@ -17,9 +17,12 @@ const (
 	opAck        op = 2 // messages acked
 	opChange     op = 3 // an in-flight message's invisible time changed
 	opDeadLetter op = 4 // a message stored in the group's DLQ
+	opSnapStart  op = 5 // a snapshot of the whole state starts here
+	opSnapshot   op = 6 // one queue's whole state
 )
 
-var opTags = map[op]string{opCheckpoint: "ck", opAck: "bAck", opChange: "cid", opDeadLetter: "dlq"}
+var opTags = map[op]string{opCheckpoint: "ck", opAck: "bAck", opChange: "cid", opDeadLetter: "dlq",
+	opSnapStart: "snapStart", opSnapshot: "snap"}
 
 // logVersion is the first byte of every record body.
 const logVersion = 1
@@ -51,9 +54,9 @@ type logItem struct {
 	attempt int32
 	// deadline is when the message becomes visible again (ms).
 	deadline int64
-	// ck names the delivery an ack or a change refers to: the revive
-	// queue offset of the record that made it (the receipt handle's
-	// ckQueueOffset).
+	// ck names the delivery an ack, a change or a snapshot refers to:
+	// the revive queue offset of the record that made it (the receipt
+	// handle's ckQueueOffset).
 	ck int64
 	// msgGroup is the FIFO message group (checkpoints of FIFO receives).
 	msgGroup string

@@ -34,9 +34,20 @@ type Service struct {
 	mu     sync.Mutex
 	queues map[queueKey]*queueState
 
+	// written counts the records written; compacted is its value at the
+	// last snapshot; compactMu orders snapshots.
+	written   atomic.Int64
+	compacted atomic.Int64
+	compactMu sync.Mutex
+
 	// unwritten holds the acks of the AckBeforeDurable broken variant.
 	unwrittenMu sync.Mutex
 	unwritten   []*logRecord
+
+	// reviveErrors counts failed background revive passes; lastLogged
+	// rate-limits their logs.
+	reviveErrors atomic.Int64
+	lastLogged   time.Time
 
 	closed atomic.Bool
 	stop   chan struct{}
@@ -53,14 +64,7 @@ func Open(ctx context.Context, s *engine.Store, cfg Config) (*Service, error) {
 	cfg = cfg.withDefaults(s)
 	svc := &Service{cfg: cfg, store: s, queues: make(map[queueKey]*queueState),
 		stop: make(chan struct{}), done: make(chan struct{})}
-	if cfg.svc.Manual {
-		if _, err := s.Dispatch(); err != nil {
-			return nil, fmt.Errorf("pop: dispatch before replay: %w", err)
-		}
-	} else if err := s.WaitDispatched(ctx, s.CommitLog().MaxOffset()); err != nil {
-		return nil, fmt.Errorf("pop: wait for dispatch before replay: %w", err)
-	}
-	if err := svc.replay(); err != nil {
+	if err := svc.replayAll(ctx); err != nil {
 		return nil, err
 	}
 	if cfg.svc.Manual {
@@ -71,12 +75,43 @@ func Open(ctx context.Context, s *engine.Store, cfg Config) (*Service, error) {
 	return svc, nil
 }
 
-// replay applies every record of the revive queue in order.
+// Reload rebuilds the in-flight state from the revive topic: a replica
+// of a replicated broker group calls it when it starts leading, since
+// the records it applied as a follower went to its store only.
+func (s *Service) Reload(ctx context.Context) error {
+	if s.closed.Load() {
+		return ErrClosed
+	}
+	return s.replayAll(ctx)
+}
+
+// replayAll waits for the store's dispatch and replaces the state by the
+// replay of the revive queue.
+func (s *Service) replayAll(ctx context.Context) error {
+	if s.cfg.svc.Manual {
+		if _, err := s.store.Dispatch(); err != nil {
+			return fmt.Errorf("pop: dispatch before replay: %w", err)
+		}
+	} else if err := s.store.WaitDispatched(ctx, s.store.CommitLog().MaxOffset()); err != nil {
+		return fmt.Errorf("pop: wait for dispatch before replay: %w", err)
+	}
+	s.mu.Lock()
+	s.queues = make(map[queueKey]*queueState)
+	s.mu.Unlock()
+	return s.replay()
+}
+
+// replay applies the records of the revive queue in order, from the
+// latest complete snapshot.
 func (s *Service) replay() error {
 	topic := s.cfg.ReviveTopic
 	maxOff := s.store.MaxOffsetInQueue(topic, reviveQueueID)
+	from, err := s.replayStart()
+	if err != nil {
+		return err
+	}
 	n := 0
-	for off := s.store.MinOffsetInQueue(topic, reviveQueueID); off < maxOff; {
+	for off := from; off < maxOff; {
 		res, err := s.store.GetMessage("", topic, reviveQueueID, off, 256, nil)
 		if err != nil {
 			return fmt.Errorf("pop: read %s at %d: %w", topic, off, err)
@@ -102,13 +137,16 @@ func (s *Service) replay() error {
 }
 
 func (s *Service) replayOne(v engine.MessageView) error {
-	m, err := record.Decode(v.Record, v.CommitLogOffset, false)
+	m, err := record.Decode(v.Record, -1, false)
 	if err != nil {
 		return err
 	}
 	r, err := decodeRecord(m.Body)
 	if err != nil {
 		return err
+	}
+	if r.op == opSnapStart {
+		return nil
 	}
 	if s.cfg.broken.ForgetDeadlines {
 		for i := range r.items {
@@ -144,6 +182,7 @@ func (s *Service) write(ctx context.Context, r *logRecord) (int64, error) {
 	if err != nil {
 		return 0, fmt.Errorf("pop: write %s record for %s/%s/%d: %w", opTags[r.op], r.group, r.topic, r.queueID, err)
 	}
+	s.written.Add(1)
 	return res.QueueOffset, nil
 }
 
@@ -161,7 +200,7 @@ func (s *Service) reviveLoop() {
 			return
 		case <-t.C:
 			if _, err := s.Revive(context.Background()); err != nil && !errors.Is(err, ErrClosed) {
-				s.cfg.Logger.Error("pop: revive", "err", err)
+				s.reviveFailed(err)
 			}
 		}
 	}
@@ -176,3 +215,22 @@ func (s *Service) Close() {
 	close(s.stop)
 	<-s.done
 }
+
+// reviveLogInterval is the least time between two logs of failed revive
+// passes.
+const reviveLogInterval = time.Minute
+
+// reviveFailed counts a failed background revive pass and logs it, at
+// most once every reviveLogInterval (a DLQ that refuses writes fails
+// every pass).
+func (s *Service) reviveFailed(err error) {
+	n := s.reviveErrors.Add(1)
+	if now := time.Now(); now.Sub(s.lastLogged) >= reviveLogInterval {
+		s.lastLogged = now
+		s.cfg.Logger.Error("pop: revive pass failed", "err", err, "failedPasses", n)
+	}
+}
+
+// ReviveErrors returns the number of background revive passes that
+// failed.
+func (s *Service) ReviveErrors() int64 { return s.reviveErrors.Load() }

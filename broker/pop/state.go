@@ -28,7 +28,7 @@ type entry struct {
 	msgGroup string
 }
 
-func (e *entry) held() bool { return e.attempt == 0 }
+func (e entry) held() bool { return e.attempt == 0 }
 
 // queueState is the in-flight state of one queueKey. Its lock is held
 // across the write of each record that changes it, so that the revive
@@ -38,11 +38,11 @@ type queueState struct {
 	key queueKey
 	// pos is the next offset pop reads (-1: pop has not started).
 	pos     int64
-	entries map[int64]*entry
+	entries map[int64]entry
 }
 
 func newQueueState(k queueKey) *queueState {
-	return &queueState{key: k, pos: -1, entries: make(map[int64]*entry)}
+	return &queueState{key: k, pos: -1, entries: make(map[int64]entry)}
 }
 
 // apply changes the state by one record written at revive-queue offset
@@ -52,7 +52,7 @@ func (q *queueState) apply(r *logRecord, at int64) {
 	switch r.op {
 	case opCheckpoint:
 		for _, it := range r.items {
-			e := &entry{attempt: it.attempt, msgGroup: it.msgGroup}
+			e := entry{attempt: it.attempt, msgGroup: it.msgGroup}
 			if it.attempt > 0 {
 				e.deadline, e.ck = it.deadline, at
 			}
@@ -63,17 +63,33 @@ func (q *queueState) apply(r *logRecord, at int64) {
 		}
 	case opAck, opDeadLetter:
 		for _, it := range r.items {
-			if e := q.entries[it.offset]; e != nil && !e.held() && e.ck == it.ck {
+			if q.current(it.offset, it.ck) {
 				delete(q.entries, it.offset)
 			}
 		}
+	case opSnapshot:
+		// The queue's whole state when the snapshot was written.
+		clear(q.entries)
+		for _, it := range r.items {
+			q.entries[it.offset] = entry{attempt: it.attempt, deadline: it.deadline, ck: it.ck, msgGroup: it.msgGroup}
+		}
+		q.pos = r.end
 	case opChange:
 		for _, it := range r.items {
-			if e := q.entries[it.offset]; e != nil && !e.held() && e.ck == it.ck {
+			if q.current(it.offset, it.ck) {
+				e := q.entries[it.offset]
 				e.deadline, e.ck = it.deadline, at
+				q.entries[it.offset] = e
 			}
 		}
 	}
+}
+
+// current reports whether the message at off is in flight in the
+// delivery ck names.
+func (q *queueState) current(off, ck int64) bool {
+	e, ok := q.entries[off]
+	return ok && !e.held() && e.ck == ck
 }
 
 // sortedOffsets returns the offsets of the entries in queue order.
@@ -95,4 +111,15 @@ func (q *queueState) heldCount() int {
 		}
 	}
 	return n
+}
+
+// snapshot returns a record holding the queue's whole state.
+func (q *queueState) snapshot(now int64) *logRecord {
+	r := &logRecord{op: opSnapshot, group: q.key.group, topic: q.key.topic, queueID: q.key.queueID, popTime: now,
+		start: q.pos, end: q.pos, items: make([]logItem, 0, len(q.entries))}
+	for _, off := range q.sortedOffsets() {
+		e := q.entries[off]
+		r.items = append(r.items, logItem{offset: off, attempt: e.attempt, deadline: e.deadline, ck: e.ck, msgGroup: e.msgGroup})
+	}
+	return r
 }

@@ -252,6 +252,7 @@ func newUpdateSubGroupCmd(g *adminGlobals) *cobra.Command {
 	f.BoolVarP(&sg.ConsumeEnable, "consumeEnable", "s", true, "consume enabled")
 	f.BoolVarP(&sg.ConsumeFromMinEnable, "consumeFromMinEnable", "m", false, "consume from the min offset")
 	f.BoolVarP(&sg.ConsumeBroadcastEnable, "consumeBroadcastEnable", "d", false, "broadcast")
+	f.BoolVarP(&sg.ConsumeMessageOrderly, "consumeMessageOrderly", "o", false, "FIFO group: 5.x consumers get each message group in order")
 	f.IntVarP(&sg.RetryQueueNums, "retryQueueNums", "q", 1, "retry queue number")
 	f.IntVarP(&sg.RetryMaxTimes, "retryMaxTimes", "r", 16, "retry max times")
 	f.Int64VarP(&sg.BrokerID, "brokerId", "i", 0, "consumer from which broker id")

@@ -189,12 +189,12 @@ func newTopicRouteCmd(g *adminGlobals) *cobra.Command {
 
 func newUpdateTopicCmd(g *adminGlobals) *cobra.Command {
 	var (
-		topic, brokerAddr, cluster string
-		readQ, writeQ, perm        int
-		order                      bool
+		topic, brokerAddr, cluster, attrs string
+		readQ, writeQ, perm               int
+		order                             bool
 	)
 	cmd := &cobra.Command{
-		Use:   "updateTopic -t topic (-b brokerAddr | -c cluster) [-r readQueueNums] [-w writeQueueNums] [-p perm] [-o]",
+		Use:   "updateTopic -t topic (-b brokerAddr | -c cluster) [-r readQueueNums] [-w writeQueueNums] [-p perm] [-o] [-a +message.type=FIFO]",
 		Short: "Create or update a topic",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -210,7 +210,7 @@ func newUpdateTopicCmd(g *adminGlobals) *cobra.Command {
 					return err
 				}
 				tc := admin.TopicConfig{TopicName: topic, ReadQueueNums: readQ, WriteQueueNums: writeQ, Perm: perm, Order: order}
-				return g.forEachBroker(out, addrs, func(a string) error { return c.CreateTopic(ctx, a, tc) },
+				return g.forEachBroker(out, addrs, func(a string) error { return c.CreateTopicWithAttributes(ctx, a, tc, attrs) },
 					map[string]any{"topicConfig": tc}, func(a string) string { return "create topic to " + a + " success." },
 					fmt.Sprintf("%+v", tc))
 			})
@@ -224,6 +224,7 @@ func newUpdateTopicCmd(g *adminGlobals) *cobra.Command {
 	f.IntVarP(&writeQ, "writeQueueNums", "w", 8, "write queue number")
 	f.IntVarP(&perm, "perm", "p", 6, "permission: 2 write, 4 read, 6 both")
 	f.BoolVarP(&order, "order", "o", false, "ordered topic")
+	f.StringVarP(&attrs, "attributes", "a", "", "attributes to add, change or delete: +message.type=FIFO,-key (message.type: NORMAL, FIFO, DELAY, TRANSACTION)")
 	cmd.MarkFlagRequired("topic")
 	return cmd
 }

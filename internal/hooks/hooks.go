@@ -162,4 +162,13 @@ type Pop struct {
 	// NoAttemptCount delivers every message as its first attempt, so that
 	// none ever reaches the dead-letter queue.
 	NoAttemptCount bool
+	// NoOrderLock lets a FIFO receive deliver a message while an earlier
+	// one of its message group is in flight.
+	NoOrderLock bool
+	// NoHeldRecord leaves the FIFO messages held behind a busy message
+	// group out of the checkpoint: a recovery forgets them.
+	NoHeldRecord bool
+	// SnapshotFileFirst points the replay-start file at a snapshot before
+	// the snapshot's records are written.
+	SnapshotFileFirst bool
 }
