@@ -38,8 +38,8 @@
 //
 // # Recovery
 //
-// Open takes the store's lock file, takes the CommitLog and ConsumeQueue
-// file sizes from the existing files, and reads whether the abort marker
+// Open takes the store's lock file (unless its caller holds it already),
+// takes the CommitLog and ConsumeQueue file sizes from the existing files, and reads whether the abort marker
 // exists (the last run did not Close: a crash) before writing it again and
 // syncing it, so that a crash during recovery is still seen as one. It
 // loads the files (a short last file is padded to the file size), syncs
