@@ -211,30 +211,10 @@ func TestSendAndPull(t *testing.T) {
 	if r.GetStatus().GetCode() != rmqpb.Code_OK || r.GetEntries()[0].GetMessageId() != "0102ABCDEF" {
 		t.Fatalf("send: %v", r)
 	}
-	res, err := e.b.Store().GetMessage("G", "T", 1, 0, 10, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var got []*record.MessageExt
-	for _, v := range res.Messages {
-		x, err := record.Decode(v.Record, 0, true)
-		if err != nil {
-			t.Fatal(err)
-		}
-		got = append(got, x)
-	}
-	res.Release()
-	if len(got) != 1 {
-		t.Fatalf("stored %d messages in queue 1, want 1", len(got))
-	}
-	s := got[0]
-	if s.Tags() != "TagA" || s.Keys() != "k1 k2" || s.Property(record.PropertyUniqClientMsgID) != "0102ABCDEF" ||
-		s.Property("color") != "red" || s.BornTimestamp != 1700000000123 {
-		t.Errorf("stored message %+v", s.Properties)
-	}
 	stream, err := e.cl.PullMessage(ctx, &rmqpb.PullMessageRequest{Group: &rmqpb.Resource{Name: "G"},
 		MessageQueue: &rmqpb.MessageQueue{Topic: &rmqpb.Resource{Name: "T"}, Id: 1}, BatchSize: 8,
-		FilterExpression: &rmqpb.FilterExpression{Type: rmqpb.FilterType_TAG, Expression: "TagA"}})
+		FilterExpression:   &rmqpb.FilterExpression{Type: rmqpb.FilterType_TAG, Expression: "TagA"},
+		LongPollingTimeout: durationpb.New(5 * time.Second)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -258,6 +238,27 @@ func TestSendAndPull(t *testing.T) {
 	}
 	if len(pulled) != 1 || next != 1 {
 		t.Fatalf("pulled %d messages, next offset %d", len(pulled), next)
+	}
+	res, err := e.b.Store().GetMessage("G", "T", 1, 0, 10, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []*record.MessageExt
+	for _, v := range res.Messages {
+		x, err := record.Decode(v.Record, 0, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, x)
+	}
+	res.Release()
+	if len(got) != 1 {
+		t.Fatalf("stored %d messages in queue 1, want 1", len(got))
+	}
+	s := got[0]
+	if s.Tags() != "TagA" || s.Keys() != "k1 k2" || s.Property(record.PropertyUniqClientMsgID) != "0102ABCDEF" ||
+		s.Property("color") != "red" || s.BornTimestamp != 1700000000123 {
+		t.Errorf("stored message %+v", s.Properties)
 	}
 	sp := pulled[0].GetSystemProperties()
 	if sp.GetMessageId() != "0102ABCDEF" || sp.GetTag() != "TagA" || strings.Join(sp.GetKeys(), ",") != "k1,k2" ||

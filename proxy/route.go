@@ -70,7 +70,7 @@ func (p *Proxy) QueryRoute(ctx context.Context, req *rmqpb.QueryRouteRequest) (*
 
 // QueryAssignment answers the queues a push consumer of the group
 // receives from: one assignment of queue -1 (any queue: pop) on this
-// broker, or every readable queue for a FIFO group; FORBIDDEN when the
+// broker, or every readable queue of a FIFO topic; FORBIDDEN when the
 // topic has no readable queue.
 func (p *Proxy) QueryAssignment(ctx context.Context, req *rmqpb.QueryAssignmentRequest) (*rmqpb.QueryAssignmentResponse, error) {
 	topic, group := req.GetTopic().GetName(), req.GetGroup().GetName()
@@ -92,7 +92,7 @@ func (p *Proxy) QueryAssignment(ctx context.Context, req *rmqpb.QueryAssignmentR
 	}
 	b := p.broker()
 	var as []*rmqpb.Assignment
-	if p.groupFIFO(group) {
+	if p.topicFIFO(tc) {
 		for i := range tc.ReadQueueNums {
 			as = append(as, &rmqpb.Assignment{MessageQueue: &rmqpb.MessageQueue{Topic: req.GetTopic(), Id: int32(i),
 				Permission: permission(tc.Perm), Broker: b}})

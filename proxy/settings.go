@@ -46,7 +46,11 @@ func (p *Proxy) serverSettings(in *rmqpb.Settings) *rmqpb.Settings {
 		}
 		sub.ReceiveBatchSize = proto.Int32(consumerBatchSize)
 		sub.LongPollingTimeout = durationpb.New(consumerMaxLongPolling)
-		sub.Fifo = proto.Bool(p.groupFIFO(sub.GetGroup().GetName()))
+		var topics []string
+		for _, e := range sub.GetSubscriptions() {
+			topics = append(topics, e.GetTopic().GetName())
+		}
+		sub.Fifo = proto.Bool(p.groupFIFO(topics...))
 		var next []*durationpb.Duration
 		levels := p.b.Store().Config().DelayLevels
 		for i := 2; i < len(levels); i++ {

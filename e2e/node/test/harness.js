@@ -49,7 +49,9 @@ async function waitPort(port, proc, deadlineMs = 20000) {
 }
 
 class Server {
-  // opts.config: YAML text for --config; opts.dir: reuse a store directory.
+  // opts.config: YAML text for --config (DIR in it is the server's
+  // directory); opts.dir: reuse a store directory; opts.adminCreds:
+  // [accessKey, secretKey] for the admin command.
   constructor(opts = {}) {
     this.opts = opts;
     this.dir = opts.dir || fs.mkdtempSync(path.join(os.tmpdir(), 'rocketstore-node-'));
@@ -64,7 +66,7 @@ class Server {
       '--grpc-listen', `127.0.0.1:${this.grpcPort}`, '--log-level', 'warn' ];
     if (this.opts.config) {
       const cfg = path.join(this.dir, 'broker.yaml');
-      fs.writeFileSync(cfg, this.opts.config);
+      fs.writeFileSync(cfg, this.opts.config.replaceAll('DIR', this.dir));
       args.push('--config', cfg);
     }
     this.proc = spawn(bin, args, { stdio: [ 'ignore', 'ignore', 'pipe' ] });
@@ -80,7 +82,8 @@ class Server {
 
   // admin runs `rocketstore admin ARGS -n namesrv` and returns its JSON.
   admin(...args) {
-    const out = execFileSync(build(), [ 'admin', ...args, '-n', this.namesrv, '--json' ], { encoding: 'utf8' });
+    const creds = this.opts.adminCreds ? [ '--accessKey', this.opts.adminCreds[0], '--secretKey', this.opts.adminCreds[1] ] : [];
+    const out = execFileSync(build(), [ 'admin', ...args, '-n', this.namesrv, '--json', ...creds ], { encoding: 'utf8' });
     return out.trim() ? JSON.parse(out) : null;
   }
 
