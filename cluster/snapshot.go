@@ -11,6 +11,8 @@ import (
 	"io"
 	"strconv"
 
+	"github.com/rocketstore/rocketstore/internal/engineops"
+
 	"github.com/rocketstore/rocketstore/engine"
 	"github.com/rocketstore/rocketstore/record"
 )
@@ -162,7 +164,7 @@ func (f *fsm) reput(rec []byte, pos int64) error {
 			delete(m.Properties, record.PropertyRealQueueID)
 		}
 	}
-	res, err := f.store.PutAs(context.Background(), &m, engine.Origin{StoreTimestamp: ext.StoreTimestamp, StoreHost: ext.StoreHost})
+	res, err := engineops.Of(f.store).PutAs(context.Background(), &m, engineops.Origin{StoreTimestamp: ext.StoreTimestamp, StoreHost: ext.StoreHost})
 	if err != nil {
 		return fmt.Errorf("re-put the record at %d: %w", pos, err)
 	}

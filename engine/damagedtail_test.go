@@ -8,6 +8,8 @@ import (
 	"log/slog"
 	"testing"
 
+	"github.com/rocketstore/rocketstore/internal/engineops"
+
 	"github.com/spf13/afero"
 
 	"github.com/rocketstore/rocketstore/backend/memfs"
@@ -43,16 +45,16 @@ func crashWithDamagedTail(t *testing.T) (afero.Fs, engine.Config, engine.PutResu
 			victim = res
 		}
 	}
-	if _, err := s.Dispatch(); err != nil {
+	if _, err := engineops.Of(s).Dispatch(); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.FlushCommitLog(0); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.FlushConsumeQueues(0); err != nil {
+	if err := engineops.Of(s).FlushConsumeQueues(0); err != nil {
 		t.Fatal(err)
 	}
-	s.Abandon()
+	engineops.Of(s).Abandon()
 	f, err := afs.OpenFile(fmt.Sprintf("commitlog/%020d", 0), 2, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -92,7 +94,7 @@ func TestDamagedLastRecordKeepsItsQueueOffset(t *testing.T) {
 	if res.QueueOffset != victim.QueueOffset+1 {
 		t.Fatalf("put after recovery took queue offset %d, the damaged record has %d", res.QueueOffset, victim.QueueOffset)
 	}
-	if _, err := s.Dispatch(); err != nil {
+	if _, err := engineops.Of(s).Dispatch(); err != nil {
 		t.Fatal(err)
 	}
 	r, err := s.GetMessage("g", "T", 0, victim.QueueOffset, 32, nil)
@@ -127,7 +129,7 @@ func TestDamagedLastRecordKeepsItsQueueOffset(t *testing.T) {
 		t.Fatalf("T/0 ends at %d after a restart, want %d", got, res.QueueOffset+1)
 	}
 	// Repaired from a healthy copy, the record takes its own offset back.
-	if err := s.RepairDamaged(map[int64][]byte{victim.WroteOffset: orig}); err != nil {
+	if err := engineops.Of(s).RepairDamaged(map[int64][]byte{victim.WroteOffset: orig}); err != nil {
 		t.Fatal(err)
 	}
 	r, err = s.GetMessage("g", "T", 0, victim.QueueOffset, 1, nil)

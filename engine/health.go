@@ -53,7 +53,7 @@ type Health struct {
 	DiskFullErrors, DispatchErrors, FlushErrors int64
 	// DamagedRecords counts the damaged CommitLog records recovery
 	// skipped (see RecoveryReport.Damaged) and that are not repaired
-	// since (Store.RepairDamaged).
+	// since (engineops.Ops.RepairDamaged).
 	DamagedRecords int
 	// PageReleaseErrors counts the flushes whose release of the written
 	// pages' mapping failed (see releaseWritten). Such a flush still

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rocketstore/rocketstore/internal/engineops"
+
 	"github.com/rocketstore/rocketstore/backend"
 	"github.com/rocketstore/rocketstore/broker"
 	"github.com/rocketstore/rocketstore/crashsim"
@@ -309,7 +311,7 @@ func (r *brokerRun) checkReopened(rb *broker.Broker) error {
 		if err := st.FlushCommitLog(0); err != nil {
 			return err
 		}
-		if _, err := st.Dispatch(); err != nil {
+		if _, err := engineops.Of(st).Dispatch(); err != nil {
 			return err
 		}
 		if wait < 0 {

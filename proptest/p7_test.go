@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rocketstore/rocketstore/internal/engineops"
+
 	"github.com/spf13/afero"
 	"pgregory.net/rapid"
 
@@ -79,7 +81,7 @@ func (m *p7) put(t *rapid.T) {
 	if _, err := m.b.Store().Put(context.Background(), p7Msg(q, "")); err != nil {
 		t.Fatal(err)
 	}
-	m.b.Store().Dispatch()
+	engineops.Of(m.b.Store()).Dispatch()
 }
 
 func (m *p7) putDelayed(t *rapid.T) {
@@ -90,7 +92,7 @@ func (m *p7) putDelayed(t *rapid.T) {
 	if _, err := m.b.Store().Put(context.Background(), mm); err != nil {
 		t.Fatal(err)
 	}
-	m.b.Store().Dispatch()
+	engineops.Of(m.b.Store()).Dispatch()
 	m.delayed = append(m.delayed, key)
 }
 

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rocketstore/rocketstore/internal/engineops"
+
 	"github.com/rocketstore/rocketstore/record"
 )
 
@@ -136,7 +138,7 @@ func TestCheckBackTimingAndDiscard(t *testing.T) {
 	if e.svc.Pending() != 0 || e.store.MaxOffsetInQueue(CheckMaxTimeTopic, 0) != 0 && false {
 		t.Fatal("still open")
 	}
-	if _, err := e.store.Dispatch(); err != nil {
+	if _, err := engineops.Of(e.store).Dispatch(); err != nil {
 		t.Fatal(err)
 	}
 	if n := e.store.MaxOffsetInQueue(CheckMaxTimeTopic, 0); n != 1 {
@@ -208,7 +210,7 @@ func TestStateSurvivesRestartAndCommitOfAnOldCopy(t *testing.T) {
 func TestLostOpRecordRepaired(t *testing.T) {
 	e := newEnv(t)
 	_, h := e.prepare("a")
-	e.svc.afterFinalPut = func() { e.store.Abandon() }
+	e.svc.afterFinalPut = func() { engineops.Of(e.store).Abandon() }
 	if r := e.end(h, TypeCommit); r.Code != CodeSuccess {
 		t.Fatal(r)
 	}
@@ -239,7 +241,7 @@ func TestLostOpRecordBrokenVariant(t *testing.T) {
 	defer func() { brokenSkipRepair = false }()
 	e := newEnv(t)
 	_, h := e.prepare("a")
-	e.svc.afterFinalPut = func() { e.store.Abandon() }
+	e.svc.afterFinalPut = func() { engineops.Of(e.store).Abandon() }
 	e.end(h, TypeCommit)
 	e.svc.Close()
 	e.store = nil

@@ -30,6 +30,8 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/rocketstore/rocketstore/internal/engineops"
+
 	"github.com/rocketstore/rocketstore/backend"
 	"github.com/rocketstore/rocketstore/engine"
 	"github.com/rocketstore/rocketstore/internal/hooks"
@@ -130,7 +132,7 @@ func (h *harness) reopen(s *engine.Store, cfg engine.Config) *engine.Store {
 // backend cannot model a power cut.
 func (h *harness) crash(s *engine.Store, cfg engine.Config) *engine.Store {
 	h.t.Helper()
-	s.Abandon()
+	engineops.Of(s).Abandon()
 	h.fs = h.b.Crash(h.t, h.fs)
 	return h.open(cfg)
 }
