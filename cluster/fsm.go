@@ -307,7 +307,7 @@ func be32(b []byte) uint32 {
 // sameMessage reports whether ext is the record of m as o stamped it.
 func sameMessage(ext *record.MessageExt, m *engine.Message, o engineops.Origin) error {
 	topic, qid := ext.Topic, ext.QueueID
-	if topic == engine.ScheduleTopic && m.Topic != engine.ScheduleTopic {
+	if topic == record.ScheduleTopic && m.Topic != record.ScheduleTopic {
 		topic = ext.Properties[record.PropertyRealTopic]
 		q, _ := strconv.Atoi(ext.Properties[record.PropertyRealQueueID])
 		qid = int32(q)

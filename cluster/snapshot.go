@@ -154,7 +154,7 @@ func (f *fsm) reput(rec []byte, pos int64) error {
 		return fmt.Errorf("leader's record at %d: %w", pos, err)
 	}
 	m := ext.Message
-	if ext.Topic == engine.ScheduleTopic && m.Properties[record.PropertyDelayTimeLevel] != "" {
+	if ext.Topic == record.ScheduleTopic && m.Properties[record.PropertyDelayTimeLevel] != "" {
 		// The put path moves a delayed message to the schedule topic
 		// again; give it the message as it was sent.
 		if real := m.Properties[record.PropertyRealTopic]; real != "" {

@@ -8,10 +8,6 @@ import (
 	"github.com/rocketstore/rocketstore/record"
 )
 
-// ScheduleTopic is the topic of delayed messages, whose ConsumeQueue
-// tagsCode is the deliver time instead of a tag hash.
-const ScheduleTopic = "SCHEDULE_TOPIC_XXXX"
-
 // Request is one record to dispatch (RocketMQ's DispatchRequest). Its byte
 // slices alias the CommitLog and are valid only during Dispatch; copy what
 // must outlive the call.
@@ -90,7 +86,7 @@ func (p *Parser) ParseInto(req *Request, buf []byte, pos int64, checkCRC bool) (
 		// The []byte variant: string(tags) would allocate per record.
 		req.TagsCode = int64(record.JavaStringHashCodeBytes(tags))
 	}
-	if delay != nil && string(info.Topic) == ScheduleTopic {
+	if delay != nil && string(info.Topic) == record.ScheduleTopic {
 		req.TagsCode = p.deliverTime(delay, info.StoreTimestamp)
 	}
 	return info.Size, false, nil

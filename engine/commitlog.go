@@ -10,10 +10,6 @@ import (
 	"github.com/rocketstore/rocketstore/record"
 )
 
-// ScheduleTopic is the topic that holds delayed messages until they are due
-// (RocketMQ's SCHEDULE_TOPIC_XXXX); queue = delay level - 1.
-const ScheduleTopic = "SCHEDULE_TOPIC_XXXX"
-
 // PutResult describes a stored message (or batch).
 type PutResult struct {
 	// WroteOffset is the CommitLog offset of the (first) record.
@@ -376,7 +372,7 @@ func redirectDelayed(m *record.Message, maxLevel int) (*record.Message, error) {
 	cp.Properties[record.PropertyDelayTimeLevel] = strconv.Itoa(level)
 	cp.Properties[record.PropertyRealTopic] = m.Topic
 	cp.Properties[record.PropertyRealQueueID] = strconv.Itoa(int(m.QueueID))
-	cp.Topic = ScheduleTopic
+	cp.Topic = record.ScheduleTopic
 	cp.QueueID = int32(level - 1)
 	return &cp, nil
 }

@@ -171,8 +171,8 @@ func (m *p7) checkOffsets(t *rapid.T) {
 		}
 	}
 	for level, off := range m.b.Schedule().Offsets() {
-		lo := m.b.Store().MinOffsetInQueue(engine.ScheduleTopic, int32(level-1))
-		hi := m.b.Store().MaxOffsetInQueue(engine.ScheduleTopic, int32(level-1))
+		lo := m.b.Store().MinOffsetInQueue(record.ScheduleTopic, int32(level-1))
+		hi := m.b.Store().MaxOffsetInQueue(record.ScheduleTopic, int32(level-1))
 		if off < lo || off > hi {
 			t.Fatalf("P7: delay offset of level %d = %d outside [%d, %d]", level, off, lo, hi)
 		}

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/rocketstore/rocketstore/acl"
+	"github.com/rocketstore/rocketstore/record"
 	"github.com/rocketstore/rocketstore/remoting"
 )
 
@@ -34,7 +35,7 @@ func sendTopicFields(req *remoting.RemotingCommand) (topic, queueNums string) {
 func (sec *security) autoCreate(c *remoting.Conn, req *remoting.RemotingCommand) (*remoting.RemotingCommand, func()) {
 	tf, qf := sendTopicFields(req)
 	topic, _ := req.Ext(tf)
-	if topic == "" || strings.HasPrefix(topic, "%RETRY%") || strings.HasPrefix(topic, "%DLQ%") {
+	if topic == "" || strings.HasPrefix(topic, record.RetryGroupTopicPrefix) || strings.HasPrefix(topic, record.DLQGroupTopicPrefix) {
 		return nil, nil
 	}
 	if _, ok := sec.s.b.Topics().Get(topic); ok {

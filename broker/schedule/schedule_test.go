@@ -120,7 +120,7 @@ func (e *env) putDelayed(t *testing.T, level int, key string) engine.PutResult {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.Topic != schedule.ScheduleTopic {
+	if r.Topic != record.ScheduleTopic {
 		t.Fatalf("put to %s", r.Topic)
 	}
 	return r

@@ -31,6 +31,7 @@ import (
 	"testing"
 
 	"github.com/rocketstore/rocketstore/internal/engineops"
+	"github.com/rocketstore/rocketstore/record"
 
 	"github.com/rocketstore/rocketstore/backend"
 	"github.com/rocketstore/rocketstore/engine"
@@ -183,7 +184,7 @@ type got struct {
 	offsets []int64
 }
 
-func get(t *testing.T, s *engine.Store, topic string, qid int32, off int64, max int, f engine.MessageFilter) got {
+func get(t *testing.T, s *engine.Store, topic string, qid int32, off int64, max int, f record.MessageFilter) got {
 	t.Helper()
 	r, err := s.GetMessage("g", topic, qid, off, max, f)
 	if err != nil {
