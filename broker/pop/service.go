@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/rocketstore/rocketstore/internal/engineops"
+
 	"github.com/rocketstore/rocketstore/engine"
 	"github.com/rocketstore/rocketstore/record"
 )
@@ -54,7 +56,7 @@ func Open(ctx context.Context, s *engine.Store, cfg Config) (*Service, error) {
 	svc := &Service{cfg: cfg, store: s, queues: make(map[queueKey]*queueState),
 		stop: make(chan struct{}), done: make(chan struct{})}
 	if cfg.svc.Manual {
-		if _, err := s.Dispatch(); err != nil {
+		if _, err := engineops.Of(s).Dispatch(); err != nil {
 			return nil, fmt.Errorf("pop: dispatch before replay: %w", err)
 		}
 	} else if err := s.WaitDispatched(ctx, s.CommitLog().MaxOffset()); err != nil {
