@@ -43,7 +43,7 @@ func (sec *security) autoCreate(c *remoting.Conn, req *remoting.RemotingCommand)
 	}
 	ak, _ := req.Ext(acl.FieldAccessKey)
 	refuse := func(code int32, reason, remark string) (*remoting.RemotingCommand, func()) {
-		inc(sec.createRefused, reason)
+		sec.count(func(m SecurityMetrics) { m.AutoCreateRefused(reason) })
 		sec.logDenial("topic auto-creation refused", "topic", topic, "remote", peerString(c), "accessKey", ak, "reason", reason)
 		return req.NewResponse(code, remark), nil
 	}
