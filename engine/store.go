@@ -10,6 +10,8 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/rocketstore/rocketstore/internal/hooks"
+
 	"github.com/rocketstore/rocketstore/backend"
 	"github.com/rocketstore/rocketstore/dispatch"
 	"github.com/rocketstore/rocketstore/record"
@@ -149,12 +151,13 @@ func (s *Store) open(dispatchers []dispatch.Dispatcher) error {
 		return err
 	}
 	s.checkpoint = cp
-	parser := &dispatch.Parser{DelayLevels: s.cfg.DelayLevels, NoPhysicalOffsetCheck: s.cfg.hooks.NoPhysicalOffsetCheck}
+	parser := &dispatch.Parser{DelayLevels: s.cfg.DelayLevels}
+	hooks.DispatchOf(parser).NoPhysicalOffsetCheck = s.cfg.hooks.NoPhysicalOffsetCheck
 	s.parser = parser
 	s.extraDispatchers = dispatchers
 	all := append([]dispatch.Dispatcher{dispatch.DispatcherFunc(s.buildConsumeQueue)}, dispatchers...)
 	s.reput = dispatch.NewService(commitLogReader{s.commitLog}, parser, 0, all...)
-	s.reput.IgnoreErrors = s.cfg.hooks.IgnoreDispatchErrors
+	hooks.DispatchOf(s.reput).IgnoreErrors = s.cfg.hooks.IgnoreDispatchErrors
 	if err := s.recover(lastExitOK, cpValid); err != nil {
 		return err
 	}
