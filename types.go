@@ -90,7 +90,7 @@ type GetMessageResult = engine.GetMessageResult
 type MessageView = engine.MessageView
 
 // MessageFilter selects messages in GetMessage (WithFilter).
-type MessageFilter = engine.MessageFilter
+type MessageFilter = record.MessageFilter
 
 // TagFilter matches messages against a tag subscription expression, with
 // RocketMQ's semantics (the ConsumeQueue's tag hash decides). It is

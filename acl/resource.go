@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/rocketstore/rocketstore/record"
 	"github.com/rocketstore/rocketstore/remoting"
 )
 
@@ -23,8 +24,8 @@ const (
 
 // Retry and dead-letter topic prefixes: a group's permission covers them.
 const (
-	retryPrefix = "%RETRY%"
-	dlqPrefix   = "%DLQ%"
+	retryPrefix = record.RetryGroupTopicPrefix
+	dlqPrefix   = record.DLQGroupTopicPrefix
 )
 
 // adminCodes need an admin account: RocketMQ's Permission.ADMIN_CODE

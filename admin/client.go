@@ -351,7 +351,7 @@ func (c *Client) CreateTopicWithAttributes(ctx context.Context, addr string, tc 
 	if tc.TopicFilterType == "" {
 		tc.TopicFilterType = "SINGLE_TAG"
 	}
-	fields := []string{"topic", tc.TopicName, "defaultTopic", "TBW102", "readQueueNums", strconv.Itoa(tc.ReadQueueNums),
+	fields := []string{"topic", tc.TopicName, "defaultTopic", record.DefaultTopic, "readQueueNums", strconv.Itoa(tc.ReadQueueNums),
 		"writeQueueNums", strconv.Itoa(tc.WriteQueueNums), "perm", strconv.Itoa(tc.Perm),
 		"topicFilterType", tc.TopicFilterType, "topicSysFlag", strconv.Itoa(tc.TopicSysFlag),
 		"order", strconv.FormatBool(tc.Order)}
@@ -582,7 +582,7 @@ type SendResult struct {
 // SendMessage sends one message to a queue of a broker (SEND_MESSAGE_V2).
 func (c *Client) SendMessage(ctx context.Context, addr, producerGroup string, m *record.Message) (*SendResult, error) {
 	props := string(record.AppendProperties(nil, m.Properties))
-	resp, err := c.Invoke(ctx, addr, CodeSendMessageV2, m.Body, "a", producerGroup, "b", m.Topic, "c", "TBW102", "d", "4",
+	resp, err := c.Invoke(ctx, addr, CodeSendMessageV2, m.Body, "a", producerGroup, "b", m.Topic, "c", record.DefaultTopic, "d", "4",
 		"e", strconv.Itoa(int(m.QueueID)), "f", "0", "g", strconv.FormatInt(time.Now().UnixMilli(), 10),
 		"h", strconv.Itoa(int(m.Flag)), "i", props, "j", "0", "k", "false", "m", "false")
 	if err != nil {

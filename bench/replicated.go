@@ -18,6 +18,7 @@ import (
 	"github.com/rocketstore/rocketstore/broker"
 	"github.com/rocketstore/rocketstore/cluster"
 	"github.com/rocketstore/rocketstore/engine"
+	"github.com/rocketstore/rocketstore/record"
 )
 
 // GroupReplicated is the replicated-send workload: sends through the
@@ -222,7 +223,7 @@ func (o ReplicatedOptions) send(ctx context.Context, leader func() *broker.Broke
 		go func() {
 			defer wg.Done()
 			payload := make([]byte, max(body, 8))
-			req := &broker.SendRequest{ProducerGroup: "bench", Topic: "BenchReplicated", DefaultTopic: "TBW102",
+			req := &broker.SendRequest{ProducerGroup: "bench", Topic: "BenchReplicated", DefaultTopic: record.DefaultTopic,
 				DefaultTopicQueueNums: 8, QueueID: int32(p % 8), Body: payload,
 				BornHost: netip.MustParseAddrPort("127.0.0.1:1")}
 			b := leader()

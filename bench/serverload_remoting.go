@@ -111,7 +111,7 @@ func (t *RemotingTarget) Producer(i int) (LoadProducer, error) {
 	}
 	p.cmd = remoting.RemotingCommand{Code: remoting.CodeSendMessageV2, Language: remoting.LanguageGo,
 		Version: remoting.DefaultVersion, ExtFields: map[string]string{
-			"a": "bench_producer", "b": t.Topic, "c": "TBW102", "d": "4", "e": p.queueIDs[0],
+			"a": "bench_producer", "b": t.Topic, "c": record.DefaultTopic, "d": "4", "e": p.queueIDs[0],
 			"f": "0", "g": "0", "h": "0", "i": "TAGS\x01TagA", "j": "0", "k": "false", "m": "false",
 		}}
 	go p.writeLoop()

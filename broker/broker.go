@@ -9,6 +9,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/rocketstore/rocketstore/internal/engineops"
+
 	"github.com/rocketstore/rocketstore/backend"
 	"github.com/rocketstore/rocketstore/broker/config"
 	"github.com/rocketstore/rocketstore/broker/index"
@@ -257,7 +259,7 @@ func (b *Broker) DeliverDelayed(ctx context.Context) (time.Duration, error) {
 		return 0, ErrClosed
 	}
 	if b.manual() {
-		if _, err := b.store.Dispatch(); err != nil {
+		if _, err := engineops.Of(b.store).Dispatch(); err != nil {
 			return 0, err
 		}
 	}
@@ -266,7 +268,7 @@ func (b *Broker) DeliverDelayed(ctx context.Context) (time.Duration, error) {
 		return 0, err
 	}
 	if b.manual() {
-		if _, err := b.store.Dispatch(); err != nil {
+		if _, err := engineops.Of(b.store).Dispatch(); err != nil {
 			return 0, err
 		}
 	}
@@ -275,7 +277,7 @@ func (b *Broker) DeliverDelayed(ctx context.Context) (time.Duration, error) {
 
 // Abandon stops the broker as a killed process would: held pulls are
 // released with ErrClosed, the services stop, and nothing more is
-// persisted, flushed or synced (engine.Store.Abandon). On memfs, opening
+// persisted, flushed or synced (engineops.Ops.Abandon). On memfs, opening
 // memfs.New(sameAfero) afterwards is a power cut. After Abandon every call
 // returns ErrClosed; Close does nothing.
 func (b *Broker) Abandon() {
@@ -290,7 +292,7 @@ func (b *Broker) Abandon() {
 	b.tx.Close()
 	b.pop.Close()
 	b.schedule.Abandon()
-	b.store.Abandon()
+	engineops.Of(b.store).Abandon()
 	if b.index != nil {
 		b.index.Abandon()
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/rocketstore/rocketstore/broker/config"
+	"github.com/rocketstore/rocketstore/record"
 )
 
 // QueryConsumerOffset answers QUERY_CONSUMER_OFFSET (14): the committed
@@ -84,7 +85,7 @@ func (b *Broker) Heartbeat(clientID string, consumers []ConsumerData) (ResponseC
 			return SubscriptionGroupNotExist, "subscription group [" + d.GroupName + "] does not exist"
 		}
 		if g.RetryQueueNums > 0 {
-			perm := config.PermRead | config.PermWrite
+			perm := record.PermRead | record.PermWrite
 			if _, err := b.topics.CreateInSendMessageBack(config.RetryTopic(d.GroupName), g.RetryQueueNums, perm, 0); err != nil {
 				return SystemError, err.Error()
 			}

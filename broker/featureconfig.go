@@ -3,6 +3,8 @@ package broker
 import (
 	"fmt"
 	"time"
+
+	"github.com/rocketstore/rocketstore/record"
 )
 
 // Defaults of the trace, request-reply and transaction settings
@@ -10,7 +12,7 @@ import (
 const (
 	DefaultBrokerClusterName        = "DefaultCluster"
 	DefaultRegionID                 = "DefaultRegion"
-	DefaultMsgTraceTopicName        = "RMQ_SYS_TRACE_TOPIC"
+	DefaultMsgTraceTopicName        = record.TraceTopic
 	DefaultTransactionTimeOut       = 6 * time.Second
 	DefaultTransactionCheckMax      = 15
 	DefaultTransactionCheckInterval = 60 * time.Second
@@ -78,10 +80,6 @@ func (b *Broker) ReplyTopic() string { return b.cfg.BrokerClusterName + ReplyTop
 
 // Config returns the broker's configuration with defaults applied.
 func (b *Broker) Config() Config { return b.cfg }
-
-// TransOpHalfTopic holds the op records of transactions
-// (RMQ_SYS_TRANS_OP_HALF_TOPIC).
-const TransOpHalfTopic = "RMQ_SYS_TRANS_OP_HALF_TOPIC"
 
 // systemTopics are the one-queue topics TopicConfigManager creates at
 // start besides SELF_TEST_TOPIC and OFFSET_MOVED_EVENT.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 
-	"github.com/rocketstore/rocketstore/broker/config"
 	"github.com/rocketstore/rocketstore/record"
 )
 
@@ -36,7 +35,7 @@ func (b *Broker) publishOffsetMoved(req *PullRequest, offsetNew int64) {
 		MessageQueue: MessageQueue{BrokerName: b.cfg.BrokerName, QueueID: req.QueueID, Topic: req.Topic}}
 	body, err := json.Marshal(ev)
 	if err == nil {
-		m := &record.Message{Topic: config.OffsetMovedEventTopic, QueueID: 0, Body: body,
+		m := &record.Message{Topic: record.OffsetMovedEventTopic, QueueID: 0, Body: body,
 			Properties:    map[string]string{record.PropertyTags: req.ConsumerGroup, record.PropertyKeys: req.ConsumerGroup},
 			BornTimestamp: b.cfg.Store.Now(), BornHost: b.store.Config().StoreHost}
 		_, err = b.writer().Put(context.Background(), m)

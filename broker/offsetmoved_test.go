@@ -8,7 +8,7 @@ import (
 
 	"github.com/rocketstore/rocketstore/backend/memfs"
 	"github.com/rocketstore/rocketstore/broker"
-	"github.com/rocketstore/rocketstore/broker/config"
+	"github.com/rocketstore/rocketstore/record"
 )
 
 func TestOffsetMovedEventPublished(t *testing.T) {
@@ -22,7 +22,7 @@ func TestOffsetMovedEventPublished(t *testing.T) {
 	if err != nil || resp.Code != broker.PullOffsetMoved || resp.NextBeginOffset != 1 {
 		t.Fatalf("%+v %v", resp, err)
 	}
-	m := waitMessage(t, b, config.OffsetMovedEventTopic, 0, 0, 5*time.Second)
+	m := waitMessage(t, b, record.OffsetMovedEventTopic, 0, 0, 5*time.Second)
 	if m.Properties["TAGS"] != "g" || m.Properties["KEYS"] != "g" || m.SysFlag != 0 {
 		t.Fatalf("%+v", m.Properties)
 	}

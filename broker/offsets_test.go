@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/rocketstore/rocketstore/internal/engineops"
+
 	"github.com/spf13/afero"
 
 	"github.com/rocketstore/rocketstore/backend"
@@ -56,7 +58,7 @@ func TestOffsetsCrashWithinPersistInterval(t *testing.T) {
 	if err := b.Store().FlushCommitLog(0); err != nil {
 		t.Fatal(err)
 	}
-	if err := b.Store().FlushConsumeQueues(0); err != nil {
+	if err := engineops.Of(b.Store()).FlushConsumeQueues(0); err != nil {
 		t.Fatal(err)
 	}
 	_ = r

@@ -23,7 +23,7 @@ func TestPullResponseCodes(t *testing.T) {
 	}
 	ctx := context.Background()
 	noPerm := config.NewTopicConfig("W")
-	noPerm.Perm = config.PermWrite
+	noPerm.Perm = record.PermWrite
 	if err := b.Topics().Update(noPerm); err != nil {
 		t.Fatal(err)
 	}

@@ -101,8 +101,8 @@ func (topicChars) MatchString(s string) bool {
 // (RocketMQ 4.9's TopicValidator.NOT_ALLOWED_SEND_TOPIC_SET; the trace
 // topic is not among them: traced clients write it).
 var notAllowedSendTopics = map[string]bool{
-	config.SelfTestTopic: true, config.ScheduleTopic: true, config.TransHalfTopic: true,
-	TransOpHalfTopic: true, "TRANS_CHECK_MAX_TIME_TOPIC": true, config.OffsetMovedEventTopic: true,
+	record.SelfTestTopic: true, record.ScheduleTopic: true, record.TransHalfTopic: true,
+	record.TransOpHalfTopic: true, record.TransCheckMaxTimeTopic: true, record.OffsetMovedEventTopic: true,
 }
 
 // ErrBadBatch reports a SEND_BATCH_MESSAGE body that does not decode.
@@ -169,7 +169,7 @@ func (b *Broker) SendMessage(ctx context.Context, req *SendRequest) SendResult {
 		if len(req.Topic) > record.MaxTopicLength {
 			return SendResult{Code: MessageIllegal, Remark: "message topic length too long " + strconv.Itoa(len(req.Topic))}
 		}
-		if strings.HasPrefix(req.Topic, config.RetryGroupTopicPrefix) {
+		if strings.HasPrefix(req.Topic, record.RetryGroupTopicPrefix) {
 			return SendResult{Code: MessageIllegal, Remark: "batch request does not support retry group " + req.Topic}
 		}
 	}
@@ -192,7 +192,7 @@ func (b *Broker) SendMessage(ctx context.Context, req *SendRequest) SendResult {
 		return b.prepareTransaction(ctx, req, qid, props)
 	}
 	topic := req.Topic
-	if strings.HasPrefix(topic, config.RetryGroupTopicPrefix) {
+	if strings.HasPrefix(topic, record.RetryGroupTopicPrefix) {
 		var fail *SendResult
 		if topic, qid, fail = b.retryOrDLQ(req, qid, props); fail != nil {
 			return *fail
@@ -226,7 +226,7 @@ func (b *Broker) putOne(ctx context.Context, m *record.Message, qid int32) SendR
 // the map path.
 func (b *Broker) plainMessage(req *SendRequest, qid int32) (*record.Message, bool) {
 	if record.TransactionType(req.SysFlag) == record.TransactionPrepared ||
-		strings.HasPrefix(req.Topic, config.RetryGroupTopicPrefix) {
+		strings.HasPrefix(req.Topic, record.RetryGroupTopicPrefix) {
 		return nil, false
 	}
 	raw := strings.TrimRight(req.Properties, "\x02")
@@ -299,7 +299,7 @@ func (b *Broker) sendCheck(req *SendRequest) (config.TopicConfig, *SendResult) {
 		return fail(SystemError, "the specified topic is longer than topic max length %d", record.MaxTopicLength)
 	case !validTopic.MatchString(t):
 		return fail(SystemError, "the specified topic[%s] contains illegal characters, allowing only ^[%%|a-zA-Z0-9_-]+$", t)
-	case t == config.DefaultTopic:
+	case t == record.DefaultTopic:
 		return fail(SystemError, "the topic[%s] is conflict with default topic", t)
 	case notAllowedSendTopics[t]:
 		return fail(NoPermission, "Sending message to topic[%s] is forbidden", t)
@@ -309,7 +309,7 @@ func (b *Broker) sendCheck(req *SendRequest) (config.TopicConfig, *SendResult) {
 		sysFlag := 0
 		if req.UnitMode {
 			sysFlag = topicSysFlagUnit
-			if strings.HasPrefix(req.Topic, config.RetryGroupTopicPrefix) {
+			if strings.HasPrefix(req.Topic, record.RetryGroupTopicPrefix) {
 				sysFlag = topicSysFlagUnitSub
 			}
 		}
@@ -318,8 +318,8 @@ func (b *Broker) sendCheck(req *SendRequest) (config.TopicConfig, *SendResult) {
 		if err != nil {
 			return fail(SystemError, "create topic %s: %v", req.Topic, err)
 		}
-		if !ok && strings.HasPrefix(req.Topic, config.RetryGroupTopicPrefix) {
-			tc, err = b.topics.CreateInSendMessageBack(req.Topic, 1, config.PermRead|config.PermWrite, sysFlag)
+		if !ok && strings.HasPrefix(req.Topic, record.RetryGroupTopicPrefix) {
+			tc, err = b.topics.CreateInSendMessageBack(req.Topic, 1, record.PermRead|record.PermWrite, sysFlag)
 			if err != nil {
 				return fail(SystemError, "create topic %s: %v", req.Topic, err)
 			}
@@ -346,7 +346,7 @@ const topicSysFlagUnit = 0x1
 // reconsumeTimes reached the group's (or the header's) maximum goes to
 // %DLQ%group instead, without delay.
 func (b *Broker) retryOrDLQ(req *SendRequest, qid int32, props map[string]string) (string, int32, *SendResult) {
-	group := strings.TrimPrefix(req.Topic, config.RetryGroupTopicPrefix)
+	group := strings.TrimPrefix(req.Topic, record.RetryGroupTopicPrefix)
 	g, ok, err := b.groups.Find(group)
 	if err != nil {
 		return "", 0, &SendResult{Code: SystemError, Remark: err.Error()}
@@ -362,7 +362,7 @@ func (b *Broker) retryOrDLQ(req *SendRequest, qid int32, props map[string]string
 		return req.Topic, qid, nil
 	}
 	dlq := config.DLQTopic(group)
-	tc, err := b.topics.CreateInSendMessageBack(dlq, dlqQueueNums, config.PermRead|config.PermWrite, 0)
+	tc, err := b.topics.CreateInSendMessageBack(dlq, dlqQueueNums, record.PermRead|record.PermWrite, 0)
 	if err != nil {
 		return "", 0, &SendResult{Code: SystemError, Remark: err.Error()}
 	}

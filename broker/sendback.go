@@ -57,7 +57,7 @@ func (b *Broker) SendMsgBack(ctx context.Context, req *SendMsgBackRequest) Respo
 	if req.UnitMode {
 		sysFlag = topicSysFlagUnitSub
 	}
-	tc, err := b.topics.CreateInSendMessageBack(topic, g.RetryQueueNums, config.PermRead|config.PermWrite, sysFlag)
+	tc, err := b.topics.CreateInSendMessageBack(topic, g.RetryQueueNums, record.PermRead|record.PermWrite, sysFlag)
 	if err != nil {
 		return Response{SystemError, err.Error()}
 	}
@@ -92,7 +92,7 @@ func (b *Broker) sendBack(ctx context.Context, req *SendMsgBackRequest, g config
 	delay := req.DelayLevel
 	if ext.ReconsumeTimes >= maxTimes || delay < 0 {
 		topic, qid, delay = config.DLQTopic(req.Group), int32(rand.IntN(99999999)%dlqQueueNums), 0
-		tc, err := b.topics.CreateInSendMessageBack(topic, dlqQueueNums, config.PermRead|config.PermWrite, 0)
+		tc, err := b.topics.CreateInSendMessageBack(topic, dlqQueueNums, record.PermRead|record.PermWrite, 0)
 		if err != nil {
 			return Response{SystemError, err.Error()}
 		}

@@ -8,7 +8,6 @@ import (
 	"github.com/rocketstore/rocketstore/backend/memfs"
 	"github.com/rocketstore/rocketstore/broker"
 	"github.com/rocketstore/rocketstore/broker/config"
-	"github.com/rocketstore/rocketstore/engine"
 	"github.com/rocketstore/rocketstore/record"
 )
 
@@ -94,7 +93,7 @@ func TestSendBackDefaultLevelAndNegative(t *testing.T) {
 		t.Fatal(r)
 	}
 	// level 3 + 0 → schedule queue 2
-	m := waitMessage(t, b, engine.ScheduleTopic, 2, 0, time.Second)
+	m := waitMessage(t, b, record.ScheduleTopic, 2, 0, time.Second)
 	if m.Properties[record.PropertyRealTopic] != config.RetryTopic("g") || m.Properties[record.PropertyDelayTimeLevel] != "3" {
 		t.Fatalf("%v", m.Properties)
 	}

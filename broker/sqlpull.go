@@ -8,7 +8,7 @@ import (
 )
 
 // pullFilter is what a pull filters with: a TagFilter or a compiled SQL92
-// expression. Both satisfy engine.MessageFilter and longpoll.Matcher.
+// expression. Both satisfy record.MessageFilter and longpoll.Matcher.
 type pullFilter interface {
 	IsMatchedByConsumeQueue(tagsCode int64) bool
 	IsMatchedByCommitLog(props map[string]string) bool

@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/rocketstore/rocketstore/internal/engineops"
+
 	"github.com/rocketstore/rocketstore/broker/transaction"
 	"github.com/rocketstore/rocketstore/internal/hooks"
 	"github.com/rocketstore/rocketstore/record"
@@ -18,7 +20,7 @@ func (b *Broker) openTransactions() error {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	if b.manual() {
-		if _, err := b.store.Dispatch(); err != nil {
+		if _, err := engineops.Of(b.store).Dispatch(); err != nil {
 			return err
 		}
 	} else if err := b.store.WaitDispatched(ctx, b.store.CommitLog().MaxOffset()); err != nil {

@@ -5,7 +5,7 @@
 // The Raft log carries the messages as the leader accepted them: the
 // message with the store timestamp and store host the leader assigned. A
 // committed entry is applied on every replica through the engine's normal
-// put path (engine.Store.PutAs), so that every replica's CommitLog,
+// put path (engineops.Ops.PutAs), so that every replica's CommitLog,
 // ConsumeQueues and queue offsets are byte-identical over the committed
 // prefix. The broker writes through a Writer (broker.Config.Writer): a send
 // on the leader is answered only after its entry is committed by a quorum

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"net/netip"
 
+	"github.com/rocketstore/rocketstore/internal/engineops"
+
 	"github.com/rocketstore/rocketstore/broker/config"
 	"github.com/rocketstore/rocketstore/engine"
 	"github.com/rocketstore/rocketstore/record"
@@ -39,7 +41,7 @@ var ErrBadEntry = errors.New("cluster: bad log entry")
 
 // putEntry is the messages of one put, with the origin the leader gave.
 type putEntry struct {
-	origin engine.Origin
+	origin engineops.Origin
 	msgs   []*engine.Message
 }
 

@@ -6,6 +6,8 @@ import (
 	"net/netip"
 	"testing"
 
+	"github.com/rocketstore/rocketstore/internal/engineops"
+
 	"github.com/rocketstore/rocketstore/engine"
 )
 
@@ -20,7 +22,7 @@ func TestMultiEntryRoundTrip(t *testing.T) {
 		if kind == kindBatch {
 			msgs = append(msgs, &engine.Message{Topic: "T", QueueID: int32(i), Body: []byte("second")})
 		}
-		p := &proposal{data: encodePut(kind, &putEntry{origin: engine.Origin{StoreHost: host}, msgs: msgs})}
+		p := &proposal{data: encodePut(kind, &putEntry{origin: engineops.Origin{StoreHost: host}, msgs: msgs})}
 		putTimestamp(p.data, 1700000000000+int64(i))
 		round = append(round, p)
 	}

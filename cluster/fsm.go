@@ -13,6 +13,8 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/rocketstore/rocketstore/internal/engineops"
+
 	"github.com/hashicorp/raft"
 
 	"github.com/rocketstore/rocketstore/broker"
@@ -195,9 +197,9 @@ func (f *fsm) applyPut(index uint64, batch bool, e *putEntry) *applyResult {
 	var res engine.PutResult
 	var err error
 	if batch {
-		res, err = f.store.PutBatchAs(context.Background(), e.msgs, e.origin)
+		res, err = engineops.Of(f.store).PutBatchAs(context.Background(), e.msgs, e.origin)
 	} else {
-		res, err = f.store.PutAs(context.Background(), e.msgs[0], e.origin)
+		res, err = engineops.Of(f.store).PutAs(context.Background(), e.msgs[0], e.origin)
 	}
 	if err != nil {
 		if deterministic(err) {
@@ -303,9 +305,9 @@ func be32(b []byte) uint32 {
 }
 
 // sameMessage reports whether ext is the record of m as o stamped it.
-func sameMessage(ext *record.MessageExt, m *engine.Message, o engine.Origin) error {
+func sameMessage(ext *record.MessageExt, m *engine.Message, o engineops.Origin) error {
 	topic, qid := ext.Topic, ext.QueueID
-	if topic == engine.ScheduleTopic && m.Topic != engine.ScheduleTopic {
+	if topic == record.ScheduleTopic && m.Topic != record.ScheduleTopic {
 		topic = ext.Properties[record.PropertyRealTopic]
 		q, _ := strconv.Atoi(ext.Properties[record.PropertyRealQueueID])
 		qid = int32(q)

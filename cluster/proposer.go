@@ -6,6 +6,8 @@ import (
 	"runtime"
 	"sync"
 
+	"github.com/rocketstore/rocketstore/internal/engineops"
+
 	"github.com/rocketstore/rocketstore/engine"
 )
 
@@ -68,7 +70,7 @@ func (n *Node) propose(ctx context.Context, kind byte, msgs []*engine.Message) (
 	if !n.writable.Load() {
 		return engine.PutResult{}, ErrNotLeader
 	}
-	p := &proposal{data: encodePut(kind, &putEntry{origin: engine.Origin{StoreHost: n.cfg.StoreHost}, msgs: msgs}),
+	p := &proposal{data: encodePut(kind, &putEntry{origin: engineops.Origin{StoreHost: n.cfg.StoreHost}, msgs: msgs}),
 		wake: make(chan struct{}, 1)}
 	q := &n.props
 	q.mu.Lock()

@@ -11,6 +11,8 @@ import (
 	"net"
 	"time"
 
+	"github.com/rocketstore/rocketstore/internal/engineops"
+
 	"github.com/rocketstore/rocketstore/record"
 )
 
@@ -245,7 +247,7 @@ func (n *Node) repairRecord(ctx context.Context, off int64, damage error) ([]byt
 	for _, p := range n.peers() {
 		rec, err := n.ask(ctx, p, opRecord, off, 0)
 		if err == nil {
-			err = n.fsm.store.CommitLog().Repair(off, rec)
+			err = engineops.Of(n.fsm.store).RepairRecord(off, rec)
 		}
 		if err == nil {
 			n.log.Warn("damaged CommitLog record rewritten from a replica", "offset", off, "replica", p, "damage", damage)
@@ -302,7 +304,7 @@ func (n *Node) compareChunk(ctx context.Context, from, to int64, rep *ScrubRepor
 		mine := make([]byte, size)
 		cl.ReadAt(mine, pos)
 		if string(mine) != string(theirs[pos-from:pos-from+size]) {
-			if err := cl.Repair(pos, theirs[pos-from:pos-from+size]); err != nil {
+			if err := engineops.Of(n.fsm.store).RepairRecord(pos, theirs[pos-from:pos-from+size]); err != nil {
 				return err
 			}
 			n.log.Warn("CommitLog record differing from the other replicas rewritten", "offset", pos, "replica", agreeing[0])

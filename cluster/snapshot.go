@@ -11,6 +11,8 @@ import (
 	"io"
 	"strconv"
 
+	"github.com/rocketstore/rocketstore/internal/engineops"
+
 	"github.com/rocketstore/rocketstore/engine"
 	"github.com/rocketstore/rocketstore/record"
 )
@@ -152,7 +154,7 @@ func (f *fsm) reput(rec []byte, pos int64) error {
 		return fmt.Errorf("leader's record at %d: %w", pos, err)
 	}
 	m := ext.Message
-	if ext.Topic == engine.ScheduleTopic && m.Properties[record.PropertyDelayTimeLevel] != "" {
+	if ext.Topic == record.ScheduleTopic && m.Properties[record.PropertyDelayTimeLevel] != "" {
 		// The put path moves a delayed message to the schedule topic
 		// again; give it the message as it was sent.
 		if real := m.Properties[record.PropertyRealTopic]; real != "" {
@@ -162,7 +164,7 @@ func (f *fsm) reput(rec []byte, pos int64) error {
 			delete(m.Properties, record.PropertyRealQueueID)
 		}
 	}
-	res, err := f.store.PutAs(context.Background(), &m, engine.Origin{StoreTimestamp: ext.StoreTimestamp, StoreHost: ext.StoreHost})
+	res, err := engineops.Of(f.store).PutAs(context.Background(), &m, engineops.Origin{StoreTimestamp: ext.StoreTimestamp, StoreHost: ext.StoreHost})
 	if err != nil {
 		return fmt.Errorf("re-put the record at %d: %w", pos, err)
 	}

@@ -8,6 +8,8 @@ import (
 	"hash/crc32"
 	"time"
 
+	"github.com/rocketstore/rocketstore/internal/engineops"
+
 	"github.com/rocketstore/rocketstore/engine"
 )
 
@@ -19,7 +21,7 @@ import (
 // units. A replica's bytes are the group's, so the node fetches each
 // damaged range from another replica over the repair protocol, checks
 // it, and has the store rewrite it in place and put its records' units at
-// their own queue offsets (engine Store.RepairDamaged).
+// their own queue offsets (engineops.Ops.RepairDamaged).
 //
 // Until that is done the state machine applies no message entry
 // (holdForDamage): replaying an entry over a damaged record would find it
@@ -98,7 +100,7 @@ func (n *Node) repairDamagedRanges(ctx context.Context) error {
 		}
 		fixes[d.Offset] = b
 	}
-	if err := st.RepairDamaged(fixes); err != nil {
+	if err := engineops.Of(st).RepairDamaged(fixes); err != nil {
 		return err
 	}
 	n.repaired.Add(int64(len(ranges)))

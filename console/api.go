@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/rocketstore/rocketstore/admin"
+	"github.com/rocketstore/rocketstore/record"
 )
 
 func (c *Console) routes() {
@@ -113,15 +114,15 @@ type TopicSummary struct {
 	Perm   int    `json:"perm"`
 }
 
-var systemTopicNames = map[string]bool{"TBW102": true, "SELF_TEST_TOPIC": true, "OFFSET_MOVED_EVENT": true,
-	"SCHEDULE_TOPIC_XXXX": true, "RMQ_SYS_TRANS_HALF_TOPIC": true, "RMQ_SYS_TRANS_OP_HALF_TOPIC": true,
-	"TRANS_CHECK_MAX_TIME_TOPIC": true, "RMQ_SYS_TRACE_TOPIC": true, "BenchmarkTest": true}
+var systemTopicNames = map[string]bool{record.DefaultTopic: true, record.SelfTestTopic: true, record.OffsetMovedEventTopic: true,
+	record.ScheduleTopic: true, record.TransHalfTopic: true, record.TransOpHalfTopic: true,
+	record.TransCheckMaxTimeTopic: true, record.TraceTopic: true, record.BenchmarkTopic: true}
 
 func topicKind(name string) string {
 	switch {
-	case strings.HasPrefix(name, "%RETRY%"):
+	case strings.HasPrefix(name, record.RetryGroupTopicPrefix):
 		return "retry"
-	case strings.HasPrefix(name, "%DLQ%"):
+	case strings.HasPrefix(name, record.DLQGroupTopicPrefix):
 		return "dlq"
 	case systemTopicNames[name] || strings.HasPrefix(name, "rmq_sys_"):
 		return "system"
@@ -335,7 +336,7 @@ func (c *Console) groups(r *http.Request, cl *admin.Client) (any, error) {
 			return nil, err
 		}
 		for t := range tw.TopicConfigTable {
-			if g, ok := strings.CutPrefix(t, "%DLQ%"); ok {
+			if g, ok := strings.CutPrefix(t, record.DLQGroupTopicPrefix); ok {
 				dlq[g] = true
 			}
 		}

@@ -245,7 +245,7 @@ func (c *Console) dlq(r *http.Request, cl *admin.Client) (any, error) {
 	if group == "" {
 		return nil, badInput("no group given")
 	}
-	topic := "%DLQ%" + group
+	topic := record.DLQGroupTopicPrefix + group
 	brokers, err := topicAddrs(ctx, cl, topic)
 	if err != nil {
 		return nil, notFound("group %s has no dead-letter queue", group)

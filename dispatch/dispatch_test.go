@@ -53,7 +53,7 @@ func TestParse(t *testing.T) {
 	}
 	// Schedule topic: tagsCode is the deliver time.
 	for lv, want := range map[string]int64{"1": 2000, "2": 6000, "9": 6000, "0": 2000, "x": 2000} {
-		req, _, _, err = p.Parse(rec(t, &record.Message{Topic: ScheduleTopic, Properties: map[string]string{"DELAY": lv, "TAGS": "A"}}, 0, 0, 1000), 0, true)
+		req, _, _, err = p.Parse(rec(t, &record.Message{Topic: record.ScheduleTopic, Properties: map[string]string{"DELAY": lv, "TAGS": "A"}}, 0, 0, 1000), 0, true)
 		if err != nil || req.TagsCode != want {
 			t.Fatalf("DELAY %s: tagsCode %d, want %d (%v)", lv, req.TagsCode, want, err)
 		}

@@ -2,15 +2,14 @@ package dispatch
 
 import (
 	"bytes"
+	"fmt"
 	"strconv"
 	"time"
 
+	ihooks "github.com/rocketstore/rocketstore/internal/hooks"
+
 	"github.com/rocketstore/rocketstore/record"
 )
-
-// ScheduleTopic is the topic of delayed messages, whose ConsumeQueue
-// tagsCode is the deliver time instead of a tag hash.
-const ScheduleTopic = "SCHEDULE_TOPIC_XXXX"
 
 // Request is one record to dispatch (RocketMQ's DispatchRequest). Its byte
 // slices alias the CommitLog and are valid only during Dispatch; copy what
@@ -48,9 +47,22 @@ type Parser struct {
 	// DelayLevels are the delay durations of levels 1..n, for the deliver
 	// time of schedule-topic messages.
 	DelayLevels []time.Duration
+	// switches are the test switches (internal/hooks):
 	// NoPhysicalOffsetCheck accepts records whose PHYSICALOFFSET is not
-	// their position: for the engine's broken-variant tests only.
-	NoPhysicalOffsetCheck bool
+	// their position, for the engine's broken-variant tests.
+	switches ihooks.Dispatch
+}
+
+func init() {
+	ihooks.RegisterDispatch(func(v any) *ihooks.Dispatch {
+		switch v := v.(type) {
+		case *Parser:
+			return &v.switches
+		case *Service:
+			return &v.switches
+		}
+		panic(fmt.Sprintf("dispatch: %T has no switches", v))
+	})
 }
 
 // Parse checks the record at the start of buf, expected at CommitLog
@@ -66,7 +78,7 @@ func (p *Parser) Parse(buf []byte, pos int64, checkCRC bool) (req Request, size 
 // slice spares copies of the Request.
 func (p *Parser) ParseInto(req *Request, buf []byte, pos int64, checkCRC bool) (size int32, blank bool, err error) {
 	var info record.Info
-	err = record.CheckInto(&info, buf, pos, record.Checks{CRC: checkCRC, NoPhysicalOffset: p.NoPhysicalOffsetCheck})
+	err = record.CheckInto(&info, buf, pos, record.Checks{CRC: checkCRC, NoPhysicalOffset: p.switches.NoPhysicalOffsetCheck})
 	if err != nil || info.Blank {
 		*req = Request{}
 		return info.Size, err == nil, err
@@ -90,7 +102,7 @@ func (p *Parser) ParseInto(req *Request, buf []byte, pos int64, checkCRC bool) (
 		// The []byte variant: string(tags) would allocate per record.
 		req.TagsCode = int64(record.JavaStringHashCodeBytes(tags))
 	}
-	if delay != nil && string(info.Topic) == ScheduleTopic {
+	if delay != nil && string(info.Topic) == record.ScheduleTopic {
 		req.TagsCode = p.deliverTime(delay, info.StoreTimestamp)
 	}
 	return info.Size, false, nil

@@ -7,6 +7,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	ihooks "github.com/rocketstore/rocketstore/internal/hooks"
 )
 
 // Dispatcher receives each record in CommitLog order. It must be idempotent
@@ -94,10 +96,10 @@ type Service struct {
 	// RetryInterval is the wait between a failed pass and its retry
 	// (DefaultRetryInterval when zero). Set it before Start.
 	RetryInterval time.Duration
-	// IgnoreErrors makes a failed record count as dispatched: the broken
-	// variant of the crash tests that shows they catch a lost unit. Never
-	// set it on a real store.
-	IgnoreErrors bool
+	// switches are the test switches (internal/hooks): IgnoreErrors makes
+	// a failed record count as dispatched, the broken variant of the
+	// crash tests that shows they catch a lost unit.
+	switches ihooks.Dispatch
 
 	// The broken variant of the wake protocol and its test seam (the
 	// tests of this package set them): noRecheck parks without looking
@@ -364,7 +366,7 @@ func (s *Service) dispatchFile() (int, error) {
 			return n, nil
 		}
 		for _, d := range s.dispatchers {
-			if err := d.Dispatch(&s.req); err != nil && !s.IgnoreErrors {
+			if err := d.Dispatch(&s.req); err != nil && !s.switches.IgnoreErrors {
 				s.reputFrom.Store(from + int64(pos))
 				return n, fmt.Errorf("dispatch at commitlog offset %d: %w", from+int64(pos), err)
 			}

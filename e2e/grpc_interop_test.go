@@ -18,6 +18,7 @@ import (
 	"github.com/rocketstore/rocketstore/broker/config"
 	"github.com/rocketstore/rocketstore/proxy"
 	"github.com/rocketstore/rocketstore/proxy/rmqpb"
+	"github.com/rocketstore/rocketstore/record"
 	"github.com/rocketstore/rocketstore/server"
 )
 
@@ -83,7 +84,7 @@ func TestInterop4x5x(t *testing.T) {
 	defer stopNode(t, n)
 	for _, topic := range []string{"Interop4to5", "Interop5to4"} {
 		if err := n.Broker.Topics().Update(config.TopicConfig{TopicName: topic, ReadQueueNums: 1, WriteQueueNums: 1,
-			Perm: config.PermRead | config.PermWrite}); err != nil {
+			Perm: record.PermRead | record.PermWrite}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -16,6 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rocketstore/rocketstore/metrics/prom"
+
 	"github.com/apache/rocketmq-client-go/v2/admin"
 	"github.com/apache/rocketmq-client-go/v2/consumer"
 	"github.com/apache/rocketmq-client-go/v2/primitive"
@@ -54,7 +56,7 @@ var e2eTopics = []string{"TopicPub", "TopicSub", "TopicDeny", "TopicBoth", "Topi
 
 // aclNode starts a node with ACL on, its rules in the default place
 // (DIR/config/plain_acl.yml), the test's topics created, and metrics.
-func aclNode(t *testing.T, yml string, sec server.Security) (*server.Node, string, *server.Metrics) {
+func aclNode(t *testing.T, yml string, sec server.Security) (*server.Node, string, *prom.Metrics) {
 	t.Helper()
 	dir := t.TempDir()
 	aclFile := filepath.Join(dir, "config", server.DefaultACLFile)
@@ -66,7 +68,7 @@ func aclNode(t *testing.T, yml string, sec server.Security) (*server.Node, strin
 	}
 	sec.ACLEnable = yml != ""
 	sec.ACLReloadInterval = 50 * time.Millisecond
-	m := server.NewMetrics("")
+	m := prom.New("")
 	n, err := server.StartNode(server.NodeConfig{Dir: dir, Listen: "127.0.0.1:0",
 		Broker: broker.Config{FlushConsumerOffsetInterval: time.Second},
 		Server: server.Config{ScanInterval: time.Second, Security: sec, Metrics: m}})
@@ -101,7 +103,7 @@ func wantRefused(t *testing.T, p producerAPI, topic, what string) {
 	}
 }
 
-func denials(t *testing.T, m *server.Metrics, reason string) float64 {
+func denials(t *testing.T, m *prom.Metrics, reason string) float64 {
 	t.Helper()
 	mfs, err := m.Registry.Gather()
 	if err != nil {

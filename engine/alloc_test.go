@@ -4,6 +4,8 @@ import (
 	"context"
 	"testing"
 
+	"github.com/rocketstore/rocketstore/internal/engineops"
+
 	"github.com/rocketstore/rocketstore/backend"
 	"github.com/rocketstore/rocketstore/backend/memfs"
 	"github.com/rocketstore/rocketstore/backend/mmap"
@@ -61,7 +63,7 @@ func TestPutAllocs(t *testing.T) {
 						t.Fatal(err)
 					}
 					if manual {
-						if _, err := s.Dispatch(); err != nil {
+						if _, err := engineops.Of(s).Dispatch(); err != nil {
 							t.Fatal(err)
 						}
 					}
@@ -135,14 +137,14 @@ func TestSyncPutAllocs(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if _, err := s.Dispatch(); err != nil {
+	if _, err := engineops.Of(s).Dispatch(); err != nil {
 		t.Fatal(err)
 	}
 	allocs := testing.AllocsPerRun(200, func() {
 		if _, err := s.Put(ctx, m); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := s.Dispatch(); err != nil {
+		if _, err := engineops.Of(s).Dispatch(); err != nil {
 			t.Fatal(err)
 		}
 	})

@@ -10,10 +10,6 @@ import (
 	"github.com/rocketstore/rocketstore/record"
 )
 
-// ScheduleTopic is the topic that holds delayed messages until they are due
-// (RocketMQ's SCHEDULE_TOPIC_XXXX); queue = delay level - 1.
-const ScheduleTopic = "SCHEDULE_TOPIC_XXXX"
-
 // PutResult describes a stored message (or batch).
 type PutResult struct {
 	// WroteOffset is the CommitLog offset of the (first) record.
@@ -119,8 +115,8 @@ func (c *CommitLog) rollNextFile(offset int64) int64 {
 
 // put appends one message. It returns the offset just past it, which a
 // SyncFlush caller waits to see flushed. A non-nil o gives the store
-// timestamp and host instead of the CommitLog's own (Store.PutAs).
-func (c *CommitLog) put(m *record.Message, o *Origin) (PutResult, error) {
+// timestamp and host instead of the CommitLog's own (engineops.Ops.PutAs).
+func (c *CommitLog) put(m *record.Message, o *origin) (PutResult, error) {
 	m, err := redirectDelayed(m, len(c.cfg.DelayLevels))
 	if err != nil {
 		return PutResult{}, err
@@ -129,7 +125,7 @@ func (c *CommitLog) put(m *record.Message, o *Origin) (PutResult, error) {
 	// what assigns a position and copies bytes runs under it.
 	enc := encoderPool.Get().(*record.Encoder)
 	defer encoderPool.Put(enc)
-	host := o.host(c.storeHost)
+	host := originHost(o, c.storeHost)
 	p, err := enc.Prepare(m, host, c.cfg.MaxMessageSize)
 	if err != nil {
 		return PutResult{}, err
@@ -169,11 +165,11 @@ func (c *CommitLog) put(m *record.Message, o *Origin) (PutResult, error) {
 
 // putBatch appends messages for one topic and queue as consecutive records
 // in one file, with consecutive queue offsets (o as for put).
-func (c *CommitLog) putBatch(msgs []*record.Message, o *Origin) (PutResult, error) {
+func (c *CommitLog) putBatch(msgs []*record.Message, o *origin) (PutResult, error) {
 	if err := checkBatch(msgs); err != nil {
 		return PutResult{}, err
 	}
-	host := o.host(c.storeHost)
+	host := originHost(o, c.storeHost)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	total := 0
@@ -276,7 +272,7 @@ func (c *CommitLog) fileWithRoom(size int) (*mappedFile, int64, error) {
 // storeTime returns a store timestamp that never goes backwards along the
 // log; abnormal recovery relies on that order. o, when set, replaces the
 // clock.
-func (c *CommitLog) storeTime(o *Origin) int64 {
+func (c *CommitLog) storeTime(o *origin) int64 {
 	ts := c.cfg.Now()
 	if o != nil {
 		ts = o.StoreTimestamp
@@ -376,7 +372,7 @@ func redirectDelayed(m *record.Message, maxLevel int) (*record.Message, error) {
 	cp.Properties[record.PropertyDelayTimeLevel] = strconv.Itoa(level)
 	cp.Properties[record.PropertyRealTopic] = m.Topic
 	cp.Properties[record.PropertyRealQueueID] = strconv.Itoa(int(m.QueueID))
-	cp.Topic = ScheduleTopic
+	cp.Topic = record.ScheduleTopic
 	cp.QueueID = int32(level - 1)
 	return &cp, nil
 }

@@ -94,8 +94,11 @@ type Config struct {
 	// Logger receives recovery reports and service errors
 	// (slog.Default()).
 	Logger *slog.Logger
-	// Now returns the current time in milliseconds (time.Now). Tests use
-	// it to control store timestamps.
+	// Now is the store's clock, in milliseconds since the epoch (nil: the
+	// wall clock). It stamps each record's store time and times the
+	// checkpoint and the fault logs; a broker hands the same clock to its
+	// schedule and transaction services, so that one clock drives a
+	// whole broker (a replay or a simulation can run it on virtual time).
 	Now func() int64
 	// Retention says when expired CommitLog files are deleted (RocketMQ's
 	// defaults: files whose messages are all older than 72 h, at 04:00,

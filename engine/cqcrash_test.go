@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rocketstore/rocketstore/internal/engineops"
+
 	"github.com/spf13/afero"
 
 	"github.com/rocketstore/rocketstore/backend/memfs"
@@ -38,16 +40,16 @@ func TestRecoveryDropsEmptyLastConsumeQueueFile(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if _, err := s.Dispatch(); err != nil {
+	if _, err := engineops.Of(s).Dispatch(); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.FlushCommitLog(0); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.FlushConsumeQueues(0); err != nil {
+	if err := engineops.Of(s).FlushConsumeQueues(0); err != nil {
 		t.Fatal(err)
 	}
-	s.Abandon() // abort marker left: the next Open recovers as after a crash
+	engineops.Of(s).Abandon() // abort marker left: the next Open recovers as after a crash
 	empty := fmt.Sprintf("consumequeue/T/0/%020d", 4*engine.CQUnitSize)
 	if err := afero.WriteFile(afs, empty, make([]byte, 4*engine.CQUnitSize), 0o644); err != nil {
 		t.Fatal(err)
@@ -71,7 +73,7 @@ func TestRecoveryDropsEmptyLastConsumeQueueFile(t *testing.T) {
 	if _, err := s.Put(context.Background(), &engine.Message{Topic: "T", QueueID: 0, Body: []byte("next")}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Dispatch(); err != nil {
+	if _, err := engineops.Of(s).Dispatch(); err != nil {
 		t.Fatal(err)
 	}
 	if hi := s.MaxOffsetInQueue("T", 0); hi != 5 {

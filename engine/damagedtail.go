@@ -15,12 +15,12 @@ import (
 // was its queue's last has no such successor: without this the queue's
 // next offset, recovered from the ConsumeQueue, would be the damaged
 // record's, the next put would take it, and two records would claim one
-// queue offset (a replica, or this node after RepairDamaged, holds the
+// queue offset (a replica, or this node after repairDamaged, holds the
 // damaged record there). RocketMQ's queue offsets are dense, one unit per
 // offset, and consumers move past a unit that yields no message; so the
 // unit is kept, pointing at the damaged record with tags code 0, and
 // GetMessage skips it (as any unit pointing into a damaged range) until
-// RepairDamaged overwrites it with the real one.
+// repairDamaged overwrites it with the real one.
 //
 // The queue and queue offset come from the damaged record's own header,
 // read without the body CRC and only when its PHYSICALOFFSET is its

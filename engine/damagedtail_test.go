@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rocketstore/rocketstore/internal/engineops"
+
 	"github.com/spf13/afero"
 
 	"github.com/rocketstore/rocketstore/backend/memfs"
@@ -45,16 +47,16 @@ func crashWithDamagedTail(t *testing.T) (afero.Fs, engine.Config, engine.PutResu
 			victim = res
 		}
 	}
-	if _, err := s.Dispatch(); err != nil {
+	if _, err := engineops.Of(s).Dispatch(); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.FlushCommitLog(0); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.FlushConsumeQueues(0); err != nil {
+	if err := engineops.Of(s).FlushConsumeQueues(0); err != nil {
 		t.Fatal(err)
 	}
-	s.Abandon()
+	engineops.Of(s).Abandon()
 	f, err := afs.OpenFile(fmt.Sprintf("commitlog/%020d", 0), 2, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -93,7 +95,7 @@ func TestDamagedLastRecordKeepsItsQueueOffset(t *testing.T) {
 	if res.QueueOffset != victim.QueueOffset+1 {
 		t.Fatalf("put after recovery took queue offset %d, the damaged record has %d", res.QueueOffset, victim.QueueOffset)
 	}
-	if _, err := s.Dispatch(); err != nil {
+	if _, err := engineops.Of(s).Dispatch(); err != nil {
 		t.Fatal(err)
 	}
 	r, err := s.GetMessage("g", "T", 0, victim.QueueOffset, 32, nil)
@@ -128,7 +130,7 @@ func TestDamagedLastRecordKeepsItsQueueOffset(t *testing.T) {
 		t.Fatalf("T/0 ends at %d after a restart, want %d", got, res.QueueOffset+1)
 	}
 	// Repaired from a healthy copy, the record takes its own offset back.
-	if err := s.RepairDamaged(map[int64][]byte{victim.WroteOffset: orig}); err != nil {
+	if err := engineops.Of(s).RepairDamaged(map[int64][]byte{victim.WroteOffset: orig}); err != nil {
 		t.Fatal(err)
 	}
 	r, err = s.GetMessage("g", "T", 0, victim.QueueOffset, 1, nil)
@@ -161,7 +163,7 @@ func TestDamagedLastRecordAfterCleanStop(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if _, err := s.Dispatch(); err != nil {
+	if _, err := engineops.Of(s).Dispatch(); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Close(); err != nil {
@@ -195,7 +197,7 @@ func TestDamagedLastRecordAfterCleanStop(t *testing.T) {
 		t.Fatalf("put after the restart at queue offset %d, commitlog offset %d; want %d, %d",
 			res.QueueOffset, res.WroteOffset, victim.QueueOffset+1, victim.WroteOffset+int64(victim.WroteBytes))
 	}
-	if _, err := s.Dispatch(); err != nil {
+	if _, err := engineops.Of(s).Dispatch(); err != nil {
 		t.Fatal(err)
 	}
 	r, err := s.GetMessage("g", "T", 0, 0, 32, nil)

@@ -4,6 +4,8 @@ import (
 	"context"
 	"testing"
 
+	"github.com/rocketstore/rocketstore/internal/engineops"
+
 	"github.com/rocketstore/rocketstore/backend/mmap"
 	"github.com/rocketstore/rocketstore/engine"
 	"github.com/rocketstore/rocketstore/internal/hooks"
@@ -36,14 +38,14 @@ func TestDeletedTopicStaysDeleted(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			if _, err := s.Dispatch(); err != nil {
+			if _, err := engineops.Of(s).Dispatch(); err != nil {
 				t.Fatal(err)
 			}
 			if err := s.DeleteTopic("DelMe"); err != nil {
 				t.Fatal(err)
 			}
 			if kill {
-				s.Abandon() // a SIGKILL: nothing more flushed, abort marker left
+				engineops.Of(s).Abandon() // a SIGKILL: nothing more flushed, abort marker left
 			} else if err := s.Close(); err != nil {
 				t.Fatal(err)
 			}
@@ -66,7 +68,7 @@ func TestDeletedTopicStaysDeleted(t *testing.T) {
 			if err != nil || res.QueueOffset != 0 {
 				t.Fatalf("put to a re-created topic: %v, queue offset %d", err, res.QueueOffset)
 			}
-			if _, err := s.Dispatch(); err != nil || s.MaxOffsetInQueue("DelMe", 0) != 1 {
+			if _, err := engineops.Of(s).Dispatch(); err != nil || s.MaxOffsetInQueue("DelMe", 0) != 1 {
 				t.Fatalf("re-created topic not dispatched: %v", err)
 			}
 		})

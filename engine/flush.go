@@ -57,11 +57,11 @@ func (s *Store) flushCommitLog(leastPages int) error {
 	}
 }
 
-// FlushConsumeQueues flushes every ConsumeQueue under the least-pages rule.
+// flushConsumeQueuesNow flushes every ConsumeQueue under the least-pages rule.
 // With leastPages 0 it also flushes the checkpoint, recording the
 // logicsMsgTimestamp captured before the queues were synced (so the
 // checkpoint never claims more than the queues hold).
-func (s *Store) FlushConsumeQueues(leastPages int) error {
+func (s *Store) flushConsumeQueuesNow(leastPages int) error {
 	s.lifecycle.RLock()
 	defer s.lifecycle.RUnlock()
 	if s.closed.Load() {
@@ -70,7 +70,7 @@ func (s *Store) FlushConsumeQueues(leastPages int) error {
 	return s.flushConsumeQueues(leastPages)
 }
 
-// flushConsumeQueues is FlushConsumeQueues for the services and Close.
+// flushConsumeQueues is flushConsumeQueuesNow for the services and Close.
 func (s *Store) flushConsumeQueues(leastPages int) error {
 	if e := s.failed.Load(); e != nil {
 		// As for the CommitLog: after a failed sync nothing may be
@@ -219,7 +219,7 @@ func (f *commitLogFlusher) asyncLoop() {
 
 // groupCommitLoop syncs up to the requested offset whenever a put that
 // does not wait asks. It stops without a flush of its own: close flushes
-// everything after it, halt (Store.Abandon) nothing.
+// everything after it, halt (engineops.Ops.Abandon) nothing.
 func (f *commitLogFlusher) groupCommitLoop() {
 	defer close(f.done)
 	for {

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rocketstore/rocketstore/internal/engineops"
+
 	"github.com/spf13/afero"
 
 	"github.com/rocketstore/rocketstore/backend"
@@ -246,7 +248,7 @@ func TestSyncFlushAbandonTellsWaiters(t *testing.T) {
 	b := goPut(bg, s, "b")
 	waitWrites(t, g, 3)
 	wg.Add(1)
-	go func() { defer wg.Done(); s.Abandon() }()
+	go func() { defer wg.Done(); engineops.Of(s).Abandon() }()
 	// The leader's commit runs to its end (its next round may cover b);
 	// Abandon then syncs nothing more.
 	g.armed.Store(false)

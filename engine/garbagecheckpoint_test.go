@@ -12,6 +12,7 @@ import (
 
 	"github.com/rocketstore/rocketstore/backend/memfs"
 	"github.com/rocketstore/rocketstore/engine"
+	"github.com/rocketstore/rocketstore/internal/engineops"
 	"github.com/rocketstore/rocketstore/internal/hooks"
 )
 
@@ -56,7 +57,7 @@ func TestGarbageCheckpointRewritten(t *testing.T) {
 	if physic != last.StoreTimestamp || logics != last.StoreTimestamp {
 		t.Fatalf("checkpoint on disk after open: physic %d, logics %d; want the last record's store time %d for both", physic, logics, last.StoreTimestamp)
 	}
-	s.Abandon() // a crash: recovery must find the rewritten checkpoint
+	engineops.Of(s).Abandon() // a crash: recovery must find the rewritten checkpoint
 	s, err = engine.Open(memfs.New(afs), cfg)
 	if err != nil {
 		t.Fatal(err)

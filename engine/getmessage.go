@@ -45,14 +45,6 @@ func (s GetMessageStatus) String() string {
 	return "UNKNOWN"
 }
 
-// MessageFilter selects messages in GetMessage; filter.TagFilter implements
-// it. A filter may also implement NeedsProperties() bool; only then are a
-// record's properties decoded for IsMatchedByCommitLog.
-type MessageFilter interface {
-	IsMatchedByConsumeQueue(tagsCode int64) bool
-	IsMatchedByCommitLog(props map[string]string) bool
-}
-
 type propertiesFilter interface{ NeedsProperties() bool }
 
 // MessageView is one message of a GetMessageResult: a view of its record in
@@ -100,7 +92,7 @@ func (r *GetMessageResult) Release() {
 // offset offset that match filter (nil matches all), with RocketMQ 4.9.4's
 // statuses, nextBeginOffset rules and transfer limits. group is accepted
 // for RocketMQ's signature and statistics; it does not change the result.
-func (s *Store) GetMessage(group, topic string, queueID int32, offset int64, maxMsgNums int, filter MessageFilter) (*GetMessageResult, error) {
+func (s *Store) GetMessage(group, topic string, queueID int32, offset int64, maxMsgNums int, filter record.MessageFilter) (*GetMessageResult, error) {
 	if s.closed.Load() {
 		return nil, ErrClosed
 	}
@@ -129,7 +121,7 @@ func (s *Store) GetMessage(group, topic string, queueID int32, offset int64, max
 
 // scanQueue is the FOUND / NO_MATCHED_MESSAGE / MESSAGE_WAS_REMOVING /
 // OFFSET_FOUND_NULL part of getMessage.
-func (s *Store) scanQueue(res *GetMessageResult, cq *consumeQueue, offset int64, maxMsgNums int, filter MessageFilter) {
+func (s *Store) scanQueue(res *GetMessageResult, cq *consumeQueue, offset int64, maxMsgNums int, filter record.MessageFilter) {
 	units, cqFile := cq.indexView(offset)
 	if units == nil {
 		res.Status, res.NextBeginOffset = OffsetFoundNull, cq.RollNextFile(offset)

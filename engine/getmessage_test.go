@@ -64,7 +64,7 @@ func TestMessageWasRemoving(t *testing.T) {
 		for s.CommitLog().MaxOffset() < 3*4096 {
 			mustPut(t, s, "other", "x")
 		}
-		if _, err := s.Dispatch(); err != nil {
+		if _, err := s.dispatchPass(); err != nil {
 			t.Fatal(err)
 		}
 		n := s.MaxOffsetInQueue("w", 0)
@@ -86,7 +86,7 @@ func TestOffsetFoundNull(t *testing.T) {
 		for i := 0; i < 20; i++ {
 			mustPut(t, s, "n", "x")
 		}
-		if _, err := s.Dispatch(); err != nil {
+		if _, err := s.dispatchPass(); err != nil {
 			t.Fatal(err)
 		}
 		cq := s.queues.find("n", 0)

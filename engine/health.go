@@ -53,7 +53,7 @@ type Health struct {
 	DiskFullErrors, DispatchErrors, FlushErrors int64
 	// DamagedRecords counts the damaged CommitLog records recovery
 	// skipped (see RecoveryReport.Damaged) and that are not repaired
-	// since (Store.RepairDamaged).
+	// since (engineops.Ops.RepairDamaged).
 	DamagedRecords int
 	// UnitMismatches counts the ConsumeQueue units GetMessage found not
 	// to match the CommitLog record they point at (damaged queue files);

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rocketstore/rocketstore/internal/engineops"
+
 	"github.com/rocketstore/rocketstore/crashsim"
 	"github.com/rocketstore/rocketstore/engine"
 	"github.com/rocketstore/rocketstore/internal/hooks"
@@ -101,7 +103,7 @@ func TestDispatchFailureRefusesPutsAndResumes(t *testing.T) {
 	full.Store(false)
 	if err := s.WaitDispatched(ctx, res.WroteOffset+int64(res.WroteBytes)); err != nil {
 		// The wait may see the last failure; the retry must still come.
-		waitUntil(t, "dispatch to resume", func() bool { return s.ReputFromOffset() >= res.WroteOffset+int64(res.WroteBytes) })
+		waitUntil(t, "dispatch to resume", func() bool { return engineops.Of(s).ReputFromOffset() >= res.WroteOffset+int64(res.WroteBytes) })
 	}
 	waitUntil(t, "the store to accept puts", func() bool { return s.Health().Writable })
 	if _, err := s.Put(ctx, &engine.Message{Topic: "NewTopic", Body: []byte("after")}); err != nil {

@@ -1,40 +1,25 @@
 package engine
 
 import (
-	"context"
 	"fmt"
 	"net/netip"
 
+	"github.com/rocketstore/rocketstore/internal/engineops/link"
 	"github.com/rocketstore/rocketstore/record"
 )
 
-// Origin is the store timestamp and store host that a replicated broker
-// group's leader assigned to a message. Every replica writes these values
-// instead of its own clock and address, so that the replicas' CommitLogs
-// are byte-identical.
-type Origin struct {
-	// StoreTimestamp is the store time in milliseconds. The CommitLog
-	// still never lets store times go backwards along the log.
-	StoreTimestamp int64
-	// StoreHost is the address written as the record's STOREHOST.
-	StoreHost netip.AddrPort
-}
+// origin is the store timestamp and store host that a replicated broker
+// group's leader assigned to a message (engineops.Origin). Every replica
+// writes these values instead of its own clock and address, so that the
+// replicas' CommitLogs are byte-identical.
+type origin = link.Origin
 
-func (o *Origin) host(def netip.AddrPort) netip.AddrPort {
+// originHost returns o's store host, or def without an origin.
+func originHost(o *origin, def netip.AddrPort) netip.AddrPort {
 	if o == nil {
 		return def
 	}
 	return o.StoreHost
-}
-
-// PutAs is Put with the store timestamp and host taken from o.
-func (s *Store) PutAs(ctx context.Context, m *Message, o Origin) (PutResult, error) {
-	return s.put(ctx, m, &o)
-}
-
-// PutBatchAs is PutBatch with the store timestamp and host taken from o.
-func (s *Store) PutBatchAs(ctx context.Context, msgs []*Message, o Origin) (PutResult, error) {
-	return s.putBatch(ctx, msgs, &o)
 }
 
 // ReadAt copies published CommitLog bytes starting at off into p, never
@@ -50,12 +35,12 @@ func (c *CommitLog) ReadAt(p []byte, off int64) int {
 	return copy(p, b)
 }
 
-// Repair overwrites the record at off with rec, a healthy replica's copy
+// repair overwrites the record at off with rec, a healthy replica's copy
 // of it, and syncs it: a replicated group's replicas hold the same bytes,
 // so a record damaged on one (a flipped bit, a torn sector) is rewritten
 // instead of skipped or truncated. rec must be one whole valid record
 // (its CRC checked) for position off, below the published end.
-func (c *CommitLog) Repair(off int64, rec []byte) error {
+func (c *CommitLog) repair(off int64, rec []byte) error {
 	info, err := record.Check(rec, off, true)
 	if err != nil {
 		return fmt.Errorf("repair at %d: the replacement is not a valid record: %w", off, err)

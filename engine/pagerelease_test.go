@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rocketstore/rocketstore/internal/engineops"
+
 	"github.com/rocketstore/rocketstore/backend"
 	"github.com/rocketstore/rocketstore/backend/mmap"
 	"github.com/rocketstore/rocketstore/engine"
@@ -133,7 +135,7 @@ func TestFlushReleasesWrittenPages(t *testing.T) {
 				if err := s.FlushCommitLog(0); err != nil {
 					t.Fatal(err)
 				}
-				if err := s.FlushConsumeQueues(0); err != nil {
+				if err := engineops.Of(s).FlushConsumeQueues(0); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -196,7 +198,7 @@ func TestPageReleaseFailureCountedAndLogged(t *testing.T) {
 		if err := s.FlushCommitLog(0); err != nil {
 			t.Fatal(err)
 		}
-		if err := s.FlushConsumeQueues(0); err != nil {
+		if err := engineops.Of(s).FlushConsumeQueues(0); err != nil {
 			t.Fatal(err)
 		}
 	}

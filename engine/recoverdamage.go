@@ -203,7 +203,7 @@ func (s *Store) recordDamage() {
 }
 
 // damaged reports whether CommitLog offset off lies in a damaged range
-// not repaired since (RepairDamaged).
+// not repaired since (engineops.Ops.RepairDamaged).
 func (s *Store) damaged(off int64) bool {
 	d := s.recovery.Damaged
 	k := sort.Search(len(d), func(i int) bool { return d[i].End > off })

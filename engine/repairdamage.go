@@ -11,13 +11,13 @@ import (
 )
 
 // ErrRepairRefused reports replacement bytes for damaged CommitLog ranges
-// that RepairDamaged would not write: missing, of the wrong length, or not
+// that repairDamaged would not write: missing, of the wrong length, or not
 // a run of valid records covering the range exactly. It wraps
 // ErrCorruptStore; nothing was written.
 var ErrRepairRefused = fmt.Errorf("%w: damaged range repair refused", ErrCorruptStore)
 
 // damageRepairs records which of the ranges recovery reported damaged have
-// been rewritten since (RepairDamaged). GetMessage reads it without a lock.
+// been rewritten since (engineops.Ops.RepairDamaged). GetMessage reads it without a lock.
 type damageRepairs struct {
 	mu   sync.Mutex // one RepairDamaged at a time
 	done atomic.Pointer[map[int64]bool]
@@ -41,7 +41,7 @@ func (s *Store) DamagedRanges() []DamagedRange {
 	return out
 }
 
-// RepairDamaged rewrites every damaged range that DamagedRanges returns
+// repairDamaged rewrites every damaged range that DamagedRanges returns
 // with the bytes a healthy copy of the same CommitLog holds there (a
 // replica's: the records of a replicated group are byte-identical), then
 // makes their records visible. fixes maps each range's Offset to its
@@ -57,7 +57,7 @@ func (s *Store) DamagedRanges() []DamagedRange {
 // messages until this returns nil: recovery set each queue's next offset
 // from its ConsumeQueue, which misses the skipped records at a queue's
 // tail (a replicated node holds its Raft log until then).
-func (s *Store) RepairDamaged(fixes map[int64][]byte) error {
+func (s *Store) repairDamaged(fixes map[int64][]byte) error {
 	s.lifecycle.RLock()
 	defer s.lifecycle.RUnlock()
 	if s.closed.Load() {
@@ -238,7 +238,7 @@ func (s *Store) overwritePlaceholder(cq *consumeQueue, q int64, want Unit) (same
 	}
 	// GetMessage may read this unit meanwhile; it skips it as long as
 	// it points into a damaged range, which both the placeholder and
-	// the repaired record do until RepairDamaged marks the range
+	// the repaired record do until repairDamaged marks the range
 	// repaired. A read torn between the two units is not excluded (no
 	// lock orders GetMessage with this write); where the placeholder is
 	// for the record's own range only TAGSCODE differs.

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rocketstore/rocketstore/internal/engineops"
+
 	"github.com/rocketstore/rocketstore/backend/memfs"
 	"github.com/rocketstore/rocketstore/engine"
 	"github.com/rocketstore/rocketstore/internal/hooks"
@@ -31,7 +33,7 @@ func retentionStore(t *testing.T, base time.Time, n int) (*engine.Store, *int64)
 		}
 		clock += time.Minute.Milliseconds()
 	}
-	if _, err := s.Dispatch(); err != nil {
+	if _, err := engineops.Of(s).Dispatch(); err != nil {
 		t.Fatal(err)
 	}
 	return s, &clock
@@ -155,7 +157,7 @@ func TestDeleteTopic(t *testing.T) {
 			}
 		}
 	}
-	if _, err := s.Dispatch(); err != nil {
+	if _, err := engineops.Of(s).Dispatch(); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.DeleteTopic("gone"); err != nil {
@@ -204,7 +206,7 @@ func TestDeleteExpiredFilesKeepsUndispatchedFiles(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	dispatched := s.ReputFromOffset()
+	dispatched := engineops.Of(s).ReputFromOffset()
 	rep, err := s.DeleteExpiredFiles(base, engine.RetentionPolicy{MaxFilesPerRound: 100}, true)
 	if err != nil {
 		t.Fatal(err)
@@ -212,7 +214,7 @@ func TestDeleteExpiredFilesKeepsUndispatchedFiles(t *testing.T) {
 	if rep.MinOffset > dispatched {
 		t.Fatalf("retention moved the commitlog minimum to %d, past the dispatched offset %d", rep.MinOffset, dispatched)
 	}
-	if _, err := s.Dispatch(); err != nil {
+	if _, err := engineops.Of(s).Dispatch(); err != nil {
 		t.Fatalf("dispatch after a clean round: %v", err)
 	}
 	if got := s.MaxOffsetInQueue("t", 0); got != 70 {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"testing"
 
+	"github.com/rocketstore/rocketstore/internal/engineops"
+
 	"github.com/rocketstore/rocketstore/backend/memfs"
 	"github.com/rocketstore/rocketstore/engine"
 	"github.com/rocketstore/rocketstore/internal/hooks"
@@ -36,7 +38,7 @@ func TestQueueOffsetAfterDeleteInOpenStore(t *testing.T) {
 			t.Fatalf("DelMe/0 offset %d, want %d", got, i)
 		}
 	}
-	if _, err := s.Dispatch(); err != nil {
+	if _, err := engineops.Of(s).Dispatch(); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.DeleteTopic("DelMe"); err != nil {

@@ -10,6 +10,8 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/rocketstore/rocketstore/internal/hooks"
+
 	"github.com/rocketstore/rocketstore/backend"
 	"github.com/rocketstore/rocketstore/dispatch"
 	"github.com/rocketstore/rocketstore/record"
@@ -151,12 +153,13 @@ func (s *Store) open(dispatchers []dispatch.Dispatcher) error {
 		return err
 	}
 	s.checkpoint = cp
-	parser := &dispatch.Parser{DelayLevels: s.cfg.DelayLevels, NoPhysicalOffsetCheck: s.cfg.hooks.NoPhysicalOffsetCheck}
+	parser := &dispatch.Parser{DelayLevels: s.cfg.DelayLevels}
+	hooks.DispatchOf(parser).NoPhysicalOffsetCheck = s.cfg.hooks.NoPhysicalOffsetCheck
 	s.parser = parser
 	s.extraDispatchers = dispatchers
 	all := append([]dispatch.Dispatcher{dispatch.DispatcherFunc(s.buildConsumeQueue)}, dispatchers...)
 	s.reput = dispatch.NewService(commitLogReader{s.commitLog}, parser, 0, all...)
-	s.reput.IgnoreErrors = s.cfg.hooks.IgnoreDispatchErrors
+	hooks.DispatchOf(s.reput).IgnoreErrors = s.cfg.hooks.IgnoreDispatchErrors
 	if err := s.recover(lastExitOK, cpValid); err != nil {
 		return err
 	}
@@ -382,7 +385,7 @@ func (s *Store) Put(ctx context.Context, m *Message) (PutResult, error) {
 	return s.put(ctx, m, nil)
 }
 
-func (s *Store) put(ctx context.Context, m *Message, o *Origin) (PutResult, error) {
+func (s *Store) put(ctx context.Context, m *Message, o *origin) (PutResult, error) {
 	s.lifecycle.RLock()
 	if err := s.writable(); err != nil {
 		s.lifecycle.RUnlock()
@@ -406,7 +409,7 @@ func (s *Store) PutBatch(ctx context.Context, msgs []*Message) (PutResult, error
 	return s.putBatch(ctx, msgs, nil)
 }
 
-func (s *Store) putBatch(ctx context.Context, msgs []*Message, o *Origin) (PutResult, error) {
+func (s *Store) putBatch(ctx context.Context, msgs []*Message, o *origin) (PutResult, error) {
 	s.lifecycle.RLock()
 	if err := s.writable(); err != nil {
 		s.lifecycle.RUnlock()
@@ -460,16 +463,16 @@ func (s *Store) afterPut(ctx context.Context, res PutResult, wait bool) error {
 // with GetMessage.
 func (s *Store) WaitDispatched(ctx context.Context, off int64) error {
 	if s.cfg.hooks.Manual {
-		if _, err := s.Dispatch(); err != nil {
+		if _, err := s.dispatchPass(); err != nil {
 			return err
 		}
 	}
 	return s.reput.WaitFor(ctx, off)
 }
 
-// Dispatch runs one reput pass in the caller's goroutine (for stores in
+// dispatchPass runs one reput pass in the caller's goroutine (for stores in
 // manual mode, which dispatch only when asked) and returns how many records it dispatched.
-func (s *Store) Dispatch() (int, error) {
+func (s *Store) dispatchPass() (int, error) {
 	// Held shared so that Close cannot shut the files down under a pass
 	// (a pass on shut-down queues would create new ConsumeQueue files).
 	s.lifecycle.RLock()
@@ -500,9 +503,6 @@ func (s *Store) Redispatch(from int64) (int, error) {
 // DispatchBehindBytes returns how many CommitLog bytes are not yet in the
 // ConsumeQueues.
 func (s *Store) DispatchBehindBytes() int64 { return s.reput.BehindBytes() }
-
-// ReputFromOffset returns the CommitLog offset the dispatcher reads next.
-func (s *Store) ReputFromOffset() int64 { return s.reput.ReputFromOffset() }
 
 // buildConsumeQueue is the ConsumeQueue dispatcher (RocketMQ's
 // CommitLogDispatcherBuildConsumeQueue).
@@ -606,14 +606,14 @@ func (s *Store) Close() error {
 // store returns.
 var errAbandoned = fmt.Errorf("%w: abandoned", ErrClosed)
 
-// Abandon stops the store's goroutines and releases its files and lock
+// abandonRunning stops the store's goroutines and releases its files and lock
 // without flushing, dispatching or writing anything more, leaving the abort
 // marker: what a killed process leaves behind. On memfs, opening
 // memfs.New(sameAfero) afterwards is a power cut in which nothing unsynced
 // survived. Crash tests use it so that the old store's services can never
-// touch the durable image again. After Abandon every call returns
+// touch the durable image again. After it every call returns
 // ErrClosed; Close does nothing.
-func (s *Store) Abandon() {
+func (s *Store) abandonRunning() {
 	if !s.closed.CompareAndSwap(false, true) {
 		return
 	}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"testing"
 
+	"github.com/rocketstore/rocketstore/internal/engineops"
+
 	"github.com/rocketstore/rocketstore/backend/memfs"
 	"github.com/rocketstore/rocketstore/engine"
 )
@@ -27,7 +29,7 @@ func TestSyncFlushDispatchesOnlyFlushed(t *testing.T) {
 			Properties: map[string]string{"WAIT": wait}}); err != nil {
 			t.Fatal(err)
 		}
-		if r, f := s.ReputFromOffset(), s.CommitLog().FlushedWhere(); r > f {
+		if r, f := engineops.Of(s).ReputFromOffset(), s.CommitLog().FlushedWhere(); r > f {
 			t.Fatalf("dispatched up to %d, flushed only to %d", r, f)
 		}
 	}

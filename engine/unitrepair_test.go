@@ -15,6 +15,7 @@ import (
 
 	"github.com/rocketstore/rocketstore/backend/memfs"
 	"github.com/rocketstore/rocketstore/engine"
+	"github.com/rocketstore/rocketstore/internal/engineops"
 	"github.com/rocketstore/rocketstore/internal/hooks"
 	"github.com/rocketstore/rocketstore/record"
 )
@@ -43,7 +44,7 @@ func storeWithQueues(t *testing.T, cfg engine.Config) afero.Fs {
 			}
 		}
 	}
-	if _, err := s.Dispatch(); err != nil {
+	if _, err := engineops.Of(s).Dispatch(); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Close(); err != nil {
@@ -254,7 +255,7 @@ func BenchmarkGetMessage(b *testing.B) {
 					b.Fatal(err)
 				}
 			}
-			if _, err := s.Dispatch(); err != nil {
+			if _, err := engineops.Of(s).Dispatch(); err != nil {
 				b.Fatal(err)
 			}
 			b.ReportAllocs()

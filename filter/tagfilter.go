@@ -15,25 +15,14 @@ const tagsProperty = "TAGS"
 // than a handful of tags.
 const smallSet = 8
 
-// MessageFilter is the method set getMessage uses to select messages. The
-// engine declares an identical interface; TagFilter and All satisfy both.
-type MessageFilter interface {
-	// IsMatchedByConsumeQueue is checked on the ConsumeQueue unit's
-	// tagsCode before the CommitLog is read.
-	IsMatchedByConsumeQueue(tagsCode int64) bool
-	// IsMatchedByCommitLog is checked after the record is read; props are
-	// the decoded properties (may be nil when unknown).
-	IsMatchedByCommitLog(props map[string]string) bool
-}
-
 var (
-	_ MessageFilter = (*TagFilter)(nil)
-	_ MessageFilter = matchAll{}
+	_ record.MessageFilter = (*TagFilter)(nil)
+	_ record.MessageFilter = matchAll{}
 )
 
-// All is a MessageFilter that matches every message, like a subscription
+// All is a record.MessageFilter that matches every message, like a subscription
 // to SubAll.
-var All MessageFilter = matchAll{}
+var All record.MessageFilter = matchAll{}
 
 type matchAll struct{}
 

@@ -26,7 +26,7 @@ func TestConsumeQueueMatch(t *testing.T) {
 	var zero TagFilter
 	tests := []struct {
 		name     string
-		f        MessageFilter
+		f        record.MessageFilter
 		tagsCode int64
 		want     bool
 	}{

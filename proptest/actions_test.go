@@ -3,6 +3,8 @@ package proptest
 import (
 	"time"
 
+	"github.com/rocketstore/rocketstore/internal/engineops"
+
 	"pgregory.net/rapid"
 
 	"github.com/rocketstore/rocketstore/crashsim"
@@ -96,13 +98,13 @@ func (m *machine) actDispatch(*rapid.T) { m.dispatch() }
 // dispatch runs one pass and reports whether it completed. A failed pass
 // leaves the store waiting for a retry, not read-only.
 func (m *machine) dispatch() bool {
-	_, err := m.s.Dispatch()
+	_, err := engineops.Of(m.s).Dispatch()
 	m.engineErr("Dispatch", err)
 	return err == nil
 }
 
 func (m *machine) flushCQ(leastPages int) {
-	m.engineErr("FlushConsumeQueues", m.s.FlushConsumeQueues(leastPages))
+	m.engineErr("FlushConsumeQueues", engineops.Of(m.s).FlushConsumeQueues(leastPages))
 }
 
 // actArmCrash installs a power cut right after the k-th write from now.
@@ -205,7 +207,7 @@ func (m *machine) actRetention(t *rapid.T) {
 	// The last file is never deleted: at most up to its start.
 	bound := min(m.s.CommitLog().MinOffset()+int64(files)*size, m.s.CommitLog().MaxOffset()-m.s.CommitLog().MaxOffset()%size)
 	// And never past the dispatcher.
-	bound = min(bound, m.s.ReputFromOffset())
+	bound = min(bound, engineops.Of(m.s).ReputFromOffset())
 	m.md.deletable = max(m.md.deletable, bound)
 	_, err := m.s.DeleteExpiredFiles(time.UnixMilli(m.clock), engine.RetentionPolicy{MaxFilesPerRound: files}, true)
 	if err != nil {

@@ -11,6 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rocketstore/rocketstore/internal/engineops"
+	"github.com/rocketstore/rocketstore/record"
+
 	"github.com/rocketstore/rocketstore/backend"
 	"github.com/rocketstore/rocketstore/broker"
 	"github.com/rocketstore/rocketstore/crashsim"
@@ -294,7 +297,7 @@ func (r *brokerRun) checkReopened(rb *broker.Broker) error {
 		}
 	}
 	for level, off := range loaded {
-		if hi := st.MaxOffsetInQueue(engine.ScheduleTopic, int32(level-1)); off > hi {
+		if hi := st.MaxOffsetInQueue(record.ScheduleTopic, int32(level-1)); off > hi {
 			return fmt.Errorf("delay offset of level %d is %d, past the schedule queue's max offset %d", level, off, hi)
 		}
 	}
@@ -309,7 +312,7 @@ func (r *brokerRun) checkReopened(rb *broker.Broker) error {
 		if err := st.FlushCommitLog(0); err != nil {
 			return err
 		}
-		if _, err := st.Dispatch(); err != nil {
+		if _, err := engineops.Of(st).Dispatch(); err != nil {
 			return err
 		}
 		if wait < 0 {
@@ -334,7 +337,7 @@ func (r *brokerRun) checkReopened(rb *broker.Broker) error {
 		case n == 0:
 			return fmt.Errorf("acknowledged delayed message %q (level %d, schedule offset %d) never delivered (delay offsets loaded %v, persisted %v, now %v; schedule queue %d..%d; %d deliveries; %v)",
 				body, level, res.QueueOffset, maps.Clone(loaded), r.persistedD, rb.Schedule().Offsets(),
-				st.MinOffsetInQueue(engine.ScheduleTopic, res.QueueID), st.MaxOffsetInQueue(engine.ScheduleTopic, res.QueueID), len(deliveries), deliveries)
+				st.MinOffsetInQueue(record.ScheduleTopic, res.QueueID), st.MaxOffsetInQueue(record.ScheduleTopic, res.QueueID), len(deliveries), deliveries)
 		case n > 2:
 			return fmt.Errorf("delayed message %q delivered %d times", body, n)
 		case n == 2 && res.QueueOffset < loaded[level]:

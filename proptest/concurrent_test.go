@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rocketstore/rocketstore/internal/engineops"
+
 	"github.com/rocketstore/rocketstore/crashsim"
 	"github.com/rocketstore/rocketstore/engine"
 	"github.com/rocketstore/rocketstore/internal/hooks"
@@ -143,7 +145,7 @@ func powerCutCase(seed uint64, withRetention bool) error {
 	fs.Freeze()                               // the power cut: from now on nothing reaches the disk
 	close(stop)
 	wg.Wait()
-	s.Abandon()
+	engineops.Of(s).Abandon()
 	img := fs.Crash(crashsim.NewRandomChooser(seed, 50, 20))
 	rfs, err := crashsim.New(img, crashsim.Options{})
 	if err != nil {

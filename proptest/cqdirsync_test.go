@@ -5,6 +5,8 @@ import (
 	"context"
 	"testing"
 
+	"github.com/rocketstore/rocketstore/internal/engineops"
+
 	"github.com/rocketstore/rocketstore/crashsim"
 	"github.com/rocketstore/rocketstore/engine"
 	"github.com/rocketstore/rocketstore/internal/hooks"
@@ -51,7 +53,7 @@ func newQueueCrashCase(t *testing.T, cfgHook func(*hooks.Engine)) (int64, int64,
 		t.Fatalf("T/0 has %d messages, want more than one ConsumeQueue file's 4", n)
 	}
 	syncAll(t, s)
-	s.Abandon()
+	engineops.Of(s).Abandon()
 	rfs, err := crashsim.New(fs.Crash(crashsim.Oldest), crashsim.Options{})
 	if err != nil {
 		t.Fatal(err)

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rocketstore/rocketstore/internal/engineops"
+
 	"pgregory.net/rapid"
 
 	"github.com/rocketstore/rocketstore/backend"
@@ -123,7 +125,7 @@ func runLog(t *rapid.T, ops []op, cfg variantCfg) map[queueKey][]historyEntry {
 		case "flush":
 			err = s.FlushCommitLog(0)
 		case "dispatch":
-			_, err = s.Dispatch()
+			_, err = engineops.Of(s).Dispatch()
 		case "restart":
 			if err = s.Close(); err == nil {
 				s, err = engine.Open(reopen(), ecfg)
@@ -133,7 +135,7 @@ func runLog(t *rapid.T, ops []op, cfg variantCfg) map[queueKey][]historyEntry {
 			t.Fatalf("%v on %+v: %v", o, cfg, err)
 		}
 	}
-	if _, err := s.Dispatch(); err != nil {
+	if _, err := engineops.Of(s).Dispatch(); err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rocketstore/rocketstore/internal/engineops"
+
 	"github.com/spf13/afero"
 	"pgregory.net/rapid"
 
@@ -79,7 +81,7 @@ func (m *p7) put(t *rapid.T) {
 	if _, err := m.b.Store().Put(context.Background(), p7Msg(q, "")); err != nil {
 		t.Fatal(err)
 	}
-	m.b.Store().Dispatch()
+	engineops.Of(m.b.Store()).Dispatch()
 }
 
 func (m *p7) putDelayed(t *rapid.T) {
@@ -90,7 +92,7 @@ func (m *p7) putDelayed(t *rapid.T) {
 	if _, err := m.b.Store().Put(context.Background(), mm); err != nil {
 		t.Fatal(err)
 	}
-	m.b.Store().Dispatch()
+	engineops.Of(m.b.Store()).Dispatch()
 	m.delayed = append(m.delayed, key)
 }
 
@@ -169,8 +171,8 @@ func (m *p7) checkOffsets(t *rapid.T) {
 		}
 	}
 	for level, off := range m.b.Schedule().Offsets() {
-		lo := m.b.Store().MinOffsetInQueue(engine.ScheduleTopic, int32(level-1))
-		hi := m.b.Store().MaxOffsetInQueue(engine.ScheduleTopic, int32(level-1))
+		lo := m.b.Store().MinOffsetInQueue(record.ScheduleTopic, int32(level-1))
+		hi := m.b.Store().MaxOffsetInQueue(record.ScheduleTopic, int32(level-1))
 		if off < lo || off > hi {
 			t.Fatalf("P7: delay offset of level %d = %d outside [%d, %d]", level, off, lo, hi)
 		}

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rocketstore/rocketstore/internal/engineops"
+
 	"github.com/rocketstore/rocketstore/crashsim"
 	"github.com/rocketstore/rocketstore/engine"
 	"github.com/rocketstore/rocketstore/internal/hooks"
@@ -51,7 +53,7 @@ func interruptedRebuild(t *testing.T, hook func(*hooks.Engine)) []string {
 		}
 	}
 	syncAll(t, s)
-	s.Abandon()
+	engineops.Of(s).Abandon()
 
 	// First recovery: a unit write of the scan fails, so recovery
 	// rebuilds; the power goes at the rebuild's first new queue file.

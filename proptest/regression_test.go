@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rocketstore/rocketstore/internal/engineops"
+
 	"pgregory.net/rapid"
 
 	"github.com/rocketstore/rocketstore/crashsim"
@@ -121,10 +123,10 @@ func TestRegressionFlushAfterFailedSync(t *testing.T) {
 	if err := s.FlushCommitLog(0); !errors.Is(err, engine.ErrReadOnly) {
 		t.Fatalf("second FlushCommitLog = %v, want ErrReadOnly", err)
 	}
-	if err := s.FlushConsumeQueues(0); !errors.Is(err, engine.ErrReadOnly) {
+	if err := engineops.Of(s).FlushConsumeQueues(0); !errors.Is(err, engine.ErrReadOnly) {
 		t.Fatalf("FlushConsumeQueues = %v, want ErrReadOnly", err)
 	}
-	s.Abandon()
+	engineops.Of(s).Abandon()
 }
 
 // TestRegressionStaleTailFileBlock: recovery removes a CommitLog file past
@@ -203,10 +205,10 @@ func TestRegressionStaleTailFileBlock(t *testing.T) {
 		if end := s3.CommitLog().MaxOffset(); end != 4096 {
 			t.Fatalf("freed block %d of %d: recovered end %d, want 4096 (file 4096 never reached the disk)", k, fs2.FreedPages(), end)
 		}
-		s3.Abandon()
+		engineops.Of(s3).Abandon()
 	}
-	s2.Abandon()
-	s1.Abandon()
+	engineops.Of(s2).Abandon()
+	engineops.Of(s1).Abandon()
 }
 
 // TestRegressionStaleConsumeQueueBlock runs the state machine with freed

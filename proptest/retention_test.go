@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rocketstore/rocketstore/internal/engineops"
+
 	"github.com/rocketstore/rocketstore/crashsim"
 	"github.com/rocketstore/rocketstore/engine"
 	"github.com/rocketstore/rocketstore/internal/hooks"
@@ -43,7 +45,7 @@ func retentionCase(t *testing.T, cfgHook func(*hooks.Engine)) (int64, int64, ver
 			t.Fatal(err)
 		}
 	}
-	if _, err := s.Dispatch(); err != nil {
+	if _, err := engineops.Of(s).Dispatch(); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.FlushCommitLog(0); err != nil {
@@ -56,7 +58,7 @@ func retentionCase(t *testing.T, cfgHook func(*hooks.Engine)) (int64, int64, ver
 	if !fs.Frozen() {
 		t.Fatalf("the clean round finished without removing a consume queue file (%+v, %v)", rep, err)
 	}
-	s.Abandon()
+	engineops.Of(s).Abandon()
 	rfs, err := crashsim.New(fs.Crash(crashsim.Oldest), crashsim.Options{})
 	if err != nil {
 		t.Fatal(err)

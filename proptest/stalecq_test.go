@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rocketstore/rocketstore/internal/engineops"
+
 	"github.com/rocketstore/rocketstore/crashsim"
 	"github.com/rocketstore/rocketstore/engine"
 	"github.com/rocketstore/rocketstore/internal/hooks"
@@ -101,7 +103,7 @@ func staleQueuePage(t *testing.T, loseB bool, hook func(*hooks.Engine)) []string
 		}
 		bs = append(bs, res)
 	}
-	if _, err := s.Dispatch(); err != nil {
+	if _, err := engineops.Of(s).Dispatch(); err != nil {
 		t.Fatal(err)
 	}
 	if !loseB {
@@ -109,7 +111,7 @@ func staleQueuePage(t *testing.T, loseB bool, hook func(*hooks.Engine)) []string
 			t.Fatal(err)
 		}
 	}
-	s.Abandon()
+	engineops.Of(s).Abandon()
 	for k := 1; k <= fs.FreedPages(); k++ {
 		img := fs.Crash(staleChooser{stale: fmt.Sprintf("consumequeue/B/0/%020d", 0), k: k})
 		rfs, err := crashsim.New(img, crashsim.Options{})

@@ -3,6 +3,8 @@ package proptest
 import (
 	"testing"
 
+	"github.com/rocketstore/rocketstore/internal/engineops"
+
 	"github.com/rocketstore/rocketstore/crashsim"
 	"github.com/rocketstore/rocketstore/engine"
 	"github.com/rocketstore/rocketstore/internal/hooks"
@@ -24,13 +26,13 @@ func tinyConfig(hook func(*hooks.Engine)) engine.Config {
 // ConsumeQueues, and so its checkpoint.
 func syncAll(t *testing.T, s *engine.Store) {
 	t.Helper()
-	if _, err := s.Dispatch(); err != nil {
+	if _, err := engineops.Of(s).Dispatch(); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.FlushCommitLog(0); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.FlushConsumeQueues(0); err != nil {
+	if err := engineops.Of(s).FlushConsumeQueues(0); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -14,10 +14,10 @@ import (
 	"github.com/rocketstore/rocketstore/broker"
 	"github.com/rocketstore/rocketstore/broker/config"
 	"github.com/rocketstore/rocketstore/broker/pop"
-	"github.com/rocketstore/rocketstore/engine"
 	"github.com/rocketstore/rocketstore/filter"
 	"github.com/rocketstore/rocketstore/filter/sql92"
 	"github.com/rocketstore/rocketstore/proxy/rmqpb"
+	"github.com/rocketstore/rocketstore/record"
 )
 
 // Receive limits. RocketMQ's proxy asks at least 10 s of invisible time
@@ -56,7 +56,7 @@ func (p *Proxy) receiveTarget(ctx context.Context, topic, group string) (config.
 
 // messageFilter compiles a 5.x filter expression: TAG with exact tag
 // matching (a pop has no client-side check after the hash), or SQL92.
-func messageFilter(fe *rmqpb.FilterExpression) (engine.MessageFilter, *rmqpb.Status) {
+func messageFilter(fe *rmqpb.FilterExpression) (record.MessageFilter, *rmqpb.Status) {
 	expr := fe.GetExpression()
 	if fe.GetType() == rmqpb.FilterType_SQL {
 		e, err := sql92.Compile(expr)
@@ -97,7 +97,7 @@ func (p *Proxy) ReceiveMessage(req *rmqpb.ReceiveMessageRequest, stream grpc.Ser
 	if st != nil {
 		return sendStatus(st)
 	}
-	if tc.Perm&config.PermRead == 0 {
+	if tc.Perm&record.PermRead == 0 {
 		return sendStatus(status(rmqpb.Code_FORBIDDEN, "no readable queue"))
 	}
 	invisible := req.GetInvisibleDuration().AsDuration()

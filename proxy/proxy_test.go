@@ -96,8 +96,8 @@ func newEnv(t *testing.T, mod func(*proxy.Config), dial ...grpc.DialOption) *env
 		}
 	})
 	for _, tc := range []config.TopicConfig{
-		{TopicName: "T", ReadQueueNums: 2, WriteQueueNums: 2, Perm: config.PermRead | config.PermWrite},
-		{TopicName: "ReadOnly", ReadQueueNums: 2, WriteQueueNums: 2, Perm: config.PermRead},
+		{TopicName: "T", ReadQueueNums: 2, WriteQueueNums: 2, Perm: record.PermRead | record.PermWrite},
+		{TopicName: "ReadOnly", ReadQueueNums: 2, WriteQueueNums: 2, Perm: record.PermRead},
 	} {
 		if err := b.Topics().Update(tc); err != nil {
 			t.Fatal(err)

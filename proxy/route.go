@@ -7,13 +7,14 @@ import (
 	"github.com/rocketstore/rocketstore/acl"
 	"github.com/rocketstore/rocketstore/broker/config"
 	"github.com/rocketstore/rocketstore/proxy/rmqpb"
+	"github.com/rocketstore/rocketstore/record"
 )
 
 // topicConfig returns a topic's configuration; retry and dead-letter
 // topics always have one queue (as the remoting name server answers).
 func (p *Proxy) topicConfig(topic string) (config.TopicConfig, bool) {
 	tc, ok := p.b.Topics().Get(topic)
-	if !ok && (strings.HasPrefix(topic, config.RetryGroupTopicPrefix) || strings.HasPrefix(topic, config.DLQGroupTopicPrefix)) {
+	if !ok && (strings.HasPrefix(topic, record.RetryGroupTopicPrefix) || strings.HasPrefix(topic, record.DLQGroupTopicPrefix)) {
 		tc = config.NewTopicConfig(topic)
 		tc.ReadQueueNums, tc.WriteQueueNums = 1, 1
 		return tc, true
@@ -51,7 +52,7 @@ func (p *Proxy) QueryRoute(ctx context.Context, req *rmqpb.QueryRouteRequest) (*
 				Broker: b, AcceptMessageTypes: types})
 		}
 	}
-	r, w := tc.Perm&config.PermRead != 0, tc.Perm&config.PermWrite != 0
+	r, w := tc.Perm&record.PermRead != 0, tc.Perm&record.PermWrite != 0
 	switch {
 	case r && w:
 		rw := min(tc.ReadQueueNums, tc.WriteQueueNums)
@@ -87,7 +88,7 @@ func (p *Proxy) QueryAssignment(ctx context.Context, req *rmqpb.QueryAssignmentR
 	if !ok {
 		return &rmqpb.QueryAssignmentResponse{Status: status(rmqpb.Code_TOPIC_NOT_FOUND, "topic "+topic+" does not exist")}, nil
 	}
-	if tc.Perm&config.PermRead == 0 || tc.ReadQueueNums <= 0 {
+	if tc.Perm&record.PermRead == 0 || tc.ReadQueueNums <= 0 {
 		return &rmqpb.QueryAssignmentResponse{Status: status(rmqpb.Code_FORBIDDEN, "no readable queue")}, nil
 	}
 	b := p.broker()
@@ -105,7 +106,7 @@ func (p *Proxy) QueryAssignment(ctx context.Context, req *rmqpb.QueryAssignmentR
 }
 
 func permission(perm int) rmqpb.Permission {
-	r, w := perm&config.PermRead != 0, perm&config.PermWrite != 0
+	r, w := perm&record.PermRead != 0, perm&record.PermWrite != 0
 	switch {
 	case r && w:
 		return rmqpb.Permission_READ_WRITE

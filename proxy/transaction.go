@@ -32,7 +32,7 @@ func (p *Proxy) EndTransaction(ctx context.Context, req *rmqpb.EndTransactionReq
 		return &rmqpb.EndTransactionResponse{Status: status(rmqpb.Code_INVALID_TRANSACTION_ID, "transaction id "+quote(req.GetTransactionId())+" is not valid")}, nil
 	}
 	half, err := p.b.Store().LookMessageByOffset(off)
-	if err != nil || half.Topic != transaction.HalfTopic {
+	if err != nil || half.Topic != record.TransHalfTopic {
 		return &rmqpb.EndTransactionResponse{Status: status(rmqpb.Code_INVALID_TRANSACTION_ID, "no half message for transaction id "+req.GetTransactionId())}, nil
 	}
 	props := properties(half)

@@ -51,8 +51,9 @@ func Check(buf []byte, pos int64, checkCRC bool) (Info, error) {
 type Checks struct {
 	// CRC verifies the body CRC.
 	CRC bool
-	// NoPhysicalOffset skips the PHYSICALOFFSET == pos check (for the
-	// engine's broken-variant tests only).
+	// NoPhysicalOffset skips the PHYSICALOFFSET == pos check: for a
+	// record read out of its place in the log (a message fetched from a
+	// broker by offset id) and for the engine's broken-variant tests.
 	NoPhysicalOffset bool
 }
 

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/rocketstore/rocketstore/broker/config"
+	"github.com/rocketstore/rocketstore/record"
 	"github.com/rocketstore/rocketstore/remoting"
 )
 
@@ -17,9 +18,9 @@ var validTopic = regexp.MustCompile(`^[%|a-zA-Z0-9_-]+$`)
 // systemTopics may not be created or deleted by tools
 // (TopicValidator.isSystemTopic).
 var systemTopics = map[string]bool{
-	config.DefaultTopic: true, config.SelfTestTopic: true, config.OffsetMovedEventTopic: true,
-	config.ScheduleTopic: true, config.TransHalfTopic: true, "RMQ_SYS_TRANS_OP_HALF_TOPIC": true,
-	"TRANS_CHECK_MAX_TIME_TOPIC": true, "RMQ_SYS_TRACE_TOPIC": true, "BenchmarkTest": true,
+	record.DefaultTopic: true, record.SelfTestTopic: true, record.OffsetMovedEventTopic: true,
+	record.ScheduleTopic: true, record.TransHalfTopic: true, record.TransOpHalfTopic: true,
+	record.TransCheckMaxTimeTopic: true, record.TraceTopic: true, record.BenchmarkTopic: true,
 }
 
 func (s *Server) checkAdminTopic(topic string) error {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/rocketstore/rocketstore/admin"
 	"github.com/rocketstore/rocketstore/broker/config"
+	"github.com/rocketstore/rocketstore/record"
 	"github.com/rocketstore/rocketstore/remoting"
 )
 
@@ -52,9 +53,9 @@ func (t *routeTable) setWritePerm(name string, add bool) int {
 		if !ok {
 			continue
 		}
-		perm := qd.Perm &^ config.PermWrite
+		perm := qd.Perm &^ record.PermWrite
 		if add {
-			perm = qd.Perm | config.PermWrite
+			perm = qd.Perm | record.PermWrite
 		}
 		if perm != qd.Perm {
 			qd.Perm = perm
@@ -130,9 +131,9 @@ func (s *Server) setLocalWritePerm(add bool) (int, error) {
 		if systemTopics[name] || strings.HasPrefix(name, "rmq_sys_") {
 			continue
 		}
-		perm := tc.Perm &^ config.PermWrite
+		perm := tc.Perm &^ record.PermWrite
 		if add {
-			perm = tc.Perm | config.PermWrite
+			perm = tc.Perm | record.PermWrite
 		}
 		if perm == tc.Perm {
 			continue

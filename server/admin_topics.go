@@ -7,6 +7,7 @@ import (
 
 	"github.com/rocketstore/rocketstore/admin"
 	"github.com/rocketstore/rocketstore/broker/config"
+	"github.com/rocketstore/rocketstore/record"
 	"github.com/rocketstore/rocketstore/remoting"
 )
 
@@ -85,9 +86,9 @@ func (s *Server) topicNames() []string {
 
 // systemTopics is TopicValidator.getSystemTopicSet() of RocketMQ 4.9.4.
 func systemTopicList() []string {
-	return []string{config.DefaultTopic, config.SelfTestTopic, config.OffsetMovedEventTopic, config.ScheduleTopic,
-		"BenchmarkTest", config.TransHalfTopic, "RMQ_SYS_TRANS_OP_HALF_TOPIC", "TRANS_CHECK_MAX_TIME_TOPIC",
-		"RMQ_SYS_TRACE_TOPIC"}
+	return []string{record.DefaultTopic, record.SelfTestTopic, record.OffsetMovedEventTopic, record.ScheduleTopic,
+		record.BenchmarkTopic, record.TransHalfTopic, record.TransOpHalfTopic, record.TransCheckMaxTimeTopic,
+		record.TraceTopic}
 }
 
 // getSystemTopicListFromBroker answers GET_SYSTEM_TOPIC_LIST_FROM_BROKER (305).

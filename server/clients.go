@@ -183,7 +183,7 @@ func (s *Server) notifyIDsChanged(group string) {
 		}
 	}
 	if s.metrics != nil {
-		s.metrics.notifies.Inc()
+		s.metrics.ConsumerIDsChanged()
 	}
 }
 

@@ -43,8 +43,9 @@ type Config struct {
 	Remoting remoting.Options
 	// Logger receives the server's logs (slog.Default()).
 	Logger *slog.Logger
-	// Metrics, when set, receives the server's counters.
-	Metrics *Metrics
+	// Metrics, when set, receives the server's counters (metrics/prom
+	// implements it with Prometheus).
+	Metrics Metrics
 	// Security configures ACL, TLS and client limits (none by default).
 	Security Security
 	// Now returns the current time (time.Now).

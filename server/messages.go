@@ -33,7 +33,7 @@ func (s *Server) consumerSendMsgBack(ctx context.Context, _ *remoting.Conn, req 
 	}
 	res := s.b.SendMsgBack(ctx, r)
 	if s.metrics != nil {
-		s.metrics.sendBacks.WithLabelValues(res.Code.String()).Inc()
+		s.metrics.SendBack(res.Code.String())
 	}
 	return reply(req, res.Code, res.Remark), nil
 }

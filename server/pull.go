@@ -130,7 +130,7 @@ func (s *Server) pullResponse(req *remoting.RemotingCommand, pr *broker.PullRequ
 		}
 	}
 	if s.metrics != nil {
-		s.metrics.pull(r)
+		s.metrics.Pull(r.Code.String(), r.MsgCount)
 	}
 	resp := req.NewLeanResponse(int32(r.Code), r.Remark) // no extFields map
 	resp.SetExtInt("suggestWhichBrokerId", r.SuggestWhichBrokerID)

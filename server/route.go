@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/rocketstore/rocketstore/broker/config"
+	"github.com/rocketstore/rocketstore/record"
 	"github.com/rocketstore/rocketstore/remoting"
 )
 
@@ -54,11 +55,11 @@ func (s *Server) brokerData() brokerData {
 func (s *Server) localRoute(topic string) (topicRouteData, bool) {
 	tc, ok := s.b.Topics().Get(topic)
 	if !ok {
-		if !strings.HasPrefix(topic, config.RetryGroupTopicPrefix) && !strings.HasPrefix(topic, config.DLQGroupTopicPrefix) {
+		if !strings.HasPrefix(topic, record.RetryGroupTopicPrefix) && !strings.HasPrefix(topic, record.DLQGroupTopicPrefix) {
 			return topicRouteData{}, false
 		}
 		tc = config.NewTopicConfig(topic)
-		tc.ReadQueueNums, tc.WriteQueueNums, tc.Perm = 1, 1, config.PermRead|config.PermWrite
+		tc.ReadQueueNums, tc.WriteQueueNums, tc.Perm = 1, 1, record.PermRead|record.PermWrite
 	}
 	return topicRouteData{
 		QueueDatas: []queueData{{BrokerName: s.cfg.BrokerName, ReadQueueNums: tc.ReadQueueNums,

@@ -8,8 +8,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/rocketstore/rocketstore/acl"
 	"github.com/rocketstore/rocketstore/record"
 	"github.com/rocketstore/rocketstore/remoting"
@@ -98,8 +96,7 @@ type security struct {
 	tls     *tls.Config    // nil when off
 	limiter *limiter       // nil when no rate or in-flight limit
 
-	denied, limited, createRefused *prometheus.CounterVec // nil without metrics
-	reloads                        *prometheus.CounterVec
+	metrics SecurityMetrics // nil without metrics
 
 	mu      sync.Mutex
 	created map[string]int // auto-created topics by client
@@ -178,36 +175,26 @@ func newSecurity(s *Server, cfg Security) (*security, error) {
 }
 
 func (sec *security) initMetrics() {
-	m := sec.s.metrics
-	if m == nil {
-		return
+	if sec.s.metrics != nil {
+		sec.metrics = sec.s.metrics.Security()
 	}
-	f := prometheus.NewCounterVec
-	sec.denied = f(prometheus.CounterOpts{Name: "rocketstore_acl_denied_total",
-		Help: "Requests refused NO_PERMISSION by the ACL, by reason."}, []string{"reason"})
-	sec.reloads = f(prometheus.CounterOpts{Name: "rocketstore_acl_reloads_total",
-		Help: "Reloads of the ACL file after a change, by result (ok, error: the previous rules stayed)."}, []string{"result"})
-	sec.limited = f(prometheus.CounterOpts{Name: "rocketstore_requests_limited_total",
-		Help: "Requests answered SYSTEM_BUSY by a rate or in-flight limit, by limit."}, []string{"limit"})
-	sec.createRefused = f(prometheus.CounterOpts{Name: "rocketstore_topic_autocreate_refused_total",
-		Help: "Sends to a missing topic whose auto-creation was refused, by reason."}, []string{"reason"})
-	m.Registry.MustRegister(sec.denied, sec.reloads, sec.limited, sec.createRefused)
 }
 
 func (sec *security) reloaded(err error) {
-	if sec.reloads == nil {
+	if sec.metrics == nil {
 		return
 	}
 	if err != nil {
-		sec.reloads.WithLabelValues("error").Inc()
+		sec.metrics.ACLReload("error")
 	} else {
-		sec.reloads.WithLabelValues("ok").Inc()
+		sec.metrics.ACLReload("ok")
 	}
 }
 
-func inc(v *prometheus.CounterVec, label string) {
-	if v != nil {
-		v.WithLabelValues(label).Inc()
+// count calls f with the security metrics when there are any.
+func (sec *security) count(f func(SecurityMetrics)) {
+	if sec.metrics != nil {
+		f(sec.metrics)
 	}
 }
 
@@ -222,7 +209,7 @@ func (s *Server) secure(next remoting.Handler) remoting.Handler {
 		if sec.limiter != nil {
 			release, which := sec.limiter.admit(ctx, c.ID())
 			if release == nil {
-				inc(sec.limited, which)
+				sec.count(func(m SecurityMetrics) { m.Limited(which) })
 				return req.NewResponse(remoting.CodeSystemBusy,
 					fmt.Sprintf("[TOO_MANY_REQUESTS] %s limit reached; slow down", which)), nil
 			}
@@ -230,7 +217,7 @@ func (s *Server) secure(next remoting.Handler) remoting.Handler {
 		}
 		if sec.acl != nil {
 			if d := sec.acl.Check(req, peer(c).Addr()); d != nil {
-				inc(sec.denied, d.Reason)
+				sec.count(func(m SecurityMetrics) { m.Denied(d.Reason) })
 				sec.logDenial("acl: request denied", "code", req.Code, "remote", peerString(c),
 					"accessKey", d.AccessKey, "reason", d.Reason, "remark", d.Remark)
 				return req.NewResponse(remoting.CodeNoPermission, d.Remark), nil
@@ -262,7 +249,7 @@ func (sec *security) checkViewed(c *remoting.Conn, req, resp *remoting.RemotingC
 		return req.NewResponse(remoting.CodeSystemError, fmt.Sprintf("viewed message: %v", err))
 	}
 	if d := sec.acl.CheckResource(req, peer(c).Addr(), acl.TopicNeed(m.Topic, acl.PermSub)); d != nil {
-		inc(sec.denied, d.Reason)
+		sec.count(func(m SecurityMetrics) { m.Denied(d.Reason) })
 		sec.logDenial("acl: request denied", "code", req.Code, "remote", peerString(c),
 			"accessKey", d.AccessKey, "reason", d.Reason, "remark", d.Remark)
 		return req.NewResponse(remoting.CodeNoPermission, d.Remark)

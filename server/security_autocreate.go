@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/rocketstore/rocketstore/acl"
+	"github.com/rocketstore/rocketstore/record"
 	"github.com/rocketstore/rocketstore/remoting"
 )
 
@@ -34,7 +35,7 @@ func sendTopicFields(req *remoting.RemotingCommand) (topic, queueNums string) {
 func (sec *security) autoCreate(c *remoting.Conn, req *remoting.RemotingCommand) (*remoting.RemotingCommand, func()) {
 	tf, qf := sendTopicFields(req)
 	topic, _ := req.Ext(tf)
-	if topic == "" || strings.HasPrefix(topic, "%RETRY%") || strings.HasPrefix(topic, "%DLQ%") {
+	if topic == "" || strings.HasPrefix(topic, record.RetryGroupTopicPrefix) || strings.HasPrefix(topic, record.DLQGroupTopicPrefix) {
 		return nil, nil
 	}
 	if _, ok := sec.s.b.Topics().Get(topic); ok {
@@ -42,7 +43,7 @@ func (sec *security) autoCreate(c *remoting.Conn, req *remoting.RemotingCommand)
 	}
 	ak, _ := req.Ext(acl.FieldAccessKey)
 	refuse := func(code int32, reason, remark string) (*remoting.RemotingCommand, func()) {
-		inc(sec.createRefused, reason)
+		sec.count(func(m SecurityMetrics) { m.AutoCreateRefused(reason) })
 		sec.logDenial("topic auto-creation refused", "topic", topic, "remote", peerString(c), "accessKey", ak, "reason", reason)
 		return req.NewResponse(code, remark), nil
 	}

@@ -21,6 +21,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rocketstore/rocketstore/metrics/prom"
+
 	"github.com/rocketstore/rocketstore/acl"
 	"github.com/rocketstore/rocketstore/broker"
 	"github.com/rocketstore/rocketstore/remoting"
@@ -44,13 +46,13 @@ accounts:
 type secEnv struct {
 	*env
 	logs    *syncBuffer
-	metrics *server.Metrics
+	metrics *prom.Metrics
 	aclFile string
 }
 
 func newSecEnv(t *testing.T, aclYML string, mod func(*server.Security)) *secEnv {
 	t.Helper()
-	se := &secEnv{logs: &syncBuffer{}, metrics: server.NewMetrics("")}
+	se := &secEnv{logs: &syncBuffer{}, metrics: prom.New("")}
 	if aclYML != "" {
 		se.aclFile = filepath.Join(t.TempDir(), "plain_acl.yml")
 		if err := os.WriteFile(se.aclFile, []byte(aclYML), 0o600); err != nil {
@@ -159,7 +161,7 @@ func TestACLEnforced(t *testing.T) {
 }
 
 // counter reads one labelled counter from the registry (0 if absent).
-func counter(t *testing.T, m *server.Metrics, name, label string) float64 {
+func counter(t *testing.T, m *prom.Metrics, name, label string) float64 {
 	t.Helper()
 	mfs, err := m.Registry.Gather()
 	if err != nil {

@@ -106,7 +106,8 @@ func (s *Server) sendMessage(ctx context.Context, c *remoting.Conn, req *remotin
 	}
 	res := s.b.SendMessage(ctx, sr)
 	if s.metrics != nil {
-		s.metrics.put(res, len(req.Body), time.Since(start))
+		s.metrics.Put(res.Code.String(), res.Code == broker.Success || res.Code == broker.FlushDiskTimeout,
+			res.MsgNum, len(req.Body), time.Since(start))
 	}
 	if res.Code != broker.Success && res.Code != broker.FlushDiskTimeout {
 		if sr.Batch && res.Code == broker.MessageIllegal {

@@ -30,7 +30,7 @@ type Server struct {
 	// check-back).
 	producers *producerRegistry
 	locks     *lockManager
-	metrics   *Metrics
+	metrics   Metrics
 	sec       *security // nil without Config.Security
 	// inlineSends: sends are answered on the read goroutine (inline.go).
 	inlineSends bool
@@ -120,7 +120,7 @@ func New(b *broker.Broker, cfg Config) (*Server, error) {
 	}
 	s.rs = rs
 	if s.metrics != nil && b != nil {
-		s.metrics.attach(s)
+		s.attachMetrics()
 	}
 	s.startAdmin()
 	go s.housekeeping()
@@ -134,7 +134,7 @@ func (s *Server) handler() remoting.Handler {
 	h := s.secure(s.mux)
 	return remoting.HandlerFunc(func(ctx context.Context, c *remoting.Conn, req *remoting.RemotingCommand) (*remoting.RemotingCommand, error) {
 		if s.metrics != nil {
-			s.metrics.request(req.Code)
+			s.metrics.Request(req.Code)
 		}
 		resp, err := h.Handle(ctx, c, req)
 		if resp != nil && resp.Code == remoting.CodeSystemError {

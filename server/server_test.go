@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rocketstore/rocketstore/metrics/prom"
+
 	"github.com/rocketstore/rocketstore/broker"
 	"github.com/rocketstore/rocketstore/record"
 	"github.com/rocketstore/rocketstore/remoting"
@@ -531,7 +533,7 @@ func TestUnsupportedCodes(t *testing.T) {
 }
 
 func TestMetrics(t *testing.T) {
-	m := server.NewMetrics(t.TempDir())
+	m := prom.New(t.TempDir())
 	e := newEnv(t, func(_ *broker.Config, sc *server.Config) { sc.Metrics = m })
 	wantCode(t, e.send("M", 0, "x", ""), remoting.CodeSuccess)
 	fams, err := m.Registry.Gather()

@@ -248,14 +248,10 @@ func (c *checker) unitDiffs(q *queue, u unit, info *record.Info) []string {
 	return d
 }
 
-// scheduleTopic holds delayed messages; its units' tagsCode is the deliver
-// time.
-const scheduleTopic = "SCHEDULE_TOPIC_XXXX"
-
 // tagsCode computes a record's ConsumeQueue tagsCode (spec section 3): the
 // Java hash of TAGS, or for a delayed message the deliver time.
 func (c *checker) tagsCode(info *record.Info) int64 {
-	if string(info.Topic) == scheduleTopic {
+	if string(info.Topic) == record.ScheduleTopic {
 		if lv, ok := record.PropertyValue(info.Properties, record.PropertyDelayTimeLevel); ok {
 			return c.deliverTime(string(lv), info.StoreTimestamp)
 		}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/rocketstore/rocketstore/backend/memfs"
 	"github.com/rocketstore/rocketstore/broker/config"
+	"github.com/rocketstore/rocketstore/record"
 )
 
 func TestParseAttributes(t *testing.T) {
@@ -111,12 +112,12 @@ func TestTopicAttributesPersist(t *testing.T) {
 	if err := m.UpdateAndAlter(tc, map[string]string{"+message.type": "FIFO"}); err != nil {
 		t.Fatal(err)
 	}
-	tc.Perm = config.PermRead
+	tc.Perm = record.PermRead
 	if err := m.UpdateAndAlter(tc, nil); err != nil {
 		t.Fatal(err)
 	}
 	got, _ := load().Get("F")
-	if got.MessageType() != config.MessageTypeFIFO || got.Perm != config.PermRead {
+	if got.MessageType() != config.MessageTypeFIFO || got.Perm != record.PermRead {
 		t.Fatalf("reloaded F: %+v", got)
 	}
 	if err := m.UpdateAndAlter(tc, map[string]string{"-cleanup.policy": ""}); !errors.Is(err, config.ErrBadAttribute) {

@@ -13,6 +13,7 @@ import (
 	"github.com/rocketstore/rocketstore/backend/memfs"
 	"github.com/rocketstore/rocketstore/broker/config"
 	"github.com/rocketstore/rocketstore/broker/configfile"
+	"github.com/rocketstore/rocketstore/record"
 )
 
 func clock() func() int64 {
@@ -37,30 +38,30 @@ func TestSystemTopicsAndAutoCreate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	def, ok := m.Get(config.DefaultTopic)
+	def, ok := m.Get(record.DefaultTopic)
 	if !ok || def.ReadQueueNums != 8 || def.WriteQueueNums != 8 || def.Perm != 7 {
 		t.Fatalf("TBW102 %+v %v", def, ok)
 	}
-	for _, n := range []string{config.SelfTestTopic, config.OffsetMovedEventTopic} {
+	for _, n := range []string{record.SelfTestTopic, record.OffsetMovedEventTopic} {
 		if tc, ok := m.Get(n); !ok || tc.ReadQueueNums != 1 || tc.Perm != 6 {
 			t.Fatalf("%s %+v", n, tc)
 		}
 	}
-	if tc, _ := m.Get(config.ScheduleTopic); tc.ReadQueueNums != 18 {
+	if tc, _ := m.Get(record.ScheduleTopic); tc.ReadQueueNums != 18 {
 		t.Fatalf("schedule topic %+v", tc)
 	}
 	// A producer's first send: min(client queues, template queues),
 	// the template's perm without inherit.
-	tc, ok, err := m.CreateInSendMessage("New", config.DefaultTopic, 4, 0)
+	tc, ok, err := m.CreateInSendMessage("New", record.DefaultTopic, 4, 0)
 	if err != nil || !ok || tc.WriteQueueNums != 4 || tc.ReadQueueNums != 4 || tc.Perm != 6 {
 		t.Fatalf("%+v %v %v", tc, ok, err)
 	}
-	tc, ok, _ = m.CreateInSendMessage("Big", config.DefaultTopic, 100, 0)
+	tc, ok, _ = m.CreateInSendMessage("Big", record.DefaultTopic, 100, 0)
 	if !ok || tc.WriteQueueNums != 8 {
 		t.Fatalf("%+v", tc)
 	}
-	// A template without PermInherit cannot create topics.
-	if _, ok, _ := m.CreateInSendMessage("X", config.SelfTestTopic, 4, 0); ok {
+	// A template without record.PermInherit cannot create topics.
+	if _, ok, _ := m.CreateInSendMessage("X", record.SelfTestTopic, 4, 0); ok {
 		t.Fatal("created from a template without inherit")
 	}
 
@@ -68,10 +69,10 @@ func TestSystemTopicsAndAutoCreate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, ok := off.Get(config.DefaultTopic); ok {
+	if _, ok := off.Get(record.DefaultTopic); ok {
 		t.Fatal("TBW102 exists with autoCreateTopicEnable off")
 	}
-	if _, ok, _ := off.CreateInSendMessage("New", config.DefaultTopic, 4, 0); ok {
+	if _, ok, _ := off.CreateInSendMessage("New", record.DefaultTopic, 4, 0); ok {
 		t.Fatal("auto-created with the switch off")
 	}
 }
@@ -99,7 +100,7 @@ func TestTopicsPersistAndDataVersion(t *testing.T) {
 	m, _ := config.LoadTopics(memfs.New(afs), opts(true))
 	_, v0 := m.All()
 	tc := config.NewTopicConfig("T")
-	tc.ReadQueueNums, tc.WriteQueueNums, tc.Perm, tc.Order = 3, 2, config.PermRead, true
+	tc.ReadQueueNums, tc.WriteQueueNums, tc.Perm, tc.Order = 3, 2, record.PermRead, true
 	if err := m.Update(tc); err != nil {
 		t.Fatal(err)
 	}

@@ -1,28 +1,16 @@
 package config
 
-import "maps"
+import (
+	"maps"
 
-// Topic names the broker gives a meaning to.
-const (
-	// DefaultTopic is the template for auto-created topics (TBW102).
-	DefaultTopic = "TBW102"
-	// SelfTestTopic is created at start, as RocketMQ does.
-	SelfTestTopic = "SELF_TEST_TOPIC"
-	// OffsetMovedEventTopic receives OffsetMovedEvents.
-	OffsetMovedEventTopic = "OFFSET_MOVED_EVENT"
-	// RetryGroupTopicPrefix + group is a group's retry topic.
-	RetryGroupTopicPrefix = "%RETRY%"
-	// DLQGroupTopicPrefix + group is a group's dead-letter topic.
-	DLQGroupTopicPrefix = "%DLQ%"
-	// TransHalfTopic holds transaction half messages.
-	TransHalfTopic = "RMQ_SYS_TRANS_HALF_TOPIC"
+	"github.com/rocketstore/rocketstore/record"
 )
 
 // RetryTopic returns the retry topic of a consumer group.
-func RetryTopic(group string) string { return RetryGroupTopicPrefix + group }
+func RetryTopic(group string) string { return record.RetryGroupTopicPrefix + group }
 
 // DLQTopic returns the dead-letter topic of a consumer group.
-func DLQTopic(group string) string { return DLQGroupTopicPrefix + group }
+func DLQTopic(group string) string { return record.DLQGroupTopicPrefix + group }
 
 // TopicConfig is one topic's configuration (RocketMQ's TopicConfig; the
 // JSON names are RocketMQ's).
@@ -43,7 +31,7 @@ type TopicConfig struct {
 // write queues, perm read+write, SINGLE_TAG.
 func NewTopicConfig(name string) TopicConfig {
 	return TopicConfig{TopicName: name, ReadQueueNums: 16, WriteQueueNums: 16,
-		Perm: PermRead | PermWrite, TopicFilterType: "SINGLE_TAG"}
+		Perm: record.PermRead | record.PermWrite, TopicFilterType: "SINGLE_TAG"}
 }
 
 // Equal reports whether two topic configurations are the same,

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 
 	"github.com/rocketstore/rocketstore/backend"
+	"github.com/rocketstore/rocketstore/record"
 )
 
 // TopicsFile is the path of the topic table in the store root.
@@ -61,23 +62,20 @@ func (m *TopicManager) addSystemTopics() {
 		}
 	}
 	if m.opts.AutoCreateTopicEnable {
-		tc := NewTopicConfig(DefaultTopic)
+		tc := NewTopicConfig(record.DefaultTopic)
 		tc.ReadQueueNums, tc.WriteQueueNums = m.opts.DefaultTopicQueueNums, m.opts.DefaultTopicQueueNums
-		tc.Perm = PermInherit | PermRead | PermWrite
+		tc.Perm = record.PermInherit | record.PermRead | record.PermWrite
 		add(tc)
 	}
-	for _, n := range append([]string{SelfTestTopic, OffsetMovedEventTopic}, m.opts.SingleQueueTopics...) {
+	for _, n := range append([]string{record.SelfTestTopic, record.OffsetMovedEventTopic}, m.opts.SingleQueueTopics...) {
 		tc := NewTopicConfig(n)
 		tc.ReadQueueNums, tc.WriteQueueNums = 1, 1
 		add(tc)
 	}
-	tc := NewTopicConfig(ScheduleTopic)
+	tc := NewTopicConfig(record.ScheduleTopic)
 	tc.ReadQueueNums, tc.WriteQueueNums = m.opts.ScheduleQueueNums, m.opts.ScheduleQueueNums
 	add(tc)
 }
-
-// ScheduleTopic is the delay topic (engine.ScheduleTopic).
-const ScheduleTopic = "SCHEDULE_TOPIC_XXXX"
 
 // Get returns a topic's configuration.
 func (m *TopicManager) Get(name string) (TopicConfig, bool) { return m.t.get(name) }
@@ -136,9 +134,9 @@ func (m *TopicManager) CreateInSendMessageBack(topic string, queueNums, perm, sy
 
 // CreateInSendMessage auto-creates topic from the template topic (TBW102)
 // for a producer's first send (RocketMQ's createTopicInSendMessageMethod):
-// the template must exist and carry PermInherit; the topic gets
+// the template must exist and carry record.PermInherit; the topic gets
 // min(clientQueueNums, template write queues) queues and the template's
-// perm without PermInherit. ok is false when the topic cannot be created.
+// perm without record.PermInherit. ok is false when the topic cannot be created.
 func (m *TopicManager) CreateInSendMessage(topic, template string, clientQueueNums, sysFlag int) (TopicConfig, bool, error) {
 	m.t.mu.Lock()
 	defer m.t.mu.Unlock()
@@ -146,12 +144,12 @@ func (m *TopicManager) CreateInSendMessage(topic, template string, clientQueueNu
 		return tc, true, nil
 	}
 	def, ok := m.t.entries[template]
-	if !ok || def.Perm&PermInherit == 0 || (template == DefaultTopic && !m.opts.AutoCreateTopicEnable) {
+	if !ok || def.Perm&record.PermInherit == 0 || (template == record.DefaultTopic && !m.opts.AutoCreateTopicEnable) {
 		return TopicConfig{}, false, nil
 	}
 	n := max(0, min(clientQueueNums, def.WriteQueueNums))
 	tc := NewTopicConfig(topic)
-	tc.ReadQueueNums, tc.WriteQueueNums, tc.Perm, tc.TopicSysFlag = n, n, def.Perm&^PermInherit, sysFlag
+	tc.ReadQueueNums, tc.WriteQueueNums, tc.Perm, tc.TopicSysFlag = n, n, def.Perm&^record.PermInherit, sysFlag
 	m.t.entries[topic] = tc
 	return tc, true, m.t.saveLocked()
 }

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rocketstore/rocketstore/internal/engineops"
+
 	"github.com/spf13/afero"
 	"go.uber.org/goleak"
 
@@ -108,7 +110,7 @@ func (e *env) close() {
 // crash image of the disk.
 func (e *env) powerCut() {
 	e.svc.Close()
-	e.store.Abandon()
+	engineops.Of(e.store).Abandon()
 	e.store = nil
 	e.fs = newCrashFS(e.t, e.fs.Crash(e.chooser))
 	e.open()
@@ -144,7 +146,7 @@ func (e *env) send(qid int32, k, mg string) {
 
 func (e *env) dispatch() {
 	e.t.Helper()
-	if _, err := e.store.Dispatch(); err != nil {
+	if _, err := engineops.Of(e.store).Dispatch(); err != nil {
 		e.t.Fatal(err)
 	}
 }

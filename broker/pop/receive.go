@@ -21,7 +21,7 @@ type ReceiveRequest struct {
 	QueueID int32
 	// Filter selects messages (nil: all); filtered-out messages are done
 	// for the group.
-	Filter engine.MessageFilter
+	Filter record.MessageFilter
 	// Max is the most messages returned (>= 1).
 	Max int
 	// InvisibleTime is how long the messages stay invisible (>= 1 ms).

@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/rocketstore/rocketstore/internal/engineops"
+
 	"github.com/rocketstore/rocketstore/engine"
 	"github.com/rocketstore/rocketstore/record"
 )
@@ -89,7 +91,7 @@ func (s *Service) Reload(ctx context.Context) error {
 // replay of the revive queue.
 func (s *Service) replayAll(ctx context.Context) error {
 	if s.cfg.svc.Manual {
-		if _, err := s.store.Dispatch(); err != nil {
+		if _, err := engineops.Of(s.store).Dispatch(); err != nil {
 			return fmt.Errorf("pop: dispatch before replay: %w", err)
 		}
 	} else if err := s.store.WaitDispatched(ctx, s.store.CommitLog().MaxOffset()); err != nil {

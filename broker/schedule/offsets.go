@@ -5,6 +5,7 @@ import (
 	"maps"
 
 	"github.com/rocketstore/rocketstore/broker/configfile"
+	"github.com/rocketstore/rocketstore/record"
 )
 
 // File is the path of the delay offset table in the store root.
@@ -41,7 +42,7 @@ func (s *Service) correctOffsets() {
 			continue
 		}
 		qid := int32(level - 1)
-		lo, hi := s.store.MinOffsetInQueue(ScheduleTopic, qid), s.store.MaxOffsetInQueue(ScheduleTopic, qid)
+		lo, hi := s.store.MinOffsetInQueue(record.ScheduleTopic, qid), s.store.MaxOffsetInQueue(record.ScheduleTopic, qid)
 		if c := min(max(off, lo), hi); c != off {
 			s.cfg.Logger.Warn("delay offset outside its queue; corrected", "level", level, "offset", off, "min", lo, "max", hi)
 			s.mu.offsets[level] = c

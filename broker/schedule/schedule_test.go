@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rocketstore/rocketstore/internal/engineops"
+
 	"github.com/jonboulle/clockwork"
 	"github.com/spf13/afero"
 	"go.uber.org/goleak"
@@ -107,7 +109,7 @@ func (e *env) close(t *testing.T) {
 func (e *env) powerCut() {
 	e.hold.Close()
 	e.svc.Abandon()
-	e.store.Abandon()
+	engineops.Of(e.store).Abandon()
 }
 
 func (e *env) putDelayed(t *testing.T, level int, key string) engine.PutResult {
@@ -118,7 +120,7 @@ func (e *env) putDelayed(t *testing.T, level int, key string) engine.PutResult {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.Topic != schedule.ScheduleTopic {
+	if r.Topic != record.ScheduleTopic {
 		t.Fatalf("put to %s", r.Topic)
 	}
 	return r
@@ -219,14 +221,14 @@ func manual(t *testing.T, afs afero.Fs, c *clock) *env {
 // deliver dispatches, delivers what is due and dispatches the deliveries.
 func (e *env) deliver(t *testing.T) time.Duration {
 	t.Helper()
-	if _, err := e.store.Dispatch(); err != nil {
+	if _, err := engineops.Of(e.store).Dispatch(); err != nil {
 		t.Fatal(err)
 	}
 	next, err := e.svc.DeliverDue(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.store.Dispatch(); err != nil {
+	if _, err := engineops.Of(e.store).Dispatch(); err != nil {
 		t.Fatal(err)
 	}
 	return next

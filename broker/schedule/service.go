@@ -18,12 +18,6 @@ import (
 	"github.com/rocketstore/rocketstore/record"
 )
 
-// ScheduleTopic is the topic of delayed messages.
-const ScheduleTopic = engine.ScheduleTopic
-
-// transHalfTopic messages are never delivered from the schedule topic.
-const transHalfTopic = "RMQ_SYS_TRANS_HALF_TOPIC"
-
 // group is the consumer group name used for reads (statistics only).
 const group = "SCHEDULE_CONSUMER"
 
@@ -101,7 +95,7 @@ func New(fs backend.FS, cfg Config) *Service {
 // Dispatch is the arrival hook: a new delayed message may be due before
 // the one the service sleeps for.
 func (s *Service) Dispatch(req *dispatch.Request) error {
-	if string(req.Topic) == ScheduleTopic {
+	if string(req.Topic) == record.ScheduleTopic {
 		s.Wake()
 	}
 	return nil
@@ -253,7 +247,7 @@ func (s *Service) peek(level int, now int64) (head, bool) {
 	qid := int32(level - 1)
 	off := s.offset(level)
 	for range 3 {
-		res, err := s.store.GetMessage(group, ScheduleTopic, qid, off, 1, nil)
+		res, err := s.store.GetMessage(group, record.ScheduleTopic, qid, off, 1, nil)
 		if err != nil {
 			return head{}, false
 		}
@@ -302,7 +296,7 @@ func (s *Service) setOffset(level int, off int64) {
 // deliver puts the message at h to its real topic and advances the level's
 // offset only after the put returned (RocketMQ's messageTimeup + put).
 func (s *Service) deliver(ctx context.Context, h head) error {
-	res, err := s.store.GetMessage(group, ScheduleTopic, int32(h.level-1), h.offset, 1, nil)
+	res, err := s.store.GetMessage(group, record.ScheduleTopic, int32(h.level-1), h.offset, 1, nil)
 	if err != nil {
 		return err
 	}
@@ -351,7 +345,7 @@ func timeUp(ext *record.MessageExt) (*record.Message, string) {
 		return nil, "no REAL_TOPIC"
 	case err != nil || qid < 0:
 		return nil, fmt.Sprintf("bad REAL_QID %q", props[record.PropertyRealQueueID])
-	case topic == transHalfTopic:
+	case topic == record.TransHalfTopic:
 		return nil, "transaction half message"
 	}
 	m := ext.Message

@@ -104,7 +104,7 @@ func (s *Service) putBack(ctx context.Context, t *tx, half *engine.MessageExt) (
 // resolveDiscardMsg) and an op record ends it.
 func (s *Service) discard(ctx context.Context, t *tx, half *engine.MessageExt) error {
 	m := half.Message
-	m.Topic, m.QueueID = CheckMaxTimeTopic, 0
+	m.Topic, m.QueueID = record.TransCheckMaxTimeTopic, 0
 	if _, err := s.put(ctx, &m); err != nil && !errors.Is(err, engine.ErrFlushTimeout) {
 		return err
 	}

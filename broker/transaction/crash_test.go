@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rocketstore/rocketstore/internal/engineops"
+
 	"pgregory.net/rapid"
 
 	"github.com/rocketstore/rocketstore/crashsim"
@@ -95,7 +97,7 @@ func (m *txMachine) commitCut(t *rapid.T) {
 		t.Skip("ended")
 	}
 	tm.intent = TypeCommit
-	m.e.svc.afterFinalPut = func() { m.e.store.Abandon() }
+	m.e.svc.afterFinalPut = func() { engineops.Of(m.e.store).Abandon() }
 	m.e.svc.End(context.Background(), endReq(tm.half, TypeCommit))
 	m.e.svc.Close()
 	m.e.store = nil

@@ -40,7 +40,7 @@ func (s *Service) End(ctx context.Context, req EndRequest) EndResult {
 		return EndResult{NoResponse: true}
 	}
 	half, err := s.store.LookMessageByOffset(req.CommitLogOffset)
-	if err != nil || half.Topic != HalfTopic {
+	if err != nil || half.Topic != record.TransHalfTopic {
 		return EndResult{Code: CodeSystemError, Remark: "Find prepared transaction message failed"}
 	}
 	switch {

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rocketstore/rocketstore/internal/engineops"
+
 	"github.com/spf13/afero"
 	"go.uber.org/goleak"
 
@@ -102,7 +104,7 @@ func (e *env) open() {
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	if _, err := s.Dispatch(); err != nil {
+	if _, err := engineops.Of(s).Dispatch(); err != nil {
 		e.t.Fatal(err)
 	}
 	svc, err := Open(context.Background(), s, e.cfg)
@@ -125,7 +127,7 @@ func (e *env) close() {
 // on a crash image of the disk.
 func (e *env) powerCut() {
 	e.svc.Close()
-	e.store.Abandon()
+	engineops.Of(e.store).Abandon()
 	e.store = nil
 	e.reboot()
 }
@@ -178,7 +180,7 @@ func (e *env) end(half *engine.MessageExt, how int32) EndResult {
 // delivered returns the keys in T/1, in order.
 func (e *env) delivered() []string {
 	e.t.Helper()
-	if _, err := e.store.Dispatch(); err != nil {
+	if _, err := engineops.Of(e.store).Dispatch(); err != nil {
 		e.t.Fatal(err)
 	}
 	var keys []string

@@ -13,13 +13,13 @@ import (
 // held), then the op queue (which ends transactions), then repairs
 // commits whose op record a crash lost.
 func (s *Service) rebuild(ctx context.Context) error {
-	err := s.scanQueue(HalfTopic, halfQueueID, func(m *engine.MessageExt) {
+	err := s.scanQueue(record.TransHalfTopic, halfQueueID, func(m *engine.MessageExt) {
 		s.addHalf(m.QueueOffset, m.CommitLogOffset, &m.Message)
 	})
 	if err != nil {
-		return fmt.Errorf("transaction: read %s: %w", HalfTopic, err)
+		return fmt.Errorf("transaction: read %s: %w", record.TransHalfTopic, err)
 	}
-	err = s.scanQueue(OpTopic, opQueueID, func(m *engine.MessageExt) {
+	err = s.scanQueue(record.TransOpHalfTopic, opQueueID, func(m *engine.MessageExt) {
 		qo, perr := strconv.ParseInt(string(m.Body), 10, 64)
 		root, ok := s.rootOf[qo]
 		if perr != nil || !ok {
@@ -32,7 +32,7 @@ func (s *Service) rebuild(ctx context.Context) error {
 		s.end(root, o)
 	})
 	if err != nil {
-		return fmt.Errorf("transaction: read %s: %w", OpTopic, err)
+		return fmt.Errorf("transaction: read %s: %w", record.TransOpHalfTopic, err)
 	}
 	if s.skipRepair {
 		return nil

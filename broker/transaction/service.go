@@ -15,13 +15,9 @@ import (
 	"github.com/rocketstore/rocketstore/record"
 )
 
-// Topics and properties of transactional messages (TopicValidator,
-// MessageConst).
+// Properties of transactional messages (MessageConst); the topics are
+// record.TransHalfTopic, TransOpHalfTopic and TransCheckMaxTimeTopic.
 const (
-	HalfTopic         = "RMQ_SYS_TRANS_HALF_TOPIC"
-	OpTopic           = "RMQ_SYS_TRANS_OP_HALF_TOPIC"
-	CheckMaxTimeTopic = "TRANS_CHECK_MAX_TIME_TOPIC"
-
 	PropProducerGroup           = "PGROUP"
 	PropCheckTimes              = "TRANSACTION_CHECK_TIMES"
 	PropCheckImmunitySecs       = "CHECK_IMMUNITY_TIME_IN_SECONDS"
@@ -235,7 +231,7 @@ func (s *Service) Prepare(ctx context.Context, m *record.Message) (engine.PutRes
 	props[record.PropertyRealQueueID] = strconv.Itoa(int(m.QueueID))
 	delete(props, record.PropertyDelayTimeLevel) // 4.x has no delayed transactional messages
 	half := *m
-	half.Topic, half.QueueID, half.Properties = HalfTopic, halfQueueID, props
+	half.Topic, half.QueueID, half.Properties = record.TransHalfTopic, halfQueueID, props
 	half.SysFlag = m.SysFlag &^ record.TransactionRollback // TRANSACTION_NOT_TYPE
 	res, err := s.put(ctx, &half)
 	if err != nil && !errors.Is(err, engine.ErrFlushTimeout) {
@@ -288,7 +284,7 @@ func (s *Service) end(root int64, o Outcome) {
 
 // putOp writes the op record of a half message.
 func (s *Service) putOp(ctx context.Context, halfQO int64, o Outcome) error {
-	_, err := s.put(ctx, &record.Message{Topic: OpTopic, QueueID: opQueueID,
+	_, err := s.put(ctx, &record.Message{Topic: record.TransOpHalfTopic, QueueID: opQueueID,
 		Body: []byte(strconv.FormatInt(halfQO, 10)), BornTimestamp: s.cfg.Now().UnixMilli(),
 		Properties: map[string]string{record.PropertyTags: removeTag, PropOutcome: string(o)}})
 	if errors.Is(err, engine.ErrFlushTimeout) {

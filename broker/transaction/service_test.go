@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rocketstore/rocketstore/internal/engineops"
+
 	"github.com/rocketstore/rocketstore/record"
 )
 
@@ -16,7 +18,7 @@ func TestCommitAndRollback(t *testing.T) {
 	if got := e.delivered(); len(got) != 0 {
 		t.Fatalf("half messages visible: %v", got)
 	}
-	if h1.Topic != HalfTopic || h1.QueueID != 0 || h1.Properties[record.PropertyRealTopic] != "T" ||
+	if h1.Topic != record.TransHalfTopic || h1.QueueID != 0 || h1.Properties[record.PropertyRealTopic] != "T" ||
 		h1.Properties[record.PropertyRealQueueID] != "1" || record.TransactionType(h1.SysFlag) != 0 {
 		t.Fatalf("half message: %+v", h1)
 	}
@@ -55,7 +57,7 @@ func TestCommitAndRollback(t *testing.T) {
 		t.Fatalf("%d open", e.svc.Pending())
 	}
 	// Op records: one per end, body the half's queue offset, tag d.
-	if n := e.store.MaxOffsetInQueue(OpTopic, 0); n != 2 {
+	if n := e.store.MaxOffsetInQueue(record.TransOpHalfTopic, 0); n != 2 {
 		t.Fatalf("%d op records", n)
 	}
 	// UNKNOWN (0) is not answered.
@@ -133,13 +135,13 @@ func TestCheckBackTimingAndDiscard(t *testing.T) {
 	if rep, _ := e.svc.Check(context.Background()); rep.Discarded != 1 || rep.Checked != 0 {
 		t.Fatalf("discard pass: %+v", rep)
 	}
-	if e.svc.Pending() != 0 || e.store.MaxOffsetInQueue(CheckMaxTimeTopic, 0) != 0 && false {
+	if e.svc.Pending() != 0 || e.store.MaxOffsetInQueue(record.TransCheckMaxTimeTopic, 0) != 0 && false {
 		t.Fatal("still open")
 	}
-	if _, err := e.store.Dispatch(); err != nil {
+	if _, err := engineops.Of(e.store).Dispatch(); err != nil {
 		t.Fatal(err)
 	}
-	if n := e.store.MaxOffsetInQueue(CheckMaxTimeTopic, 0); n != 1 {
+	if n := e.store.MaxOffsetInQueue(record.TransCheckMaxTimeTopic, 0); n != 1 {
 		t.Fatalf("%d discarded copies", n)
 	}
 	// A late commit of a discarded transaction is refused: never delivered.
@@ -208,7 +210,7 @@ func TestStateSurvivesRestartAndCommitOfAnOldCopy(t *testing.T) {
 func TestLostOpRecordRepaired(t *testing.T) {
 	e := newEnv(t)
 	_, h := e.prepare("a")
-	e.svc.afterFinalPut = func() { e.store.Abandon() }
+	e.svc.afterFinalPut = func() { engineops.Of(e.store).Abandon() }
 	if r := e.end(h, TypeCommit); r.Code != CodeSuccess {
 		t.Fatal(r)
 	}
@@ -226,7 +228,7 @@ func TestLostOpRecordRepaired(t *testing.T) {
 	if got := e.delivered(); !slices.Equal(got, []string{"a"}) {
 		t.Fatalf("delivered %v", got)
 	}
-	if n := e.store.MaxOffsetInQueue(OpTopic, 0); n != 1 {
+	if n := e.store.MaxOffsetInQueue(record.TransOpHalfTopic, 0); n != 1 {
 		t.Fatalf("%d op records after the repair", n)
 	}
 }
@@ -239,7 +241,7 @@ func TestLostOpRecordBrokenVariant(t *testing.T) {
 	defer func() { brokenSkipRepair = false }()
 	e := newEnv(t)
 	_, h := e.prepare("a")
-	e.svc.afterFinalPut = func() { e.store.Abandon() }
+	e.svc.afterFinalPut = func() { engineops.Of(e.store).Abandon() }
 	e.end(h, TypeCommit)
 	e.svc.Close()
 	e.store = nil

@@ -6,9 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"image/color"
 	"io"
-	"math"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -19,11 +17,6 @@ import (
 
 	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
-	"gonum.org/v1/plot"
-	"gonum.org/v1/plot/plotter"
-	"gonum.org/v1/plot/vg"
-	"gonum.org/v1/plot/vg/draw"
-	"gonum.org/v1/plot/vg/vgimg"
 
 	"github.com/rocketstore/rocketstore/bench"
 )
@@ -62,7 +55,7 @@ the ratio. Temporary stores are removed; a default run takes a few minutes,
 	f := cmd.Flags()
 	f.BoolVar(&o.quick, "quick", false, "small sizes: a smoke run of a few seconds")
 	f.StringVar(&o.out, "out", "", "also write bench.md and bench.json into `DIR`")
-	f.StringVar(&o.plot, "plot", "", "draw throughput and latency charts into `FILE.png`")
+	f.StringVar(&o.plot, "plot", "", "draw throughput and latency charts into `FILE.png` (with go run in the bench/plot module: needs the go toolchain and the repository)")
 	f.StringVar(&o.backend, "backend", "both", "backend to measure: mmap, memfs or both")
 	f.BoolVar(&o.peer, "peer", false, "also run NATS JetStream (needs the go toolchain and the repository)")
 	f.StringVar(&o.tmp, "tmp", "", "parent `DIR` of the temporary stores (default: the system's temp dir)")
@@ -166,7 +159,7 @@ func runBench(cmd *cobra.Command, o benchOptions) error {
 		}
 	}
 	if o.plot != "" {
-		if err := plotBench(o.plot, rep); err != nil {
+		if err := plotBench(ctx, stderr, o.plot, rep); err != nil {
 			return fmt.Errorf("plot: %w", err)
 		}
 	}
@@ -205,7 +198,7 @@ func runPeer(ctx context.Context, stderr io.Writer, o benchOptions) ([]bench.Res
 	}
 	dir := o.peerDir
 	if dir == "" {
-		if dir, err = findPeerModule(); err != nil {
+		if dir, err = findModule("nats"); err != nil {
 			return nil, "not run: " + err.Error()
 		}
 	}
@@ -232,128 +225,47 @@ func runPeer(ctx context.Context, stderr io.Writer, o benchOptions) ([]bench.Res
 	return rs, fmt.Sprintf("nats-server embedded in-process, file storage, nats.go over an in-process connection; async publish with pipelined acks; run in %.0f s", time.Since(start).Seconds())
 }
 
-// findPeerModule looks for bench/nats/go.mod in the working directory and
-// its parents.
-func findPeerModule() (string, error) {
+// findModule looks for the nested module bench/NAME (its go.mod) in the
+// working directory and its parents.
+func findModule(name string) (string, error) {
 	wd, err := os.Getwd()
 	if err != nil {
 		return "", err
 	}
 	for d := wd; ; d = filepath.Dir(d) {
-		p := filepath.Join(d, "bench", "nats")
+		p := filepath.Join(d, "bench", name)
 		if _, err := os.Stat(filepath.Join(p, "go.mod")); err == nil {
 			return p, nil
 		}
 		if filepath.Dir(d) == d {
-			return "", errors.New("the bench/nats module was not found above the working directory (run from the repository or pass --peer-dir)")
+			return "", fmt.Errorf("the bench/%s module was not found above the working directory (run from the repository%s)", name, map[bool]string{true: " or pass --peer-dir"}[name == "nats"])
 		}
 	}
 }
 
-// plotBench draws two charts side by side: throughput (msgs/s, log scale)
-// of every produce/consume workload for rocketstore mmap, its bound and
-// NATS; and the end-to-end latency percentiles.
-func plotBench(file string, rep *bench.Report) error {
-	var names []string
-	var ours, bound, peer plotter.Values
-	var latNames []string
-	var lat [3]plotter.Values
-	// Bars are drawn as log10 of the value (gonum's log scale cannot draw
-	// bars, which start at 0); the ticks are labelled with the values.
-	floor := func(v float64) float64 { return math.Log10(max(v, 1)) }
-	for _, r := range rep.Results {
-		if r.Backend != bench.Mmap || r.Err != "" {
-			continue
-		}
-		if r.MsgsPerS > 0 {
-			names = append(names, r.Name())
-			ours = append(ours, floor(r.MsgsPerS))
-			b, p := 0.0, 0.0 // absent
-			if r.Bound != nil {
-				b = floor(r.Bound.MsgsPerS)
-			}
-			if r.Peer != nil {
-				p = floor(r.Peer.MsgsPerS)
-			}
-			bound, peer = append(bound, b), append(peer, p)
-		}
-		if r.Latency != nil {
-			latNames = append(latNames, r.Name())
-			lat[0] = append(lat[0], floor(r.Latency.P50))
-			lat[1] = append(lat[1], floor(r.Latency.P99))
-			lat[2] = append(lat[2], floor(r.Latency.P999))
-		}
+// plotBench draws the report's charts into file with the bench/plot module
+// (go run), which links the plotting library so that this binary does not.
+func plotBench(ctx context.Context, stderr io.Writer, file string, rep *bench.Report) error {
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		return errors.New("the go toolchain is not on PATH (the charts are drawn by bench/plot with go run)")
 	}
-	tp := plot.New()
-	tp.Title.Text = "Throughput (mmap), msgs/s"
-	tp.Y.Tick.Marker = log10Ticks{}
-	w := vg.Points(5)
-	series := []struct {
-		name string
-		v    plotter.Values
-		c    color.Color
-	}{{"rocketstore", ours, color.RGBA{R: 200, A: 255}}, {"bound", bound, color.Gray{Y: 160}},
-		{"NATS JetStream", peer, color.RGBA{B: 200, A: 255}}}
-	for i, s := range series {
-		bars, err := plotter.NewBarChart(s.v, w)
-		if err != nil {
-			return err
-		}
-		bars.Color, bars.LineStyle.Width, bars.Offset = s.c, 0, w*vg.Length(i-1)
-		tp.Add(bars)
-		tp.Legend.Add(s.name, bars)
-	}
-	tp.NominalX(names...)
-	tp.Y.Min, tp.Y.Max = 0, math.Ceil(tp.Y.Max+0.3)
-	tp.X.Tick.Label.Rotation, tp.X.Tick.Label.XAlign, tp.X.Tick.Label.YAlign = 1.2, draw.XRight, draw.YCenter
-	tp.Legend.Top = true
-
-	lp := plot.New()
-	lp.Title.Text = "Latency, µs (p50, p99, p99.9)"
-	lp.Y.Tick.Marker = log10Ticks{}
-	for i, name := range []string{"p50", "p99", "p99.9"} {
-		bars, err := plotter.NewBarChart(lat[i], w*2)
-		if err != nil {
-			return err
-		}
-		bars.Color = color.RGBA{R: uint8(80 * (i + 1)), G: 60, B: 120, A: 255}
-		bars.LineStyle.Width, bars.Offset = 0, w*2*vg.Length(i-1)
-		lp.Add(bars)
-		lp.Legend.Add(name, bars)
-	}
-	lp.NominalX(latNames...)
-	lp.Y.Min, lp.Y.Max = 0, math.Ceil(lp.Y.Max+0.3)
-	lp.X.Tick.Label.Rotation, lp.X.Tick.Label.XAlign, lp.X.Tick.Label.YAlign = 1.2, draw.XRight, draw.YCenter
-	lp.Legend.Top = true
-
-	img := vgimg.New(16*vg.Inch, 6*vg.Inch)
-	dc := draw.New(img)
-	tiles := draw.Tiles{Rows: 1, Cols: 2, PadX: vg.Inch / 4, PadY: vg.Inch / 8, PadLeft: vg.Inch / 8, PadRight: vg.Inch / 8}
-	canvases := plot.Align([][]*plot.Plot{{tp, lp}}, tiles, dc)
-	tp.Draw(canvases[0][0])
-	lp.Draw(canvases[0][1])
-	f, err := os.Create(file)
+	dir, err := findModule("plot")
 	if err != nil {
 		return err
 	}
-	if _, err := (vgimg.PngCanvas{Canvas: img}).WriteTo(f); err != nil {
-		f.Close()
+	out, err := filepath.Abs(file)
+	if err != nil {
 		return err
 	}
-	return f.Close()
-}
-
-// log10Ticks labels an axis of log10 values with the values: 1, 10, 100,
-// 1k, 10k, 100k, 1M, 10M.
-type log10Ticks struct{}
-
-func (log10Ticks) Ticks(lo, hi float64) []plot.Tick {
-	labels := []string{"1", "10", "100", "1k", "10k", "100k", "1M", "10M", "100M"}
-	var ticks []plot.Tick
-	for e := math.Floor(lo); e <= math.Ceil(hi) && int(e) < len(labels); e++ {
-		if e >= 0 {
-			ticks = append(ticks, plot.Tick{Value: e, Label: labels[int(e)]})
-		}
+	var js bytes.Buffer
+	if err := rep.WriteJSON(&js); err != nil {
+		return err
 	}
-	return ticks
+	c := exec.CommandContext(ctx, goBin, "run", ".", "-in", "-", "-out", out)
+	c.Dir, c.Stdin, c.Stdout, c.Stderr = dir, &js, stderr, stderr
+	if err := c.Run(); err != nil {
+		return fmt.Errorf("go run in %s: %w", dir, err)
+	}
+	return nil
 }

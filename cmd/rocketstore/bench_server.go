@@ -63,7 +63,7 @@ func runServerBench(ctx context.Context, stdout, stderr io.Writer, o benchOption
 	}
 	peerDir, peerErr := o.peerDir, error(nil)
 	if peerDir == "" {
-		peerDir, peerErr = findPeerModule()
+		peerDir, peerErr = findModule("nats")
 	}
 	if peerErr != nil {
 		fmt.Fprintf(stderr, "NATS side not run: %v\n", peerErr)

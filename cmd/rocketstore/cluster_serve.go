@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/rocketstore/rocketstore/metrics/prom"
+
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/rocketstore/rocketstore/cluster"
@@ -134,7 +136,7 @@ func (cn *clusterNode) shutdown(ctx context.Context) error {
 
 // runClusterServe is runServe for a replica: it also stops, with an
 // error, when the replica stops applying the group's log.
-func runClusterServe(parent context.Context, nc server.NodeConfig, rc *raftFileConfig, metrics *server.Metrics, metricsAddr string,
+func runClusterServe(parent context.Context, nc server.NodeConfig, rc *raftFileConfig, metrics *prom.Metrics, metricsAddr string,
 	shutdownTimeout time.Duration, log *slog.Logger) error {
 	if parent == nil {
 		parent = context.Background()

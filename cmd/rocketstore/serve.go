@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/rocketstore/rocketstore/metrics/prom"
+
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/spf13/cobra"
 
@@ -90,9 +92,9 @@ finish, consumer offsets are persisted and the store is flushed and closed.`,
 			nc.Server.Logger = logger
 			applyOpenFileLimit(&nc, logger) // serve_fdlimit.go
 			nc.Broker.Store.Logger = logger
-			var metrics *server.Metrics
+			var metrics *prom.Metrics
 			if metricsAddr != "" {
-				metrics = server.NewMetrics(nc.Dir)
+				metrics = prom.New(nc.Dir)
 				nc.Server.Metrics = metrics
 			}
 			grpcAt, grpcExplicit := grpcAddr(cmd.Flags().Changed("grpc-listen"), grpcListen, grpcPort)
@@ -142,7 +144,7 @@ func newLogger(cmd *cobra.Command, level, format string) (*slog.Logger, error) {
 	return nil, fmt.Errorf("--log-format %q is not text or json", format)
 }
 
-func runServe(parent context.Context, nc server.NodeConfig, metrics *server.Metrics, metricsAddr string,
+func runServe(parent context.Context, nc server.NodeConfig, metrics *prom.Metrics, metricsAddr string,
 	shutdownTimeout time.Duration, log *slog.Logger, extras ...serveExtra) error {
 	if parent == nil {
 		parent = context.Background()

@@ -30,6 +30,9 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/rocketstore/rocketstore/internal/engineops"
+	"github.com/rocketstore/rocketstore/record"
+
 	"github.com/rocketstore/rocketstore/backend"
 	"github.com/rocketstore/rocketstore/engine"
 	"github.com/rocketstore/rocketstore/internal/hooks"
@@ -130,7 +133,7 @@ func (h *harness) reopen(s *engine.Store, cfg engine.Config) *engine.Store {
 // backend cannot model a power cut.
 func (h *harness) crash(s *engine.Store, cfg engine.Config) *engine.Store {
 	h.t.Helper()
-	s.Abandon()
+	engineops.Of(s).Abandon()
 	h.fs = h.b.Crash(h.t, h.fs)
 	return h.open(cfg)
 }
@@ -181,7 +184,7 @@ type got struct {
 	offsets []int64
 }
 
-func get(t *testing.T, s *engine.Store, topic string, qid int32, off int64, max int, f engine.MessageFilter) got {
+func get(t *testing.T, s *engine.Store, topic string, qid int32, off int64, max int, f record.MessageFilter) got {
 	t.Helper()
 	r, err := s.GetMessage("g", topic, qid, off, max, f)
 	if err != nil {

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rocketstore/rocketstore/internal/engineops"
+
 	"github.com/rocketstore/rocketstore/engine"
 	"github.com/rocketstore/rocketstore/internal/hooks"
 	"github.com/rocketstore/rocketstore/record"
@@ -111,7 +113,7 @@ func testCrashKeepsSynced(t *testing.T, h *harness) {
 	if err := s.FlushCommitLog(0); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.FlushConsumeQueues(0); err != nil {
+	if err := engineops.Of(s).FlushConsumeQueues(0); err != nil {
 		t.Fatal(err)
 	}
 	for i := 0; i < 20; i++ {
@@ -178,7 +180,7 @@ func testCrashTwice(t *testing.T, h *harness) {
 		if i == 40 {
 			dispatched(t, s)
 			s.FlushCommitLog(0)
-			s.FlushConsumeQueues(0)
+			engineops.Of(s).FlushConsumeQueues(0)
 		}
 	}
 	s.FlushCommitLog(0)
@@ -215,7 +217,7 @@ func testCloseIdempotent(t *testing.T, h *harness) {
 	if err := s.FlushCommitLog(0); err != engine.ErrClosed {
 		t.Fatalf("flush after close: %v", err)
 	}
-	if _, err := s.Dispatch(); err != engine.ErrClosed {
+	if _, err := engineops.Of(s).Dispatch(); err != engine.ErrClosed {
 		t.Fatalf("dispatch after close: %v", err)
 	}
 }
@@ -233,7 +235,7 @@ func testIdempotentRedispatch(t *testing.T, h *harness) {
 		}
 	}
 	dispatched(t, s)
-	if err := s.FlushConsumeQueues(0); err != nil {
+	if err := engineops.Of(s).FlushConsumeQueues(0); err != nil {
 		t.Fatal(err)
 	}
 	before := allFiles(t, h.fs, "consumequeue")
@@ -245,7 +247,7 @@ func testIdempotentRedispatch(t *testing.T, h *harness) {
 		if n == 0 {
 			t.Fatalf("redispatch from %d replayed nothing", from)
 		}
-		if err := s.FlushConsumeQueues(0); err != nil {
+		if err := engineops.Of(s).FlushConsumeQueues(0); err != nil {
 			t.Fatal(err)
 		}
 		if after := allFiles(t, h.fs, "consumequeue"); !maps.EqualFunc(before, after, bytes.Equal) {
@@ -266,7 +268,7 @@ func testIdempotentRedispatch(t *testing.T, h *harness) {
 		}
 		// Recovery rebuilt the units after its scan start in memory;
 		// once synced they are the same bytes as before.
-		if err := s.FlushConsumeQueues(0); err != nil {
+		if err := engineops.Of(s).FlushConsumeQueues(0); err != nil {
 			t.Fatal(err)
 		}
 		if after := allFiles(t, h.fs, "consumequeue"); !maps.EqualFunc(before, after, bytes.Equal) {
@@ -289,7 +291,7 @@ func testCheckpoint(t *testing.T, h *harness) {
 	if err := s.FlushCommitLog(0); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.FlushConsumeQueues(0); err != nil {
+	if err := engineops.Of(s).FlushConsumeQueues(0); err != nil {
 		t.Fatal(err)
 	}
 	p, l, i := s.Checkpoint().Timestamps()
@@ -439,7 +441,7 @@ func testCrashFromCheckpoint(t *testing.T, h *harness) {
 			if err := s.FlushCommitLog(0); err != nil {
 				t.Fatal(err)
 			}
-			if err := s.FlushConsumeQueues(0); err != nil {
+			if err := engineops.Of(s).FlushConsumeQueues(0); err != nil {
 				t.Fatal(err)
 			}
 		}

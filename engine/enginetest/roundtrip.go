@@ -361,14 +361,14 @@ func testDelayed(t *testing.T, h *harness) {
 	m := msg("dest", 5, "later", "T", "")
 	m.Properties["DELAY"] = "3"
 	res := put(t, s, m)
-	if res.Topic != engine.ScheduleTopic || res.QueueID != 2 {
+	if res.Topic != record.ScheduleTopic || res.QueueID != 2 {
 		t.Fatalf("delayed put went to %s/%d", res.Topic, res.QueueID)
 	}
 	if m.Topic != "dest" || m.Properties["REAL_TOPIC"] != "" {
 		t.Fatal("Put modified the caller's message")
 	}
 	dispatched(t, s)
-	r, err := s.GetMessage("g", engine.ScheduleTopic, 2, 0, 1, nil)
+	r, err := s.GetMessage("g", record.ScheduleTopic, 2, 0, 1, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -386,14 +386,14 @@ func testDelayed(t *testing.T, h *harness) {
 	// The same with the properties pre-encoded, as the broker passes them.
 	raw := []byte("TAGS\x01T\x02DELAY\x013")
 	em := &engine.Message{Topic: "dest", QueueID: 5, Body: []byte("later"), EncodedProperties: raw}
-	if res := put(t, s, em); res.Topic != engine.ScheduleTopic || res.QueueID != 2 || res.QueueOffset != 1 {
+	if res := put(t, s, em); res.Topic != record.ScheduleTopic || res.QueueID != 2 || res.QueueOffset != 1 {
 		t.Fatalf("delayed encoded put went to %s/%d@%d", res.Topic, res.QueueID, res.QueueOffset)
 	}
 	if em.Topic != "dest" || string(em.EncodedProperties) != string(raw) {
 		t.Fatal("Put modified the caller's encoded message")
 	}
 	dispatched(t, s)
-	r2, err := s.GetMessage("g", engine.ScheduleTopic, 2, 1, 1, nil)
+	r2, err := s.GetMessage("g", record.ScheduleTopic, 2, 1, 1, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -172,3 +172,26 @@ type Pop struct {
 	// the snapshot's records are written.
 	SnapshotFileFirst bool
 }
+
+// Dispatch holds the switches of package dispatch's Parser and Service,
+// which the engine copies from its own (Engine.NoPhysicalOffsetCheck and
+// Engine.IgnoreDispatchErrors). They sit in unexported fields, reached
+// through DispatchOf.
+type Dispatch struct {
+	// NoPhysicalOffsetCheck (Parser) accepts a record whose
+	// PHYSICALOFFSET is not its position.
+	NoPhysicalOffsetCheck bool
+	// IgnoreErrors (Service) counts a record whose dispatch failed as
+	// dispatched instead of retrying it.
+	IgnoreErrors bool
+}
+
+var dispatchOf func(v any) *Dispatch
+
+// RegisterDispatch is called by package dispatch at init with the
+// accessor of the switches inside a *Parser or a *Service.
+func RegisterDispatch(of func(v any) *Dispatch) { dispatchOf = of }
+
+// DispatchOf returns the switches inside v, a *dispatch.Parser or a
+// *dispatch.Service.
+func DispatchOf(v any) *Dispatch { return dispatchOf(v) }
