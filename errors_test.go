@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/afero"
 
 	"github.com/rocketstore/rocketstore"
+	"github.com/rocketstore/rocketstore/backend/memfs"
 )
 
 // fullDisk is an afero.Fs whose files refuse writes with ENOSPC once full
@@ -48,7 +49,7 @@ func (f *fullFile) WriteAt(p []byte, off int64) (int, error) {
 // sentinel and the OS cause, and that later puts still carry that cause.
 func TestPutKeepsTheCauseOfAFailedSync(t *testing.T) {
 	disk := &fullDisk{Fs: afero.NewMemMapFs()}
-	s, err := rocketstore.OpenFS(disk, rocketstore.Config{FlushDiskType: rocketstore.SyncFlush, CommitLogFileSize: 1 << 20})
+	s, err := rocketstore.OpenFS(memfs.New(disk), rocketstore.Config{FlushDiskType: rocketstore.SyncFlush, CommitLogFileSize: 1 << 20})
 	if err != nil {
 		t.Fatal(err)
 	}

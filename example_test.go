@@ -40,12 +40,12 @@ func Example() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	got, err := s.GetMessage("billing", "orders", 0, 0, 32, rocketstore.WithFilter(filter))
+	got, err := s.GetMessage("orders", 0, 0, 32, rocketstore.WithFilter(filter))
 	if err != nil {
 		log.Fatal(err)
 	}
 	for _, v := range got.Messages { // views into the mapped files
-		m, err := v.Decode()
+		m, err := rocketstore.DecodeMessage(v.Record)
 		if err != nil {
 			log.Fatal(err)
 		}
@@ -61,8 +61,8 @@ func Example() {
 	// next offset: 1
 }
 
-// ExampleOpenFS runs a store in memory: nothing touches the disk, and data
-// reaches the afero file system only when it is synced.
+// ExampleOpenFS runs a store in memory (backend/memfs): nothing touches the
+// disk.
 func ExampleOpenFS() {
 	s, err := rocketstore.OpenFS(nil, rocketstore.Config{CommitLogFileSize: 64 << 10})
 	if err != nil {

@@ -3,37 +3,31 @@
 // message, one ConsumeQueue per topic queue, a checkpoint, crash recovery,
 // and getMessage with tag filtering.
 //
+// This package is the embedding API: open a store, put messages, read them
+// back by queue, subscribe a dispatcher to every stored record, close.
 // Open a store on a directory (memory-mapped files, the production backend)
-// or OpenFS on any afero.Fs (in memory, for tests and embedding):
+// or OpenFS on any backend.FS (backend/memfs keeps one in memory, for tests
+// and embedding):
 //
 //	s, err := rocketstore.Open("/var/lib/rocketstore", rocketstore.Config{})
 //	res, err := s.Put(ctx, &rocketstore.Message{Topic: "orders", Body: body,
 //		Properties: map[string]string{"TAGS": "created", "KEYS": "order-42"}})
 //	err = s.WaitDispatched(ctx, res.WroteOffset+int64(res.WroteBytes))
-//	got, err := s.GetMessage("group", "orders", 0, 0, 32, rocketstore.WithFilter(f))
+//	got, err := s.GetMessage("orders", 0, 0, 32, rocketstore.WithFilter(f))
 //	defer got.Release()
 //
-// Everything a user needs is declared here: this package's types are its
-// own (Store wraps the engine's store, and Message, PutResult, Config and
-// the rest have the engine's fields, converted without copying where the
-// layouts are the same), so that its documentation reads without another
-// package. The engine lives in package engine, the file backends in
-// backend/mmap and backend/memfs; the broker and the tools use those
-// directly, with the operations (manual flushes and dispatch, replication,
-// repair) that an embedding user does not need.
-//
-// Unlike raft-wal, whose public types live in a leaf types package that
-// the implementation also uses, the types here mirror the engine's: the
-// engine, the broker and the tools share the engine's types, and a copy
-// keeps this package's API readable and stable while the engine's grows.
+// The value types (Message, PutResult, Config, GetMessageResult, ...) are
+// aliases of the types the engine, the broker and the tools share, so a
+// value passes between this package and those without conversion. Store
+// wraps the engine's store and exposes only what an embedding user needs;
+// the broker and the cluster drive the engine directly (package engine).
 package rocketstore
 
 import (
 	"context"
 	"time"
 
-	"github.com/spf13/afero"
-
+	"github.com/rocketstore/rocketstore/backend"
 	"github.com/rocketstore/rocketstore/backend/memfs"
 	"github.com/rocketstore/rocketstore/backend/mmap"
 	"github.com/rocketstore/rocketstore/dispatch"
@@ -55,8 +49,16 @@ type options struct {
 // WithDispatcher adds d to the dispatchers that receive every stored
 // record, in CommitLog order, after its ConsumeQueue unit is built (an
 // index of your own, say). Options apply in order.
+//
+// d must be idempotent (recovery replays records) and must not keep the
+// request's slices after returning; an error makes the store retry the
+// record and report it in Health. It runs on the store's dispatch
+// goroutine or, with SyncFlush, on the goroutine of the Put that led the
+// group commit, before that Put returns; so it must be quick and must not
+// call the Store's methods that write or close (Put, PutBatch,
+// DeleteTopic, Close).
 func WithDispatcher(d Dispatcher) Option {
-	return func(o *options) { o.dispatchers = append(o.dispatchers, dispatcher{d}) }
+	return func(o *options) { o.dispatchers = append(o.dispatchers, d) }
 }
 
 func collect(opts []Option) options {
@@ -80,18 +82,22 @@ func Open(dir string, cfg Config, opts ...Option) (*Store, error) {
 	if cfg.Retention.DiskUsage == nil {
 		cfg.Retention.DiskUsage = func() (float64, error) { return mmap.DiskUsage(fs.Root()) }
 	}
-	s, err := engine.Open(fs, cfg.engine(), collect(opts).dispatchers...)
-	if err != nil {
-		return nil, err
-	}
-	return &Store{s: s}, nil
+	return open(fs, cfg, opts)
 }
 
-// OpenFS opens or creates a store on an afero file system (nil: a new
-// in-memory one). Data reaches fs only when it is synced, so dropping a
-// store without Close models a power cut.
-func OpenFS(fs afero.Fs, cfg Config, opts ...Option) (*Store, error) {
-	s, err := engine.Open(memfs.New(fs), cfg.engine(), collect(opts).dispatchers...)
+// OpenFS opens or creates a store on a file backend; nil means a new
+// in-memory one (backend/memfs). On memfs, data reaches the durable image
+// only when it is synced, so dropping a store without Close and opening a
+// new memfs.FS on the same image models a power cut.
+func OpenFS(fs backend.FS, cfg Config, opts ...Option) (*Store, error) {
+	if fs == nil {
+		fs = memfs.New(nil)
+	}
+	return open(fs, cfg, opts)
+}
+
+func open(fs backend.FS, cfg Config, opts []Option) (*Store, error) {
+	s, err := engine.Open(fs, cfg, collect(opts).dispatchers...)
 	if err != nil {
 		return nil, err
 	}
@@ -103,25 +109,18 @@ func OpenFS(fs afero.Fs, cfg Config, opts ...Option) (*Store, error) {
 // SyncFlush (unless the message's WAIT property is "false") once it is
 // synced, or with ErrFlushTimeout when the sync takes longer than
 // Config.SyncFlushTimeout (the message is stored all the same, as in
-// RocketMQ). ctx bounds the wait for the put
-// lock and the sync. A message with a DELAY property goes to the schedule
-// topic (PutResult.Topic says so). GetMessage sees the message once it is
-// dispatched (WaitDispatched).
+// RocketMQ). ctx bounds the wait for the put lock and the sync. A message
+// with a DELAY property goes to the schedule topic (PutResult.Topic says
+// so). GetMessage sees the message once it is dispatched (WaitDispatched).
 func (s *Store) Put(ctx context.Context, m *Message) (PutResult, error) {
-	r, err := s.s.Put(ctx, (*engine.Message)(m))
-	return PutResult(r), err
+	return s.s.Put(ctx, m)
 }
 
 // PutBatch stores msgs, all for the same topic and queue, as consecutive
 // records under one lock; the result describes the first record and
 // counts them (MsgNum). An invalid batch fails with ErrBatch.
 func (s *Store) PutBatch(ctx context.Context, msgs []*Message) (PutResult, error) {
-	em := make([]*engine.Message, len(msgs))
-	for i, m := range msgs {
-		em[i] = (*engine.Message)(m)
-	}
-	r, err := s.s.PutBatch(ctx, em)
-	return PutResult(r), err
+	return s.s.PutBatch(ctx, msgs)
 }
 
 // WaitDispatched waits until every record below CommitLog offset off is in
@@ -132,47 +131,48 @@ func (s *Store) WaitDispatched(ctx context.Context, off int64) error {
 	return s.s.WaitDispatched(ctx, off)
 }
 
+// GetOption configures one GetMessage call.
+type GetOption func(*getOptions)
+
+type getOptions struct {
+	filter MessageFilter
+}
+
+// WithFilter returns only the messages that f matches (a *TagFilter from
+// NewTagFilter, say; nil: all). The messages it skips still advance
+// NextBeginOffset.
+func WithFilter(f MessageFilter) GetOption {
+	if tf, ok := f.(*TagFilter); ok && tf == nil {
+		f = nil // a nil *TagFilter in the interface would not read as nil
+	}
+	return func(o *getOptions) { o.filter = f }
+}
+
 // GetMessage reads up to maxMsgNums messages of topic's queue queueID from
 // queue offset offset, as RocketMQ's getMessage: Status says what was found
-// and NextBeginOffset where to read next (see GetMessageStatus). group
-// names the reader (RocketMQ uses it for statistics only). GetMessage does
-// not wait for messages; call Release on the result when done with its
-// views.
-func (s *Store) GetMessage(group, topic string, queueID int32, offset int64, maxMsgNums int, opts ...GetOption) (*GetMessageResult, error) {
+// and NextBeginOffset where to read next (see GetMessageStatus). It does
+// not wait for messages. Call Release on the result exactly once when done
+// with its views; DecodeMessage decodes a view's record into a message
+// that outlives the result.
+func (s *Store) GetMessage(topic string, queueID int32, offset int64, maxMsgNums int, opts ...GetOption) (*GetMessageResult, error) {
 	var o getOptions
 	for _, opt := range opts {
 		opt(&o)
 	}
-	var f engine.MessageFilter
-	if o.filter != nil {
-		f = o.filter.f
-	}
-	r, err := s.s.GetMessage(group, topic, queueID, offset, maxMsgNums, f)
-	if err != nil {
-		return nil, err
-	}
-	return newGetMessageResult(r), nil
+	return s.s.GetMessage("", topic, queueID, offset, maxMsgNums, o.filter)
 }
 
 // LookMessageByOffset decodes the message stored at a CommitLog offset
 // (PutResult.WroteOffset, MessageExt.CommitLogOffset); ErrNotFound when
 // none is.
 func (s *Store) LookMessageByOffset(commitLogOffset int64) (*MessageExt, error) {
-	m, err := s.s.LookMessageByOffset(commitLogOffset)
-	if err != nil {
-		return nil, err
-	}
-	return messageExt(m), nil
+	return s.s.LookMessageByOffset(commitLogOffset)
 }
 
 // LookMessageByMsgID decodes the message with an offset message id
 // (PutResult.MsgID, MessageExt.MsgID).
 func (s *Store) LookMessageByMsgID(id string) (*MessageExt, error) {
-	m, err := s.s.LookMessageByMsgID(id)
-	if err != nil {
-		return nil, err
-	}
-	return messageExt(m), nil
+	return s.s.LookMessageByMsgID(id)
 }
 
 // MinOffsetInQueue returns the first queue offset still held in a queue
@@ -220,13 +220,18 @@ func (s *Store) DeleteTopic(topic string) error { return s.s.DeleteTopic(topic) 
 // of age, as RocketMQ does above DiskCleanForciblyRatio) and the
 // ConsumeQueue files that only point into them.
 func (s *Store) DeleteExpiredFiles(now time.Time, p RetentionPolicy, force bool) (RetentionReport, error) {
-	r, err := s.s.DeleteExpiredFiles(now, engine.RetentionPolicy(p), force)
-	return RetentionReport(r), err
+	return s.s.DeleteExpiredFiles(now, p, force)
 }
 
 // Config returns the store's configuration with the defaults filled in
 // and the file sizes found on disk.
-func (s *Store) Config() Config { return configOf(s.s.Config()) }
+func (s *Store) Config() Config { return s.s.Config() }
+
+// Health returns the store's running state and fault counters.
+func (s *Store) Health() Health { return s.s.Health() }
+
+// Recovery returns what Open's recovery found and did.
+func (s *Store) Recovery() RecoveryReport { return s.s.Recovery() }
 
 // Close stops the store's services, flushes and syncs everything, writes
 // the checkpoint and marks a clean shutdown; later calls return nil, and

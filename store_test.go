@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/afero"
 
 	"github.com/rocketstore/rocketstore"
+	"github.com/rocketstore/rocketstore/backend/memfs"
 )
 
 // TestStoreAPI drives the root API through a batch, the offsets, a
@@ -17,7 +18,7 @@ import (
 func TestStoreAPI(t *testing.T) {
 	disk := afero.NewMemMapFs()
 	cfg := rocketstore.Config{CommitLogFileSize: 64 << 10, ConsumeQueueUnits: 64}
-	s, err := rocketstore.OpenFS(disk, cfg)
+	s, err := rocketstore.OpenFS(memfs.New(disk), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,13 +55,13 @@ func TestStoreAPI(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := s.GetMessage("g", "t", 1, 0, 32, rocketstore.WithFilter(f))
+	got, err := s.GetMessage("t", 1, 0, 32, rocketstore.WithFilter(f))
 	if err != nil {
 		t.Fatal(err)
 	}
 	var bodies []string
 	for _, v := range got.Messages {
-		m, err := v.Decode()
+		m, err := rocketstore.DecodeMessage(v.Record)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -70,7 +71,13 @@ func TestStoreAPI(t *testing.T) {
 		t.Errorf("filtered read: %s next %d bodies %v; want FOUND next 4 [1 3]", got.Status, got.NextBeginOffset, bodies)
 	}
 	got.Release()
-	if got, err := s.GetMessage("g", "t", 1, 4, 32); err != nil || got.Status != rocketstore.OffsetOverflowOne {
+	all, err := s.GetMessage("t", 1, 0, 32, rocketstore.WithFilter((*rocketstore.TagFilter)(nil)))
+	if err != nil || len(all.Messages) != 4 {
+		t.Errorf("read with a nil *TagFilter: %v; want the 4 messages", err)
+	} else {
+		all.Release()
+	}
+	if got, err := s.GetMessage("t", 1, 4, 32); err != nil || got.Status != rocketstore.OffsetOverflowOne {
 		t.Errorf("read at the end: %v, %v; want OFFSET_OVERFLOW_ONE", got.Status, err)
 	}
 	if err := s.Close(); err != nil {
@@ -80,7 +87,7 @@ func TestStoreAPI(t *testing.T) {
 		t.Errorf("Put after Close: %v, want ErrClosed", err)
 	}
 
-	s, err = rocketstore.OpenFS(disk, cfg)
+	s, err = rocketstore.OpenFS(memfs.New(disk), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,7 +9,7 @@
 //
 // The checks follow RocketMQ 4.9's PlainPermissionManager, with the holes
 // of that version closed: batch sends, offset queries and the ACL admin
-// codes (50–54) are checked too. See README "Security" for the threat
+// codes (50–54) are checked too. See docs/security.md for the threat
 // model, including what RocketMQ's signature scheme does not protect
 // against (replay).
 package acl

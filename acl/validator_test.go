@@ -156,7 +156,7 @@ func TestCheckPermissions(t *testing.T) {
 // TestForgedAndReplayedSignatures alters a validly signed request in
 // every way an attacker who saw it could, and expects each to be refused
 // with bad_signature; replaying it unchanged passes, which is the weakness
-// of RocketMQ's scheme that README "Security" states.
+// of RocketMQ's scheme that docs/security.md states.
 func TestForgedAndReplayedSignatures(t *testing.T) {
 	v, _ := openTest(t, testACL, time.Hour)
 	orig := signed("producer1", remoting.CodeSendMessageV2, send("topicB"), "pay 10 EUR")

@@ -25,11 +25,11 @@ import (
 //
 // BACKLOG_DIR keeps the backlog in a directory across runs (and binaries).
 // A kept backlog need not be in the state `rocketstore bench` measures (a
-// file just written through a mapping): on this project's VM (whose kernel
-// runs DAMON with a pageout scheme for pages cold for a minute) a CRC of a
+// file just written through a mapping): on a VM whose kernel
+// runs DAMON with a pageout scheme for pages cold for a minute, a CRC of a
 // kept 1 GiB backlog through a fresh mapping cost 1.0-1.25 s of CPU while
-// a file just written that way took 0.11-0.16 s, side by side (2026-12-02
-// 03:07 UTC); at 03:15, 0.95-1.02 s against 0.60-0.68 s, when pread+CRC32
+// a file just written that way took 0.11-0.16 s, side by side; in a
+// second run, 0.95-1.02 s against 0.60-0.68 s, when pread+CRC32
 // of either took 0.21-0.31 s. The mapping
 // bound of a kept backlog, and the ratio to it, then say more about the
 // page cache than about recovery: compare such runs with each other and

@@ -16,7 +16,7 @@ import (
 // alternate in. fdatasync's latency is the disk's: on a machine whose disk
 // other processes also write, it moves by 2-3x from one second to the
 // next, and a bound measured after the workload compared the workload with
-// a different disk (ratios from 21 % to 284 % in one afternoon, issue 12).
+// a different disk (ratios from 21 % to 284 % in one afternoon).
 // Alternating slices put both under the same conditions.
 const syncSlices = 6
 

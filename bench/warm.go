@@ -18,12 +18,12 @@ const maxWarmBytes = 1 << 30
 // (new pages come from reclaimed ones).
 //
 // Without it the first put of a run took whatever the kernel had free. On
-// this project's VM, page cache populated a second after other page cache
+// a 2-core VM, page cache populated a second after other page cache
 // was freed fills at 4-7 GB/s, and 8 s later at 0.3-0.7 GB/s (the free
 // memory had been handed back to the host in the meantime; anonymous
 // memory touched and freed does not help). 128 B puts write 456 MB/s at
 // 2 M/s, so the same build swung from 0.6 to 2.5 M/s with how long the
-// machine had been idle (BENCHMARKS.md, "128 B puts from one goroutine").
+// machine had been idle (BENCHMARKS.md, "The machine").
 // The cost is paid before the clock starts and only matters for the
 // first put of a run. Errors are ignored: the put then measures as
 // before.

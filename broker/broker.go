@@ -14,6 +14,7 @@ import (
 	"github.com/rocketstore/rocketstore/broker/index"
 	"github.com/rocketstore/rocketstore/broker/longpoll"
 	"github.com/rocketstore/rocketstore/broker/offset"
+	"github.com/rocketstore/rocketstore/broker/pop"
 	"github.com/rocketstore/rocketstore/broker/schedule"
 	"github.com/rocketstore/rocketstore/broker/transaction"
 	"github.com/rocketstore/rocketstore/dispatch"
@@ -25,6 +26,7 @@ import (
 type Broker struct {
 	cfg    Config
 	fs     backend.FS
+	lock   *engine.StoreLock // held from Open to the end of Close
 	store  *engine.Store
 	logger *slog.Logger
 
@@ -37,6 +39,7 @@ type Broker struct {
 	index     *index.Service // nil when the index is disabled
 	filters   *consumerFilters
 	tx        *transaction.Service
+	pop       *pop.Service
 	sqlCache  sqlCache
 
 	closed  atomic.Bool
@@ -60,13 +63,21 @@ func Open(fs backend.FS, cfg Config) (*Broker, error) {
 		return nil, err
 	}
 	cfg = cfg.withDefaults()
+	// The store's lock comes first: the config files, the index (whose
+	// recovery deletes files) and the engine all belong to the process
+	// that holds it, and a second broker on a held store must fail
+	// before it reads or changes any of them.
+	lk, err := engine.LockStore(fs)
+	if err != nil {
+		return nil, fmt.Errorf("broker: %w", err)
+	}
 	b := &Broker{cfg: cfg, fs: fs, logger: cfg.Store.Logger, consumers: newConsumerManager(),
-		hold: longpoll.New(!cfg.ShortPolling)}
+		hold: longpoll.New(!cfg.ShortPolling), lock: lk}
 	if err := b.loadConfig(); err != nil {
-		return nil, err
+		return nil, errors.Join(err, lk.Unlock())
 	}
 	if err := b.openStore(); err != nil {
-		return nil, err
+		return nil, errors.Join(err, lk.Unlock())
 	}
 	if err := b.startServices(); err != nil {
 		return nil, errors.Join(err, b.closeStore())
@@ -111,7 +122,7 @@ func (b *Broker) openStore() error {
 		}
 		ds = append([]dispatch.Dispatcher{b.index}, ds...)
 	}
-	s, err := engine.Open(b.fs, b.cfg.Store, ds...)
+	s, err := engine.OpenLocked(b.lock, b.fs, b.cfg.Store, ds...)
 	if err != nil {
 		if b.index != nil {
 			err = errors.Join(err, b.index.Close())
@@ -122,7 +133,7 @@ func (b *Broker) openStore() error {
 	if b.index != nil {
 		b.index.SetCheckpoint(s.Checkpoint())
 		if err := b.reindex(); err != nil {
-			return errors.Join(err, b.closeStore())
+			return errors.Join(err, b.closeFiles())
 		}
 	}
 	return nil
@@ -157,8 +168,13 @@ func (b *Broker) startServices() error {
 	if err := b.openTransactions(); err != nil {
 		return err
 	}
+	if err := b.openPop(); err != nil {
+		b.tx.Close()
+		return err
+	}
 	if err := b.schedule.Start(b.store); err != nil {
 		b.tx.Close()
+		b.pop.Close()
 		return err
 	}
 	b.stop, b.done = make(chan struct{}), make(chan struct{})
@@ -261,6 +277,7 @@ func (b *Broker) Abandon() {
 	close(b.stop)
 	<-b.done
 	b.tx.Close()
+	b.pop.Close()
 	b.schedule.Abandon()
 	b.store.Abandon()
 	if b.index != nil {
@@ -280,6 +297,7 @@ func (b *Broker) Close() error {
 	close(b.stop)
 	<-b.done
 	b.tx.Close()
+	b.pop.Close()
 	errs := []error{b.schedule.Close(), b.offsets.Persist(), b.filters.persist()}
 	return errors.Join(append(errs, b.closeStore())...)
 }
@@ -287,6 +305,11 @@ func (b *Broker) Close() error {
 // closeStore closes the engine (which drains dispatch into the index and
 // writes the checkpoint), then syncs and closes the index.
 func (b *Broker) closeStore() error {
+	return errors.Join(b.closeFiles(), b.lock.Unlock())
+}
+
+// closeFiles is closeStore without the release of the store's lock.
+func (b *Broker) closeFiles() error {
 	var errs []error
 	if b.index != nil {
 		// Make the index durable before the engine's final checkpoint

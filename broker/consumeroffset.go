@@ -38,7 +38,7 @@ func (b *Broker) checkInDiskByConsumeOffset(topic string, queueID int32, off int
 // RocketMQ broker stores them; no consumer sends one), an empty group or
 // topic likewise, and a topic the broker does not have with
 // TopicNotExist: none of them could ever be read back by a consumer, and
-// persisted they would only clutter consumerOffset.json (issue 11).
+// persisted they would only clutter consumerOffset.json.
 func (b *Broker) UpdateConsumerOffset(clientHost, group, topic string, queueID int32, off int64) (ResponseCode, string) {
 	if off < 0 || queueID < 0 {
 		return SystemError, "negative offset or queue id"

@@ -158,7 +158,7 @@ func TestReadsRocketMQConfigFiles(t *testing.T) {
 	_ = context.Background()
 }
 
-// TestOffsetCommitsThatCannotBeReadBack is issue 11 item 6: a negative
+// TestOffsetCommitsThatCannotBeReadBack: a negative
 // offset, an empty group or topic, and a topic the broker does not have
 // are refused with RocketMQ codes and never persisted.
 func TestOffsetCommitsThatCannotBeReadBack(t *testing.T) {

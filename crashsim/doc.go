@@ -1,6 +1,6 @@
 // Package crashsim is a backend.FS that models power loss, for crash tests.
 //
-// It follows the crash model of shared/design.md. Each file is an inode
+// It follows the crash model of docs/design.md. Each file is an inode
 // holding two images: the durable one (what the disk holds) and the page
 // cache (what the running process sees). WriteAt changes only the page
 // cache and marks 4 KiB pages dirty; Segment.Sync copies the dirty pages

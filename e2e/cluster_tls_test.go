@@ -17,7 +17,7 @@ import (
 )
 
 // jepsenTLS reports whether the Jepsen group's Raft ports run mutual TLS
-// (raft.tls): yes unless ROCKETSTORE_JEPSEN_TLS=0. TLS is what the README
+// (raft.tls): yes unless ROCKETSTORE_JEPSEN_TLS=0. TLS is what docs/cluster.md
 // recommends for a group, and the nemesis's proxy only forwards bytes, so
 // kills, partitions and snapshot installs all run over it; the plain
 // transport is tested in cluster/.

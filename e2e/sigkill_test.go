@@ -17,8 +17,8 @@ import (
 	"github.com/apache/rocketmq-client-go/v2/primitive"
 )
 
-// TestSIGKILLRestartLosesNothingAcknowledged is issue 11's end-to-end
-// crash test: `rocketstore serve` (a real process, SYNC_FLUSH) is killed
+// TestSIGKILLRestartLosesNothingAcknowledged is the end-to-end crash
+// test: `rocketstore serve` (a real process, SYNC_FLUSH) is killed
 // with SIGKILL while the official Go client sends, restarted on the same
 // directory, and every send the client saw acknowledged is then consumed.
 func TestSIGKILLRestartLosesNothingAcknowledged(t *testing.T) {

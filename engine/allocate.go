@@ -64,7 +64,7 @@ type allocator struct {
 // maxPrefaultWindow: the populator is a goroutine like any other, and on 2
 // busy cores (the putter and the dispatcher do not block at high rates) it
 // can wait milliseconds for one, and cold page cache fills slower than the
-// writer writes (BENCHMARKS.md, "128 B puts from one goroutine"). 128-byte puts
+// writer writes (BENCHMARKS.md, "The machine"). 128-byte puts
 // at 2 M/s write 456 MB/s, which crosses 8 MiB in 17 ms. With the fixed
 // window the putter of BenchmarkPut/128B/1 took 575-625 page faults in
 // 10 M puts (the writer had caught up with the populator), with this one
@@ -276,8 +276,7 @@ func (a *allocator) prepare(from int64) {
 // next file is prepared on each roll: the first put then takes it instead
 // of creating the file, syncing its directories and faulting in its first
 // pages while every other put waits on the CommitLog's lock (35 ms at the
-// start of a bench --server run on this project's VM; see BENCHMARKS.md,
-// fifth session). A store closed before any put removes it again (stop).
+// start of a bench --server run on a 2-core VM; see BENCHMARKS.md). A store closed before any put removes it again (stop).
 func (a *allocator) prepareFirst() { a.prepare(0) }
 
 // take returns the prepared file at from, waiting for it if it is still

@@ -59,8 +59,8 @@ type storeCheckpoint struct {
 func openCheckpoint(fs backend.FS, name string, now int64, log *slog.Logger) (cp *storeCheckpoint, valid bool, err error) {
 	seg, err := fs.Open(name)
 	if err == nil && seg.Size() < checkpointUsedBytes {
-		// A short checkpoint holds no timestamps, like a missing one
-		// (issue 11): recovery replays from the first file, and a
+		// A short checkpoint holds no timestamps, like a missing one:
+		// recovery replays from the first file, and a
 		// full-sized checkpoint replaces it.
 		log.Warn("checkpoint too short to hold its timestamps; replaced, and recovery replays the commitlog from its first file",
 			"file", name, "size", seg.Size(), "want", checkpointSize)

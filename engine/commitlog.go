@@ -90,7 +90,7 @@ func newCommitLog(fs backend.FS, dir string, cfg *Config) *CommitLog {
 	// into a write-prefaulted mapping: there the system call would be the
 	// put's main cost (128 B async puts took 11-12 µs with pwrite against
 	// 1.4-2.1 µs with the copy) for the rare sync's shootdowns
-	// (BENCHMARKS.md, "SYNC_FLUSH puts with pwrite").
+	// (BENCHMARKS.md, "What bounds the figures").
 	q.writeThrough = cfg.FlushDiskType == SyncFlush
 	return &CommitLog{
 		q:               q,

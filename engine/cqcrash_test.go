@@ -19,8 +19,7 @@ import (
 // cuts a queue at the start of its last file zeroes and syncs that file,
 // then removes it. A power cut between the two leaves the file, all zeros,
 // behind; the recovery that follows must remove it too, or an interrupted
-// and redone recovery keeps a file that one recovery does not (found by
-// TestCrashStateMachine, P4). The queue's offsets are the same either way.
+// and redone recovery keeps a file that one recovery does not (P4). The queue's offsets are the same either way.
 func TestRecoveryDropsEmptyLastConsumeQueueFile(t *testing.T) {
 	afs := afero.NewMemMapFs()
 	clock := int64(1_700_000_000_000)

@@ -65,11 +65,10 @@ func crashWithDamagedTail(t *testing.T) (afero.Fs, engine.Config, engine.PutResu
 	return afs, cfg, victim, rec
 }
 
-// TestDamagedLastRecordKeepsItsQueueOffset is the single-node half of
-// issue 11's damaged-record handling: when the damaged record was its
-// queue's last, recovery used to set the queue's next offset from the
-// rebuilt ConsumeQueue, which lacks it, so the next put took the damaged
-// record's queue offset and two records claimed one offset (a replica
+// TestDamagedLastRecordKeepsItsQueueOffset: when the damaged record was
+// its queue's last, setting the queue's next offset from the rebuilt
+// ConsumeQueue, which lacks it, would give the next put the damaged
+// record's queue offset and two records would claim one offset (a replica
 // repaired later holds the damaged one there). The offset must stay
 // consumed: a placeholder unit keeps it, consumers skip it, verify reports
 // only the damage itself, and all of it survives a restart.

@@ -10,7 +10,7 @@ import (
 	"github.com/rocketstore/rocketstore/verify"
 )
 
-// TestDeletedTopicStaysDeleted is issue 11 item 3: a topic deleted and
+// TestDeletedTopicStaysDeleted: a topic deleted and
 // then stopped cleanly, or killed, does not come back with its old
 // messages, and verify knows the records of a deleted topic have no queue.
 func TestDeletedTopicStaysDeleted(t *testing.T) {

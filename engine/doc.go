@@ -25,18 +25,77 @@
 // and failure state field by field, and a package boundary would export
 // those fields to each other without hiding anything more from users.
 //
-// # Durability and recovery
+// # Durability
 //
-// A CommitLog flush service syncs (group commit for SyncFlush; interval and
-// least pages for AsyncFlush), a ConsumeQueue flush service syncs the
-// queues and the checkpoint. A failed sync turns the store read-only: it
-// never reports unsynced data as flushed. Open takes the store's lock,
-// writes the abort marker (durably) and recovers: normally after a clean
-// Close, or abnormally after a crash, replaying the CommitLog from the last
-// file the checkpoint vouches for. Recovery checks every record (CRC,
-// PHYSICALOFFSET = position, torn sectors), cuts the log at the first bad
-// one, zeroes and syncs what lies past it, and rebuilds the ConsumeQueue
-// units from the scan start. RecoveryReport says what it found.
+// A CommitLog flush service syncs: for SyncFlush a put waits for a group
+// commit (a sync, and at most one more round for the puts that arrived
+// during it); for AsyncFlush it syncs on an interval once enough pages are
+// dirty, and everything on a longer interval. A ConsumeQueue flush service
+// syncs the queues and then the checkpoint, which is therefore never ahead
+// of what is durable. A failed sync turns the store read-only until it is
+// reopened: it never reports unsynced data as flushed. A full disk only
+// refuses puts until a file can be created again (Store.Health).
+//
+// # Recovery
+//
+// Open takes the store's lock file (unless its caller holds it already),
+// takes the CommitLog and ConsumeQueue file sizes from the existing files, and reads whether the abort marker
+// exists (the last run did not Close: a crash) before writing it again and
+// syncing it, so that a crash during recovery is still seen as one. It
+// loads the files (a short last file is padded to the file size), syncs
+// every directory after a crash (the dead process may have created files
+// whose entries were never synced), reads the deleted topics and the
+// checkpoint (one that is missing, garbage or short is replaced, and
+// recovery then replays from the first CommitLog file). Then (recover.go):
+//
+//  1. Each ConsumeQueue walks its units from its third-from-last file and
+//     is cut after the last valid one. Without CommitLog files the queues
+//     are rebuilt (empty).
+//  2. The scan starts, after a clean Close, at the third-from-last
+//     CommitLog file; after a crash, at the last file whose first record
+//     is older than the checkpoint's minimum timestamp (min of the physic
+//     and logics timestamps, less 3 s), and the ConsumeQueues are cut there
+//     too, keeping only units that point at the record they index
+//     (unitcheck.go): a never-synced queue page may come back holding
+//     another file's units.
+//  3. The scan checks every record (magic, TOTALSIZE, body CRC unless
+//     Config.SkipCRCOnRecover, PHYSICALOFFSET equal to its position; a
+//     BLANK record must end its file). After a crash it dispatches each
+//     record as it goes, into the ConsumeQueues and the dispatchers given
+//     to Open; parsers on other goroutines check the records ahead of it
+//     (recovercrc.go) and the queue units are written in batches
+//     (recovercq.go). A v2 record stops Open with ErrCorruptStore.
+//  4. At a bad record the scan looks for the next intact record
+//     (recoverdamage.go). None: the end of the log (a torn tail). One, and
+//     the damage is proven (a clean Close, or the record after it older
+//     than the checkpoint's physic timestamp): the damaged range is
+//     skipped, reported in RecoveryReport.Damaged, never dispatched nor
+//     returned by GetMessage. Not proven: a damaged range holding a zeroed
+//     sector is a write the crash tore, and the log ends there; anything
+//     else follows Config.OnUndecidableDamage (DamageRefuse fails Open with
+//     ErrUndecidableDamage naming file and offset, changing nothing).
+//  5. The CommitLog is cut at the recovered end: the bytes past it are
+//     zeroed and synced and later files removed, so that stale bytes never
+//     come back as a record after another crash; after a crash the records
+//     from the scan start are synced, as they may exist only in the dead
+//     process's page cache.
+//  6. If the consumequeue.rebuild marker exists, or after a crash a
+//     dispatch failed, or after a clean Close the replay from the largest
+//     CommitLog end any queue holds finds a queue that does not line up,
+//     every ConsumeQueue is rebuilt from the CommitLog behind that marker
+//     (rebuildintent.go), keeping the next offset of queues whose records
+//     retention deleted. After a clean Close the units past the recovered
+//     end are cut first and the reput service replays from that largest
+//     end (RocketMQ 4.5's reput start).
+//  7. Each damaged record keeps its queue offset with a placeholder unit
+//     (damagedtail.go), each queue's next offset is taken from its
+//     ConsumeQueue and its minimum from the CommitLog's minimum.
+//
+// Records of a topic deleted below the offset recorded in DeletedTopicsFile
+// are never dispatched, so a crash does not bring its queues back.
+// RecoveryReport (Store.Recovery) says what recovery found and did.
+// RepairDamaged rewrites a damaged range with bytes a replica holds
+// (package cluster), and its placeholder units with the real ones.
 //
 // # Concurrency
 //

@@ -265,12 +265,12 @@ func (f *commitLogFlusher) serviceCommit() {
 // (flushCommitLog), which every waiter then reports.
 //
 // When puts wrote during the sync, it syncs once more before it ends, as
-// the commit loop before 2026-12-02 did without a bound: with four
+// an unbounded commit loop would: with four
 // SYNC_FLUSH putters, ending after one round (waking the waiters so that
 // one of them leads the next sync) leaves the disk idle for that hand-off:
 // the 4 KiB ×4 sync put fell under 80 % of write+fdatasync at its batch
 // size in 3 of 7 runs (75-102 %), against 82-126 % in 4 runs with the
-// second round (BENCHMARKS.md, seventh session). Two rounds, not "until
+// second round (BENCHMARKS.md). Two rounds, not "until
 // nothing new": that chase need not end
 // (TestSyncFlushCommitEndsAfterTwoRounds).
 func (f *commitLogFlusher) commit() {

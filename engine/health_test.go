@@ -65,8 +65,7 @@ func waitUntil(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-// TestDispatchFailureRefusesPutsAndResumes is issue 11 item 1: a
-// ConsumeQueue that cannot be created (full disk) must not leave the store
+// TestDispatchFailureRefusesPutsAndResumes: a ConsumeQueue that cannot be created (full disk) must not leave the store
 // acknowledging messages nobody can consume, silently. Puts are refused
 // with ErrReadOnly (SERVICE_NOT_AVAILABLE), one ERROR is logged, and once
 // space is back the dispatcher catches up and puts are accepted again.
@@ -118,8 +117,7 @@ func TestDispatchFailureRefusesPutsAndResumes(t *testing.T) {
 	}
 }
 
-// TestCommitLogDiskFullResumes is issue 11 item 1 for the CommitLog: a new
-// CommitLog file that cannot be created refuses puts with ErrDiskFull
+// TestCommitLogDiskFullResumes: a new CommitLog file that cannot be created refuses puts with ErrDiskFull
 // (wrapping ErrReadOnly and ENOSPC) until space is freed, then puts are
 // accepted again without a restart; the fault is logged once.
 func TestCommitLogDiskFullResumes(t *testing.T) {
@@ -162,7 +160,7 @@ func TestCommitLogDiskFullResumes(t *testing.T) {
 	}
 }
 
-// TestRecoveryReportLogsAsKeyValues is issue 11 item 8: the report is
+// TestRecoveryReportLogsAsKeyValues: the report is
 // logged as key=value pairs, not as a raw Go struct.
 func TestRecoveryReportLogsAsKeyValues(t *testing.T) {
 	var b bytes.Buffer

@@ -56,7 +56,7 @@ type mappedFileQueue struct {
 	// noReadAround advises each file the queue creates against fault
 	// read-around (adviseNoReadAround). ConsumeQueues: a new file's first
 	// write fault otherwise reads around it, 1-1.5 ms on the dispatcher's
-	// path where 0.2 ms will do (see BENCHMARKS.md, fifth session).
+	// path where 0.2 ms will do (see BENCHMARKS.md).
 	noReadAround bool
 
 	// releaseFaults hears of failed page releases (releaseWritten): the
@@ -498,10 +498,10 @@ type pageReleaser interface {
 // about to sync, when the appends went through the mapping (mf.pw nil).
 // Writeback must write-protect every page mapped writable, and the kernel
 // does it one page at a time, each with a TLB shootdown the flusher waits
-// for: on this project's 2-core machine that was most of the async
+// for: on a 2-core VM that was most of the async
 // flush's CPU (12 ms a 500 ms round at 100 k msgs/s) and of the
-// ConsumeQueue flush's, bursts that slowed the whole server (BENCHMARKS.md,
-// flushdip). Dropping the range at once costs one. The bytes stay in the
+// ConsumeQueue flush's, bursts that slowed the whole server.
+// Dropping the range at once costs one. The bytes stay in the
 // page cache, dirty, and the sync that follows writes them as before; a
 // later reader maps them again (read-only, so no later flush pays for
 // them). Only pages below wrote are dropped: the appender writes the last,

@@ -17,7 +17,7 @@ type adviser interface{ Advise(advice int) error }
 // through its mapping otherwise pays, on the first write fault in each
 // read-around window, for mapping a window of pages it does not touch yet:
 // on a fresh preallocated ConsumeQueue file that fault took 1-1.5 ms on
-// this project's VM and 0.2 ms with the hint, and later units' faults cost
+// a 2-core VM and 0.2 ms with the hint, and later units' faults cost
 // about the same either way. A hint only: failure costs speed, not data.
 // Only this process's mapping is affected; a restart maps files afresh.
 func adviseNoReadAround(seg backend.Segment) {

@@ -11,14 +11,14 @@ import (
 // nothing, or with a pread into the batch's buffer.
 //
 // Neither is always cheaper, and which one is depends on the page cache's
-// state, not on anything recovery can ask the kernel. On this project's
+// state, not on anything recovery can ask the kernel. On a 2-core PVM
 // virtual machine, reading a 1 GiB CommitLog written minutes before through
 // a fresh mapping cost 0.18-0.21 ns a byte in one benchmark run (the copy
 // a pread makes is saved) and 0.53-0.63 ns in another, against 0.25-0.49
 // ns for pread: each page's first touch through a new mapping takes a
 // fault and a page-table update, whose cost on that hypervisor varies with
-// the page's history (see BENCHMARKS.md, "Recovery reads the cheaper
-// way"). So recovery measures as it goes.
+// the page's history (see BENCHMARKS.md,
+// "Recovery"). So recovery measures as it goes.
 //
 // The file's regions are grouped in epochs of regionReadsEpoch regions,
 // and every region of an epoch is read the same way by both parsers:

@@ -129,7 +129,7 @@ func (s *Store) DeleteExpiredFiles(now time.Time, p RetentionPolicy, force bool)
 	// zero units (its pages never written back) among durable ones that
 	// point into the deleted files: recovery trusts units below its scan
 	// start, which the checkpoint no longer bounds once the file it
-	// named is gone (issue 11: holes after concurrent retention).
+	// named is gone.
 	if err := s.flushQueuesForRetention(); err != nil {
 		return rep, err
 	}

@@ -78,15 +78,32 @@ func Open(fs backend.FS, cfg Config, dispatchers ...dispatch.Dispatcher) (*Store
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	lk, err := LockStore(fs)
+	if err != nil {
+		return nil, err
+	}
+	return openLocked(fs, lk.u, cfg, dispatchers)
+}
+
+// OpenLocked is Open on a store whose lock the caller took with LockStore
+// (before reading its own files of the store, as the broker does). The
+// caller keeps the lock: it releases it after Close, or after a failed
+// OpenLocked.
+func OpenLocked(lk *StoreLock, fs backend.FS, cfg Config, dispatchers ...dispatch.Dispatcher) (*Store, error) {
+	if lk == nil {
+		return nil, fmt.Errorf("%w: OpenLocked without a lock", ErrConfig)
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	return openLocked(fs, heldByCaller{}, cfg, dispatchers)
+}
+
+func openLocked(fs backend.FS, lk backend.Unlocker, cfg Config, dispatchers []dispatch.Dispatcher) (*Store, error) {
 	cfg = cfg.withDefaults()
-	s := &Store{fs: fs, cfg: cfg}
+	s := &Store{fs: fs, cfg: cfg, lock: lk}
 	s.health.diskLog.clock, s.health.dispatchLog.clock, s.cqFlushLog.clock = s.now, s.now, s.now
 	s.health.release.log.clock, s.health.release.log.warn, s.health.release.logger = s.now, true, cfg.Logger
-	lk, err := fs.Lock(lockFile)
-	if err != nil {
-		return nil, fmt.Errorf("engine: lock store: %w", err)
-	}
-	s.lock = lk
 	if err := s.open(dispatchers); err != nil {
 		s.abandon()
 		return nil, err

@@ -24,7 +24,7 @@ func (s *Store) DeleteTopic(topic string) error {
 			return nil
 		}
 		// Durable before any file goes: recovery after a crash must not
-		// replay the topic's records into new queues (issue 11).
+		// replay the topic's records into new queues.
 		if err := s.recordDeletion(topic, s.commitLog.MaxOffset()); err != nil {
 			return fmt.Errorf("engine: delete topic %s: %w", topic, err)
 		}

@@ -94,7 +94,7 @@ func (m *machine) flushCommitLog(leastPages int) {
 func (m *machine) actDispatch(*rapid.T) { m.dispatch() }
 
 // dispatch runs one pass and reports whether it completed. A failed pass
-// leaves the store waiting for a retry, not read-only (issue 11).
+// leaves the store waiting for a retry, not read-only.
 func (m *machine) dispatch() bool {
 	_, err := m.s.Dispatch()
 	m.engineErr("Dispatch", err)

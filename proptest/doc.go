@@ -3,7 +3,7 @@
 // manual mode, internal/hooks) through puts, flushes, dispatch, clean restarts, process
 // kills, power cuts (between operations, at the k-th write, during
 // recovery) and injected I/O errors, and check properties P1–P6 of
-// shared/design.md against a simple model after every recovery; the
+// docs/design.md against a simple model after every recovery; the
 // metamorphic test (P6); the broken-variant tests; and the fuzz targets.
 //
 // The package has no non-test code besides this comment. Budget: the

@@ -123,7 +123,7 @@ func (m *machine) engineErr(what string, err error) {
 	}
 	if resumable {
 		// A full disk or a failing dispatcher refuses puts only until a
-		// retry succeeds (issue 11): the store must not turn read-only
+		// retry succeeds: the store must not turn read-only
 		// for good, and nothing is acknowledged meanwhile.
 		m.transient = true
 		return

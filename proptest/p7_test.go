@@ -223,7 +223,7 @@ func (m *p7) checkDelivered(t *rapid.T) {
 	m.durable = len(m.delayed)
 }
 
-// TestP7OffsetsAcrossPowerCuts (P7 of shared/design.md, on the broker
+// TestP7OffsetsAcrossPowerCuts (P7 of docs/design.md, on the broker
 // layer): consumer offsets and delay offsets survive
 // a power cut as last persisted (within their persist interval), are
 // never past their queue's max offset after recovery, and delayed messages

@@ -17,10 +17,9 @@ import (
 // the rebuild replays the CommitLog: the old queues' removal reached the
 // disk, the new queues did not. The checkpoint still vouches for the old
 // units, so the next recovery scans only from the second CommitLog file,
-// and without the rebuild marker queue C's units for the first file were
-// gone: its first messages hidden (found by reading, cqdirsync's
-// report; the deferred directory syncs had widened the window). With the
-// marker the next recovery redoes the rebuild, and C is whole.
+// and without the rebuild marker queue C's units for the first file would
+// be gone: its first messages hidden (the deferred directory syncs widen
+// the window). With the marker the next recovery redoes the rebuild, and C is whole.
 func TestRebuildInterruptedByPowerCut(t *testing.T) {
 	if errs := interruptedRebuild(t, nil); len(errs) > 0 {
 		t.Fatal(strings.Join(errs, "\n"))

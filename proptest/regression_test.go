@@ -78,10 +78,9 @@ func TestRegressionFailedSyncDirThenReopen(t *testing.T) {
 // then marks the pages clean although the disk kept the old content), the
 // process dies, a new store recovers the messages from the page cache,
 // syncs (which writes nothing: the pages are clean) and reports them
-// flushed; a power cut loses them (P1). Shrunk by rapid from
-// TestCrashStateMachine once recovery synced what it recovered. Fixed by
-// writing the pages of a failed sync over themselves (MappedFile.redirty),
-// so that they are dirty again for the next process's recovery sync.
+// flushed; a power cut loses them (P1). The store prevents it by writing
+// the pages of a failed sync over themselves (MappedFile.redirty), so that
+// they are dirty again for the next process's recovery sync.
 func TestRegressionFailedSyncThenKill(t *testing.T) {
 	checkShare(t, 0.05, func(rt *rapid.T) {
 		st := setup{fileSize: 4096, cqUnits: 4, flush: engine.AsyncFlush, clockStep: 1}
@@ -100,8 +99,8 @@ func TestRegressionFailedSyncThenKill(t *testing.T) {
 }
 
 // TestRegressionFlushAfterFailedSync: once a sync failed, FlushCommitLog
-// and FlushConsumeQueues must keep failing (they used to return nil,
-// vouching for pages the failed sync may have lost).
+// and FlushConsumeQueues must keep failing (returning nil would vouch for
+// pages the failed sync may have lost).
 func TestRegressionFlushAfterFailedSync(t *testing.T) {
 	fs, err := crashsim.New(nil, crashsim.Options{})
 	if err != nil {
@@ -135,9 +134,9 @@ func TestRegressionFlushAfterFailedSync(t *testing.T) {
 // never-synced page, the freed block of the removed file
 // (crashsim.Options.ReuseFreedBlocks, ext4 data=writeback). Its records
 // carry the very PHYSICALOFFSET of their new place and a good CRC, so
-// recovery accepted them: phantoms (P2). Found by TestCrashStateMachine
-// once crashsim modelled freed blocks (seed 16019615648087664423). Fixed
-// by zeroing (and syncing) a file before truncation removes it.
+// recovery would accept them: phantoms (P2; seed 16019615648087664423).
+// The store prevents it by zeroing (and syncing) a file before truncation
+// removes it.
 func TestRegressionStaleTailFileBlock(t *testing.T) {
 	opts := crashsim.Options{ReuseFreedBlocks: true}
 	cfg := tinyConfig(nil)
@@ -213,12 +212,11 @@ func TestRegressionStaleTailFileBlock(t *testing.T) {
 // TestRegressionStaleConsumeQueueBlock runs the state machine with freed
 // blocks exposed in every file, ConsumeQueues included, and without
 // retention. A never-synced ConsumeQueue page that comes back holding the
-// units of another (removed) queue file used to be kept by recovery, its
-// units pointing at other queues' records (P3/P5; found by
-// TestCrashStateMachine once crashsim modelled freed blocks; the shrunk
-// case, seed 12111522304324246771, replays from testdata/rapid). Fixed by
-// checking, after an abnormal exit, each kept tail unit against the record
-// it points at. Units pointing below the CommitLog minimum cannot be
+// units of another (removed) queue file must not be kept by recovery, its
+// units pointing at other queues' records (P3/P5; the shrunk case, seed
+// 12111522304324246771, replays from testdata/rapid): after an abnormal
+// exit recovery checks each kept tail unit against the record it points
+// at. Units pointing below the CommitLog minimum cannot be
 // checked that way; TestCrashStateMachine covers them, with retention
 // (see reuseFreedBlocks).
 func TestRegressionStaleConsumeQueueBlock(t *testing.T) {

@@ -43,13 +43,13 @@ func (c staleChooser) Choose(n int, what string) int {
 // synced; after a power cut B's ConsumeQueue page comes back holding a
 // freed block of A's deleted ConsumeQueue (every one of them is tried).
 // Those units point below the CommitLog minimum, where recovery cannot
-// check them, so they were kept as B's units 0..3, and B's real records,
-// replayed by recovery, were skipped as "already written": B's messages
-// could no longer be read and B ended at 4 (reproduced by
-// TestCrashStateMachine with the limit removed, rapid seed 26748747, as
-// "P3: consume queues differ from the ones rebuilt from the commitlog").
-// Fixed: a replay that finds another record's unit at its index is an
-// inconsistency, and recovery rebuilds the queues from the CommitLog.
+// check them; kept as B's units 0..3, B's real records, replayed by
+// recovery, would be skipped as "already written": B's messages could not
+// be read and B would end at 4 (TestCrashStateMachine with the limit
+// removed, rapid seed 26748747, reports it as "P3: consume queues differ
+// from the ones rebuilt from the commitlog"). So a replay that finds
+// another record's unit at its index is an inconsistency, and recovery
+// rebuilds the queues from the CommitLog.
 //
 // With B's records lost too (AsyncFlush, not synced), nothing replays and
 // the stale units stay: B ends past its (lost) messages with units no

@@ -20,13 +20,13 @@ import (
 
 // cppHeartbeat is the heartbeat of rocketmq-client-cpp 2.x's push
 // consumer: enums as ordinals, subVersion as a string, tagsSet and codeSet
-// arrays, no expressionType (issue 17, failure 1).
+// arrays, no expressionType.
 const cppHeartbeat = `{"clientID":"10.0.0.7@4242#1796134895","consumerDataSet":[{"consumeFromWhere":0,` +
 	`"consumeType":1,"groupName":"CppGroup","messageModel":1,"subscriptionDataSet":[{"codeSet":[],` +
 	`"subString":"*","subVersion":"1796134895301","tagsSet":[],"topic":"CppTopic"}]}],` +
 	`"producerDataSet":[{"groupName":"CLIENT_INNER_PRODUCER"}]}` + "\n"
 
-func TestIssue17CppHeartbeatRegistersTheConsumer(t *testing.T) {
+func TestCppHeartbeatRegistersTheConsumer(t *testing.T) {
 	e := newEnv(t)
 	wantCode(t, e.call(remoting.CodeHeartBeat, []byte(cppHeartbeat)), remoting.CodeSuccess)
 	resp := e.call(remoting.CodeGetConsumerListByGroup, nil, "consumerGroup", "CppGroup")
@@ -40,11 +40,11 @@ func TestIssue17CppHeartbeatRegistersTheConsumer(t *testing.T) {
 	}
 }
 
-// TestIssue17BatchFlagDecides: the C++ client sends a batch as
+// TestBatchFlagDecides: the C++ client sends a batch as
 // SEND_MESSAGE_V2 (310) with m=true; the 4.x broker decides by the flag
 // (requestHeader.isBatch()), so ten messages are stored, each with its own
-// tags (issue 17, failure 2).
-func TestIssue17BatchFlagDecides(t *testing.T) {
+// tags.
+func TestBatchFlagDecides(t *testing.T) {
 	e := newEnv(t)
 	var msgs [][2]string
 	for i := range 10 {

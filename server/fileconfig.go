@@ -100,7 +100,7 @@ type FileConfig struct {
 	ServerMaxConnections  *int   `yaml:"serverMaxConnections"`
 	ServerMaxReceiveBytes *int64 `yaml:"serverMaxReceiveBytes"`
 
-	// Security (see Security and README "Security").
+	// Security (see Security and docs/security.md).
 	AclEnable                   *bool    `yaml:"aclEnable"`
 	AclFile                     *string  `yaml:"aclFile"`
 	TLSServerMode               *string  `yaml:"tlsServerMode"`
@@ -112,6 +112,10 @@ type FileConfig struct {
 	ConnRequestRateLimit        *float64 `yaml:"connRequestRateLimit"`
 	ConnRequestBurst            *int     `yaml:"connRequestBurst"`
 	MaxInFlightRequests         *int     `yaml:"maxInFlightRequests"`
+
+	// GrpcServerPort is rmq-proxy.json's port of the 5.x gRPC endpoint;
+	// the command reads it (serve --grpc-listen); Apply does not.
+	GrpcServerPort *int `yaml:"grpcServerPort"`
 }
 
 // ParseFileConfig strictly decodes YAML configuration.

@@ -9,9 +9,8 @@ import (
 	"github.com/rocketstore/rocketstore/server"
 )
 
-// TestFileConfigRejectsWhatCannotWork is issue 11 item 8 (and the flag of
-// item 2): settings that cannot work are refused with a message that says
-// why, before anything is resolved or opened.
+// TestFileConfigRejectsWhatCannotWork: settings that cannot work are
+// refused with a message that says why, before anything is resolved or opened.
 func TestFileConfigRejectsWhatCannotWork(t *testing.T) {
 	for _, tc := range []struct{ yaml, want string }{
 		{"brokerIP1: broker.example.com\nlistenPort: 10911\n", "must be an IP literal"},

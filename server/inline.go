@@ -7,7 +7,7 @@ import "github.com/rocketstore/rocketstore/remoting"
 // flush, no replication, no per-connection rate limit whose token wait
 // would hold the reader), which saves the handoff to a worker per message
 // (under the official Go client: 4-13 % less server CPU a message and a
-// lower send→consume median, BENCHMARKS.md, fifth session).
+// lower send→consume median; see BENCHMARKS.md).
 // RocketMQ 4.x runs every send on one thread (sendMessageThreadPoolNums =
 // 1), so a send already waits for the sends before it; what changes is
 // that a request behind a send on the same connection is read after the

@@ -20,10 +20,37 @@ type producerRegistry struct {
 	mu      sync.Mutex
 	clients map[string]*clientInfo            // client id → latest heartbeat
 	groups  map[string]map[string]*clientInfo // group → client id → heartbeat
+	// Requesters: the connection each request-reply requester last sent a
+	// request on (its REPLY_TO_CLIENT), so that a reply finds a requester
+	// whose first heartbeat has not arrived yet. One entry a connection:
+	// its latest client id.
+	requesters map[string]*remoting.Conn
+	requestOf  map[*remoting.Conn]string
 }
 
 func newProducerRegistry() *producerRegistry {
-	return &producerRegistry{clients: map[string]*clientInfo{}, groups: map[string]map[string]*clientInfo{}}
+	return &producerRegistry{clients: map[string]*clientInfo{}, groups: map[string]map[string]*clientInfo{},
+		requesters: map[string]*remoting.Conn{}, requestOf: map[*remoting.Conn]string{}}
+}
+
+// requested records that clientID sent a request (a message to be replied
+// to) on c.
+func (r *producerRegistry) requested(clientID string, c *remoting.Conn) {
+	if clientID == "" || c == nil {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if old, ok := r.requestOf[c]; ok {
+		if old == clientID {
+			return
+		}
+		if r.requesters[old] == c {
+			delete(r.requesters, old)
+		}
+	}
+	r.requesters[clientID] = c
+	r.requestOf[c] = clientID
 }
 
 // heartbeat records the producer groups of a client's heartbeat (parsed
@@ -47,14 +74,16 @@ func (r *producerRegistry) heartbeat(clientID string, groups []string, info clie
 	}
 }
 
-// findClient returns the connection of a producer client id (findChannel).
+// findClient returns the connection of a producer client id (findChannel):
+// the one its latest heartbeat came on, or else the one it sent a request
+// on.
 func (r *producerRegistry) findClient(clientID string) *remoting.Conn {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if ci := r.clients[clientID]; ci != nil {
 		return ci.conn
 	}
-	return nil
+	return r.requesters[clientID]
 }
 
 // groupConns returns the connections of a producer group's clients.
@@ -119,6 +148,14 @@ func (r *producerRegistry) drop(pick func(*clientInfo) bool) []*remoting.Conn {
 
 func (r *producerRegistry) connClosed(c *remoting.Conn) {
 	r.drop(func(ci *clientInfo) bool { return ci.conn == c })
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if id, ok := r.requestOf[c]; ok {
+		delete(r.requestOf, c)
+		if r.requesters[id] == c {
+			delete(r.requesters, id)
+		}
+	}
 }
 
 // expire drops producers silent for longer than expiry and closes their

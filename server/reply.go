@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/rocketstore/rocketstore/broker"
@@ -61,6 +62,17 @@ func (s *Server) sendReplyMessage(ctx context.Context, c *remoting.Conn, req *re
 		s.log.Warn("store reply message", "topic", sr.Topic, "code", res.Code.String(), "remark", res.Remark)
 	}
 	return resp, nil
+}
+
+// noteRequester remembers the connection of a request-reply requester
+// (a message with REPLY_TO_CLIENT), so that the reply reaches it before its
+// first heartbeat registers it. The substring check keeps ordinary sends
+// from parsing their properties.
+func (s *Server) noteRequester(c *remoting.Conn, properties string) {
+	if !strings.Contains(properties, propReplyToClient) {
+		return
+	}
+	s.producers.requested(record.ParseProperties([]byte(properties))[propReplyToClient], c)
 }
 
 // pushReply sends PUSH_REPLY_MESSAGE_TO_CLIENT to the requesting client.

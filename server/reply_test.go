@@ -80,3 +80,39 @@ func TestRequestReply(t *testing.T) {
 		"properties", replyProps)
 	wantCode(t, resp, remoting.CodeNoPermission)
 }
+
+// A requester whose heartbeat has not arrived yet (the client sends it
+// after its first route lookup, racing its first request) still gets the
+// reply: the broker pushes it on the connection the request came from,
+// found by the request's REPLY_TO_CLIENT client id.
+func TestRequestReplyBeforeHeartbeat(t *testing.T) {
+	e := newEnv(t)
+	pushed := make(chan *remoting.RemotingCommand, 1)
+	requester := e.dial(remoting.HandlerFunc(func(_ context.Context, _ *remoting.Conn, req *remoting.RemotingCommand) (*remoting.RemotingCommand, error) {
+		pushed <- req
+		return req.NewResponse(remoting.CodeSuccess, ""), nil
+	}))
+	t.Cleanup(func() { _ = requester.Close() })
+	request := props("REPLY_TO_CLIENT", "fresh-1", "CORRELATION_ID", "c-1", "TTL", "30000")
+	wantCode(t, call(t, requester, remoting.CodeSendMessage, []byte("ping"), "producerGroup", "PG", "topic", "T",
+		"defaultTopic", "TBW102", "defaultTopicQueueNums", "4", "queueId", "0", "sysFlag", "0",
+		"bornTimestamp", "1", "flag", "0", "properties", request, "reconsumeTimes", "0", "unitMode", "false"),
+		remoting.CodeSuccess)
+
+	reply := func() *remoting.RemotingCommand {
+		return e.call(324, []byte("pong"), "producerGroup", "RG", "topic", "DefaultCluster_REPLY_TOPIC",
+			"defaultTopic", "TBW102", "defaultTopicQueueNums", "4", "queueId", "0", "sysFlag", "0",
+			"bornTimestamp", "1", "flag", "0", "properties", props("REPLY_TO_CLIENT", "fresh-1", "CORRELATION_ID", "c-1"),
+			"reconsumeTimes", "0", "unitMode", "false")
+	}
+	wantCode(t, reply(), remoting.CodeSuccess)
+	select {
+	case p := <-pushed:
+		if p.Code != 326 || string(p.Body) != "pong" {
+			t.Fatalf("pushed code %d body %q", p.Code, p.Body)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("no PUSH_REPLY_MESSAGE_TO_CLIENT to the requester")
+	}
+
+}

@@ -117,6 +117,7 @@ func (s *Server) sendMessage(ctx context.Context, c *remoting.Conn, req *remotin
 		return s.withTraceSwitch(reply(req, res.Code, res.Remark)), nil
 	}
 	s.topicUsed(sr.Topic)
+	s.noteRequester(c, sr.Properties)
 	// No extFields map: the answer's five entries go in a slice.
 	resp := s.withTraceSwitch(req.NewLeanResponse(int32(res.Code), res.Remark))
 	resp.SetExt("msgId", res.MsgID)

@@ -42,6 +42,13 @@ func (s *Server) endTransaction(ctx context.Context, _ *remoting.Conn, req *remo
 	return req.NewResponse(int32(res.Code), res.Remark), nil
 }
 
+// TransactionChecker returns the check-back that sends
+// CHECK_TRANSACTION_STATE to remoting producers, for a front that
+// installs its own checker on the broker and passes other groups on.
+func (s *Server) TransactionChecker() transaction.Checker {
+	return transaction.CheckerFunc(s.checkTransactionState)
+}
+
 // checkTransactionState sends CHECK_TRANSACTION_STATE (39), one-way, to a
 // producer of the half message's group (Broker2Client.checkProducerTransactionState).
 func (s *Server) checkTransactionState(group string, half *engine.MessageExt, rec []byte) error {

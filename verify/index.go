@@ -22,7 +22,7 @@ const (
 // checkIndex checks that every IndexFile entry points at the start of a
 // record inside the CommitLog: an entry past the end points at a record
 // recovery cut off, which a new record at the same offset would then be
-// taken for (issue 11 item 4). Entries below the CommitLog minimum (their
+// taken for. Entries below the CommitLog minimum (their
 // records deleted by retention) are fine.
 func (c *checker) checkIndex() {
 	names, err := c.fs.List(indexDir)

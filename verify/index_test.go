@@ -13,7 +13,7 @@ import (
 	"github.com/rocketstore/rocketstore/verify"
 )
 
-// TestVerifyChecksTheIndex is issue 11 item 4: verify reads the IndexFiles
+// TestVerifyChecksTheIndex: verify reads the IndexFiles
 // and reports entries past the CommitLog end or not at a record start.
 func TestVerifyChecksTheIndex(t *testing.T) {
 	fs := memfs.New(nil)

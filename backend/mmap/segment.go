@@ -284,12 +284,12 @@ func (s *segment) Prefault() error {
 // rounded out to pages. Older kernels refuse the advice.
 //
 // It then reads one byte of each page (touchPages). Under a hypervisor
-// that shadows the guest's page tables (this project's VM is a PVM guest)
+// that shadows the guest's page tables (a PVM guest, for one)
 // the populated entries reach the hardware only on the first access to
 // each page, a trap to the hypervisor the guest never sees as a page
 // fault: 7-9 µs a page here, which the first write would otherwise pay (a
 // 400-byte copy into a just-populated page cost 0.7-1.1 µs, into a
-// touched one 15 ns; BENCHMARKS.md, "The put path's hidden first touch").
+// touched one 15 ns; BENCHMARKS.md, "The machine").
 // A read suffices, as the guest entry is already writable and dirty, and
 // it is safe while the range is being written: the byte read is discarded.
 func (s *segment) PrefaultWrite(off, n int64) error {

@@ -45,8 +45,8 @@ func Load(fs backend.FS, name string, v any) (src Source, mainErr error, err err
 	return load(fs, name, v)
 }
 
-// LoadLogged is Load that reports every fallback on log (issue 11: a
-// fallback is never silent): at ERROR when the backup is used because the
+// LoadLogged is Load that reports every fallback on log (a fallback is
+// never silent): at ERROR when the backup is used because the
 // main file was corrupt or empty (the backup may be older, so settings or
 // offsets go back), at WARN when the main file is missing (a crash during
 // Save) or empty with no backup.
@@ -127,7 +127,7 @@ func Save(fs backend.FS, name string, v any) error {
 		// A directory's own entry is durable only once its parent is
 		// synced; WriteFileAtomic syncs only the directory itself. Without
 		// this a power cut could drop config/ with every file saved in it
-		// (consumer offsets back to nothing; issue 11). The directory may
+		// (consumer offsets back to nothing). The directory may
 		// also be one a killed process created, so this is not only done
 		// when MkdirAll created it; a directory sync costs little next to
 		// the file sync of every save.

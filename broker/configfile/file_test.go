@@ -199,7 +199,7 @@ func TestSaveCrashSafe(t *testing.T) {
 	}
 }
 
-// TestLoadLoggedNeverSilent is issue 11 item 6: every fallback to the
+// TestLoadLoggedNeverSilent: every fallback to the
 // backup is logged, at ERROR when the main file was garbage or empty.
 func TestLoadLoggedNeverSilent(t *testing.T) {
 	good := []byte(`{"offsetTable":{"T@G":{0:2}},"name":"bak"}`)

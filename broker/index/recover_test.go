@@ -101,7 +101,7 @@ func TestRecoveryIndexAheadOfCommitLog(t *testing.T) {
 	s = open(t, memfs.New(afs), false, records[4][1]) // kept: synced
 	defer s.Close()
 	clMax := records[2][0] // the CommitLog kept records 0 and 1 only
-	// The entries past clMax are removed (issue 11 item 4); the replay
+	// The entries past clMax are removed; the replay
 	// starts at the newest entry left (harmless: it is skipped).
 	if from, err := s.Reconcile(0, clMax); from != records[1][0] || err != nil {
 		t.Fatalf("%d %v", from, err)
@@ -145,7 +145,7 @@ func TestRecoveryAllDeleted(t *testing.T) {
 	}
 }
 
-// Issue 11 item 4: after a clean exit too, recovery may cut the CommitLog
+// TestRecoveryCleanExitTruncatedLog: after a clean exit too, recovery may cut the CommitLog
 // (a torn tail); entries past the cut are removed with it, and the chains
 // of the keys before it are intact.
 func TestRecoveryCleanExitTruncatedLog(t *testing.T) {

@@ -184,7 +184,7 @@ func (s *Service) Reconcile(clMin, clMax int64) (int64, error) {
 	}
 	// Entries at or past clMax point at records recovery cut off (after
 	// a crash, or a torn tail found after a clean exit): new records will
-	// reuse those offsets, so the entries go, with the log (issue 11).
+	// reuse those offsets, so the entries go, with the log.
 	if err := s.truncateLocked(clMax); err != nil {
 		return -1, err
 	}

@@ -11,9 +11,9 @@ import (
 
 // TestPersistSurvivesPowerCut: offsets persisted on a fresh store (no
 // config/ directory yet) must survive a power cut that keeps nothing
-// unsynced. The first save created config/ without syncing the root, so
-// the directory, and every offset saved in it, vanished (found by
-// proptest's TestBrokerOffsetsUnderPowerCuts: offsets back to nothing).
+// unsynced. A first save that created config/ without syncing the root
+// would lose the directory, and every offset saved in it (offsets back to
+// nothing).
 func TestPersistSurvivesPowerCut(t *testing.T) {
 	fs, err := crashsim.New(nil, crashsim.Options{})
 	if err != nil {

@@ -66,7 +66,7 @@ func key(topic, group string) string { return topic + keySeparator + group }
 // unconditional put; a smaller value than the stored one is logged.
 func (m *Manager) Commit(clientHost, group, topic string, queueID int32, offset int64) {
 	if offset < 0 || queueID < 0 || group == "" || topic == "" {
-		// Nothing a consumer could resume from (issue 11): refused
+		// Nothing a consumer could resume from: refused
 		// here too, whatever path the commit came by.
 		m.logger.Warn("consumer offset commit ignored: negative offset or queue id, or empty group or topic",
 			"client", clientHost, "group", group, "topic", topic, "queueId", queueID, "offset", offset)

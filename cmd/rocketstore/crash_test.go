@@ -341,7 +341,7 @@ func checkAck(s *rocketstore.Store, a crashAck) error {
 func checkQueue(s *rocketstore.Store, topic string, qid int32) error {
 	minOff, maxOff := s.MinOffsetInQueue(topic, qid), s.MaxOffsetInQueue(topic, qid)
 	for off := minOff; off < maxOff; {
-		res, err := s.GetMessage("crash-check", topic, qid, off, 32)
+		res, err := s.GetMessage(topic, qid, off, 32)
 		if err != nil {
 			return err
 		}

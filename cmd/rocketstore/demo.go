@@ -28,7 +28,6 @@ var (
 const (
 	demoQueues = 4
 	demoFilter = "TagA || TagB"
-	demoGroup  = "demo-consumer"
 	// demoBatchTopic is written with PutBatch, the others with Put.
 	demoBatchTopic = "shipments"
 	demoBatchSize  = 5
@@ -237,7 +236,7 @@ func (d *demo) consume(s *rocketstore.Store, samples bool) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(d.out, "\nconsumed with GetMessage(group %q, filter %q):\n", demoGroup, demoFilter)
+	fmt.Fprintf(d.out, "\nconsumed with GetMessage(filter %q):\n", demoFilter)
 	tw := tabwriter.NewWriter(d.out, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "queue\tstored\tmatched\texpected\t")
 	var shown []string
@@ -278,7 +277,7 @@ func (d *demo) consume(s *rocketstore.Store, samples bool) error {
 func (d *demo) readQueue(s *rocketstore.Store, q queueRef, f *rocketstore.TagFilter, each func(*rocketstore.MessageExt, int64)) (int, error) {
 	n := 0
 	for off := d.base[q]; ; {
-		res, err := s.GetMessage(demoGroup, q.topic, q.qid, off, 32, rocketstore.WithFilter(f))
+		res, err := s.GetMessage(q.topic, q.qid, off, 32, rocketstore.WithFilter(f))
 		if err != nil {
 			return n, fmt.Errorf("get %s at %d: %w", q, off, err)
 		}
@@ -370,7 +369,7 @@ func (d *demo) reopenAndCompare() (err error) {
 func (d *demo) lookupByMsgID(s *rocketstore.Store) error {
 	q := d.queues[0]
 	want := d.sent[q][d.base[q]]
-	res, err := s.GetMessage(demoGroup, q.topic, q.qid, d.base[q], 1)
+	res, err := s.GetMessage(q.topic, q.qid, d.base[q], 1)
 	if err != nil {
 		return err
 	}

@@ -9,7 +9,7 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// TestMappedReadFaultBecomesError is issue 11 item 5: a mapped page that
+// TestMappedReadFaultBecomesError: a mapped page that
 // cannot be read (here: the file was truncated under its mapping; on a
 // full tmpfs, a hole of a sparse file does the same) raises SIGBUS, which
 // the offline tools turn into an error instead of dying with "fatal

@@ -57,7 +57,7 @@ func must(t *testing.T, err error) {
 	}
 }
 
-// TestReadShowsIntactMessagesOfADamagedStore is issue 11 item 2: where a
+// TestReadShowsIntactMessagesOfADamagedStore: where a
 // writer refuses to open (undecidable damage), `read` still shows every
 // intact message and says what it skipped, never "0 messages".
 func TestReadShowsIntactMessagesOfADamagedStore(t *testing.T) {
@@ -79,7 +79,7 @@ func TestReadShowsIntactMessagesOfADamagedStore(t *testing.T) {
 	}
 }
 
-// TestInspectionRefusesWhatIsNotThere is issue 11 item 8: `read` of a
+// TestInspectionRefusesWhatIsNotThere: `read` of a
 // queue the store does not hold and `stats` of a directory that is not a
 // store fail instead of printing empty results with exit 0.
 func TestInspectionRefusesWhatIsNotThere(t *testing.T) {

@@ -38,7 +38,7 @@ func openReadOnlyFS(dir string, log io.Writer) (*engine.Store, backend.FS, error
 	s, err := engine.Open(fs, hooks.Manual(engine.Config{
 		Logger: slog.New(slog.NewTextHandler(log, &slog.HandlerOptions{Level: slog.LevelWarn})),
 		// Inspection changes nothing on disk, so it shows every intact
-		// record even where a writer would refuse to open (issue 11):
+		// record even where a writer would refuse to open:
 		// damage is skipped, and logged above.
 		OnUndecidableDamage: engine.DamageSkip,
 	}))

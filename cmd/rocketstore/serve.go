@@ -24,7 +24,7 @@ import (
 func newServeCmd() *cobra.Command {
 	var (
 		dir, listen, configFile, metricsAddr, logLevel, logFormat, role string
-		consoleFlag                                                     string
+		consoleFlag, grpcListen                                         string
 		shutdownTimeout                                                 time.Duration
 	)
 	cmd := &cobra.Command{
@@ -41,7 +41,7 @@ brokerClusterName, brokerIP1, listenPort, storePathRootDir, flushDiskType,
 mapedFileSizeCommitLog, maxMessageSize, messageDelayLevel, autoCreateTopicEnable,
 ...); unknown keys are errors. --dir and --listen override the file. Security keys
 (aclEnable, aclFile, tlsServerMode, tlsServerCertPath, tlsServerKeyPath and the
-limits) are described in README "Security".
+limits) are described in docs/security.md.
 
 --role broker runs the broker only and --role namesrv the name server only (no
 store); a broker registers with every name server of the YAML key namesrvAddr
@@ -66,12 +66,14 @@ finish, consumer offsets are persisted and the store is flushed and closed.`,
 			}
 			nc := server.NodeConfig{Dir: "./rocketstore-data", Listen: "127.0.0.1:9876"}
 			var rc *raftFileConfig // a replica of a broker group (cluster_serve.go)
+			var grpcPort *int
 			if configFile != "" {
 				var fc *server.FileConfig
 				fc, rc, err = loadServeConfig(configFile)
 				if err != nil {
 					return &exitCodeError{code: exitError, err: err}
 				}
+				grpcPort = fc.GrpcServerPort
 				if err := fc.Apply(&nc); err != nil {
 					return &exitCodeError{code: exitError, err: err}
 				}
@@ -92,12 +94,20 @@ finish, consumer offsets are persisted and the store is flushed and closed.`,
 				metrics = server.NewMetrics(nc.Dir)
 				nc.Server.Metrics = metrics
 			}
+			grpcAt, grpcExplicit := grpcAddr(cmd.Flags().Changed("grpc-listen"), grpcListen, grpcPort)
 			if rc != nil {
+				if grpcExplicit {
+					return &exitCodeError{code: exitError, err: errors.New(
+						"the RocketMQ 5.x gRPC endpoint is not available in a replicated broker group (raft:); remove --grpc-listen / grpcServerPort")}
+				}
 				return runClusterServe(cmd.Context(), nc, rc, metrics, metricsAddr, shutdownTimeout, logger)
 			}
 			var extras []serveExtra
 			if consoleFlag != "" {
 				extras = append(extras, withConsole(consoleFlag))
+			}
+			if grpcAt != "" {
+				extras = append(extras, withGRPC(grpcAt, grpcExplicit))
 			}
 			return runServe(cmd.Context(), nc, metrics, metricsAddr, shutdownTimeout, logger, extras...)
 		},
@@ -108,6 +118,7 @@ finish, consumer offsets are persisted and the store is flushed and closed.`,
 	f.StringVar(&configFile, "config", "", "YAML config file with RocketMQ setting names")
 	f.StringVar(&metricsAddr, "metrics", "", "serve Prometheus metrics at http://ADDR/metrics; a bare port binds 127.0.0.1 (loopback)")
 	f.StringVar(&role, "role", "both", "roles to run: both (name server and broker), broker (registers with namesrvAddr) or namesrv")
+	f.StringVar(&grpcListen, "grpc-listen", defaultGRPCListen, "RocketMQ 5.x gRPC endpoint (MessagingService); \"\" turns it off")
 	f.StringVar(&consoleFlag, "console", "", "serve the web console at http://ADDR/ (e.g. 127.0.0.1:8080; a bare port listens on loopback)")
 	f.StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	f.StringVar(&logFormat, "log-format", "text", "log format: text or json")
@@ -175,17 +186,29 @@ func runServe(parent context.Context, nc server.NodeConfig, metrics *server.Metr
 		}
 	}
 
+	// The extras (console, gRPC front) stop before the broker closes, so
+	// that their requests end while it still answers.
+	var stops []func()
+	stopExtras := func() {
+		for i := len(stops) - 1; i >= 0; i-- {
+			stops[i]()
+		}
+		stops = nil
+	}
+	defer stopExtras()
 	for _, x := range extras {
 		stopExtra, err := x(ctx, n, nc, log)
 		if err != nil {
+			stopExtras()
 			return errors.Join(&exitCodeError{code: exitError, err: err}, n.Close())
 		}
-		defer stopExtra()
+		stops = append(stops, stopExtra)
 	}
 
 	<-ctx.Done()
 	stop() // a second signal kills the process
 	log.Info("shutting down")
+	stopExtras()
 	sctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
 	defer cancel()
 	if hs != nil {

@@ -76,7 +76,7 @@ func (d *damaged) wantTruncatedAt(t *testing.T, s *engine.Store, i int, reason e
 
 // open opens the damaged store, which must succeed.
 // wantSkipped checks that recovery kept every record after the damaged
-// record i (issue 11: one flipped bit never deletes data after it): the
+// record i (one flipped bit never deletes data after it): the
 // whole log is recovered, the damage is reported at its offset, every
 // other message is delivered in order and the damaged one never is.
 func (d *damaged) wantSkipped(t *testing.T, s *engine.Store, i int) {
@@ -339,8 +339,8 @@ var badInputTests = []test{
 		d.wantSkipped(t, s, i)
 	}},
 	{"ShortCheckpointTreatedAsMissing", func(t *testing.T, h *harness) {
-		// Issue 11 item 8: a 10-byte checkpoint was fatal while a missing
-		// one was rebuilt; both now replay from the first file.
+		// A 10-byte checkpoint is treated as a missing one: recovery
+		// replays from the first file.
 		d := newDamaged(t, h)
 		writeFile(t, h.fs, "checkpoint", make([]byte, 10))
 		s := d.open(t)

@@ -14,7 +14,7 @@ import (
 )
 
 // This file decodes the store's files on its own, from the byte tables of
-// shared/spec/rocketmq-4x.md (sections 1, 3 and 4), without record:
+// docs/format.md (CommitLog, ConsumeQueue, checkpoint), without record:
 // a writer bug mirrored in the engine's own decoder cannot hide here.
 
 var formatTests = []test{

@@ -143,3 +143,19 @@ func WithManual[C any](cfg C, on bool) C {
 	EngineOf(&cfg).Manual = on
 	return cfg
 }
+
+// Pop holds broker/pop's broken variants: each removes one safety step
+// so that its crash property test shows that it catches the absence.
+// Never set them outside that package's tests.
+type Pop struct {
+	// AckBeforeDurable answers an ack before its record is written: the
+	// record waits in memory for the next Revive (RocketMQ's merged-ack
+	// buffer), so a power cut loses it.
+	AckBeforeDurable bool
+	// ForgetDeadlines drops the invisible times of the in-flight messages
+	// a recovery replays: they are visible again at once.
+	ForgetDeadlines bool
+	// NoAttemptCount delivers every message as its first attempt, so that
+	// none ever reaches the dead-letter queue.
+	NoAttemptCount bool
+}

@@ -1,0 +1,220 @@
+package pop
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+)
+
+// Ack finishes a delivery: the message is done for the group. The ack
+// record is written (durable under SYNC_FLUSH) before Ack returns nil.
+// A handle whose delivery is over answers ErrStaleHandle.
+func (s *Service) Ack(ctx context.Context, group, topic, handle string) error {
+	return s.AckBatch(ctx, group, topic, []string{handle})[0]
+}
+
+// AckBatch acks several deliveries, with one record per queue. The
+// result has one error (nil: acked) per handle, in order.
+func (s *Service) AckBatch(ctx context.Context, group, topic string, handles []string) []error {
+	errs := make([]error, len(handles))
+	if s.closed.Load() {
+		for i := range errs {
+			errs[i] = ErrClosed
+		}
+		return errs
+	}
+	byQueue := map[int32][]int{}
+	parsed := make([]Handle, len(handles))
+	for i, hs := range handles {
+		h, err := ParseHandle(hs)
+		if err != nil {
+			errs[i] = err
+			continue
+		}
+		parsed[i] = h
+		byQueue[h.QueueID] = append(byQueue[h.QueueID], i)
+	}
+	for qid, idx := range byQueue {
+		q := s.queue(queueKey{group, topic, qid})
+		s.ackQueue(ctx, q, parsed, idx, errs)
+	}
+	return errs
+}
+
+// ackQueue acks the handles parsed[idx] of one queue.
+func (s *Service) ackQueue(ctx context.Context, q *queueState, parsed []Handle, idx []int, errs []error) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	r := &logRecord{op: opAck, group: q.key.group, topic: q.key.topic, queueID: q.key.queueID, popTime: s.now()}
+	var ok []int
+	for _, i := range idx {
+		h := parsed[i]
+		if e := q.entries[h.Offset]; e == nil || e.held() || e.ck != h.CkOffset {
+			errs[i] = fmt.Errorf("%w: %s/%d offset %d", ErrStaleHandle, q.key.topic, q.key.queueID, h.Offset)
+			continue
+		}
+		r.items = append(r.items, logItem{offset: h.Offset, ck: h.CkOffset})
+		ok = append(ok, i)
+	}
+	if len(r.items) == 0 {
+		return
+	}
+	if s.cfg.broken.AckBeforeDurable {
+		s.unwrittenMu.Lock()
+		s.unwritten = append(s.unwritten, r)
+		s.unwrittenMu.Unlock()
+		q.apply(r, -1)
+		return
+	}
+	at, err := s.write(ctx, r)
+	if err != nil {
+		for _, i := range ok {
+			errs[i] = err
+		}
+		return
+	}
+	q.apply(r, at)
+}
+
+// ChangeInvisibleDuration makes a delivered message invisible for d from
+// now and returns the handle of the changed delivery (the old one is
+// stale). The record is written before it returns.
+func (s *Service) ChangeInvisibleDuration(ctx context.Context, group, topic, handle string, d time.Duration) (Handle, error) {
+	if s.closed.Load() {
+		return Handle{}, ErrClosed
+	}
+	if d < 0 {
+		return Handle{}, fmt.Errorf("%w: invisible duration %v < 0", ErrBadRequest, d)
+	}
+	h, err := ParseHandle(handle)
+	if err != nil {
+		return Handle{}, err
+	}
+	q := s.queue(queueKey{group, topic, h.QueueID})
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if e := q.entries[h.Offset]; e == nil || e.held() || e.ck != h.CkOffset {
+		return Handle{}, fmt.Errorf("%w: %s/%d offset %d", ErrStaleHandle, topic, h.QueueID, h.Offset)
+	}
+	now := s.now()
+	r := &logRecord{op: opChange, group: group, topic: topic, queueID: h.QueueID, popTime: now,
+		items: []logItem{{offset: h.Offset, ck: h.CkOffset, deadline: now + d.Milliseconds()}}}
+	at, err := s.write(ctx, r)
+	if err != nil {
+		return Handle{}, err
+	}
+	q.apply(r, at)
+	h.CkOffset, h.PopTime, h.InvisibleTime = at, now, d.Milliseconds()
+	return h, nil
+}
+
+// ReviveReport says what a Revive pass did.
+type ReviveReport struct {
+	// Visible is the number of in-flight messages whose invisible time
+	// has ended: the next receive delivers them again.
+	Visible int
+	// DeadLettered is the number of messages moved to their group's DLQ.
+	DeadLettered int
+}
+
+// Revive is the background revive pass (the owner calls it in manual
+// mode): a message whose invisible time ended without an ack is visible
+// again, and one that has had its group's maxDeliveryAttempts goes to
+// the group's DLQ (the DLQ write is durable before the record that
+// finishes the message, so a crash between them stores it twice rather
+// than never).
+func (s *Service) Revive(ctx context.Context) (ReviveReport, error) {
+	if s.closed.Load() {
+		return ReviveReport{}, ErrClosed
+	}
+	if err := s.flushUnwritten(ctx); err != nil {
+		return ReviveReport{}, err
+	}
+	s.mu.Lock()
+	qs := make([]*queueState, 0, len(s.queues))
+	for _, q := range s.queues {
+		qs = append(qs, q)
+	}
+	s.mu.Unlock()
+	// A fixed order makes the revive log the same in every run of a
+	// deterministic test.
+	slices.SortFunc(qs, func(a, b *queueState) int {
+		return cmp.Or(cmp.Compare(a.key.group, b.key.group), cmp.Compare(a.key.topic, b.key.topic),
+			cmp.Compare(a.key.queueID, b.key.queueID))
+	})
+	var rep ReviveReport
+	var errs []error
+	now := s.now()
+	for _, q := range qs {
+		q.mu.Lock()
+		n, err := s.deadLetterLocked(ctx, q, now)
+		rep.DeadLettered += n
+		for _, e := range q.entries {
+			if !e.held() && e.deadline <= now {
+				rep.Visible++
+			}
+		}
+		q.mu.Unlock()
+		errs = append(errs, err)
+	}
+	return rep, errors.Join(errs...)
+}
+
+// reviveQueueLocked moves the queue's exhausted messages to the DLQ.
+func (s *Service) reviveQueueLocked(ctx context.Context, q *queueState, now int64) error {
+	_, err := s.deadLetterLocked(ctx, q, now)
+	return err
+}
+
+// deadLetterLocked stores in the DLQ each message of q whose invisible
+// time ended at its group's last attempt, then writes one record that
+// finishes them.
+func (s *Service) deadLetterLocked(ctx context.Context, q *queueState, now int64) (int, error) {
+	maxAttempts := int32(s.cfg.MaxDeliveryAttempts(q.key.group))
+	r := &logRecord{op: opDeadLetter, group: q.key.group, topic: q.key.topic, queueID: q.key.queueID, popTime: now}
+	var errs []error
+	for _, off := range q.sortedOffsets() {
+		e := q.entries[off]
+		if e.held() || e.deadline > now || e.attempt < maxAttempts {
+			continue
+		}
+		m, err := s.readAt(q.key.topic, q.key.queueID, off)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		m.ReconsumeTimes = e.attempt
+		if err := s.deadLetter(ctx, q.key.group, m); err != nil {
+			errs = append(errs, fmt.Errorf("pop: store %s/%d offset %d in the DLQ of %s: %w",
+				q.key.topic, q.key.queueID, off, q.key.group, err))
+			continue
+		}
+		r.items = append(r.items, logItem{offset: off, ck: e.ck})
+	}
+	if len(r.items) > 0 {
+		at, err := s.write(ctx, r)
+		if err != nil {
+			return 0, errors.Join(append(errs, err)...)
+		}
+		q.apply(r, at)
+	}
+	return len(r.items), errors.Join(errs...)
+}
+
+// flushUnwritten writes the acks the AckBeforeDurable broken variant
+// kept in memory.
+func (s *Service) flushUnwritten(ctx context.Context) error {
+	s.unwrittenMu.Lock()
+	rs := s.unwritten
+	s.unwritten = nil
+	s.unwrittenMu.Unlock()
+	for _, r := range rs {
+		if _, err := s.write(ctx, r); err != nil {
+			return err
+		}
+	}
+	return nil
+}

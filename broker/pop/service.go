@@ -1,0 +1,178 @@
+package pop
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/rocketstore/rocketstore/engine"
+	"github.com/rocketstore/rocketstore/record"
+)
+
+// Errors of the Service.
+var (
+	// ErrClosed: the service was closed.
+	ErrClosed = errors.New("pop: service closed")
+	// ErrStaleHandle: the handle's delivery is over (the message was
+	// acked, moved to the DLQ, or delivered again since).
+	ErrStaleHandle = errors.New("pop: receipt handle expired")
+	// ErrBadRequest: a request argument is out of range.
+	ErrBadRequest = errors.New("pop: bad request")
+)
+
+// reviveQueueID is the one queue of the revive topic.
+const reviveQueueID int32 = 0
+
+// Service is pop consumption over one store: see the package doc.
+type Service struct {
+	cfg   Config
+	store *engine.Store
+
+	mu     sync.Mutex
+	queues map[queueKey]*queueState
+
+	// unwritten holds the acks of the AckBeforeDurable broken variant.
+	unwrittenMu sync.Mutex
+	unwritten   []*logRecord
+
+	closed atomic.Bool
+	stop   chan struct{}
+	done   chan struct{}
+}
+
+// Open rebuilds the in-flight state from the revive topic (the store's
+// queues must be dispatched: in manual mode Open dispatches them) and
+// starts the background revive pass.
+func Open(ctx context.Context, s *engine.Store, cfg Config) (*Service, error) {
+	if cfg.ReviveTopic == "" {
+		return nil, fmt.Errorf("%w: Config.ReviveTopic is empty", ErrBadRequest)
+	}
+	cfg = cfg.withDefaults(s)
+	svc := &Service{cfg: cfg, store: s, queues: make(map[queueKey]*queueState),
+		stop: make(chan struct{}), done: make(chan struct{})}
+	if cfg.svc.Manual {
+		if _, err := s.Dispatch(); err != nil {
+			return nil, fmt.Errorf("pop: dispatch before replay: %w", err)
+		}
+	} else if err := s.WaitDispatched(ctx, s.CommitLog().MaxOffset()); err != nil {
+		return nil, fmt.Errorf("pop: wait for dispatch before replay: %w", err)
+	}
+	if err := svc.replay(); err != nil {
+		return nil, err
+	}
+	if cfg.svc.Manual {
+		close(svc.done)
+	} else {
+		go svc.reviveLoop()
+	}
+	return svc, nil
+}
+
+// replay applies every record of the revive queue in order.
+func (s *Service) replay() error {
+	topic := s.cfg.ReviveTopic
+	maxOff := s.store.MaxOffsetInQueue(topic, reviveQueueID)
+	n := 0
+	for off := s.store.MinOffsetInQueue(topic, reviveQueueID); off < maxOff; {
+		res, err := s.store.GetMessage("", topic, reviveQueueID, off, 256, nil)
+		if err != nil {
+			return fmt.Errorf("pop: read %s at %d: %w", topic, off, err)
+		}
+		for _, v := range res.Messages {
+			if err := s.replayOne(v); err != nil {
+				s.cfg.Logger.Warn("pop: skip a revive-log record", "topic", topic, "offset", v.QueueOffset, "err", err)
+				continue
+			}
+			n++
+		}
+		next := res.NextBeginOffset
+		res.Release()
+		if next <= off {
+			break
+		}
+		off = next
+	}
+	if n > 0 {
+		s.cfg.Logger.Info("pop: in-flight state replayed", "records", n, "queues", len(s.queues))
+	}
+	return nil
+}
+
+func (s *Service) replayOne(v engine.MessageView) error {
+	m, err := record.Decode(v.Record, v.CommitLogOffset, false)
+	if err != nil {
+		return err
+	}
+	r, err := decodeRecord(m.Body)
+	if err != nil {
+		return err
+	}
+	if s.cfg.broken.ForgetDeadlines {
+		for i := range r.items {
+			r.items[i].deadline = 0
+		}
+	}
+	q := s.queue(queueKey{r.group, r.topic, r.queueID})
+	q.mu.Lock()
+	q.apply(r, v.QueueOffset)
+	q.mu.Unlock()
+	return nil
+}
+
+// queue returns the state of k, created empty.
+func (s *Service) queue(k queueKey) *queueState {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	q := s.queues[k]
+	if q == nil {
+		q = newQueueState(k)
+		s.queues[k] = q
+	}
+	return q
+}
+
+// write stores r in the revive topic and returns its revive-queue offset.
+// The caller holds the queue's lock. Under SYNC_FLUSH the record is
+// durable when write returns (the store's put waits for the flush).
+func (s *Service) write(ctx context.Context, r *logRecord) (int64, error) {
+	m := &record.Message{Topic: s.cfg.ReviveTopic, QueueID: reviveQueueID, Body: r.encode(),
+		BornTimestamp: r.popTime, Properties: map[string]string{record.PropertyTags: opTags[r.op]}}
+	res, err := s.cfg.Put(ctx, m)
+	if err != nil {
+		return 0, fmt.Errorf("pop: write %s record for %s/%s/%d: %w", opTags[r.op], r.group, r.topic, r.queueID, err)
+	}
+	return res.QueueOffset, nil
+}
+
+// now is the clock in ms.
+func (s *Service) now() int64 { return s.cfg.Now().UnixMilli() }
+
+// reviveLoop runs Revive every ReviveInterval.
+func (s *Service) reviveLoop() {
+	defer close(s.done)
+	t := time.NewTicker(s.cfg.ReviveInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.stop:
+			return
+		case <-t.C:
+			if _, err := s.Revive(context.Background()); err != nil && !errors.Is(err, ErrClosed) {
+				s.cfg.Logger.Error("pop: revive", "err", err)
+			}
+		}
+	}
+}
+
+// Close stops the background revive pass. The state needs no saving:
+// it is all in the revive topic.
+func (s *Service) Close() {
+	if !s.closed.CompareAndSwap(false, true) {
+		return
+	}
+	close(s.stop)
+	<-s.done
+}

@@ -1,0 +1,98 @@
+package pop
+
+import (
+	"slices"
+	"sync"
+)
+
+// queueKey names one group's pop view of one queue.
+type queueKey struct {
+	group, topic string
+	queueID      int32
+}
+
+// entry is a message of a queue that a group has not finished with: in
+// flight (delivered, not acked) or, in a FIFO receive, held back behind
+// an earlier message of its message group. Offsets below a queue's
+// position without an entry are done: acked, moved to the DLQ, or
+// filtered out.
+type entry struct {
+	// attempt is the delivery attempt of the current delivery (0: held,
+	// never delivered).
+	attempt int32
+	// deadline is when the delivery's invisible time ends (ms).
+	deadline int64
+	// ck is the revive-queue offset of the record that made the current
+	// delivery or last changed its invisible time.
+	ck       int64
+	msgGroup string
+}
+
+func (e *entry) held() bool { return e.attempt == 0 }
+
+// queueState is the in-flight state of one queueKey. Its lock is held
+// across the write of each record that changes it, so that the revive
+// log orders a queue's records as they were applied.
+type queueState struct {
+	mu  sync.Mutex
+	key queueKey
+	// pos is the next offset pop reads (-1: pop has not started).
+	pos     int64
+	entries map[int64]*entry
+}
+
+func newQueueState(k queueKey) *queueState {
+	return &queueState{key: k, pos: -1, entries: make(map[int64]*entry)}
+}
+
+// apply changes the state by one record written at revive-queue offset
+// at. Replay and the live path both use it, so that a recovered state
+// is the state the records describe; it is idempotent.
+func (q *queueState) apply(r *logRecord, at int64) {
+	switch r.op {
+	case opCheckpoint:
+		for _, it := range r.items {
+			e := &entry{attempt: it.attempt, msgGroup: it.msgGroup}
+			if it.attempt > 0 {
+				e.deadline, e.ck = it.deadline, at
+			}
+			q.entries[it.offset] = e
+		}
+		if r.end > q.pos {
+			q.pos = r.end
+		}
+	case opAck, opDeadLetter:
+		for _, it := range r.items {
+			if e := q.entries[it.offset]; e != nil && !e.held() && e.ck == it.ck {
+				delete(q.entries, it.offset)
+			}
+		}
+	case opChange:
+		for _, it := range r.items {
+			if e := q.entries[it.offset]; e != nil && !e.held() && e.ck == it.ck {
+				e.deadline, e.ck = it.deadline, at
+			}
+		}
+	}
+}
+
+// sortedOffsets returns the offsets of the entries in queue order.
+func (q *queueState) sortedOffsets() []int64 {
+	offs := make([]int64, 0, len(q.entries))
+	for o := range q.entries {
+		offs = append(offs, o)
+	}
+	slices.Sort(offs)
+	return offs
+}
+
+// heldCount is the number of held entries.
+func (q *queueState) heldCount() int {
+	n := 0
+	for _, e := range q.entries {
+		if e.held() {
+			n++
+		}
+	}
+	return n
+}

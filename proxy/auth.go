@@ -1,0 +1,139 @@
+package proxy
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/netip"
+	"strings"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/peer"
+	"google.golang.org/protobuf/reflect/protoreflect"
+	"google.golang.org/protobuf/reflect/protoregistry"
+
+	"github.com/rocketstore/rocketstore/acl"
+	"github.com/rocketstore/rocketstore/proxy/rmqpb"
+)
+
+// callInfo is what the interceptors learn of a request from its transport
+// and metadata, kept in its context.
+type callInfo struct {
+	clientID string
+	remote   netip.AddrPort
+	cred     acl.V2Credentials
+	credErr  error // an authorization header that does not parse
+}
+
+type callKey struct{}
+
+func infoFrom(ctx context.Context) *callInfo {
+	if ci, ok := ctx.Value(callKey{}).(*callInfo); ok {
+		return ci
+	}
+	return &callInfo{}
+}
+
+// newCallInfo reads the transport metadata RocketMQ's clients send
+// (x-mq-client-id, authorization, x-mq-date-time) and the peer address.
+func newCallInfo(ctx context.Context) *callInfo {
+	ci := &callInfo{}
+	if pr, ok := peer.FromContext(ctx); ok {
+		if ta, ok := pr.Addr.(*net.TCPAddr); ok {
+			ci.remote = ta.AddrPort()
+		}
+	}
+	md, _ := metadata.FromIncomingContext(ctx)
+	first := func(k string) string {
+		if v := md.Get(k); len(v) > 0 {
+			return v[0]
+		}
+		return ""
+	}
+	ci.clientID = first("x-mq-client-id")
+	if auth := first("authorization"); auth != "" {
+		ci.cred, ci.credErr = acl.ParseV2Authorization(auth, first("x-mq-date-time"))
+	}
+	return ci
+}
+
+// admit counts the request in flight; false means it is over MaxInFlight.
+func (p *Proxy) admit() bool {
+	n := p.inFlight.Add(1)
+	if p.cfg.MaxInFlight > 0 && n > int64(p.cfg.MaxInFlight) {
+		p.inFlight.Add(-1)
+		return false
+	}
+	return true
+}
+
+func (p *Proxy) unaryInterceptor(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+	if !p.admit() {
+		return refusal(info.FullMethod, status(rmqpb.Code_TOO_MANY_REQUESTS, "too many requests in flight; retry later"))
+	}
+	defer p.inFlight.Add(-1)
+	return h(context.WithValue(ctx, callKey{}, newCallInfo(ctx)), req)
+}
+
+// wrappedStream carries the call info in the stream's context.
+type wrappedStream struct {
+	grpc.ServerStream
+	ctx context.Context
+}
+
+func (w *wrappedStream) Context() context.Context { return w.ctx }
+
+// streamInterceptor counts receives and pulls in flight (a held one
+// takes a slot, as a request does) but never refuses them: a refused
+// stream would have no status for the client to read. Telemetry streams
+// live as long as their client and are not counted.
+func (p *Proxy) streamInterceptor(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, h grpc.StreamHandler) error {
+	if !strings.HasSuffix(info.FullMethod, "/Telemetry") {
+		p.inFlight.Add(1)
+		defer p.inFlight.Add(-1)
+	}
+	ctx := ss.Context()
+	return h(srv, &wrappedStream{ServerStream: ss, ctx: context.WithValue(ctx, callKey{}, newCallInfo(ctx))})
+}
+
+// authorize checks the request's credentials and the permissions it needs
+// when ACL is on; nil means allowed. A refusal is UNAUTHORIZED, as
+// RocketMQ 5.x answers both failed authentication and failed
+// authorization.
+func (p *Proxy) authorize(ctx context.Context, needs ...acl.Need) *rmqpb.Status {
+	if p.cfg.ACL == nil {
+		return nil
+	}
+	ci := infoFrom(ctx)
+	if ci.credErr != nil {
+		p.log.Warn("ACL: bad authorization metadata", "remote", ci.remote, "err", ci.credErr)
+		return status(rmqpb.Code_UNAUTHORIZED, ci.credErr.Error())
+	}
+	if d := p.cfg.ACL.CheckV2(ci.cred, ci.remote.Addr(), needs...); d != nil {
+		p.log.Warn("ACL: request refused", "remote", ci.remote, "accessKey", d.AccessKey, "reason", d.Reason)
+		return status(rmqpb.Code_UNAUTHORIZED, d.Remark)
+	}
+	return nil
+}
+
+// refusal is the response of method carrying only st, for requests
+// refused before their handler runs: every response of the service has a
+// status field, which the clients read before anything else.
+func refusal(method string, st *rmqpb.Status) (any, error) {
+	name := protoreflect.Name(method[strings.LastIndexByte(method, '/')+1:])
+	md := rmqpb.File_apache_rocketmq_v2_service_proto.Services().ByName("MessagingService").Methods().ByName(name)
+	if md == nil {
+		return nil, fmt.Errorf("proxy: unknown method %s", method)
+	}
+	mt, err := protoregistry.GlobalTypes.FindMessageByName(md.Output().FullName())
+	if err != nil {
+		return nil, err
+	}
+	m := mt.New()
+	fd := m.Descriptor().Fields().ByName("status")
+	m.Set(fd, protoreflect.ValueOfMessage(st.ProtoReflect()))
+	return m.Interface(), nil
+}
+
+func topicNeed(topic string, perm acl.Perm) acl.Need { return acl.TopicNeed(topic, perm) }
