@@ -211,6 +211,11 @@ func TestSendAndPull(t *testing.T) {
 	if r.GetStatus().GetCode() != rmqpb.Code_OK || r.GetEntries()[0].GetMessageId() != "0102ABCDEF" {
 		t.Fatalf("send: %v", r)
 	}
+	// A send returns once the record is in the CommitLog; the queue
+	// holds it once the reput service has dispatched it.
+	if err := e.b.Store().WaitDispatched(ctx, e.b.Store().CommitLog().MaxOffset()); err != nil {
+		t.Fatal(err)
+	}
 	res, err := e.b.Store().GetMessage("G", "T", 1, 0, 10, nil)
 	if err != nil {
 		t.Fatal(err)
