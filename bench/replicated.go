@@ -128,7 +128,7 @@ func (o ReplicatedOptions) run(ctx context.Context, body, n int) (Result, error)
 		if err != nil {
 			return Result{}, err
 		}
-		defer b.Close()
+		defer func() { _ = b.Close() }() // the scratch broker, after the run
 		leader = func() *broker.Broker { return b }
 	} else {
 		nodes, err := startGroup(parent, n, bc)

@@ -144,7 +144,7 @@ func runServerLoad(t LoadTarget, l ServerLoad, r *ServerResult) error {
 		if err != nil {
 			return fmt.Errorf("producer %d: %w", i, err)
 		}
-		defer p.Close()
+		defer func() { _ = p.Close() }() // after the run; its sends were counted
 		producers[i] = p
 	}
 	var (

@@ -433,8 +433,12 @@ func (f *fsm) Snapshot() (raft.FSMSnapshot, error) {
 // Restore installs a snapshot received from the leader: the CommitLog
 // records this replica lacks are re-put, those it has are compared byte
 // for byte.
-func (f *fsm) Restore(rc io.ReadCloser) error {
-	defer rc.Close()
+func (f *fsm) Restore(rc io.ReadCloser) (err error) {
+	defer func() {
+		if cerr := rc.Close(); cerr != nil {
+			err = errors.Join(err, cerr)
+		}
+	}()
 	h, r, err := readSnapHeader(rc)
 	if err != nil {
 		return err

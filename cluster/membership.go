@@ -312,7 +312,7 @@ func (n *Node) askToJoin() {
 			return
 		}
 		if errors.Is(err, ErrRefused) {
-			n.fsm.fail(fmt.Errorf("%w: join: %w", ErrDiverged, err))
+			_ = n.fsm.fail(fmt.Errorf("%w: join: %w", ErrDiverged, err)) // logged; the replica stops applying
 			return
 		}
 		if ctx.Err() != nil {

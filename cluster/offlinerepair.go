@@ -132,8 +132,7 @@ var ErrNotSameGroup = errors.New("cluster: the repair source is not a replica of
 
 // RepairStore repairs the stopped replica's store in dir from src (see
 // above). With dryRun nothing is written.
-func RepairStore(ctx context.Context, dir string, src RepairSource, dryRun bool) (OfflineRepairReport, error) {
-	var rep OfflineRepairReport
+func RepairStore(ctx context.Context, dir string, src RepairSource, dryRun bool) (rep OfflineRepairReport, err error) {
 	fs, err := mmap.New(dir)
 	if err != nil {
 		return rep, err
@@ -142,7 +141,11 @@ func RepairStore(ctx context.Context, dir string, src RepairSource, dryRun bool)
 	if err != nil {
 		return rep, fmt.Errorf("cluster: repair %s: %w (stop the node first; a running node repairs itself)", dir, err)
 	}
-	defer lk.Unlock()
+	defer func() {
+		if cerr := lk.Unlock(); cerr != nil {
+			err = errors.Join(err, cerr)
+		}
+	}()
 	g, err := (&identityFile{path: filepath.Join(dir, "raft", "group.json")}).load()
 	if err != nil {
 		return rep, err
@@ -154,7 +157,11 @@ func RepairStore(ctx context.Context, dir string, src RepairSource, dryRun bool)
 	if err != nil {
 		return rep, err
 	}
-	defer cl.close()
+	defer func() {
+		if cerr := cl.close(); cerr != nil {
+			err = errors.Join(err, cerr)
+		}
+	}()
 	si, err := src.Group(ctx)
 	if err != nil {
 		return rep, fmt.Errorf("cluster: repair source: %w", err)

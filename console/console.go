@@ -229,7 +229,9 @@ func (c *Console) Serve(ctx context.Context, ln net.Listener) error {
 		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		err := hs.Shutdown(sctx)
-		<-errc
+		if serr := <-errc; err == nil && !errors.Is(serr, http.ErrServerClosed) {
+			err = serr
+		}
 		return err
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"net/netip"
 	"reflect"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -259,16 +260,65 @@ func TestServiceFailureStops(t *testing.T) {
 	}
 }
 
-func TestHaltSkipsFinalPass(t *testing.T) {
-	l := &memLog{fileSize: 4096}
-	c := &collector{}
-	s := NewService(l, &Parser{}, 0, c)
-	s.Start()
-	if err := s.WaitFor(context.Background(), 0); err != nil {
-		t.Fatal(err)
+// lateLog is a memLog that publishes one more record right after the
+// service's look at the log's end once it announced that it parks (the
+// look in parkOrRun): the service saw nothing new and waits for a wake
+// that never comes, so only a final pass can dispatch that record.
+type lateLog struct {
+	*memLog
+	armed     atomic.Bool
+	late      func() int64
+	lateOff   atomic.Int64
+	published chan struct{}
+}
+
+func (l *lateLog) MaxOffset() int64 {
+	end := l.memLog.MaxOffset()
+	if l.armed.CompareAndSwap(true, false) {
+		l.lateOff.Store(l.late())
+		close(l.published)
 	}
-	if err := s.Halt(); err != nil {
-		t.Fatal(err)
+	return end
+}
+
+// TestHaltSkipsFinalPass dispatches records, then publishes one the
+// service has not seen, with no wake, and stops it. Close's final pass
+// dispatches that record; Halt (a killed process) must dispatch nothing
+// more, and its log must end before that record.
+func TestHaltSkipsFinalPass(t *testing.T) {
+	for _, halt := range []bool{false, true} {
+		l := &lateLog{memLog: &memLog{fileSize: 4096}, published: make(chan struct{})}
+		var want []int64
+		for i := range 3 {
+			want = append(want, l.append(t, &record.Message{Topic: "t", Body: []byte("early")}, int64(i)))
+		}
+		l.late = func() int64 { return l.append(t, &record.Message{Topic: "t", Body: []byte("late")}, 3) }
+		c := &collector{}
+		s := NewService(l, &Parser{}, 0, c)
+		var once sync.Once
+		s.beforePark = func() { once.Do(func() { l.armed.Store(true) }) }
+		s.Start()
+		<-l.published
+		if got := c.got(); !reflect.DeepEqual(got, want) {
+			t.Fatalf("before the stop: dispatched %v, want %v", got, want)
+		}
+		stop, name := s.Close, "Close"
+		if halt {
+			stop, name = s.Halt, "Halt"
+		}
+		if err := stop(); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		late := l.lateOff.Load()
+		if !halt {
+			want = append(want, late)
+		}
+		if got := c.got(); !reflect.DeepEqual(got, want) {
+			t.Fatalf("after %s: dispatched %v, want %v (the late record is at %d)", name, got, want, late)
+		}
+		if halt && s.ReputFromOffset() > late {
+			t.Fatalf("after Halt: reputFrom %d passed the late record at %d", s.ReputFromOffset(), late)
+		}
 	}
 }
 

@@ -228,7 +228,7 @@ func (s *Service) loop() {
 			// Drain what was published before Close (not on Halt: a
 			// halted store must not write anything more).
 			if !s.halted.Load() {
-				s.DoReput()
+				_, _ = s.DoReput() // a failure is kept by fail, and Close returns it
 			}
 			return
 		}

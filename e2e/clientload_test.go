@@ -22,7 +22,7 @@ import (
 	"github.com/rocketstore/rocketstore/bench"
 )
 
-// TestClientLoad loads the server with the official Go client through the
+// BenchmarkClientLoad loads the server with the official Go client through the
 // load driver of `rocketstore bench --server` (bench.RunServerLoad): 4
 // producers with 8 SendAsync each in flight (the shape of 4 clients × 8
 // goroutines calling SendSync), 256 B bodies, and a consumer group of 2
@@ -36,16 +36,19 @@ import (
 //	cd bench/nats && go run . -server-load -conns 4 -window 8 -body 256
 //
 // ROCKETSTORE_LOAD_SECONDS sets the send duration (5); ROCKETSTORE_LOAD_FLUSH=sync
-// runs the store with SYNC_FLUSH (group commit).
-func TestClientLoad(t *testing.T) {
-	if testing.Short() {
-		t.Skip("load test")
-	}
+// runs the store with SYNC_FLUSH (group commit). Each iteration is one
+// load of that duration, so run it once:
+//
+//	cd e2e && go test -run '^$' -bench ClientLoad -benchtime 1x
+//
+// It reports msgs/s, the ack and send→consume p99 and the CPU per message
+// as benchmark metrics besides the log.
+func BenchmarkClientLoad(b *testing.B) {
 	dur := 5 * time.Second
 	if v := os.Getenv("ROCKETSTORE_LOAD_SECONDS"); v != "" {
 		s, err := strconv.Atoi(v)
 		if err != nil {
-			t.Fatalf("ROCKETSTORE_LOAD_SECONDS=%q", v)
+			b.Fatalf("ROCKETSTORE_LOAD_SECONDS=%q", v)
 		}
 		dur = time.Duration(s) * time.Second
 	}
@@ -53,11 +56,19 @@ func TestClientLoad(t *testing.T) {
 	if os.Getenv("ROCKETSTORE_LOAD_FLUSH") == "sync" {
 		flushName = "sync"
 	}
-	addr, pid, metrics := serveChild(t, flushName)
-	tg := &clientTarget{t: t, addr: addr, topic: "TopicLoad", consumers: 2, serverPID: pid}
-	sendN(t, newProducer(t, addr, producer.WithDefaultTopicQueueNums(8)), tg.topic, -1, 0, "") // create the topic
-	r := bench.RunServerLoad(tg, "rocketstore (official Go client)",
-		bench.ServerLoad{Conns: 4, Window: 8, Body: 256, Duration: dur, Consumers: true, Flush: flushName})
+	addr, pid, metrics := serveChild(b, flushName)
+	tg := &clientTarget{t: b, addr: addr, topic: "TopicLoad", consumers: 2, serverPID: pid}
+	sendN(b, newProducer(b, addr, producer.WithDefaultTopicQueueNums(8)), tg.topic, -1, 0, "") // create the topic
+	b.ResetTimer()
+	var r bench.ServerResult
+	for range b.N {
+		r = bench.RunServerLoad(tg, "rocketstore (official Go client)",
+			bench.ServerLoad{Conns: 4, Window: 8, Body: 256, Duration: dur, Consumers: true, Flush: flushName})
+		if r.Err != "" {
+			b.Fatal(r.Err)
+		}
+	}
+	b.StopTimer()
 	ms := func(l *bench.Latency) string {
 		if l == nil {
 			return "n/a"
@@ -65,22 +76,28 @@ func TestClientLoad(t *testing.T) {
 		return strconv.FormatFloat(l.P50/1e3, 'f', 2, 64) + " / " + strconv.FormatFloat(l.P99/1e3, 'f', 2, 64) +
 			" / " + strconv.FormatFloat(l.P999/1e3, 'f', 2, 64) + " ms"
 	}
-	t.Logf("official client load, %s flush, 4 × 8 in flight, 256 B: %d acked (%d failed) at %.0f msgs/s, %d consumed\n"+
+	b.Logf("official client load, %s flush, 4 × 8 in flight, 256 B: %d acked (%d failed) at %.0f msgs/s, %d consumed\n"+
 		"  ack p50/p99/p99.9 %s; send→consume %s; CPU µs/msg: server %.1f, client %.1f",
 		flushName, r.Acked, r.Failed, r.MsgsPerS, r.Consumed, ms(r.Ack), ms(r.Consume), r.CPUPerMsg, r.ClientCPUPerMsg)
 	if k, err := kernelCounts(pid); err == nil && r.Acked > 0 {
 		n := float64(r.Acked)
-		t.Logf("server per message: %.2f read-type and %.2f write-type syscalls, %.2f context switches (whole run, from /proc)",
+		b.Logf("server per message: %.2f read-type and %.2f write-type syscalls, %.2f context switches (whole run, from /proc)",
 			float64(k.syscr)/n, float64(k.syscw)/n, float64(k.ctxsw)/n)
 	}
-	pulls, pulled, byCode := pullCounts(t, metrics)
-	t.Logf("server: %.0f pulls answered, %.0f messages pulled (%.1f a pull); requests by code: %s",
+	pulls, pulled, byCode := pullCounts(b, metrics)
+	b.Logf("server: %.0f pulls answered, %.0f messages pulled (%.1f a pull); requests by code: %s",
 		pulls, pulled, pulled/max(1, pulls), strings.Join(byCode, " "))
-	if r.Err != "" {
-		t.Fatal(r.Err)
-	}
 	if r.Acked == 0 {
-		t.Fatal("nothing acknowledged")
+		b.Fatal("nothing acknowledged")
+	}
+	b.ReportMetric(r.MsgsPerS, "msgs/s")
+	b.ReportMetric(r.CPUPerMsg, "server-CPU-µs/msg")
+	b.ReportMetric(r.ClientCPUPerMsg, "client-CPU-µs/msg")
+	if r.Ack != nil {
+		b.ReportMetric(r.Ack.P99/1e3, "ack-p99-ms")
+	}
+	if r.Consume != nil {
+		b.ReportMetric(r.Consume.P99/1e3, "consume-p99-ms")
 	}
 }
 
@@ -89,7 +106,7 @@ func TestClientLoad(t *testing.T) {
 // runs it on a fresh directory with the given flush ("async" or "sync")
 // until the test ends; it returns the address, the process id and the
 // address of its Prometheus metrics.
-func serveChild(t *testing.T, flush string) (addr string, pid int, metrics string) {
+func serveChild(t testing.TB, flush string) (addr string, pid int, metrics string) {
 	t.Helper()
 	bin := os.Getenv("ROCKETSTORE_SERVE_BIN")
 	if bin == "" {
@@ -172,7 +189,7 @@ func kernelCounts(pid int) (procCounts, error) {
 // carried from the server's metrics, and the requests received by
 // request code ("code=count"), so that a run shows every kind of traffic
 // the client sends besides sends and pulls.
-func pullCounts(t *testing.T, metrics string) (pulls, msgs float64, byCode []string) {
+func pullCounts(t testing.TB, metrics string) (pulls, msgs float64, byCode []string) {
 	t.Helper()
 	resp, err := http.Get("http://" + metrics + "/metrics")
 	if err != nil {
@@ -209,7 +226,7 @@ func pullCounts(t *testing.T, metrics string) (pulls, msgs float64, byCode []str
 // send with SendAsync; Consume starts the group's push consumers (the
 // first `consumers` streams; the group shares the whole topic).
 type clientTarget struct {
-	t         *testing.T
+	t         testing.TB
 	addr      string
 	topic     string
 	consumers int

@@ -121,7 +121,7 @@ func consumerOpts(addr, group string, extra ...consumer.Option) []consumer.Optio
 
 // startConsumer starts a push consumer of topic with opts that hands the
 // messages to fn; the caller shuts it down.
-func startConsumer(t *testing.T, opts []consumer.Option, topic string, sel consumer.MessageSelector,
+func startConsumer(t testing.TB, opts []consumer.Option, topic string, sel consumer.MessageSelector,
 	fn func(context.Context, ...*primitive.MessageExt) (consumer.ConsumeResult, error)) interface{ Shutdown() error } {
 	t.Helper()
 	c, err := consumer.NewPushConsumer(opts...)

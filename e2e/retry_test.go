@@ -11,7 +11,7 @@ import (
 	"github.com/apache/rocketmq-client-go/v2/primitive"
 )
 
-func sendN(t *testing.T, p producerAPI, topic string, from, to int, tag string) {
+func sendN(t testing.TB, p producerAPI, topic string, from, to int, tag string) {
 	t.Helper()
 	for i := from; i < to; i++ {
 		m := primitive.NewMessage(topic, []byte("body-"+strconv.Itoa(i)))

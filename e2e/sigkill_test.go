@@ -107,7 +107,7 @@ func TestSIGKILLRestartLosesNothingAcknowledged(t *testing.T) {
 }
 
 // freeAddr returns a 127.0.0.1 address with a port nothing listens on.
-func freeAddr(t *testing.T) string {
+func freeAddr(t testing.TB) string {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

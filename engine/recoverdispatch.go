@@ -15,7 +15,7 @@ import "fmt"
 // record's that reached a queue. It returns how many records every
 // dispatcher took before the first failure.
 func (s *Store) dispatchRecovered(reqs []dispatchRequest, same []bool) (n int, err error) {
-	s.reput.Exclusive(func() error {
+	_ = s.reput.Exclusive(func() error { // fn sets n and err itself and returns nil
 		var cq *consumeQueue
 		cqOf := -1 // the record whose queue cq is
 		var logics int64

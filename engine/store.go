@@ -205,10 +205,11 @@ func (s *Store) abandon() {
 		s.commitLog.q.shutdown()
 	}
 	s.queues.shutdownAll()
+	// Open's error is the one reported; these only release.
 	if s.checkpoint != nil {
-		s.checkpoint.close()
+		_ = s.checkpoint.close()
 	}
-	s.lock.Unlock()
+	_ = s.lock.Unlock()
 }
 
 // detectFileSizes takes the CommitLog and ConsumeQueue file sizes from
@@ -630,11 +631,12 @@ func (s *Store) abandonRunning() {
 	if s.cqFlusher != nil {
 		s.cqFlusher.close()
 	}
-	s.reput.Halt()
+	// A killed process reports nothing.
+	_ = s.reput.Halt()
 	s.commitLog.q.shutdown()
 	s.queues.shutdownAll()
-	s.checkpoint.close()
-	s.lock.Unlock()
+	_ = s.checkpoint.close()
+	_ = s.lock.Unlock()
 }
 
 // flushAll syncs the CommitLog, every ConsumeQueue and the checkpoint.

@@ -231,7 +231,7 @@ func (p *Proxy) Telemetry(stream grpc.BidiStreamingServer[rmqpb.TelemetryCommand
 			if err := stream.Send(cmd); err != nil {
 				return err
 			}
-		case <-recvErr:
+		case <-recvErr: //nolint:errcheck // the client closed its stream or the connection broke: the session ends either way
 			return nil
 		case <-p.clients.stop:
 			return nil

@@ -51,6 +51,32 @@ func TestInFlightFairShare(t *testing.T) {
 	}
 }
 
+// TestRateLimitWaits checks the token bucket's waits on a clock that
+// stands still: a burst of 3 at 2 requests a second passes at once, the
+// next two wait 0.5 s and 1 s, the one after would wait 1.5 s (over
+// maxRateWait) and is refused; another connection has its own bucket, and
+// time refills a bucket.
+func TestRateLimitWaits(t *testing.T) {
+	now := time.Unix(1000, 0)
+	l := newLimiter(Limits{ConnRequestRate: 2, ConnRequestBurst: 3}, func() time.Time { return now })
+	for i, want := range []time.Duration{0, 0, 0, 500 * time.Millisecond, time.Second} {
+		if wait, ok := l.reserve(1); !ok || wait != want {
+			t.Fatalf("request %d: wait %v (admitted %v), want %v", i+1, wait, ok, want)
+		}
+	}
+	if wait, ok := l.reserve(1); ok {
+		t.Fatalf("request 6 admitted with a wait of %v, over %v", wait, maxRateWait)
+	}
+	if wait, ok := l.reserve(2); !ok || wait != 0 {
+		t.Fatalf("another connection: wait %v (admitted %v)", wait, ok)
+	}
+	// 1.5 s later the two borrowed tokens are repaid and one is back.
+	now = now.Add(1500 * time.Millisecond)
+	if wait, ok := l.reserve(1); !ok || wait != 0 {
+		t.Fatalf("after 1.5 s: wait %v (admitted %v), want none", wait, ok)
+	}
+}
+
 // TestDenialLogThrottled: a client refused in a loop cannot flood the log.
 func TestDenialLogThrottled(t *testing.T) {
 	now := time.Unix(1, 0)

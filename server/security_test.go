@@ -263,6 +263,12 @@ func TestAutoCreateMaxTotal(t *testing.T) {
 	}
 }
 
+// TestConnectionRateLimit runs the limiter behind a real connection: the
+// burst passes, the requests over it wait for their token and succeed,
+// one that would wait over a second is refused, and another connection
+// has its own bucket. The waits' lengths are the limiter's
+// (TestRateLimitWaits, on the injected clock); here they are only bounded
+// below, which a loaded machine cannot break.
 func TestConnectionRateLimit(t *testing.T) {
 	var mu sync.Mutex
 	now := time.Unix(1000, 0)
@@ -277,8 +283,8 @@ func TestConnectionRateLimit(t *testing.T) {
 		return resp, time.Since(start)
 	}
 	for i := range 3 {
-		if resp, d := timed(e.cl); resp.Code != remoting.CodeSuccess || d > 300*time.Millisecond {
-			t.Fatalf("request %d within the burst: %d %s after %v", i, resp.Code, resp.Remark, d)
+		if resp, _ := timed(e.cl); resp.Code != remoting.CodeSuccess {
+			t.Fatalf("request %d within the burst: %d %s", i, resp.Code, resp.Remark)
 		}
 	}
 	// The clock stands still: the 4th request waits 0.5 s for its token,
@@ -295,8 +301,8 @@ func TestConnectionRateLimit(t *testing.T) {
 	// Another connection has its own bucket.
 	other := e.dial(nil)
 	defer other.Close()
-	if resp, d := timed(other); resp.Code != remoting.CodeSuccess || d > 300*time.Millisecond {
-		t.Fatalf("another connection: %d after %v", resp.Code, d)
+	if resp, _ := timed(other); resp.Code != remoting.CodeSuccess {
+		t.Fatalf("another connection: %d %s", resp.Code, resp.Remark)
 	}
 }
 

@@ -82,7 +82,7 @@ func serverLoadRun(parent string, l bench.ServerLoad, r *bench.ServerResult) err
 	if err := cmd.Start(); err != nil {
 		return err
 	}
-	defer func() { stdin.Close(); _ = cmd.Wait() }()
+	defer func() { _ = stdin.Close(); _ = cmd.Wait() }()
 	url := fmt.Sprintf("nats://127.0.0.1:%d", port)
 	var nc *nats.Conn
 	for deadline := time.Now().Add(15 * time.Second); ; {

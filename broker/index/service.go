@@ -109,8 +109,7 @@ func Open(fs backend.FS, cfg Config, lastExitOK bool, checkpointIndexTs int64) (
 			continue
 		}
 		if err := s.load(path.Join(Dir, n), lastExitOK, checkpointIndexTs); err != nil {
-			s.closeFiles()
-			return nil, err
+			return nil, errors.Join(err, s.closeFiles())
 		}
 	}
 	if err := s.dropIfGarbage(); err != nil {
@@ -467,7 +466,7 @@ func (s *Service) Abandon() {
 		return
 	}
 	s.closed = true
-	s.closeFiles()
+	_ = s.closeFiles() // a killed process reports nothing
 }
 
 func (s *Service) closeFiles() error {

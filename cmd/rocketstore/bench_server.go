@@ -174,7 +174,7 @@ func serverLoadRocketstore(ctx context.Context, stderr io.Writer, tmp, out strin
 		return fail(err)
 	}
 	if bin := os.Getenv("ROCKETSTORE_SERVE_BIN"); bin != "" {
-		exe = bin // another build's server under this build's driver (as e2e's TestClientLoad)
+		exe = bin // another build's server under this build's driver (as e2e's BenchmarkClientLoad)
 	}
 	logs, err := newServeLog(tmp, out)
 	if err != nil {

@@ -147,12 +147,12 @@ func (d *demo) problem(format string, args ...any) {
 }
 
 // writeAndConsume is the first half: write, consume with the filter, close.
-func (d *demo) writeAndConsume(ctx context.Context) error {
+func (d *demo) writeAndConsume(ctx context.Context) (err error) {
 	s, err := rocketstore.Open(d.o.dir, d.cfg)
 	if err != nil {
 		return fmt.Errorf("open store: %w", err)
 	}
-	defer s.Close()
+	defer closeInto(&err, s)
 	cfg := s.Config()
 	fmt.Fprintf(d.out, "opened: commitlog files of %d bytes, consume queue files of %d units, %s\n",
 		cfg.CommitLogFileSize, cfg.ConsumeQueueUnits, cfg.FlushDiskType)
@@ -329,12 +329,12 @@ func (d *demo) check(q queueRef, qo int64, m *rocketstore.MessageExt, f *rockets
 
 // reopenAndCompare reopens the closed store and checks that every message
 // is there, unchanged.
-func (d *demo) reopenAndCompare() error {
+func (d *demo) reopenAndCompare() (err error) {
 	s, err := rocketstore.Open(d.o.dir, d.cfg)
 	if err != nil {
 		return fmt.Errorf("reopen: %w", err)
 	}
-	defer s.Close()
+	defer closeInto(&err, s)
 	rec := s.Recovery()
 	kind := "normal (clean shutdown)"
 	if rec.Abnormal {

@@ -49,6 +49,14 @@ func (e *exitCodeError) Unwrap() error { return e.err }
 // failed returns an error that exits with exitFailed.
 func failed(err error) error { return &exitCodeError{code: exitFailed, err: err} }
 
+// closeInto closes c and, when that fails, adds its error to *err: a
+// deferred Close of something the command wrote must not fail silently.
+func closeInto(err *error, c io.Closer) {
+	if cerr := c.Close(); cerr != nil {
+		*err = errors.Join(*err, cerr)
+	}
+}
+
 func main() {
 	os.Exit(execute(os.Args[1:], os.Stdout, os.Stderr))
 }

@@ -72,7 +72,7 @@ type readMessage struct {
 	BodyEncoding    string            `json:"bodyEncoding"`
 }
 
-func runRead(out, errOut io.Writer, o readOptions) error {
+func runRead(out, errOut io.Writer, o readOptions) (err error) {
 	if o.max <= 0 {
 		return fmt.Errorf("--max must be positive, got %d", o.max)
 	}
@@ -80,7 +80,7 @@ func runRead(out, errOut io.Writer, o readOptions) error {
 	if err != nil {
 		return err
 	}
-	defer s.Close()
+	defer closeInto(&err, s)
 	if !hasQueue(s, o.topic, o.queue) {
 		return failed(fmt.Errorf("the store has no queue %s/%d", o.topic, o.queue))
 	}

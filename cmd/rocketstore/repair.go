@@ -53,7 +53,7 @@ source's record is damaged too), 2 usage or I/O error.`,
 	return cmd
 }
 
-func runRepair(out io.Writer, o repairOptions) error {
+func runRepair(out io.Writer, o repairOptions) (err error) {
 	ctx, cancel := context.WithTimeout(context.Background(), o.timeout)
 	defer cancel()
 	var src cluster.RepairSource
@@ -68,7 +68,7 @@ func runRepair(out io.Writer, o repairOptions) error {
 		}
 		src = d.PeerSource(o.from)
 	}
-	defer src.Close()
+	defer closeInto(&err, src)
 	rep, err := cluster.RepairStore(ctx, o.dir, src, o.dryRun)
 	verb := "repaired"
 	if o.dryRun {

@@ -76,12 +76,12 @@ type consumerLag struct {
 	Lag     int64  `json:"lag"`
 }
 
-func collectStats(dir string, errOut io.Writer) (*storeStats, error) {
+func collectStats(dir string, errOut io.Writer) (_ *storeStats, err error) {
 	s, fs, err := openReadOnlyFS(dir, errOut)
 	if err != nil {
 		return nil, err
 	}
-	defer s.Close()
+	defer closeInto(&err, s)
 	rep := s.Recovery()
 	st := &storeStats{Dir: dir, CommitLogMin: s.CommitLog().MinOffset(), CommitLogMax: s.CommitLog().MaxOffset(),
 		CommitLogFile: s.Config().CommitLogFileSize, AbnormalExit: rep.Abnormal, RecoveryDropped: rep.DroppedBytes}

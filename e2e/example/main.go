@@ -36,7 +36,11 @@ func main() {
 	if err := p.Start(); err != nil {
 		log.Fatal(err)
 	}
-	defer p.Shutdown()
+	defer func() {
+		if err := p.Shutdown(); err != nil {
+			log.Print("producer shutdown: ", err)
+		}
+	}()
 	for i := range *count {
 		msg := primitive.NewMessage(*topic, []byte(fmt.Sprintf("hello %d", i)))
 		msg.WithTag("greeting")
@@ -73,7 +77,11 @@ func main() {
 	if err := c.Start(); err != nil {
 		log.Fatal(err)
 	}
-	defer c.Shutdown()
+	defer func() {
+		if err := c.Shutdown(); err != nil {
+			log.Print("consumer shutdown: ", err)
+		}
+	}()
 	select {
 	case <-done:
 		fmt.Println("all messages received")

@@ -175,7 +175,7 @@ var badInputTests = []test{
 		d := newDamaged(t, h)
 		writeFile(t, h.fs, "commitlog/00000000000000012288", make([]byte, 1000))
 		s := d.open(t)
-		defer s.Close()
+		defer closeStore(t, s)
 		d.wantPadded(t, s, "00000000000000012288")
 		last := d.puts[len(d.puts)-1]
 		if got := s.Recovery().CommitLogEnd; got != last.WroteOffset+int64(last.WroteBytes) {
@@ -195,7 +195,7 @@ var badInputTests = []test{
 		b := fileBytes(t, h.fs, "commitlog/00000000000000008192")
 		writeFile(t, h.fs, "commitlog/00000000000000008192", b[:1500])
 		s := d.open(t)
-		defer s.Close()
+		defer closeStore(t, s)
 		d.wantPadded(t, s, "00000000000000008192")
 		i := d.firstEndingAfter(8192 + 1500)
 		d.wantTruncatedAt(t, s, i, record.ErrCorrupt)
@@ -204,7 +204,7 @@ var badInputTests = []test{
 		d := newDamaged(t, h)
 		writeFile(t, h.fs, "commitlog/00000000000000008192", nil)
 		s := d.open(t)
-		defer s.Close()
+		defer closeStore(t, s)
 		d.wantPadded(t, s, "00000000000000008192")
 		if r := s.Recovery(); r.CommitLogEnd != 8192 || r.StopReason != nil {
 			t.Fatalf("recovered end %d (%v), want 8192: the empty file held nothing", r.CommitLogEnd, r.StopReason)
@@ -348,7 +348,7 @@ var badInputTests = []test{
 		d := newDamaged(t, h)
 		writeFile(t, h.fs, "checkpoint", make([]byte, 10))
 		s := d.open(t)
-		defer s.Close()
+		defer closeStore(t, s)
 		if r := s.Recovery(); r.CheckpointValid || r.CommitLogEnd != d.puts[len(d.puts)-1].WroteOffset+int64(d.puts[len(d.puts)-1].WroteBytes) {
 			t.Fatalf("recovery with a short checkpoint: %+v", r)
 		}
@@ -436,7 +436,7 @@ func wantOpenError(t *testing.T, h *harness, want error, mention string) {
 	t.Helper()
 	s, err := engine.Open(h.fs, tinyConfig())
 	if err == nil {
-		s.Close()
+		_ = s.Close() // the test fails either way
 		t.Fatalf("damaged store opened; want %v", want)
 	}
 	if !errors.Is(err, want) || !strings.Contains(err.Error(), mention) {

@@ -113,7 +113,7 @@ func (h *harness) open(cfg engine.Config) *engine.Store {
 	if err != nil {
 		h.t.Fatalf("open: %v", err)
 	}
-	h.t.Cleanup(func() { s.Close() })
+	h.t.Cleanup(func() { _ = s.Close() }) // the test may have closed or crashed it
 	return s
 }
 
@@ -159,6 +159,25 @@ func dispatched(t *testing.T, s *engine.Store) {
 	t.Helper()
 	if err := s.WaitDispatched(context.Background(), s.CommitLog().MaxOffset()); err != nil {
 		t.Fatalf("wait dispatched: %v", err)
+	}
+}
+
+// closeStore closes s and fails the test if Close fails.
+func closeStore(t *testing.T, s *engine.Store) {
+	t.Helper()
+	if err := s.Close(); err != nil {
+		t.Errorf("close: %v", err)
+	}
+}
+
+// mustFlush flushes the CommitLog and the ConsumeQueues.
+func mustFlush(t *testing.T, s *engine.Store) {
+	t.Helper()
+	if err := s.FlushCommitLog(0); err != nil {
+		t.Fatalf("flush commitlog: %v", err)
+	}
+	if err := engineops.Of(s).FlushConsumeQueues(0); err != nil {
+		t.Fatalf("flush consume queues: %v", err)
 	}
 }
 

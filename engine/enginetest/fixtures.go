@@ -71,7 +71,7 @@ func testFixtureFlippedLastRecord(t *testing.T, h *harness) {
 	last := starts[46]
 	patchFile(t, h.fs, name, last+100, []byte{b[last+100] ^ 0x40})
 	s := h.open(hooks.Manual(engine.Config{}))
-	defer s.Close()
+	defer closeStore(t, s)
 	r := s.Recovery()
 	if r.CommitLogEnd != last || !errors.Is(r.StopReason, record.ErrCorrupt) || r.DroppedBytes == 0 {
 		t.Fatalf("recovery: %+v; want the end at %d (record 46) with a corrupt-record reason", r, last)
@@ -89,7 +89,7 @@ func testFixtureTruncatedMidRecord(t *testing.T, h *harness) {
 	cut := starts[30] + 50
 	writeFile(t, h.fs, name, b[:cut])
 	s := h.open(hooks.Manual(engine.Config{CommitLogFileSize: 8192}))
-	defer s.Close()
+	defer closeStore(t, s)
 	r := s.Recovery()
 	if len(r.PaddedFiles) != 1 || r.CommitLogEnd != starts[30] || r.StopReason == nil {
 		t.Fatalf("recovery: %+v; want %s padded and the end at record 30 (%d)", r, name, starts[30])

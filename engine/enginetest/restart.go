@@ -179,11 +179,12 @@ func testCrashTwice(t *testing.T, h *harness) {
 		put(t, s, msg("c2", int32(i%2), fmt.Sprint("twice ", i), "", ""))
 		if i == 40 {
 			dispatched(t, s)
-			s.FlushCommitLog(0)
-			engineops.Of(s).FlushConsumeQueues(0)
+			mustFlush(t, s)
 		}
 	}
-	s.FlushCommitLog(0)
+	if err := s.FlushCommitLog(0); err != nil {
+		t.Fatal(err)
+	}
 	s = h.crash(s, cfg)
 	first := allFiles(t, h.fs, "consumequeue")
 	cl := allFiles(t, h.fs, "commitlog")
@@ -261,7 +262,9 @@ func testIdempotentRedispatch(t *testing.T, h *harness) {
 	}
 	// Abnormal recovery replays from the start; the queues stay the same.
 	if h.b.Crash != nil {
-		s.FlushCommitLog(0)
+		if err := s.FlushCommitLog(0); err != nil {
+			t.Fatal(err)
+		}
 		s = h.crash(s, cfg)
 		if s.Recovery().Redispatched == 0 {
 			t.Fatalf("abnormal recovery replayed nothing: %+v", s.Recovery())

@@ -86,7 +86,9 @@ func testRoundTripSingle(t *testing.T, h *harness) {
 	for key, n := range next {
 		var topic string
 		var qid int32
-		fmt.Sscanf(strings.Replace(key, "/", " ", 1), "%s %d", &topic, &qid)
+		if _, err := fmt.Sscanf(strings.Replace(key, "/", " ", 1), "%s %d", &topic, &qid); err != nil {
+			t.Fatalf("queue key %q: %v", key, err)
+		}
 		if got := s.MaxOffsetInQueue(topic, qid); got != n {
 			t.Fatalf("max offset %s = %d, want %d", key, got, n)
 		}

@@ -168,7 +168,9 @@ func testTagFilter(t *testing.T, h *harness) {
 			var idx []int
 			for _, m := range g.msgs {
 				var i int
-				fmt.Sscan(string(m.Body), &i)
+				if _, err := fmt.Sscan(string(m.Body), &i); err != nil {
+					t.Fatalf("body %q: %v", m.Body, err)
+				}
 				idx = append(idx, i)
 				if c.expr != "*" && !strings.Contains(c.expr, m.Properties["TAGS"]) {
 					t.Fatalf("%q matched tag %q", c.expr, m.Properties["TAGS"])
