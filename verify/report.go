@@ -158,10 +158,14 @@ func humanMillis(ms int64, now time.Time) string {
 	if ms == 0 {
 		return "never"
 	}
-	t := time.UnixMilli(ms).UTC()
-	age := now.Sub(t).Round(time.Second)
+	age := now.Sub(time.UnixMilli(ms)).Round(time.Second)
 	if age < 0 {
-		return fmt.Sprintf("%s (%s in the future)", t.Format("2006-01-02T15:04:05.000Z07:00"), -age)
+		return fmt.Sprintf("%s (%s in the future)", rfc3339Millis(ms), -age)
 	}
-	return fmt.Sprintf("%s (%s ago)", t.Format("2006-01-02T15:04:05.000Z07:00"), age)
+	return fmt.Sprintf("%s (%s ago)", rfc3339Millis(ms), age)
+}
+
+// rfc3339Millis is a store timestamp (ms since the epoch) in RFC 3339, UTC.
+func rfc3339Millis(ms int64) string {
+	return time.UnixMilli(ms).UTC().Format("2006-01-02T15:04:05.000Z07:00")
 }
