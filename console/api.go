@@ -449,7 +449,7 @@ func parseResetTime(s string) (int64, error) {
 			return t.UnixMilli(), nil
 		}
 	}
-	return 0, badInput("time %q: want start, end, now, milliseconds since the epoch or 2006-01-02T15:04:05", s)
+	return 0, badInput("time %q: want start, end, now, milliseconds since the epoch or YYYY-MM-DDThh:mm[:ss] (local time)", s)
 }
 
 func (c *Console) resetOffset(r *http.Request, cl *admin.Client) (any, error) {

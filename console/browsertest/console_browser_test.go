@@ -266,7 +266,10 @@ func TestConsoleInBrowser(t *testing.T) {
 		chromedp.SetValue(chromedp.CSS("#search-topic"), "Orders"),
 		chromedp.SetValue(chromedp.CSS("#search-begin"), "yesterday"),
 		chromedp.Click(chromedp.CSS("#search")),
-		waitText("#error", "is not a time"))
+		waitText("#error", "is not a time: want YYYY-MM-DDThh:mm"))
+	if ph, err := chromedp.Run(ctx, chromedp.AttributeValue(chromedp.CSS("#search-begin"), "placeholder")); err != nil || ph.Value != "YYYY-MM-DDThh:mm" {
+		t.Errorf("the time field's placeholder is %q (%v), want YYYY-MM-DDThh:mm", ph.Value, err)
+	}
 
 	// Reset Billing on Orders to the start: lag 12 → 40, after confirming.
 	run("reset offset (cancelled)",

@@ -209,7 +209,7 @@ async function groupPage(name) {
   const topics = [...new Set(g.queues.map((q) => q.topic))];
   const form = el("form", { id: "reset-form" },
     el("label", {}, "Topic ", el("select", { id: "reset-topic" }, topics.map((t) => el("option", { value: t }, t)))),
-    el("label", {}, "To ", el("input", { id: "reset-time", value: "start", title: "start, end, now, 2006-01-02T15:04:05 or ms" })),
+    el("label", {}, "To ", el("input", { id: "reset-time", value: "start", title: "start, end, now, YYYY-MM-DDThh:mm:ss (local time) or milliseconds since the epoch" })),
     el("button", { id: "reset-offset", type: "submit", class: "danger" }, "Reset offset"));
   form.addEventListener("submit", async (ev) => {
     ev.preventDefault();
@@ -254,8 +254,8 @@ async function messagesPage(params) {
   const search = el("form", { id: "search-form" },
     el("label", {}, "Topic ", el("input", { id: "search-topic", value: params.get("topic") || "" })),
     el("label", {}, "Key ", el("input", { id: "search-key" })),
-    el("label", {}, "From ", el("input", { id: "search-begin", placeholder: "2006-01-02T15:04" })),
-    el("label", {}, "To ", el("input", { id: "search-end", placeholder: "2006-01-02T15:04" })),
+    el("label", {}, "From ", el("input", { id: "search-begin", placeholder: "YYYY-MM-DDThh:mm" })),
+    el("label", {}, "To ", el("input", { id: "search-end", placeholder: "YYYY-MM-DDThh:mm" })),
     el("label", {}, "or message ID ", el("input", { id: "search-id", size: 34 })),
     el("button", { id: "search", type: "submit" }, "Search"));
   const results = el("div", { id: "results-box" });
