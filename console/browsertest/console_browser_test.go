@@ -47,7 +47,7 @@ func newFixture(t *testing.T) *fixture {
 }
 
 // seed puts real data in: an Orders topic with 40 messages consumed in
-// part by Billing, and a dead letter of Payers.
+// part by Billing (which has a retry topic), and a dead letter of Payers.
 func (f *fixture) seed(t *testing.T) {
 	ctx := context.Background()
 	for _, tp := range []string{"Orders", "Pay", "%DLQ%Payers"} {
@@ -71,6 +71,14 @@ func (f *fixture) seed(t *testing.T) {
 		if err := f.adm.UpdateConsumerOffset(ctx, f.n.BrokerAddr, "Billing", "Orders", q, 7); err != nil {
 			t.Fatal(err)
 		}
+	}
+	// Billing's retry topic, as a push consumer's broker makes it: the
+	// reset form must still offer Orders first.
+	if err := f.adm.CreateTopic(ctx, f.n.BrokerAddr, admin.TopicConfig{TopicName: "%RETRY%Billing", ReadQueueNums: 1, WriteQueueNums: 1, Perm: 6}); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.adm.UpdateConsumerOffset(ctx, f.n.BrokerAddr, "Billing", "%RETRY%Billing", 0, 0); err != nil {
+		t.Fatal(err)
 	}
 }
 

@@ -206,7 +206,10 @@ async function groupsPage() {
 
 async function groupPage(name) {
   const g = await api("group?group=" + enc(name));
-  const topics = [...new Set(g.queues.map((q) => q.topic))];
+  // The group's own topics first: a reset is almost never meant for its
+  // %RETRY% topic, which would otherwise sort first and be the default.
+  const retry = (t) => (t.startsWith("%RETRY%") ? 1 : 0);
+  const topics = [...new Set(g.queues.map((q) => q.topic))].sort((a, b) => retry(a) - retry(b) || a.localeCompare(b));
   const form = el("form", { id: "reset-form" },
     el("label", {}, "Topic ", el("select", { id: "reset-topic" }, topics.map((t) => el("option", { value: t }, t)))),
     el("label", {}, "To ", el("input", { id: "reset-time", value: "start", title: "start, end, now, YYYY-MM-DDThh:mm:ss (local time) or milliseconds since the epoch" })),
