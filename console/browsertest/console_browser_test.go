@@ -200,6 +200,7 @@ func TestConsoleInBrowser(t *testing.T) {
 		chromedp.Navigate(f.url+"#/topics"),
 		waitText("#topics", "Orders"),
 		waitText("#topics", "%DLQ%Payers"),
+		waitText(`tr[data-topic="Orders"] td.perm`, "read+write"),
 		shot("console-topics"))
 	run("topic page",
 		chromedp.Navigate(f.url+"#/topic/Orders"),

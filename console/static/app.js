@@ -165,8 +165,18 @@ async function topicsPage() {
     table("topics", ["Topic", "Kind", { label: "Queues", num: true }, "Perm", ""],
       topics.map((t) => el("tr", { "data-topic": t.name },
         el("td", {}, link("#/topic/" + enc(t.name), t.name)), el("td", {}, t.kind),
-        el("td", { class: "num" }, t.queues), el("td", {}, t.perm),
+        el("td", { class: "num" }, t.queues), el("td", { class: "perm" }, permWords(t.perm)),
         el("td", {}, t.kind === "system" ? "" : el("button", { class: "danger delete-topic", onclick: () => deleteTopic(t.name) }, "Delete"))))));
+}
+
+// permWords names a topic's permission bits as the create form does:
+// 6 is read+write; RocketMQ's inherit bit (1, on system topics) shows too.
+function permWords(perm) {
+  const words = [];
+  if (perm & 4) words.push("read");
+  if (perm & 2) words.push("write");
+  if (perm & 1) words.push("inherit");
+  return words.length ? words.join("+") : "none";
 }
 
 async function deleteTopic(name) {
