@@ -117,13 +117,17 @@ var systemTopicNames = map[string]bool{"TBW102": true, "SELF_TEST_TOPIC": true, 
 	"SCHEDULE_TOPIC_XXXX": true, "RMQ_SYS_TRANS_HALF_TOPIC": true, "RMQ_SYS_TRANS_OP_HALF_TOPIC": true,
 	"TRANS_CHECK_MAX_TIME_TOPIC": true, "RMQ_SYS_TRACE_TOPIC": true, "BenchmarkTest": true}
 
+// replyTopicSuffix ends the request-reply topic a broker creates for its
+// cluster ({cluster}_REPLY_TOPIC, RocketMQ's REPLY_TOPIC_POSTFIX).
+const replyTopicSuffix = "_REPLY_TOPIC"
+
 func topicKind(name string) string {
 	switch {
 	case strings.HasPrefix(name, "%RETRY%"):
 		return "retry"
 	case strings.HasPrefix(name, "%DLQ%"):
 		return "dlq"
-	case systemTopicNames[name] || strings.HasPrefix(name, "rmq_sys_"):
+	case systemTopicNames[name] || strings.HasPrefix(name, "rmq_sys_") || strings.HasSuffix(name, replyTopicSuffix):
 		return "system"
 	}
 	return "normal"

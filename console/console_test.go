@@ -363,3 +363,23 @@ func TestConsolePagesAreEmbedded(t *testing.T) {
 		}
 	}
 }
+
+// TestConsoleReplyTopicIsSystem: the cluster's request-reply topic, which
+// the broker creates at start, is a system topic, not one to delete.
+func TestConsoleReplyTopicIsSystem(t *testing.T) {
+	e := newEnv(t, console.Config{})
+	var topics []struct {
+		Name string `json:"name"`
+		Kind string `json:"kind"`
+	}
+	e.get("/api/topics", &topics)
+	for _, tp := range topics {
+		if strings.HasSuffix(tp.Name, "_REPLY_TOPIC") {
+			if tp.Kind != "system" {
+				t.Fatalf("%s is listed as %s, want system", tp.Name, tp.Kind)
+			}
+			return
+		}
+	}
+	t.Fatalf("no reply topic listed: %+v", topics)
+}
