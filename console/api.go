@@ -66,7 +66,7 @@ func (c *Console) brokers(ctx context.Context, cl *admin.Client) ([]Broker, erro
 				if err != nil {
 					b.Error = err.Error()
 				} else {
-					b.Version, b.Uptime, b.Disk = info["brokerVersionDesc"], info["runtime"], info["commitLogDirCapacity"]
+					b.Version, b.Uptime, b.Disk = info["brokerVersionDesc"], uptimeText(info["runtime"]), diskText(info["commitLogDirCapacity"])
 					b.DiskRatio, _ = strconv.ParseFloat(info["commitLogDiskRatio"], 64)
 					b.PutTps, b.GetTps = info["putTps"], info["getTransferedTps"]
 					b.PutTotal, _ = strconv.ParseInt(info["msgPutTotalTodayNow"], 10, 64)

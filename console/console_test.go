@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -120,6 +121,11 @@ func TestConsoleTopicsMessagesGroups(t *testing.T) {
 	e.get("/api/cluster", &brokers)
 	if len(brokers) != 1 || brokers[0].Version != "V4_9_4" || brokers[0].Uptime == "" {
 		t.Fatalf("cluster %+v", brokers)
+	}
+	// Uptime and disk read as words, not as the broker's raw strings.
+	if b := brokers[0]; !regexp.MustCompile(`^(\d+[dhm] )*\d+[dhms]$`).MatchString(b.Uptime) ||
+		!regexp.MustCompile(`^\d+\.\d [KMGTPE]?i?B free of \d+\.\d [KMGTPE]?i?B$`).MatchString(b.Disk) {
+		t.Errorf("uptime %q, disk %q", b.Uptime, b.Disk)
 	}
 
 	// Create: validation first, nothing created on bad input.
