@@ -42,7 +42,7 @@ type Metrics struct {
 // the disk-use gauge reports ("" for none).
 func NewMetrics(dir string) *Metrics {
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), newProcessCollector(), buildInfo())
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m := &Metrics{Registry: reg, dir: dir}
 	f := prometheus.NewCounterVec
 	m.requests = f(prometheus.CounterOpts{Name: "rocketstore_requests_total", Help: "Remoting requests received, by request code."}, []string{"code"})
@@ -96,12 +96,8 @@ func (m *Metrics) attach(s *Server) {
 			g("rocketstore_connections", "Open remoting connections.", func() float64 { return float64(s.rs.Stats().ConnsOpen) }),
 			g("rocketstore_receive_buffer_bytes", "Bytes of incoming frames held (capped by serverMaxReceiveBytes).",
 				func() float64 { return float64(s.rs.Stats().ReceiveBytesInUse) }),
-			prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "rocketstore_connections_refused_total", Help: "Connections refused (serverMaxConnections) or closed waiting for receive buffer budget."},
+			g("rocketstore_connections_refused", "Connections refused (serverMaxConnections) or closed waiting for receive buffer budget.",
 				func() float64 { st := s.rs.Stats(); return float64(st.ConnsRejected + st.ReceiveBudgetCloses) }),
-			prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "rocketstore_remoting_receive_bytes_total", Help: "Remoting frame bytes this process read."},
-				func() float64 { return float64(s.rs.Stats().BytesIn) }),
-			prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "rocketstore_remoting_transmit_bytes_total", Help: "Remoting frame bytes this process wrote."},
-				func() float64 { return float64(s.rs.Stats().BytesOut) }),
 			g("rocketstore_consumer_groups", "Consumer groups with online clients.", func() float64 { g, _ := s.clients.counts(); return float64(g) }),
 			g("rocketstore_consumers", "Online (group, client) registrations.", func() float64 { _, n := s.clients.counts(); return float64(n) }),
 		)
