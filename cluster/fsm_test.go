@@ -63,8 +63,10 @@ func TestFollowerRefusesSends(t *testing.T) {
 	}
 	// The broker id follows a leadership change asynchronously (the node's
 	// leader-observer goroutine), so wait for it rather than race it.
-	waitFor(t, "leader brokerId 0, follower non-zero", func() bool {
-		return f.BrokerID() != 0 && g.nodes[l].BrokerID() == 0
+	// A follower's id is its 1-based place in peers whoever leads, as
+	// docs/cluster.md says: with n1 leading, clusterList shows 0, 2, 3.
+	waitFor(t, "leader brokerId 0, follower its place in peers", func() bool {
+		return f.BrokerID() == int64((l+1)%3+1) && g.nodes[l].BrokerID() == 0
 	})
 }
 

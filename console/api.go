@@ -67,7 +67,7 @@ func (c *Console) brokers(ctx context.Context, cl *admin.Client) ([]Broker, erro
 				if err != nil {
 					b.Error = err.Error()
 				} else {
-					b.Version, b.Uptime, b.Disk = info["brokerVersionDesc"], info["runtime"], info["commitLogDirCapacity"]
+					b.Version, b.Uptime, b.Disk = info["brokerVersionDesc"], uptimeText(info["runtime"]), diskText(info["commitLogDirCapacity"])
 					b.DiskRatio, _ = strconv.ParseFloat(info["commitLogDiskRatio"], 64)
 					b.PutTps, b.GetTps = info["putTps"], info["getTransferedTps"]
 					b.PutTotal, _ = strconv.ParseInt(info["msgPutTotalTodayNow"], 10, 64)
@@ -118,13 +118,17 @@ var systemTopicNames = map[string]bool{record.DefaultTopic: true, record.SelfTes
 	record.ScheduleTopic: true, record.TransHalfTopic: true, record.TransOpHalfTopic: true,
 	record.TransCheckMaxTimeTopic: true, record.TraceTopic: true, record.BenchmarkTopic: true}
 
+// replyTopicSuffix ends the request-reply topic a broker creates for its
+// cluster ({cluster}_REPLY_TOPIC, RocketMQ's REPLY_TOPIC_POSTFIX).
+const replyTopicSuffix = "_REPLY_TOPIC"
+
 func topicKind(name string) string {
 	switch {
 	case strings.HasPrefix(name, record.RetryGroupTopicPrefix):
 		return "retry"
 	case strings.HasPrefix(name, record.DLQGroupTopicPrefix):
 		return "dlq"
-	case systemTopicNames[name] || strings.HasPrefix(name, "rmq_sys_"):
+	case systemTopicNames[name] || strings.HasPrefix(name, "rmq_sys_") || strings.HasSuffix(name, replyTopicSuffix):
 		return "system"
 	}
 	return "normal"
@@ -450,7 +454,7 @@ func parseResetTime(s string) (int64, error) {
 			return t.UnixMilli(), nil
 		}
 	}
-	return 0, badInput("time %q: want start, end, now, milliseconds since the epoch or 2006-01-02T15:04:05", s)
+	return 0, badInput("time %q: want start, end, now, milliseconds since the epoch or YYYY-MM-DDThh:mm[:ss] (local time)", s)
 }
 
 func (c *Console) resetOffset(r *http.Request, cl *admin.Client) (any, error) {

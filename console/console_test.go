@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -120,6 +121,11 @@ func TestConsoleTopicsMessagesGroups(t *testing.T) {
 	e.get("/api/cluster", &brokers)
 	if len(brokers) != 1 || brokers[0].Version != "V4_9_4" || brokers[0].Uptime == "" {
 		t.Fatalf("cluster %+v", brokers)
+	}
+	// Uptime and disk read as words, not as the broker's raw strings.
+	if b := brokers[0]; !regexp.MustCompile(`^(\d+[dhm] )*\d+[dhms]$`).MatchString(b.Uptime) ||
+		!regexp.MustCompile(`^\d+\.\d [KMGTPE]?i?B free of \d+\.\d [KMGTPE]?i?B$`).MatchString(b.Disk) {
+		t.Errorf("uptime %q, disk %q", b.Uptime, b.Disk)
 	}
 
 	// Create: validation first, nothing created on bad input.
@@ -362,4 +368,24 @@ func TestConsolePagesAreEmbedded(t *testing.T) {
 			t.Errorf("%s loads something from the network", p)
 		}
 	}
+}
+
+// TestConsoleReplyTopicIsSystem: the cluster's request-reply topic, which
+// the broker creates at start, is a system topic, not one to delete.
+func TestConsoleReplyTopicIsSystem(t *testing.T) {
+	e := newEnv(t, console.Config{})
+	var topics []struct {
+		Name string `json:"name"`
+		Kind string `json:"kind"`
+	}
+	e.get("/api/topics", &topics)
+	for _, tp := range topics {
+		if strings.HasSuffix(tp.Name, "_REPLY_TOPIC") {
+			if tp.Kind != "system" {
+				t.Fatalf("%s is listed as %s, want system", tp.Name, tp.Kind)
+			}
+			return
+		}
+	}
+	t.Fatalf("no reply topic listed: %+v", topics)
 }

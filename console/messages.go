@@ -77,7 +77,7 @@ func parseSearchTime(name, s string, def int64) (int64, error) {
 			return t.UnixMilli(), nil
 		}
 	}
-	return 0, badInput("%s %q is not a time: want 2006-01-02T15:04:05 or milliseconds since the epoch", name, s)
+	return 0, badInput("%s %q is not a time: want YYYY-MM-DDThh:mm[:ss] (local time) or milliseconds since the epoch", name, s)
 }
 
 // searchMessages answers ?msgId=, ?topic=&key=, or ?topic=&begin=&end=

@@ -61,8 +61,8 @@ func (c *checker) checkCheckpoint() error {
 			// unsynced log): the times are those of records that are
 			// gone, and recovery of an empty log scans nothing.
 		case f.ts > limit:
-			c.violation(KindCheckpoint, checkpointFile, off, "%s %d is ahead of the last record's store time %d by more than %s",
-				f.name, f.ts, c.rep.LastStoreTimestamp, c.opts.CheckpointMargin)
+			c.violation(KindCheckpoint, checkpointFile, off, "%s %d (%s) is ahead of the last record's store time %d (%s) by more than %s",
+				f.name, f.ts, rfc3339Millis(f.ts), c.rep.LastStoreTimestamp, rfc3339Millis(c.rep.LastStoreTimestamp), c.opts.CheckpointMargin)
 		}
 	}
 	return nil

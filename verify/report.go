@@ -3,6 +3,7 @@ package verify
 import (
 	"fmt"
 	"strings"
+	"time"
 )
 
 // Kind classifies a violation.
@@ -115,15 +116,19 @@ func (r *Report) Count(k Kind) int {
 }
 
 // Summary returns a few lines describing the store and the outcome.
-func (r *Report) Summary() string {
+func (r *Report) Summary() string { return r.summaryAt(time.Now()) }
+
+// summaryAt is Summary with the checkpoint's ages counted up to now.
+func (r *Report) summaryAt(now time.Time) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "commitlog: %d files of %d bytes, offsets %d..%d, %d records (%d dispatchable), %d blank\n",
 		r.CommitLogFiles, r.CommitLogFileSize, r.MinOffset, r.MaxOffset, r.Records, r.Dispatchable, r.Blanks)
 	fmt.Fprintf(&b, "consumequeue: %d queues, %d files, %d units\n", r.Queues, r.ConsumeQueueFiles, r.Units)
 	cp := r.Checkpoint
 	if cp.Present {
-		fmt.Fprintf(&b, "checkpoint: physic %d, logics %d, index %d (last record stored at %d)\n",
-			cp.PhysicMsgTimestamp, cp.LogicsMsgTimestamp, cp.IndexMsgTimestamp, r.LastStoreTimestamp)
+		fmt.Fprintf(&b, "checkpoint: physic %s, logics %s, index %s; last record stored %s\n",
+			humanMillis(cp.PhysicMsgTimestamp, now), humanMillis(cp.LogicsMsgTimestamp, now),
+			humanMillis(cp.IndexMsgTimestamp, now), humanMillis(r.LastStoreTimestamp, now))
 	} else {
 		b.WriteString("checkpoint: none\n")
 	}
@@ -144,4 +149,23 @@ func (r *Report) add(limit int, v Violation) {
 	if len(r.Violations) < limit {
 		r.Violations = append(r.Violations, v)
 	}
+}
+
+// humanMillis shows a store timestamp (ms since the epoch) in RFC 3339,
+// UTC, with its age: "2026-12-06T10:00:00.000Z (3m12s ago)". Zero is a
+// time never set.
+func humanMillis(ms int64, now time.Time) string {
+	if ms == 0 {
+		return "never"
+	}
+	age := now.Sub(time.UnixMilli(ms)).Round(time.Second)
+	if age < 0 {
+		return fmt.Sprintf("%s (%s in the future)", rfc3339Millis(ms), -age)
+	}
+	return fmt.Sprintf("%s (%s ago)", rfc3339Millis(ms), age)
+}
+
+// rfc3339Millis is a store timestamp (ms since the epoch) in RFC 3339, UTC.
+func rfc3339Millis(ms int64) string {
+	return time.UnixMilli(ms).UTC().Format("2006-01-02T15:04:05.000Z07:00")
 }

@@ -241,7 +241,7 @@ func newUpdateSubGroupCmd(g *adminGlobals) *cobra.Command {
 				}
 				return g.forEachBroker(out, addrs, func(a string) error { return c.UpdateSubscriptionGroup(ctx, a, sg) },
 					map[string]any{"subscriptionGroupConfig": sg},
-					func(a string) string { return "create subscription group to " + a + " success." }, fmt.Sprintf("%+v", sg))
+					func(a string) string { return "create subscription group to " + a + " success." }, subGroupString(sg))
 			})
 		},
 	}
@@ -249,15 +249,15 @@ func newUpdateSubGroupCmd(g *adminGlobals) *cobra.Command {
 	f.StringVarP(&brokerAddr, "brokerAddr", "b", "", "broker address")
 	f.StringVarP(&cluster, "clusterName", "c", "", "every master of this cluster")
 	f.StringVarP(&sg.GroupName, "groupName", "g", "", "group name (required)")
-	f.BoolVarP(&sg.ConsumeEnable, "consumeEnable", "s", true, "consume enabled")
-	f.BoolVarP(&sg.ConsumeFromMinEnable, "consumeFromMinEnable", "m", false, "consume from the min offset")
-	f.BoolVarP(&sg.ConsumeBroadcastEnable, "consumeBroadcastEnable", "d", false, "broadcast")
-	f.BoolVarP(&sg.ConsumeMessageOrderly, "consumeMessageOrderly", "o", false, "FIFO group: 5.x consumers get each message group in order")
+	mqBoolVarP(f, &sg.ConsumeEnable, "consumeEnable", "s", true, "consume enabled")
+	mqBoolVarP(f, &sg.ConsumeFromMinEnable, "consumeFromMinEnable", "m", false, "consume from the min offset")
+	mqBoolVarP(f, &sg.ConsumeBroadcastEnable, "consumeBroadcastEnable", "d", false, "broadcast")
+	mqBoolVarP(f, &sg.ConsumeMessageOrderly, "consumeMessageOrderly", "o", false, "FIFO group: 5.x consumers get each message group in order")
 	f.IntVarP(&sg.RetryQueueNums, "retryQueueNums", "q", 1, "retry queue number")
 	f.IntVarP(&sg.RetryMaxTimes, "retryMaxTimes", "r", 16, "retry max times")
 	f.Int64VarP(&sg.BrokerID, "brokerId", "i", 0, "consumer from which broker id")
-	f.Int64VarP(&sg.WhichBrokerWhenConsumeSlowly, "slaveBrokerId", "w", 1, "broker id when consuming slowly")
-	f.BoolVarP(&sg.NotifyConsumerIdsChangedEnable, "notifyConsumerIdsChanged", "a", true, "notify consumers when the group changes")
+	f.Int64VarP(&sg.WhichBrokerWhenConsumeSlowly, "whichBrokerWhenConsumeSlowly", "w", 1, "broker id when consuming slowly")
+	mqBoolVarP(f, &sg.NotifyConsumerIdsChangedEnable, "notifyConsumerIdsChanged", "a", true, "notify consumers when the group changes")
 	cmd.MarkFlagRequired("groupName")
 	return cmd
 }

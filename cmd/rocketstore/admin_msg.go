@@ -201,12 +201,14 @@ func newSendMessageCmd(g *adminGlobals) *cobra.Command {
 				return usageError("-i %d: a queue id", qid)
 			}
 			return g.run(cmd, func(ctx context.Context, c *admin.Client, out io.Writer) error {
-				name, addr, err := queueBroker(ctx, c, topic, brokerName)
+				name, addr, newQueues, err := sendTarget(ctx, c, topic, brokerName)
 				if err != nil {
 					return err
 				}
 				q := qid
-				if q < 0 {
+				if q < 0 && newQueues > 0 {
+					q = int32(time.Now().UnixNano() % int64(newQueues))
+				} else if q < 0 {
 					ts, err := c.TopicStats(ctx, addr, topic)
 					if err != nil {
 						return err
@@ -247,6 +249,45 @@ func newSendMessageCmd(g *adminGlobals) *cobra.Command {
 	cmd.MarkFlagRequired("body")
 	return cmd
 }
+
+// sendTarget picks the broker a message for topic goes to. A topic the
+// name server does not know is sent as RocketMQ's producer sends it: to
+// a broker that holds TBW102, which exists while autoCreateTopicEnable is
+// on, with TBW102 as the default topic; the broker then creates the topic.
+// newQueues is then the number of queues the topic gets (0 for a topic
+// that exists).
+func sendTarget(ctx context.Context, c *admin.Client, topic, brokerName string) (name, addr string, newQueues int, err error) {
+	if _, err := c.TopicRoute(ctx, topic); !admin.IsCode(err, 17) {
+		name, addr, err := queueBroker(ctx, c, topic, brokerName)
+		return name, addr, 0, err
+	}
+	rd, err := c.TopicRoute(ctx, autoCreateTopicKey)
+	if admin.IsCode(err, 17) {
+		return "", "", 0, fmt.Errorf("topic %s does not exist and no broker creates topics on send (autoCreateTopicEnable is off): create it with updateTopic", topic)
+	}
+	if err != nil {
+		return "", "", 0, err
+	}
+	name, addr, err = queueBroker(ctx, c, autoCreateTopicKey, brokerName)
+	if err != nil {
+		return "", "", 0, err
+	}
+	newQueues = defaultTopicQueueNums
+	for _, qd := range rd.QueueDatas {
+		if qd.BrokerName == name {
+			newQueues = min(newQueues, qd.WriteQueueNums)
+		}
+	}
+	return name, addr, newQueues, nil
+}
+
+// autoCreateTopicKey is RocketMQ's TBW102: the topic a broker holds while
+// it creates topics on send, and defaultTopicQueueNums the queues a topic
+// created so gets (a producer's default).
+const (
+	autoCreateTopicKey    = "TBW102"
+	defaultTopicQueueNums = 4
+)
 
 // uniqKey is a client-side unique message id (32 hex digits, as
 // MessageClientIDSetter makes them: here time and randomness).

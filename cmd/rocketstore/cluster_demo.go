@@ -29,7 +29,8 @@ func newClusterDemoCmd() *cobra.Command {
 each with its own store directory (DIR/n1, DIR/n2, DIR/n3; DIR defaults to a new
 temporary directory), name server (--port, +1, +2), broker port (10911, 10921,
 10931) and Raft port (--port+1000, +1, +2 ... on 127.0.0.1), with SYNC_FLUSH. Every
-replica registers with the three name servers; the leader as brokerId 0. It
+replica registers with the three name servers; the leader as brokerId 0, the others
+as their place in the group (n2 is 2, n3 is 3; n1 is 1 while it follows). It
 prints the name-server list to give clients and runs until SIGINT or SIGTERM.
 The same group as three processes is three 'rocketstore serve --config nI.yaml';
 the files are written into DIR.`,

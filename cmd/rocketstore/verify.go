@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -46,6 +47,9 @@ store that a running process holds).`,
 }
 
 func runVerify(out, errOut io.Writer, o verifyOptions) error {
+	if err := checkStoreDir(o.dir); err != nil {
+		return fmt.Errorf("verify: %w", err)
+	}
 	fs, err := mmap.NewReadOnly(o.dir)
 	if err != nil {
 		return fmt.Errorf("verify %s: %w", o.dir, err)
@@ -77,6 +81,21 @@ func runVerify(out, errOut io.Writer, o verifyOptions) error {
 	fmt.Fprintf(out, "store %s\n%s", o.dir, rep.Summary())
 	if !rep.OK() {
 		return &exitCodeError{code: exitFailed}
+	}
+	return nil
+}
+
+// checkStoreDir refuses a --dir that is not a directory with the reason,
+// before the backend's own error (an mmap call's) can hide it.
+func checkStoreDir(dir string) error {
+	fi, err := os.Stat(dir)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return fmt.Errorf("store directory %s does not exist (--dir is the directory serve --dir wrote): %w", dir, err)
+	case err != nil:
+		return fmt.Errorf("store directory %s: %w", dir, err)
+	case !fi.IsDir():
+		return fmt.Errorf("store directory %s is a file, not a directory", dir)
 	}
 	return nil
 }

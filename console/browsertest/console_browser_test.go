@@ -47,7 +47,7 @@ func newFixture(t *testing.T) *fixture {
 }
 
 // seed puts real data in: an Orders topic with 40 messages consumed in
-// part by Billing, and a dead letter of Payers.
+// part by Billing (which has a retry topic), and a dead letter of Payers.
 func (f *fixture) seed(t *testing.T) {
 	ctx := context.Background()
 	for _, tp := range []string{"Orders", "Pay", "%DLQ%Payers"} {
@@ -71,6 +71,14 @@ func (f *fixture) seed(t *testing.T) {
 		if err := f.adm.UpdateConsumerOffset(ctx, f.n.BrokerAddr, "Billing", "Orders", q, 7); err != nil {
 			t.Fatal(err)
 		}
+	}
+	// Billing's retry topic, as a push consumer's broker makes it: the
+	// reset form must still offer Orders first.
+	if err := f.adm.CreateTopic(ctx, f.n.BrokerAddr, admin.TopicConfig{TopicName: "%RETRY%Billing", ReadQueueNums: 1, WriteQueueNums: 1, Perm: 6}); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.adm.UpdateConsumerOffset(ctx, f.n.BrokerAddr, "Billing", "%RETRY%Billing", 0, 0); err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -192,6 +200,7 @@ func TestConsoleInBrowser(t *testing.T) {
 		chromedp.Navigate(f.url+"#/topics"),
 		waitText("#topics", "Orders"),
 		waitText("#topics", "%DLQ%Payers"),
+		waitText(`tr[data-topic="Orders"] td.perm`, "read+write"),
 		shot("console-topics"))
 	run("topic page",
 		chromedp.Navigate(f.url+"#/topic/Orders"),
@@ -266,7 +275,10 @@ func TestConsoleInBrowser(t *testing.T) {
 		chromedp.SetValue(chromedp.CSS("#search-topic"), "Orders"),
 		chromedp.SetValue(chromedp.CSS("#search-begin"), "yesterday"),
 		chromedp.Click(chromedp.CSS("#search")),
-		waitText("#error", "is not a time"))
+		waitText("#error", "is not a time: want YYYY-MM-DDThh:mm"))
+	if ph, err := chromedp.Run(ctx, chromedp.AttributeValue(chromedp.CSS("#search-begin"), "placeholder")); err != nil || ph.Value != "YYYY-MM-DDThh:mm" {
+		t.Errorf("the time field's placeholder is %q (%v), want YYYY-MM-DDThh:mm", ph.Value, err)
+	}
 
 	// Reset Billing on Orders to the start: lag 12 → 40, after confirming.
 	run("reset offset (cancelled)",

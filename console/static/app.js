@@ -165,8 +165,18 @@ async function topicsPage() {
     table("topics", ["Topic", "Kind", { label: "Queues", num: true }, "Perm", ""],
       topics.map((t) => el("tr", { "data-topic": t.name },
         el("td", {}, link("#/topic/" + enc(t.name), t.name)), el("td", {}, t.kind),
-        el("td", { class: "num" }, t.queues), el("td", {}, t.perm),
+        el("td", { class: "num" }, t.queues), el("td", { class: "perm" }, permWords(t.perm)),
         el("td", {}, t.kind === "system" ? "" : el("button", { class: "danger delete-topic", onclick: () => deleteTopic(t.name) }, "Delete"))))));
+}
+
+// permWords names a topic's permission bits as the create form does:
+// 6 is read+write; RocketMQ's inherit bit (1, on system topics) shows too.
+function permWords(perm) {
+  const words = [];
+  if (perm & 4) words.push("read");
+  if (perm & 2) words.push("write");
+  if (perm & 1) words.push("inherit");
+  return words.length ? words.join("+") : "none";
 }
 
 async function deleteTopic(name) {
@@ -206,10 +216,13 @@ async function groupsPage() {
 
 async function groupPage(name) {
   const g = await api("group?group=" + enc(name));
-  const topics = [...new Set(g.queues.map((q) => q.topic))];
+  // The group's own topics first: a reset is almost never meant for its
+  // %RETRY% topic, which would otherwise sort first and be the default.
+  const retry = (t) => (t.startsWith("%RETRY%") ? 1 : 0);
+  const topics = [...new Set(g.queues.map((q) => q.topic))].sort((a, b) => retry(a) - retry(b) || a.localeCompare(b));
   const form = el("form", { id: "reset-form" },
     el("label", {}, "Topic ", el("select", { id: "reset-topic" }, topics.map((t) => el("option", { value: t }, t)))),
-    el("label", {}, "To ", el("input", { id: "reset-time", value: "start", title: "start, end, now, 2006-01-02T15:04:05 or ms" })),
+    el("label", {}, "To ", el("input", { id: "reset-time", value: "start", title: "start, end, now, YYYY-MM-DDThh:mm:ss (local time) or milliseconds since the epoch" })),
     el("button", { id: "reset-offset", type: "submit", class: "danger" }, "Reset offset"));
   form.addEventListener("submit", async (ev) => {
     ev.preventDefault();
@@ -254,8 +267,8 @@ async function messagesPage(params) {
   const search = el("form", { id: "search-form" },
     el("label", {}, "Topic ", el("input", { id: "search-topic", value: params.get("topic") || "" })),
     el("label", {}, "Key ", el("input", { id: "search-key" })),
-    el("label", {}, "From ", el("input", { id: "search-begin", placeholder: "2006-01-02T15:04" })),
-    el("label", {}, "To ", el("input", { id: "search-end", placeholder: "2006-01-02T15:04" })),
+    el("label", {}, "From ", el("input", { id: "search-begin", placeholder: "YYYY-MM-DDThh:mm" })),
+    el("label", {}, "To ", el("input", { id: "search-end", placeholder: "YYYY-MM-DDThh:mm" })),
     el("label", {}, "or message ID ", el("input", { id: "search-id", size: 34 })),
     el("button", { id: "search", type: "submit" }, "Search"));
   const results = el("div", { id: "results-box" });

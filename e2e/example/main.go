@@ -1,5 +1,7 @@
 // Command example produces ten messages to a rocketstore server with the
-// official RocketMQ Go client and consumes them with a push consumer.
+// official RocketMQ Go client and consumes them with a push consumer. It
+// counts only the messages of its own run (a run id in a user property):
+// the group may find messages an earlier run left unconsumed.
 //
 //	go run ./cmd/rocketstore serve            # in the repository root
 //	cd e2e && go run ./example -namesrv 127.0.0.1:9876
@@ -11,7 +13,8 @@ import (
 	"fmt"
 	"log"
 	"os"
-	"sync/atomic"
+	"strconv"
+	"sync"
 	"time"
 
 	"github.com/apache/rocketmq-client-go/v2/consumer"
@@ -19,6 +22,9 @@ import (
 	"github.com/apache/rocketmq-client-go/v2/producer"
 	"github.com/apache/rocketmq-client-go/v2/rlog"
 )
+
+// runProperty is the user property that carries the run id.
+const runProperty = "EXAMPLE_RUN"
 
 func main() {
 	namesrv := flag.String("namesrv", "127.0.0.1:9876", "name server address (an IP literal)")
@@ -41,9 +47,12 @@ func main() {
 			log.Print("producer shutdown: ", err)
 		}
 	}()
+	run := strconv.FormatInt(time.Now().UnixNano(), 36)
+	fmt.Printf("run %s\n", run)
 	for i := range *count {
 		msg := primitive.NewMessage(*topic, []byte(fmt.Sprintf("hello %d", i)))
 		msg.WithTag("greeting")
+		msg.WithProperty(runProperty, run)
 		msg.WithKeys([]string{fmt.Sprintf("order-%d", i)})
 		res, err := p.SendSync(context.Background(), msg)
 		if err != nil {
@@ -52,7 +61,10 @@ func main() {
 		fmt.Printf("sent %s to queue %d at offset %d\n", res.MsgID, res.MessageQueue.QueueId, res.QueueOffset)
 	}
 
-	var got atomic.Int64
+	var (
+		mu   sync.Mutex
+		seen = map[string]bool{} // keys of this run's messages received
+	)
 	done := make(chan struct{})
 	c, err := consumer.NewPushConsumer(consumer.WithNsResolver(resolver),
 		consumer.WithGroupName("ExampleConsumer"),
@@ -62,11 +74,20 @@ func main() {
 	}
 	err = c.Subscribe(*topic, consumer.MessageSelector{Type: consumer.TAG, Expression: "greeting"},
 		func(_ context.Context, msgs ...*primitive.MessageExt) (consumer.ConsumeResult, error) {
+			mu.Lock()
+			defer mu.Unlock()
 			for _, m := range msgs {
+				if m.GetProperty(runProperty) != run {
+					fmt.Printf("skipped %q of an earlier run (queue %d, offset %d)\n", m.Body, m.Queue.QueueId, m.QueueOffset)
+					continue
+				}
 				fmt.Printf("received %q (tag %s, keys %s, queue %d, offset %d)\n",
 					m.Body, m.GetTags(), m.GetKeys(), m.Queue.QueueId, m.QueueOffset)
-				if got.Add(1) == int64(*count) {
-					close(done)
+				if !seen[m.GetKeys()] {
+					seen[m.GetKeys()] = true
+					if len(seen) == *count {
+						close(done)
+					}
 				}
 			}
 			return consumer.ConsumeSuccess, nil
@@ -86,7 +107,9 @@ func main() {
 	case <-done:
 		fmt.Println("all messages received")
 	case <-time.After(30 * time.Second):
-		fmt.Fprintf(os.Stderr, "received %d of %d messages\n", got.Load(), *count)
+		mu.Lock()
+		fmt.Fprintf(os.Stderr, "received %d of %d messages\n", len(seen), *count)
+		mu.Unlock()
 		os.Exit(1)
 	}
 }
