@@ -23,7 +23,7 @@ func TestAdminCLITopicAttributesAndFIFOGroup(t *testing.T) {
 	if tc, _ := n.Broker.Topics().Get("Orders"); tc.MessageType() != config.MessageTypeNormal || len(tc.Attributes) != 0 {
 		t.Fatalf("Orders after -a -message.type: %+v", tc)
 	}
-	ok(t, a, "updateSubGroup", "-g", "Fifo", "-b", n.BrokerAddr, "-o")
+	ok(t, a, "updateSubGroup", "-g", "Fifo", "-b", n.BrokerAddr, "-o", "true")
 	if g, found, _ := n.Broker.Groups().Find("Fifo"); !found || !g.ConsumeMessageOrderly {
 		t.Fatalf("group after -o: %+v %v", g, found)
 	}
