@@ -113,8 +113,7 @@ func Open(fs backend.FS, cfg Config, lastExitOK bool, checkpointIndexTs int64) (
 		}
 	}
 	if err := s.dropIfGarbage(); err != nil {
-		s.closeFiles()
-		return nil, err
+		return nil, errors.Join(err, s.closeFiles())
 	}
 	return s, nil
 }
