@@ -151,6 +151,7 @@ func runClusterServe(parent context.Context, nc server.NodeConfig, rc *raftFileC
 		"brokerName", cn.srv.Config().BrokerName, "nodeId", rc.NodeID, "raft", rc.Bind,
 		"recovery", fmt.Sprintf("%+v", cn.node.Broker().Store().Recovery()))
 	if metrics != nil {
+		metrics.AttachCluster(cn.node.Status)
 		ln, err := net.Listen("tcp", metricsAddr)
 		if err != nil {
 			return errors.Join(&exitCodeError{code: exitError, err: err}, cn.shutdown(context.Background()))
