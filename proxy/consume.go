@@ -119,7 +119,7 @@ func (p *Proxy) ReceiveMessage(req *rmqpb.ReceiveMessageRequest, stream grpc.Ser
 		qid = pop.AllQueues
 	}
 	pr := pop.ReceiveRequest{Group: group, Topic: topic, QueueID: qid, Filter: f, Max: batch,
-		InvisibleTime: invisible, FIFO: p.topicFIFO(tc)}
+		InvisibleTime: invisible, FIFO: topicFIFO(tc)}
 	wait := min(max(req.GetLongPollingTimeout().AsDuration(), minLongPolling), consumerMaxLongPolling)
 	msgs, err := p.receive(ctx, pr, wait)
 	if err != nil {
@@ -286,27 +286,13 @@ func (p *Proxy) ForwardMessageToDeadLetterQueue(ctx context.Context, req *rmqpb.
 	return &rmqpb.ForwardMessageToDeadLetterQueueResponse{Status: okStatus}, nil
 }
 
-// topicFIFO reports whether a topic delivers message groups in order to
-// pop consumers: an ordered topic (updateTopic -o). RocketMQ 5.x asks for
-// a FIFO topic and a group with consumeMessageOrderly; rocketstore's
-// topics and groups carry neither attribute, and the topic's order flag
-// stands for both.
-func (p *Proxy) topicFIFO(tc config.TopicConfig) bool { return tc.Order }
-
 // groupFIFO reports whether any topic the group's consumers subscribe is
 // FIFO: the fifo flag of the settings the server issues.
 func (p *Proxy) groupFIFO(topics ...string) bool {
 	for _, t := range topics {
-		if tc, ok := p.topicConfig(t); ok && p.topicFIFO(tc) {
+		if tc, ok := p.topicConfig(t); ok && topicFIFO(tc) {
 			return true
 		}
 	}
 	return false
-}
-
-// acceptTypes are the message types a topic accepts: all of them, as a
-// RocketMQ 5.x topic of type MIXED (rocketstore's topics have no
-// message.type attribute).
-func (p *Proxy) acceptTypes(config.TopicConfig) []rmqpb.MessageType {
-	return []rmqpb.MessageType{rmqpb.MessageType_NORMAL, rmqpb.MessageType_FIFO, rmqpb.MessageType_DELAY, rmqpb.MessageType_TRANSACTION}
 }
