@@ -26,13 +26,11 @@ import (
 // defaultInvisibleTimeMills, 60 s, and is not renewed by the server: a
 // message consumed for longer is delivered again.
 const (
-	minReceiveInvisible  = time.Second
-	maxInvisible         = 12 * time.Hour
-	autoRenewInvisible   = 60 * time.Second
-	maxReceiveBatch      = 32
-	minLongPolling       = 5 * time.Millisecond
-	receivePollInterval  = 20 * time.Millisecond
-	receivePollMaxPeriod = 200 * time.Millisecond
+	minReceiveInvisible = time.Second
+	maxInvisible        = 12 * time.Hour
+	autoRenewInvisible  = 60 * time.Second
+	maxReceiveBatch     = 32
+	minLongPolling      = 5 * time.Millisecond
 )
 
 // receiveTarget checks a consumer request's topic and group and returns
@@ -83,8 +81,7 @@ func messageFilter(fe *rmqpb.FilterExpression) (record.MessageFilter, *rmqpb.Sta
 // group (any queue, or the one named), each with its receipt handle and
 // delivery attempt, and marks them invisible for the request's invisible
 // duration. With nothing to deliver it waits up to the long polling
-// timeout, checking again as messages arrive or invisible times end (it
-// polls the pop state, every 20 ms at first and at most every 200 ms).
+// timeout, woken as messages arrive or invisible times end.
 // The answer is the status, the messages, then the delivery time; no
 // message is MESSAGE_NOT_FOUND, as RocketMQ's proxy answers.
 func (p *Proxy) ReceiveMessage(req *rmqpb.ReceiveMessageRequest, stream grpc.ServerStreamingServer[rmqpb.ReceiveMessageResponse]) error {
@@ -146,31 +143,26 @@ func (p *Proxy) ReceiveMessage(req *rmqpb.ReceiveMessageRequest, stream grpc.Ser
 		DeliveryTimestamp: timestamppb.New(p.cfg.Now())}})
 }
 
-// receive pops, waiting up to wait for something to deliver.
+// receive pops, waiting up to wait for something to deliver: the pop
+// service's long polling, woken by an arrival on the topic or by the end
+// of an in-flight message's invisible time. A client that leaves or a
+// proxy that stops ends the wait with nothing received.
 func (p *Proxy) receive(ctx context.Context, pr pop.ReceiveRequest, wait time.Duration) ([]pop.Message, error) {
-	deadline := time.NewTimer(wait)
-	defer deadline.Stop()
-	period := receivePollInterval
-	for {
-		msgs, err := p.b.Pop().Receive(ctx, pr)
-		if err != nil || len(msgs) > 0 {
-			return msgs, err
-		}
-		t := time.NewTimer(period)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
 		select {
-		case <-t.C:
-		case <-deadline.C:
-			t.Stop()
-			return nil, nil
-		case <-ctx.Done():
-			t.Stop()
-			return nil, nil
 		case <-p.clients.stop:
-			t.Stop()
-			return nil, nil
+			cancel()
+		case <-ctx.Done():
 		}
-		period = min(2*period, receivePollMaxPeriod)
+	}()
+	pr.PollTime = wait
+	msgs, err := p.b.Pop().Receive(ctx, pr)
+	if err != nil && ctx.Err() != nil {
+		return nil, nil
 	}
+	return msgs, err
 }
 
 // unsend makes messages whose delivery failed on the wire visible again
