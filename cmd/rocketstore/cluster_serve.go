@@ -19,6 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/rocketstore/rocketstore/cluster"
+	"github.com/rocketstore/rocketstore/console"
 	"github.com/rocketstore/rocketstore/server"
 )
 
@@ -136,7 +137,7 @@ func (cn *clusterNode) shutdown(ctx context.Context) error {
 
 // runClusterServe is runServe for a replica: it also stops, with an
 // error, when the replica stops applying the group's log.
-func runClusterServe(parent context.Context, nc server.NodeConfig, rc *raftFileConfig, metrics *prom.Metrics, metricsAddr string,
+func runClusterServe(parent context.Context, nc server.NodeConfig, rc *raftFileConfig, metrics *prom.Metrics, metricsAddr, consoleFlag string,
 	shutdownTimeout time.Duration, log *slog.Logger) error {
 	if parent == nil {
 		parent = context.Background()
@@ -167,6 +168,13 @@ func runClusterServe(parent context.Context, nc server.NodeConfig, rc *raftFileC
 		defer hs.Close()
 		log.Info("metrics", "url", "http://"+ln.Addr().String()+"/metrics")
 	}
+	if consoleFlag != "" {
+		stopConsole, err := startClusterConsole(ctx, consoleFlag, nc, rc, cn, log)
+		if err != nil {
+			return errors.Join(&exitCodeError{code: exitError, err: err}, cn.shutdown(context.Background()))
+		}
+		defer stopConsole()
+	}
 	t := time.NewTicker(500 * time.Millisecond)
 	defer t.Stop()
 	var failed error
@@ -196,6 +204,31 @@ wait:
 	}
 	log.Info("stopped")
 	return nil
+}
+
+// startClusterConsole serves the console of a replica: the console of
+// serve, plus its replication page, which asks the group's members over
+// their Raft ports (with raft.tls, with this node's certificate).
+func startClusterConsole(ctx context.Context, flag string, nc server.NodeConfig, rc *raftFileConfig, cn *clusterNode,
+	log *slog.Logger) (func(), error) {
+	_, advertise, err := rc.clusterConfig()
+	if err != nil {
+		return nil, err
+	}
+	var d cluster.Dialer
+	if rc.TLS != nil {
+		if d.TLS, err = cluster.LoadPeerTLS(rc.TLS.CertFile, rc.TLS.KeyFile, rc.TLS.CAFile); err != nil {
+			return nil, err
+		}
+	}
+	namesrv := nc.Server.NamesrvAddr
+	if len(namesrv) == 0 {
+		namesrv = []string{cn.addr}
+	}
+	return startConsole(ctx, flag, console.Config{NameServers: namesrv, Logger: log, ACL: cn.srv.ACLValidator(),
+		Replication: func(ctx context.Context) (cluster.GroupInfo, []cluster.MemberStatus, error) {
+			return d.Members(ctx, advertise)
+		}}, log)
 }
 
 // namesrvLine is the namesrvAddr line of a generated config file.

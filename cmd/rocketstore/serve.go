@@ -103,7 +103,7 @@ finish, consumer offsets are persisted and the store is flushed and closed.`,
 					return &exitCodeError{code: exitError, err: errors.New(
 						"the RocketMQ 5.x gRPC endpoint is not available in a replicated broker group (raft:); remove --grpc-listen / grpcServerPort")}
 				}
-				return runClusterServe(cmd.Context(), nc, rc, metrics, metricsAddr, shutdownTimeout, logger)
+				return runClusterServe(cmd.Context(), nc, rc, metrics, metricsAddr, consoleFlag, shutdownTimeout, logger)
 			}
 			var extras []serveExtra
 			if consoleFlag != "" {
