@@ -333,9 +333,6 @@ func TestTransaction(t *testing.T) {
 func TestUnsupported(t *testing.T) {
 	e := newEnv(t, nil)
 	ctx := ctxT(t)
-	if r, _ := e.cl.RecallMessage(ctx, &rmqpb.RecallMessageRequest{Topic: &rmqpb.Resource{Name: "T"}, RecallHandle: "x"}); r.GetStatus().GetCode() != rmqpb.Code_UNSUPPORTED {
-		t.Errorf("recall: %v", r)
-	}
 	if r, _ := e.cl.SyncLiteSubscription(ctx, &rmqpb.SyncLiteSubscriptionRequest{}); r.GetStatus().GetCode() != rmqpb.Code_UNSUPPORTED {
 		t.Errorf("lite subscription: %v", r)
 	}
