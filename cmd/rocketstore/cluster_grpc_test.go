@@ -139,6 +139,33 @@ func TestClusterGRPCFailover(t *testing.T) {
 	if err := (&bench.RemotingTarget{Addr: leader.cn.brokerAddr, Topic: "FailT", QueuesPerStream: 1}).Prepare(ctx, 1); err != nil {
 		t.Fatal(err)
 	}
+	receive := func(r *grpcReplica, n int32) []*rmqpb.Message {
+		t.Helper()
+		s, err := r.cl.ReceiveMessage(ctx, &rmqpb.ReceiveMessageRequest{Group: &rmqpb.Resource{Name: "FailG"},
+			MessageQueue: &rmqpb.MessageQueue{Topic: &rmqpb.Resource{Name: "FailT"}, Id: -1}, BatchSize: n,
+			FilterExpression:  &rmqpb.FilterExpression{Type: rmqpb.FilterType_TAG, Expression: "*"},
+			InvisibleDuration: durationpb.New(time.Minute), LongPollingTimeout: durationpb.New(2 * time.Second)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []*rmqpb.Message
+		for {
+			m, err := s.Recv()
+			if err != nil {
+				return out
+			}
+			if msg := m.GetMessage(); msg != nil {
+				out = append(out, msg)
+			}
+		}
+	}
+	bodies := func(ms []*rmqpb.Message) (out []string) {
+		for _, m := range ms {
+			out = append(out, string(m.GetBody()))
+		}
+		slices.Sort(out)
+		return out
+	}
 	routedTo := func(r *grpcReplica) string {
 		t.Helper()
 		qr, err := r.cl.QueryRoute(ctx, &rmqpb.QueryRouteRequest{Topic: &rmqpb.Resource{Name: "FailT"}})
@@ -166,6 +193,20 @@ func TestClusterGRPCFailover(t *testing.T) {
 		}
 	}
 	waitRoutes(leader.grpcAddr)
+	for _, r := range rs {
+		if r == leader {
+			continue
+		}
+		sr, err := r.cl.SendMessage(ctx, &rmqpb.SendMessageRequest{Messages: []*rmqpb.Message{{
+			Topic: &rmqpb.Resource{Name: "FailT"}, Body: []byte("to a follower"),
+			SystemProperties: &rmqpb.SystemProperties{MessageId: "FOLLOWER", MessageType: rmqpb.MessageType_NORMAL}}}})
+		if err != nil || sr.GetStatus().GetCode() == rmqpb.Code_OK {
+			t.Fatalf("a send to the follower at %s: %v %v, want it refused", r.grpcAddr, sr.GetStatus(), err)
+		}
+		if got := receive(r, 1); len(got) != 0 {
+			t.Fatalf("a follower delivered %v", bodies(got))
+		}
+	}
 
 	for i := range 10 {
 		r, err := leader.cl.SendMessage(ctx, &rmqpb.SendMessageRequest{Messages: []*rmqpb.Message{{
@@ -174,33 +215,6 @@ func TestClusterGRPCFailover(t *testing.T) {
 		if err != nil || r.GetStatus().GetCode() != rmqpb.Code_OK {
 			t.Fatalf("send %d: %v %v", i, r, err)
 		}
-	}
-	receive := func(r *grpcReplica, n int32) []*rmqpb.Message {
-		t.Helper()
-		s, err := r.cl.ReceiveMessage(ctx, &rmqpb.ReceiveMessageRequest{Group: &rmqpb.Resource{Name: "FailG"},
-			MessageQueue: &rmqpb.MessageQueue{Topic: &rmqpb.Resource{Name: "FailT"}, Id: -1}, BatchSize: n,
-			FilterExpression:  &rmqpb.FilterExpression{Type: rmqpb.FilterType_TAG, Expression: "*"},
-			InvisibleDuration: durationpb.New(time.Minute), LongPollingTimeout: durationpb.New(2 * time.Second)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		var out []*rmqpb.Message
-		for {
-			m, err := s.Recv()
-			if err != nil {
-				return out
-			}
-			if msg := m.GetMessage(); msg != nil {
-				out = append(out, msg)
-			}
-		}
-	}
-	bodies := func(ms []*rmqpb.Message) (out []string) {
-		for _, m := range ms {
-			out = append(out, string(m.GetBody()))
-		}
-		slices.Sort(out)
-		return out
 	}
 	got := receive(leader, 6)
 	if len(got) != 6 {
