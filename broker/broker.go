@@ -45,6 +45,7 @@ type Broker struct {
 	pop       *pop.Service
 	arrivals  *pop.Arrivals // wakes long-polling pop receives
 	sqlCache  sqlCache
+	stats     Stats
 
 	closed  atomic.Bool
 	stop    chan struct{}
@@ -111,7 +112,7 @@ func (b *Broker) loadConfig() error {
 // openStore opens the index first (recovery dispatches to it), then the
 // engine with the broker's dispatchers.
 func (b *Broker) openStore() error {
-	sc := hooks.ManualService(schedule.Config{Levels: b.cfg.Store.DelayLevels, Logger: b.logger, Now: b.cfg.Store.Now}, b.manual())
+	sc := hooks.ManualService(schedule.Config{Levels: b.cfg.Store.DelayLevels, Logger: b.logger, Clock: newStoreClock(b.cfg.Store.Now)}, b.manual())
 	if w := b.cfg.Writer; w != nil {
 		sc.Put, sc.Standby = w.Put, func() bool { return !w.Writable() }
 	}

@@ -99,6 +99,7 @@ type FileConfig struct {
 	// Not RocketMQ keys: limits against hostile or runaway clients.
 	ServerMaxConnections  *int   `yaml:"serverMaxConnections"`
 	ServerMaxReceiveBytes *int64 `yaml:"serverMaxReceiveBytes"`
+	ConnectionKeys        `yaml:",inline"`
 
 	// Security (see Security and docs/security.md).
 	AclEnable                   *bool    `yaml:"aclEnable"`
@@ -284,6 +285,7 @@ func (fc *FileConfig) Apply(nc *NodeConfig) error {
 	if fc.ServerMaxReceiveBytes != nil {
 		nc.Server.Remoting.MaxReceiveBytes = *fc.ServerMaxReceiveBytes
 	}
+	fc.ConnectionKeys.apply(&nc.Server.Remoting)
 	if err := fc.applySecurity(&nc.Server.Security); err != nil {
 		return err
 	}

@@ -80,6 +80,11 @@ type Engine struct {
 	// record it points at is its own (size, topic, queue id, queue
 	// offset), as RocketMQ 4.9.4's getMessage does not.
 	NoUnitCheck bool
+	// NoStartupUnitCheck opens a cleanly closed store trusting its
+	// ConsumeQueue units: each queue ends at its first unit that is not a
+	// positive offset and size before the CommitLog's end, as in RocketMQ,
+	// and damaged units are found only when read.
+	NoStartupUnitCheck bool
 }
 
 // Broker holds the broker's switches; a Broker keeps them in an unexported
