@@ -46,6 +46,7 @@ type Broker struct {
 	pop       *pop.Service
 	arrivals  *pop.Arrivals // wakes long-polling pop receives
 	sqlCache  sqlCache
+	stats     Stats
 
 	closed  atomic.Bool
 	stop    chan struct{}

@@ -159,6 +159,14 @@ func DecodeBatch(b []byte) ([]record.Message, error) {
 // SCHEDULE_TOPIC_XXXX (the store redirects it). A compressed body (sysflag
 // 0x1) is stored as is.
 func (b *Broker) SendMessage(ctx context.Context, req *SendRequest) SendResult {
+	res := b.sendMessage(ctx, req)
+	if res.Code == Success || res.Code == FlushDiskTimeout {
+		b.stats.Put(req.Topic, res.MsgNum)
+	}
+	return res
+}
+
+func (b *Broker) sendMessage(ctx context.Context, req *SendRequest) SendResult {
 	if b.closed.Load() {
 		return SendResult{Code: ServiceNotAvailable, Remark: "the broker is shutting down"}
 	}

@@ -3,6 +3,7 @@ package engine
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"path"
 	"strings"
 	"sync"
@@ -92,11 +93,12 @@ func (q *mappedFileQueue) snapshot() []*mappedFile { return *q.files.Load() }
 // FileSize returns the size of each file.
 func (q *mappedFileQueue) FileSize() int64 { return q.fileSize }
 
-// load opens the existing files of the directory, sorted by name. Every file
-// must have the queue's size and a 20-digit name; the files must be
-// contiguous. Positions are set to the file size; recovery fixes them.
-func (q *mappedFileQueue) load() error {
-	names, err := q.fs.List(q.dir)
+// load opens the existing segments of the directory, sorted by name. Every
+// segment must have the queue's size; the segments must be contiguous.
+// Files with other names are left alone and reported to log
+// (listQueueFiles). Positions are set to the file size; recovery fixes them.
+func (q *mappedFileQueue) load(log *slog.Logger) error {
+	names, err := listQueueFiles(q.fs, q.dir, log)
 	if errors.Is(err, backend.ErrNotExist) {
 		return nil
 	}

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"path"
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -130,7 +129,7 @@ func (s *Store) open(dispatchers []dispatch.Dispatcher) error {
 	s.commitLog.q.noTailZeroing = s.cfg.hooks.NoTailZeroing
 	s.commitLog.q.noRedirty = s.cfg.hooks.NoRedirty
 	s.commitLog.q.releaseFaults = &s.health.release
-	if err := s.commitLog.q.load(); err != nil {
+	if err := s.commitLog.q.load(s.cfg.Logger); err != nil {
 		return err
 	}
 	if err := s.loadConsumeQueues(); err != nil {
@@ -227,10 +226,10 @@ func (s *Store) detectFileSizes() error {
 		want = 0
 	}
 	size, where, err := s.existingFileSize(commitLogDir, want)
-	if err != nil || size < 0 {
+	if err != nil {
 		return err
 	}
-	if size != s.cfg.CommitLogFileSize {
+	if size >= 0 && size != s.cfg.CommitLogFileSize {
 		if explicit := s.cfg.CommitLogFileSize != DefaultCommitLogFileSize; explicit {
 			return fmt.Errorf("%w: commitlog file %s is %d bytes, config says %d", ErrCorruptStore, where, size, s.cfg.CommitLogFileSize)
 		}
@@ -285,16 +284,20 @@ func (s *Store) detectConsumeQueueFileSize() error {
 	return nil
 }
 
-// existingFileSize returns the size of the first file in dir and its path,
-// or -1 when dir holds no file. A lone file shorter than want (the size
-// the config gives) counts as want: it is the last file, truncated, and
-// load pads it.
+// existingFileSize returns the size of the first segment in dir and its
+// path, or -1 when dir holds no segment (names the store does not write
+// are skipped; load warns about them). A lone segment shorter than want
+// (the size the config gives) counts as want: it is the last file,
+// truncated, and load pads it. A lone empty segment says nothing of the
+// size and counts as none: it is a new file whose preallocation a power
+// cut took back before any sync (the name reached the disk, the size did
+// not), and load pads it to the configured size.
 func (s *Store) existingFileSize(dir string, want int64) (int64, string, error) {
 	names, err := s.fs.List(dir)
 	if err != nil {
 		return -1, "", nil
 	}
-	names = slices.DeleteFunc(names, func(n string) bool { return strings.HasSuffix(n, padSuffix) })
+	names = slices.DeleteFunc(names, func(n string) bool { return !isSegmentName(n) })
 	if len(names) == 0 {
 		return -1, "", nil
 	}
@@ -303,7 +306,10 @@ func (s *Store) existingFileSize(dir string, want int64) (int64, string, error) 
 	if err != nil {
 		return -1, p, fmt.Errorf("stat %s: %w", p, err)
 	}
-	if len(names) == 1 && size < want {
+	switch {
+	case len(names) == 1 && size == 0:
+		return -1, "", nil
+	case len(names) == 1 && size < want:
 		return want, p, nil
 	}
 	return size, p, nil

@@ -61,8 +61,15 @@ func (p *Proxy) SendMessage(ctx context.Context, req *rmqpb.SendMessageRequest) 
 	}
 	entries := make([]*rmqpb.SendResultEntry, 0, len(msgs))
 	codes := map[rmqpb.Code]bool{}
-	for _, m := range msgs {
-		e := p.sendOne(ctx, m, topic, tc.WriteQueueNums, infoFrom(ctx))
+	ci := infoFrom(ctx)
+	for i, m := range msgs {
+		sr, st := p.sendRequest(m, topic, tc.WriteQueueNums)
+		if i == 0 && st == nil {
+			if st := checkMessageType(tc, []byte(sr.Properties)); st != nil {
+				return &rmqpb.SendMessageResponse{Status: st}, nil
+			}
+		}
+		e := p.sendOne(ctx, m, sr, st, ci)
 		entries = append(entries, e)
 		codes[e.GetStatus().GetCode()] = true
 	}
@@ -75,9 +82,9 @@ func (p *Proxy) SendMessage(ctx context.Context, req *rmqpb.SendMessageRequest) 
 	return resp, nil
 }
 
-// sendOne validates and stores one message.
-func (p *Proxy) sendOne(ctx context.Context, m *rmqpb.Message, topic string, writeQueues int, ci *callInfo) *rmqpb.SendResultEntry {
-	sr, st := p.sendRequest(m, topic, writeQueues)
+// sendOne stores one message from its send request, or answers the
+// status that refused the message.
+func (p *Proxy) sendOne(ctx context.Context, m *rmqpb.Message, sr *broker.SendRequest, st *rmqpb.Status, ci *callInfo) *rmqpb.SendResultEntry {
 	if st != nil {
 		return &rmqpb.SendResultEntry{Status: st}
 	}
