@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/rocketstore/rocketstore/internal/brokerops/link"
 	"github.com/rocketstore/rocketstore/internal/engineops"
 
 	"github.com/rocketstore/rocketstore/backend"
@@ -302,12 +303,10 @@ func (b *Broker) DeliverDelayed(ctx context.Context) (time.Duration, error) {
 	return next, nil
 }
 
-// Abandon stops the broker as a killed process would: held pulls are
-// released with ErrClosed, the services stop, and nothing more is
-// persisted, flushed or synced (engineops.Ops.Abandon). On memfs, opening
-// memfs.New(sameAfero) afterwards is a power cut. After Abandon every call
-// returns ErrClosed; Close does nothing.
-func (b *Broker) Abandon() {
+func init() { link.Abandon = func(b any) { b.(*Broker).abandon() } }
+
+// abandon stops the broker as a killed process would (brokerops.Abandon).
+func (b *Broker) abandon() {
 	b.closeMu.Lock()
 	defer b.closeMu.Unlock()
 	if !b.closed.CompareAndSwap(false, true) {
