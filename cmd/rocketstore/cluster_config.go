@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/netip"
 	"os"
+	"strings"
 
 	"github.com/spf13/pflag"
 	"go.yaml.in/yaml/v3"
@@ -55,6 +57,48 @@ type raftFileConfig struct {
 	ScrubBytes int64 `yaml:"scrubBytes"`
 	// TLS turns on mutual TLS on the Raft port (cluster.LoadPeerTLS).
 	TLS *raftTLSConfig `yaml:"tls"`
+	// GRPCEndpoints is every replica's RocketMQ 5.x gRPC endpoint,
+	// "nodeId@ip:port" (the same on every replica): each replica serves
+	// gRPC on its own, and routes name the leader's.
+	GRPCEndpoints []string `yaml:"grpcEndpoints"`
+}
+
+// grpcEndpoints parses raft.grpcEndpoints into node id → "ip:port".
+func (rc *raftFileConfig) grpcEndpoints() (map[string]string, error) {
+	eps := map[string]string{}
+	for _, s := range rc.GRPCEndpoints {
+		id, addr, ok := strings.Cut(s, "@")
+		if _, err := netip.ParseAddrPort(addr); !ok || id == "" || err != nil {
+			return nil, fmt.Errorf("%w: raft.grpcEndpoints: %q is not nodeId@ip:port", server.ErrConfig, s)
+		}
+		if _, dup := eps[id]; dup {
+			return nil, fmt.Errorf("%w: raft.grpcEndpoints: node %q listed twice", server.ErrConfig, id)
+		}
+		eps[id] = addr
+	}
+	return eps, nil
+}
+
+// grpcListen decides where a replica serves gRPC: at --grpc-listen (or
+// grpcServerPort) when given, else at its raft.grpcEndpoints entry; off
+// when neither is there or --grpc-listen is "". Serving needs every
+// replica's endpoint (raft.grpcEndpoints), so that routes can name the
+// leader's.
+func (rc *raftFileConfig) grpcListen(addr string, explicit bool) (listen string, eps map[string]string, err error) {
+	if eps, err = rc.grpcEndpoints(); err != nil || addr == "" {
+		return "", nil, err
+	}
+	own, listed := eps[rc.NodeID]
+	switch {
+	case explicit && !listed:
+		return "", nil, fmt.Errorf("%w: a replica's gRPC endpoint (--grpc-listen / grpcServerPort) needs raft.grpcEndpoints "+
+			"listing every replica's, this node %q included, so that routes name the leader's", server.ErrConfig, rc.NodeID)
+	case explicit:
+		return addr, eps, nil
+	case listed:
+		return own, eps, nil
+	}
+	return "", nil, nil
 }
 
 // raftTLSConfig is raft.tls: PEM files.

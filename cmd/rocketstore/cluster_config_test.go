@@ -80,3 +80,34 @@ func TestServeConfigRaftTuning(t *testing.T) {
 		t.Fatalf("cluster config %+v", c)
 	}
 }
+
+// TestServeConfigRaftGRPC: a replica serves gRPC at its
+// raft.grpcEndpoints entry, or at an explicit --grpc-listen only when the
+// entries are there (routes must name the leader's); bad entries are
+// errors naming them.
+func TestServeConfigRaftGRPC(t *testing.T) {
+	eps := []string{"n1@127.0.0.1:8081", "n2@127.0.0.1:8082"}
+	for _, tt := range []struct {
+		name     string
+		entries  []string
+		addr     string
+		explicit bool
+		want     string
+		err      string
+	}{
+		{"default: the node's entry", eps, defaultGRPCListen, false, "127.0.0.1:8081", ""},
+		{"explicit address", eps, "0.0.0.0:9000", true, "0.0.0.0:9000", ""},
+		{"turned off", eps, "", false, "", ""},
+		{"no entries: off by default", nil, defaultGRPCListen, false, "", ""},
+		{"no entries: explicit is an error", nil, "127.0.0.1:9000", true, "", "needs raft.grpcEndpoints"},
+		{"node not listed", eps[1:], defaultGRPCListen, false, "", ""},
+		{"bad entry", []string{"n1:127.0.0.1:8081"}, defaultGRPCListen, false, "", `"n1:127.0.0.1:8081" is not nodeId@ip:port`},
+		{"duplicate", []string{eps[0], eps[0]}, defaultGRPCListen, false, "", "listed twice"},
+	} {
+		rc := &raftFileConfig{NodeID: "n1", GRPCEndpoints: tt.entries}
+		got, _, err := rc.grpcListen(tt.addr, tt.explicit)
+		if got != tt.want || (err == nil) != (tt.err == "") || (err != nil && !strings.Contains(err.Error(), tt.err)) {
+			t.Errorf("%s: listen %q, err %v; want %q, err containing %q", tt.name, got, err, tt.want, tt.err)
+		}
+	}
+}

@@ -30,7 +30,7 @@ func TestClusterServeConsole(t *testing.T) {
 	nc.Server.Logger, nc.Broker.Store.Logger = log, log
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- runClusterServe(ctx, nc, rc, nil, "", consoleAddr, 10*time.Second, log) }()
+	go func() { done <- runClusterServe(ctx, nc, rc, clusterGRPC{}, nil, "", consoleAddr, 10*time.Second, log) }()
 	defer func() {
 		cancel()
 		if err := <-done; err != nil {
