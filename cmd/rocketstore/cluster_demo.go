@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
+	"net"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -49,7 +51,8 @@ the files are written into DIR.`,
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			nodes, nsList, err := startDemoGroup(dir, port)
+			replicaLog, _ := newLogger(&cobra.Command{}, "warn", "text")
+			nodes, nsList, err := startDemoGroup(dir, port, replicaLog)
 			if err != nil {
 				return &exitCodeError{code: exitError, err: err}
 			}
@@ -123,35 +126,61 @@ flushDiskType: SYNC_FLUSH
 }
 
 // startDemoGroup writes the three config files into dir and starts the
-// replicas from them.
-func startDemoGroup(dir string, port int) ([]*clusterNode, string, error) {
+// replicas from them. The three name-server ports are bound first: each
+// replica registers with all three at start, and a port already bound
+// accepts the connection (the registration is answered once its node
+// serves, a moment later) where a missing one refused it with a warning.
+func startDemoGroup(dir string, port int, logger *slog.Logger) ([]*clusterNode, string, error) {
 	var nodes []*clusterNode
 	var ns []string
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, "", err
 	}
+	lns := make([]net.Listener, 3)
+	closeRest := func(from int) {
+		for _, l := range lns[from:] {
+			if l != nil {
+				_ = l.Close()
+			}
+		}
+	}
+	for i := range lns {
+		ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port+i))
+		if err != nil {
+			closeRest(0)
+			return nil, "", err
+		}
+		lns[i] = ln
+	}
 	for i := 1; i <= 3; i++ {
-		name := filepath.Join(dir, fmt.Sprintf("n%d.yaml", i))
-		if err := os.WriteFile(name, []byte(demoConfig(i, port)), 0o644); err != nil {
-			return nodes, "", err
-		}
-		fc, rc, err := loadServeConfig(name)
+		cn, err := startDemoNode(dir, port, i, lns[i-1], logger)
 		if err != nil {
-			return nodes, "", err
-		}
-		nc := server.NodeConfig{Dir: filepath.Join(dir, fmt.Sprintf("n%d", i))}
-		if err := fc.Apply(&nc); err != nil {
-			return nodes, "", err
-		}
-		nc.Broker.Store.FlushDiskType = engine.SyncFlush
-		logger, _ := newLogger(&cobra.Command{}, "warn", "text")
-		nc.Server.Logger, nc.Broker.Store.Logger = logger, logger
-		cn, err := startClusterNode(nc, rc, logger)
-		if err != nil {
+			closeRest(i)
 			return nodes, "", err
 		}
 		nodes = append(nodes, cn)
 		ns = append(ns, cn.addr)
 	}
 	return nodes, strings.Join(ns, ";"), nil
+}
+
+// startDemoNode writes replica i's config file and starts it on ln, its
+// name-server listener (closed on failure), logging to logger.
+func startDemoNode(dir string, port, i int, ln net.Listener, logger *slog.Logger) (*clusterNode, error) {
+	name := filepath.Join(dir, fmt.Sprintf("n%d.yaml", i))
+	fail := func(err error) (*clusterNode, error) { _ = ln.Close(); return nil, err }
+	if err := os.WriteFile(name, []byte(demoConfig(i, port)), 0o644); err != nil {
+		return fail(err)
+	}
+	fc, rc, err := loadServeConfig(name)
+	if err != nil {
+		return fail(err)
+	}
+	nc := server.NodeConfig{Dir: filepath.Join(dir, fmt.Sprintf("n%d", i))}
+	if err := fc.Apply(&nc); err != nil {
+		return fail(err)
+	}
+	nc.Broker.Store.FlushDiskType = engine.SyncFlush
+	nc.Server.Logger, nc.Broker.Store.Logger = logger, logger
+	return startClusterNodeOn(ln, nc, rc, logger)
 }

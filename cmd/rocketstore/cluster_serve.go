@@ -37,8 +37,22 @@ type clusterNode struct {
 
 // startClusterNode is server.StartNode for a replica of a broker group.
 func startClusterNode(nc server.NodeConfig, rc *raftFileConfig, log *slog.Logger) (*clusterNode, error) {
+	if nc.Listen == "" {
+		nc.Listen = "127.0.0.1:9876"
+	}
+	ln, err := net.Listen("tcp", nc.Listen)
+	if err != nil {
+		return nil, err
+	}
+	return startClusterNodeOn(ln, nc, rc, log)
+}
+
+// startClusterNodeOn is startClusterNode on a name-server listener
+// already open (nc.Listen unused), which it owns from then on.
+func startClusterNodeOn(ln net.Listener, nc server.NodeConfig, rc *raftFileConfig, log *slog.Logger) (*clusterNode, error) {
 	ccfg, advertise, err := rc.clusterConfig()
 	if err != nil {
+		_ = ln.Close()
 		return nil, err
 	}
 	ccfg.Logger = log
@@ -47,13 +61,6 @@ func startClusterNode(nc server.NodeConfig, rc *raftFileConfig, log *slog.Logger
 		for _, l := range cn.lns {
 			_ = l.Close()
 		}
-	}
-	if nc.Listen == "" {
-		nc.Listen = "127.0.0.1:9876"
-	}
-	ln, err := net.Listen("tcp", nc.Listen)
-	if err != nil {
-		return nil, err
 	}
 	cn.lns = append(cn.lns, ln)
 	brokerLn := ln
