@@ -112,7 +112,9 @@ func damagedStore(t *testing.T) *engine.Store {
 
 // TestScrape reads the counters and the process series from /metrics:
 // refused connections and remoting bytes from the server's counters, the
-// ConsumeQueue integrity counters from a store with a damaged unit, rocketstore_build_info, and no namespace-wide network
+// ConsumeQueue integrity counters from the store that found a damaged
+// unit at start-up (counted once, the pull after it serves the repaired
+// unit), rocketstore_build_info, and no namespace-wide network
 // series.
 func TestScrape(t *testing.T) {
 	s := damagedStore(t)
@@ -121,8 +123,15 @@ func TestScrape(t *testing.T) {
 	m.Attach(server.State{Store: s, HeldPulls: func() int { return 0 },
 		Remoting: func() remoting.Stats { return rs }, Clients: func() (int, int) { return 0, 0 }})
 
-	// The store finds the damaged unit when it opens (recovery checks
-	// the units) or at the pull; either way it is counted once.
+	// Open found the damaged unit (a clean start checks the units) and
+	// rewrote it from the CommitLog: the counters say so before any pull.
+	before := scrape(t, m)
+	for name, want := range map[string]float64{"rocketstore_consumequeue_unit_mismatches_total": 1,
+		"rocketstore_consumequeue_units_repaired_total": 1, "rocketstore_consumequeue_units_lost_total": 0} {
+		if v := valueOf(t, before, name); v != want {
+			t.Errorf("%s = %v after Open, want %v", name, v, want)
+		}
+	}
 	r, err := s.GetMessage("g", "T", 1, 0, 1, nil)
 	if err != nil {
 		t.Fatal(err)
