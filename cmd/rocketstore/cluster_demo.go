@@ -83,8 +83,16 @@ the files are written into DIR.`,
 			var errs []error
 			sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
+			// All at once: each replica unregisters from the three name
+			// servers before it closes its own, so stopping them one
+			// after the other had the later ones unregister from closed
+			// name servers (a "connection refused" warning each).
+			errc := make(chan error, len(nodes))
 			for _, cn := range nodes {
-				errs = append(errs, cn.shutdown(sctx))
+				go func() { errc <- cn.shutdown(sctx) }()
+			}
+			for range nodes {
+				errs = append(errs, <-errc)
 			}
 			_ = logger
 			return errors.Join(errs...)
