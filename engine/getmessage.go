@@ -90,9 +90,10 @@ func (r *GetMessageResult) Release() {
 
 // GetMessage reads up to maxMsgNums messages of topic/queueID from queue
 // offset offset that match filter (nil matches all), with RocketMQ 4.9.4's
-// statuses, nextBeginOffset rules and transfer limits. group is accepted
-// for RocketMQ's signature and statistics; it does not change the result.
-func (s *Store) GetMessage(group, topic string, queueID int32, offset int64, maxMsgNums int, filter record.MessageFilter) (*GetMessageResult, error) {
+// statuses, nextBeginOffset rules and transfer limits. RocketMQ's
+// getMessage also takes the consumer group, for statistics only; the
+// broker keeps those, so the store does not ask for it.
+func (s *Store) GetMessage(topic string, queueID int32, offset int64, maxMsgNums int, filter record.MessageFilter) (*GetMessageResult, error) {
 	if s.closed.Load() {
 		return nil, ErrClosed
 	}
