@@ -47,7 +47,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 
 type env struct {
-	t    *testing.T
+	t    testing.TB
 	b    *broker.Broker
 	p    *proxy.Proxy
 	addr string
@@ -56,7 +56,7 @@ type env struct {
 
 // newEnv serves a broker on an in-memory store through a proxy on
 // 127.0.0.1:0 and dials it (plaintext unless dial options are given).
-func newEnv(t *testing.T, mod func(*proxy.Config), dial ...grpc.DialOption) *env {
+func newEnv(t testing.TB, mod func(*proxy.Config), dial ...grpc.DialOption) *env {
 	t.Helper()
 	b, err := broker.Open(memfs.New(afero.NewMemMapFs()), broker.Config{
 		Store: engine.Config{CommitLogFileSize: 1 << 20, ConsumeQueueUnits: 1000, Logger: quiet},
@@ -114,7 +114,7 @@ func typedTopic(name string, typ config.MessageType) config.TopicConfig {
 		Attributes: map[string]string{config.AttrMessageType: string(typ)}}
 }
 
-func ctxT(t *testing.T) context.Context {
+func ctxT(t testing.TB) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	t.Cleanup(cancel)
 	return metadata.AppendToOutgoingContext(ctx, "x-mq-client-id", "test-client")
@@ -333,9 +333,6 @@ func TestTransaction(t *testing.T) {
 func TestUnsupported(t *testing.T) {
 	e := newEnv(t, nil)
 	ctx := ctxT(t)
-	if r, _ := e.cl.RecallMessage(ctx, &rmqpb.RecallMessageRequest{Topic: &rmqpb.Resource{Name: "T"}, RecallHandle: "x"}); r.GetStatus().GetCode() != rmqpb.Code_UNSUPPORTED {
-		t.Errorf("recall: %v", r)
-	}
 	if r, _ := e.cl.SyncLiteSubscription(ctx, &rmqpb.SyncLiteSubscriptionRequest{}); r.GetStatus().GetCode() != rmqpb.Code_UNSUPPORTED {
 		t.Errorf("lite subscription: %v", r)
 	}

@@ -178,6 +178,22 @@ type Pop struct {
 	SnapshotFileFirst bool
 }
 
+// Timer holds broker/timer's broken variants: each removes one safety
+// step so that its crash property test shows that it catches the
+// absence. Never set them outside that package's tests.
+type Timer struct {
+	// NoDeliverySync takes a checkpoint without syncing the CommitLog
+	// first: the checkpoint may count deliveries a power cut loses.
+	NoDeliverySync bool
+	// NoDedup delivers again, after a crash, what the CommitLog shows
+	// delivered since the checkpoint.
+	NoDedup bool
+	// WheelInPlace writes the changed wheel slots into the wheel file
+	// before the checkpoint that holds their redo list: a power cut then
+	// leaves slots that point past the recovered TimerLog.
+	WheelInPlace bool
+}
+
 // Dispatch holds the switches of package dispatch's Parser and Service,
 // which the engine copies from its own (Engine.NoPhysicalOffsetCheck and
 // Engine.IgnoreDispatchErrors). They sit in unexported fields, reached

@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/afero"
 
 	"github.com/rocketstore/rocketstore/backend/memfs"
+	"github.com/rocketstore/rocketstore/cluster"
 	"github.com/rocketstore/rocketstore/engine"
 	"github.com/rocketstore/rocketstore/internal/engineops"
 	"github.com/rocketstore/rocketstore/metrics/prom"
@@ -167,5 +168,40 @@ func TestScrape(t *testing.T) {
 	}
 	if valueOf(t, got, "process_resident_memory_bytes") <= 0 {
 		t.Error("the process collector's other series are gone")
+	}
+}
+
+// TestScrapeCluster reads every Raft and cluster series from /metrics as
+// the replica's status gives it, and leaves out the last contact of a
+// follower that never heard from a leader.
+func TestScrapeCluster(t *testing.T) {
+	m := prom.New("")
+	st := cluster.Status{State: "Leader", Term: 7, LastLogIndex: 120, CommitIndex: 118, AppliedIndex: 115,
+		LastSnapshotIndex: 64, LastContactMs: 0, AppliedOffset: 4096, ElectionsWon: 2, SnapshotInstalls: 1,
+		Repaired: 3, ScrubRuns: 9, ScrubbedBytes: 18432}
+	m.AttachCluster(func() cluster.Status { return st })
+	got := scrape(t, m)
+	for name, want := range map[string]float64{
+		"rocketstore_raft_leader": 1, "rocketstore_raft_term": 7, "rocketstore_raft_last_log_index": 120,
+		"rocketstore_raft_commit_index": 118, "rocketstore_raft_applied_index": 115, "rocketstore_raft_apply_lag_entries": 3,
+		"rocketstore_raft_last_snapshot_index": 64, "rocketstore_raft_last_contact_seconds": 0,
+		"rocketstore_raft_elections_won_total": 2, "rocketstore_raft_snapshot_installs_total": 1,
+		"rocketstore_cluster_applied_offset_bytes": 4096, "rocketstore_cluster_repaired_records_total": 3,
+		"rocketstore_cluster_scrub_runs_total": 9, "rocketstore_cluster_scrubbed_bytes_total": 18432,
+	} {
+		if v := valueOf(t, got, name); v != want {
+			t.Errorf("%s = %v, want %v", name, v, want)
+		}
+	}
+	st = cluster.Status{State: "Follower", LastContactMs: 1500}
+	if v := valueOf(t, scrape(t, m), "rocketstore_raft_last_contact_seconds"); v != 1.5 {
+		t.Errorf("last contact %v s, want 1.5", v)
+	}
+	if v := valueOf(t, scrape(t, m), "rocketstore_raft_leader"); v != 0 {
+		t.Errorf("a follower reports leader %v", v)
+	}
+	st = cluster.Status{State: "Follower", LastContactMs: -1}
+	if _, ok := scrape(t, m)["rocketstore_raft_last_contact_seconds"]; ok {
+		t.Error("last contact exported before any contact")
 	}
 }
