@@ -147,7 +147,7 @@ func TestEmptyQueueFilesAfterPowerCut(t *testing.T) {
 			}
 			n := 0
 			for off := int64(0); off < 6; {
-				res, err := s.GetMessage("G", "T", 0, off, 10, nil)
+				res, err := s.GetMessage("T", 0, off, 10, nil)
 				if err != nil {
 					t.Fatal(err)
 				}
