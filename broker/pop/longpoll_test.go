@@ -172,7 +172,12 @@ func TestLongPollWakesAtInvisibleTimeEnd(t *testing.T) {
 	visible := <-ft.started
 	e.advance(time.Minute)
 	visible.fire <- time.UnixMilli(e.clock.Load())
-	ms := <-got
+	var ms []Message
+	select {
+	case ms = <-got:
+	case <-time.After(time.Minute):
+		t.Fatal("the end of the invisible time did not wake the waiting receive")
+	}
 	if !slices.Equal(keysOf(ms), []string{"a"}) || ms[0].Attempt != 2 {
 		t.Fatalf("receive after the invisible time: %v (attempt %v)", keysOf(ms), ms)
 	}
