@@ -116,6 +116,11 @@ func (s *Service) ChangeInvisibleDuration(ctx context.Context, group, topic, han
 		return Handle{}, err
 	}
 	q.apply(r, at)
+	// A receive waiting on the group's old deadline would sleep past the
+	// new one: wake it to look again.
+	if s.cfg.Arrivals != nil {
+		s.cfg.Arrivals.wake([]byte(topic))
+	}
 	h.CkOffset, h.PopTime, h.InvisibleTime = at, now, d.Milliseconds()
 	return h, nil
 }
