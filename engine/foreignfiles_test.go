@@ -73,7 +73,7 @@ func TestForeignFilesInQueueDirectories(t *testing.T) {
 			if lo, hi := s.MinOffsetInQueue("T", 0), s.MaxOffsetInQueue("T", 0); lo != 0 || hi != 3 {
 				t.Fatalf("T/0 offsets [%d, %d), want [0, 3)", lo, hi)
 			}
-			res, err := s.GetMessage("G", "T", 0, 0, 10, nil)
+			res, err := s.GetMessage("T", 0, 0, 10, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -91,42 +91,81 @@ func TestForeignFilesInQueueDirectories(t *testing.T) {
 	}
 }
 
-// TestEmptyLoneQueueFileAfterPowerCut: a new segment whose preallocation a
+// TestEmptyQueueFilesAfterPowerCut: new segments whose preallocation a
 // power cut took back (the name survived, the size did not: a file system
-// that does not journal the size with the name, or LazyFS) is an empty
-// file. With the default sizes nothing else says how long it should be:
-// it counts as a file of the configured size, padded at open, and the
-// store recovers the rest from the CommitLog.
-func TestEmptyLoneQueueFileAfterPowerCut(t *testing.T) {
-	afs := afero.NewMemMapFs()
-	cfg := hooks.Manual(engine.Config{CommitLogFileSize: 64 << 10})
-	s, err := engine.Open(memfs.New(afs), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := range 3 {
-		if _, err := s.Put(context.Background(), &engine.Message{Topic: "T", Body: fmt.Appendf(nil, "m%d", i)}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := s.FlushCommitLog(0); err != nil {
-		t.Fatal(err)
-	}
-	engineops.Of(s).Abandon() // a crash: the queue was never flushed
-	seg := "consumequeue/T/0/00000000000000000000"
-	if err := afero.WriteFile(afs, seg, nil, 0o644); err != nil {
-		t.Fatal(err)
-	}
+// that does not journal the size with the name, or LazyFS) are empty
+// files, and there may be several: every file a queue made since its last
+// sync. They end the queue, are padded at open to the configured size (or
+// RocketMQ's default, when nothing else says), and the store recovers
+// their content from the CommitLog.
+func TestEmptyQueueFilesAfterPowerCut(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		units int64 // ConsumeQueueUnits; 0 is the default
+		empty []string
+		size  int64 // each emptied file's size after open
+	}{
+		{"lone consume queue file, default size", 0,
+			[]string{"consumequeue/T/0/00000000000000000000"}, engine.DefaultConsumeQueueUnits * engine.CQUnitSize},
+		{"two consume queue files made between flushes", 4,
+			[]string{"consumequeue/T/0/00000000000000000000", "consumequeue/T/0/00000000000000000080"}, 80},
+		{"the last of two consume queue files", 4,
+			[]string{"consumequeue/T/0/00000000000000000080"}, 80},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			afs := afero.NewMemMapFs()
+			cfg := hooks.Manual(engine.Config{CommitLogFileSize: 64 << 10, ConsumeQueueUnits: tc.units})
+			s, err := engine.Open(memfs.New(afs), cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := range 6 {
+				if _, err := s.Put(context.Background(), &engine.Message{Topic: "T", Body: fmt.Appendf(nil, "m%d", i)}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if _, err := engineops.Of(s).Dispatch(); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.FlushCommitLog(0); err != nil {
+				t.Fatal(err)
+			}
+			engineops.Of(s).Abandon() // a crash: the queue was never flushed
+			for _, f := range tc.empty {
+				if err := afero.WriteFile(afs, f, nil, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
 
-	s, err = engine.Open(memfs.New(afs), cfg)
-	if err != nil {
-		t.Fatalf("open with an empty %s: %v", seg, err)
-	}
-	defer s.Close()
-	if hi := s.MaxOffsetInQueue("T", 0); hi != 3 {
-		t.Fatalf("T/0 max offset %d after recovery, want 3", hi)
-	}
-	if size, _ := afero.ReadFile(afs, seg); int64(len(size)) != engine.DefaultConsumeQueueUnits*engine.CQUnitSize {
-		t.Fatalf("%s is %d bytes after open, want the default %d", seg, len(size), engine.DefaultConsumeQueueUnits*engine.CQUnitSize)
+			s, err = engine.Open(memfs.New(afs), cfg)
+			if err != nil {
+				t.Fatalf("open with empty %v: %v", tc.empty, err)
+			}
+			defer s.Close()
+			if hi := s.MaxOffsetInQueue("T", 0); hi != 6 {
+				t.Fatalf("T/0 max offset %d after recovery, want 6", hi)
+			}
+			n := 0
+			for off := int64(0); off < 6; {
+				res, err := s.GetMessage("T", 0, off, 10, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(res.Messages) == 0 {
+					t.Fatalf("nothing read at offset %d (status %v)", off, res.Status)
+				}
+				n += len(res.Messages)
+				off = res.NextBeginOffset
+				res.Release()
+			}
+			if n != 6 {
+				t.Fatalf("read %d messages, want 6", n)
+			}
+			for _, f := range tc.empty {
+				if b, _ := afero.ReadFile(afs, f); int64(len(b)) != tc.size {
+					t.Fatalf("%s is %d bytes after open, want %d", f, len(b), tc.size)
+				}
+			}
+		})
 	}
 }

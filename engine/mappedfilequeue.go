@@ -105,6 +105,10 @@ func (q *mappedFileQueue) load(log *slog.Logger) error {
 	if err != nil {
 		return fmt.Errorf("list %s: %w", q.dir, err)
 	}
+	tail, err := q.shortTail(names)
+	if err != nil {
+		return err
+	}
 	var files []*mappedFile
 	closeAll := func() {
 		for _, mf := range files {
@@ -125,7 +129,7 @@ func (q *mappedFileQueue) load(log *slog.Logger) error {
 			closeAll()
 			return fmt.Errorf("%s: %w", q.dir, err)
 		}
-		if i == len(names)-1 {
+		if i >= tail {
 			if err := q.padShortTail(n); err != nil {
 				closeAll()
 				return err
@@ -147,6 +151,35 @@ func (q *mappedFileQueue) load(log *slog.Logger) error {
 	}
 	q.files.Store(&files)
 	return nil
+}
+
+// shortTail returns the index in names of the first of the files that
+// end the queue shorter than the queue's file size (len(names) when the
+// last file is full). A power cut can leave more than one: a file's size
+// is made durable by its first sync, so every file created since the last
+// sync of the queue (a ConsumeQueue that filled a file between two
+// flushes, an ASYNC_FLUSH CommitLog that filled one between two flushes
+// and the next file its allocator made) may come back empty. Such files
+// hold nothing synced beyond their bytes and are padded like a short last
+// file. A short file followed by a full one is not a cut's doing:
+// checkNext refuses it.
+func (q *mappedFileQueue) shortTail(names []string) (int, error) {
+	tail := len(names)
+	for i := len(names) - 1; i >= 0; i-- {
+		if strings.HasSuffix(names[i], padSuffix) {
+			continue
+		}
+		p := path.Join(q.dir, names[i])
+		size, err := q.fs.Stat(p)
+		if err != nil {
+			return 0, fmt.Errorf("stat %s: %w", p, err)
+		}
+		if size >= q.fileSize {
+			break
+		}
+		tail = i
+	}
+	return tail, nil
 }
 
 // padSuffix names the copy made while padding a short last file.

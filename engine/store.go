@@ -284,14 +284,14 @@ func (s *Store) detectConsumeQueueFileSize() error {
 	return nil
 }
 
-// existingFileSize returns the size of the first segment in dir and its
-// path, or -1 when dir holds no segment (names the store does not write
-// are skipped; load warns about them). A lone segment shorter than want
-// (the size the config gives) counts as want: it is the last file,
-// truncated, and load pads it. A lone empty segment says nothing of the
-// size and counts as none: it is a new file whose preallocation a power
-// cut took back before any sync (the name reached the disk, the size did
-// not), and load pads it to the configured size.
+// existingFileSize returns the size of the first non-empty segment in dir
+// and its path, or -1 when dir holds none (names the store does not write
+// are skipped; load warns about them). Empty segments say nothing of the
+// size: they are new files whose preallocation a power cut took back
+// before any sync (the name reached the disk, the size did not), and load
+// pads them to the configured size (mappedFileQueue.shortTail). A last
+// segment shorter than want (the size the config gives) counts as want:
+// it is truncated, and load pads it.
 func (s *Store) existingFileSize(dir string, want int64) (int64, string, error) {
 	names, err := s.fs.List(dir)
 	if err != nil {
@@ -301,18 +301,21 @@ func (s *Store) existingFileSize(dir string, want int64) (int64, string, error) 
 	if len(names) == 0 {
 		return -1, "", nil
 	}
-	p := path.Join(dir, names[0])
-	size, err := s.fs.Stat(p)
-	if err != nil {
-		return -1, p, fmt.Errorf("stat %s: %w", p, err)
+	for i, n := range names {
+		p := path.Join(dir, n)
+		size, err := s.fs.Stat(p)
+		if err != nil {
+			return -1, p, fmt.Errorf("stat %s: %w", p, err)
+		}
+		switch {
+		case size == 0:
+			continue
+		case i == len(names)-1 && size < want:
+			return want, p, nil
+		}
+		return size, p, nil
 	}
-	switch {
-	case len(names) == 1 && size == 0:
-		return -1, "", nil
-	case len(names) == 1 && size < want:
-		return want, p, nil
-	}
-	return size, p, nil
+	return -1, "", nil
 }
 
 func (s *Store) markRunning() error {

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rocketstore/rocketstore/internal/brokerops"
 	"github.com/rocketstore/rocketstore/internal/engineops"
 	"github.com/rocketstore/rocketstore/record"
 
@@ -132,7 +133,7 @@ func brokerCutCase(seed uint64) error {
 	fs.Freeze() // the power cut
 	close(run.stop)
 	run.wg.Wait()
-	b.Abandon()
+	brokerops.Abandon(b)
 	img := fs.Crash(crashsim.NewRandomChooser(seed, 50, 20))
 	rfs, err := crashsim.New(img, crashsim.Options{})
 	if err != nil {
@@ -227,7 +228,7 @@ func (r *brokerRun) consume(topic string, qid int32) {
 	k := offsetKey{topic + "@" + group, qid}
 	off := int64(0)
 	for !r.stopped() {
-		res, err := r.b.Store().GetMessage(group, topic, qid, off, 8, nil)
+		res, err := r.b.Store().GetMessage(topic, qid, off, 8, nil)
 		if err != nil {
 			return
 		}

@@ -247,7 +247,7 @@ func TestSendAndPull(t *testing.T) {
 	if len(pulled) != 1 || next != 1 {
 		t.Fatalf("pulled %d messages, next offset %d", len(pulled), next)
 	}
-	res, err := e.b.Store().GetMessage("G", "T", 1, 0, 10, nil)
+	res, err := e.b.Store().GetMessage("T", 1, 0, 10, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -333,9 +333,6 @@ func TestTransaction(t *testing.T) {
 func TestUnsupported(t *testing.T) {
 	e := newEnv(t, nil)
 	ctx := ctxT(t)
-	if r, _ := e.cl.RecallMessage(ctx, &rmqpb.RecallMessageRequest{Topic: &rmqpb.Resource{Name: "T"}, RecallHandle: "x"}); r.GetStatus().GetCode() != rmqpb.Code_UNSUPPORTED {
-		t.Errorf("recall: %v", r)
-	}
 	if r, _ := e.cl.SyncLiteSubscription(ctx, &rmqpb.SyncLiteSubscriptionRequest{}); r.GetStatus().GetCode() != rmqpb.Code_UNSUPPORTED {
 		t.Errorf("lite subscription: %v", r)
 	}

@@ -96,6 +96,7 @@ type FileConfig struct {
 	ServerSocketMaxFrameSize    *int    `yaml:"serverSocketMaxFrameSize"`
 	ServerChannelMaxIdleSeconds *int    `yaml:"serverChannelMaxIdleTimeSeconds"`
 	FeatureKeys                 `yaml:",inline"`
+	TimerKeys                   `yaml:",inline"`
 	// Not RocketMQ keys: limits against hostile or runaway clients.
 	ServerMaxConnections  *int   `yaml:"serverMaxConnections"`
 	ServerMaxReceiveBytes *int64 `yaml:"serverMaxReceiveBytes"`
@@ -273,6 +274,7 @@ func (fc *FileConfig) Apply(nc *NodeConfig) error {
 		bc.FlushDelayOffsetInterval = ms(*fc.FlushDelayOffsetInterval)
 	}
 	fc.FeatureKeys.apply(bc, fc.BrokerClusterName)
+	fc.TimerKeys.apply(bc)
 	if fc.ServerSocketMaxFrameSize != nil {
 		nc.Server.Remoting.MaxFrameSize = *fc.ServerSocketMaxFrameSize
 	}

@@ -84,7 +84,7 @@ func BenchmarkHalfFrameAttackSend(b *testing.B) {
 			conns[i] = nc
 			go func() { _, _ = nc.Write(half) }()
 		}
-		held = append(held, float64(settle(e.s.Remoting()))/(1<<20))
+		held = append(held, float64(settle(e.s))/(1<<20))
 		return conns
 	}
 	var calm, attacked, ratios []float64
@@ -120,11 +120,11 @@ func BenchmarkHalfFrameAttackSend(b *testing.B) {
 // settle waits until the attackers' half frames have reached the server:
 // its held receive bytes stop growing for 100 ms (at most 2 s; loopback
 // takes well under that). It returns the bytes held then.
-func settle(r *remoting.Server) int64 {
+func settle(s *server.Server) int64 {
 	deadline := time.Now().Add(2 * time.Second)
 	last, since := int64(-1), time.Now()
 	for time.Now().Before(deadline) {
-		held := r.Stats().ReceiveBytesInUse
+		held := s.RemotingStats().ReceiveBytesInUse
 		if held != last {
 			last, since = held, time.Now()
 		} else if held > 0 && time.Since(since) >= 100*time.Millisecond {

@@ -25,6 +25,7 @@ import (
 //	  bind: 127.0.0.1:7001                  # Raft's listener
 //	  peers: [n1@127.0.0.1:7001, n2@127.0.0.1:7002, n3@127.0.0.1:7003]
 //	  join: false                           # true: an empty node added to a running group
+//	  scrubIntervalMs: 1000                 # background scrub, scrubBytes a run (off: 0)
 //	  tls:                                  # mutual TLS on the Raft port (off: see transport)
 //	    certFile: /etc/rocketstore/n1.pem   # this node's certificate chain (PEM)
 //	    keyFile: /etc/rocketstore/n1.key
@@ -46,6 +47,14 @@ type raftFileConfig struct {
 	// (4096): a replica further behind is caught up from the leader's
 	// CommitLog (InstallSnapshot) instead of the log.
 	TrailingLogs uint64 `yaml:"trailingLogs"`
+	// ScrubIntervalMs turns on the background scrub (0: off): every
+	// interval, the next ScrubBytes of the committed CommitLog are
+	// checked against their CRCs and the other replicas' bytes, and
+	// damage is rewritten from them (cluster.Config.ScrubInterval).
+	ScrubIntervalMs int `yaml:"scrubIntervalMs"`
+	// ScrubBytes is the bytes a scrub run compares (4194304): with
+	// ScrubIntervalMs, the scrub's rate.
+	ScrubBytes int64 `yaml:"scrubBytes"`
 	// TLS turns on mutual TLS on the Raft port (cluster.LoadPeerTLS).
 	TLS *raftTLSConfig `yaml:"tls"`
 	// GRPCEndpoints is every replica's RocketMQ 5.x gRPC endpoint,
@@ -195,6 +204,12 @@ func (rc *raftFileConfig) clusterConfig() (cfg cluster.Config, advertise string,
 	if rc.HeartbeatTimeoutMs < 0 || rc.ElectionTimeoutMs < 0 || rc.SnapshotIntervalMs < 0 {
 		return cfg, "", fmt.Errorf("%w: raft: negative timeout", server.ErrConfig)
 	}
+	if rc.ScrubIntervalMs < 0 || rc.ScrubBytes < 0 {
+		return cfg, "", fmt.Errorf("%w: raft: scrubIntervalMs %d and scrubBytes %d must not be negative",
+			server.ErrConfig, rc.ScrubIntervalMs, rc.ScrubBytes)
+	}
+	cfg.ScrubInterval = ms(rc.ScrubIntervalMs)
+	cfg.ScrubBytes = rc.ScrubBytes
 	cfg.SnapshotInterval = ms(rc.SnapshotIntervalMs)
 	cfg.HeartbeatTimeout = ms(rc.HeartbeatTimeoutMs)
 	cfg.ElectionTimeout = ms(rc.ElectionTimeoutMs)

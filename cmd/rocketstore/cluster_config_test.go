@@ -27,6 +27,7 @@ raft:
 		{"node not in peers", "raft:\n  nodeId: n9\n  bind: 127.0.0.1:1\n  peers: [n1@127.0.0.1:1]\n", "not in peers", 0},
 		{"bad peer", "raft:\n  nodeId: n1\n  bind: 127.0.0.1:1\n  peers: [n1-127.0.0.1:1]\n", "nodeId@host:port", 0},
 		{"no bind", "raft:\n  nodeId: n1\n  peers: [n1@127.0.0.1:1]\n", "bind", 0},
+		{"negative scrub", "raft:\n  nodeId: n1\n  bind: 127.0.0.1:1\n  peers: [n1@127.0.0.1:1]\n  scrubIntervalMs: -5\n", "scrubIntervalMs -5", 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			name := filepath.Join(t.TempDir(), "c.yaml")
@@ -62,7 +63,7 @@ raft:
 func TestServeConfigRaftTuning(t *testing.T) {
 	name := filepath.Join(t.TempDir(), "c.yaml")
 	yaml := "raft:\n  nodeId: n1\n  bind: 127.0.0.1:1\n  peers: [n1@127.0.0.1:1]\n" +
-		"  snapshotThreshold: 200\n  snapshotIntervalMs: 2000\n  trailingLogs: 50\n"
+		"  snapshotThreshold: 200\n  snapshotIntervalMs: 2000\n  trailingLogs: 50\n  scrubIntervalMs: 500\n  scrubBytes: 65536\n"
 	if err := os.WriteFile(name, []byte(yaml), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -74,7 +75,8 @@ func TestServeConfigRaftTuning(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.SnapshotThreshold != 200 || c.SnapshotInterval != 2*time.Second || c.TrailingLogs != 50 {
+	if c.SnapshotThreshold != 200 || c.SnapshotInterval != 2*time.Second || c.TrailingLogs != 50 ||
+		c.ScrubInterval != 500*time.Millisecond || c.ScrubBytes != 65536 {
 		t.Fatalf("cluster config %+v", c)
 	}
 }

@@ -175,6 +175,7 @@ func runClusterServe(parent context.Context, nc server.NodeConfig, rc *raftFileC
 		}
 	}
 	if metrics != nil {
+		metrics.AttachCluster(cn.node.Status)
 		ln, err := net.Listen("tcp", metricsAddr)
 		if err != nil {
 			stopGRPC()

@@ -83,7 +83,8 @@ type Engine struct {
 	// NoStartupUnitCheck opens a cleanly closed store trusting its
 	// ConsumeQueue units: each queue ends at its first unit that is not a
 	// positive offset and size before the CommitLog's end, as in RocketMQ,
-	// and damaged units are found only when read.
+	// its minimum steps over units that are not units, and damaged units
+	// are found only when read.
 	NoStartupUnitCheck bool
 }
 
@@ -176,6 +177,22 @@ type Pop struct {
 	// SnapshotFileFirst points the replay-start file at a snapshot before
 	// the snapshot's records are written.
 	SnapshotFileFirst bool
+}
+
+// Timer holds broker/timer's broken variants: each removes one safety
+// step so that its crash property test shows that it catches the
+// absence. Never set them outside that package's tests.
+type Timer struct {
+	// NoDeliverySync takes a checkpoint without syncing the CommitLog
+	// first: the checkpoint may count deliveries a power cut loses.
+	NoDeliverySync bool
+	// NoDedup delivers again, after a crash, what the CommitLog shows
+	// delivered since the checkpoint.
+	NoDedup bool
+	// WheelInPlace writes the changed wheel slots into the wheel file
+	// before the checkpoint that holds their redo list: a power cut then
+	// leaves slots that point past the recovered TimerLog.
+	WheelInPlace bool
 }
 
 // Dispatch holds the switches of package dispatch's Parser and Service,

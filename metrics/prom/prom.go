@@ -31,10 +31,11 @@ type Metrics struct {
 	sendBacks   *prometheus.CounterVec
 	notifies    prometheus.Counter
 
-	dir      string
-	attached sync.Once
-	secOnce  sync.Once
-	sec      *securityMetrics
+	dir         string
+	attached    sync.Once
+	clusterOnce sync.Once
+	secOnce     sync.Once
+	sec         *securityMetrics
 
 	diskMu  sync.Mutex
 	diskAt  time.Time

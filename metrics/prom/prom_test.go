@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/afero"
 
 	"github.com/rocketstore/rocketstore/backend/memfs"
+	"github.com/rocketstore/rocketstore/cluster"
 	"github.com/rocketstore/rocketstore/engine"
 	"github.com/rocketstore/rocketstore/internal/engineops"
 	"github.com/rocketstore/rocketstore/metrics/prom"
@@ -111,8 +112,9 @@ func damagedStore(t *testing.T) *engine.Store {
 
 // TestScrape reads the counters and the process series from /metrics:
 // refused connections and remoting bytes from the server's counters, the
-// ConsumeQueue integrity counters from the store after a pull met a
-// damaged unit, rocketstore_build_info, and no namespace-wide network
+// ConsumeQueue integrity counters from the store that found a damaged
+// unit at start-up (counted once, the pull after it serves the repaired
+// unit), rocketstore_build_info, and no namespace-wide network
 // series.
 func TestScrape(t *testing.T) {
 	s := damagedStore(t)
@@ -121,14 +123,16 @@ func TestScrape(t *testing.T) {
 	m.Attach(server.State{Store: s, HeldPulls: func() int { return 0 },
 		Remoting: func() remoting.Stats { return rs }, Clients: func() (int, int) { return 0, 0 }})
 
+	// Open found the damaged unit (a clean start checks the units) and
+	// rewrote it from the CommitLog: the counters say so before any pull.
 	before := scrape(t, m)
-	for _, name := range []string{"rocketstore_consumequeue_unit_mismatches_total",
-		"rocketstore_consumequeue_units_repaired_total", "rocketstore_consumequeue_units_lost_total"} {
-		if v := valueOf(t, before, name); v != 0 {
-			t.Errorf("%s = %v before any pull, want 0", name, v)
+	for name, want := range map[string]float64{"rocketstore_consumequeue_unit_mismatches_total": 1,
+		"rocketstore_consumequeue_units_repaired_total": 1, "rocketstore_consumequeue_units_lost_total": 0} {
+		if v := valueOf(t, before, name); v != want {
+			t.Errorf("%s = %v after Open, want %v", name, v, want)
 		}
 	}
-	r, err := s.GetMessage("g", "T", 1, 0, 1, nil)
+	r, err := s.GetMessage("T", 1, 0, 1, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -165,5 +169,40 @@ func TestScrape(t *testing.T) {
 	}
 	if valueOf(t, got, "process_resident_memory_bytes") <= 0 {
 		t.Error("the process collector's other series are gone")
+	}
+}
+
+// TestScrapeCluster reads every Raft and cluster series from /metrics as
+// the replica's status gives it, and leaves out the last contact of a
+// follower that never heard from a leader.
+func TestScrapeCluster(t *testing.T) {
+	m := prom.New("")
+	st := cluster.Status{State: "Leader", Term: 7, LastLogIndex: 120, CommitIndex: 118, AppliedIndex: 115,
+		LastSnapshotIndex: 64, LastContactMs: 0, AppliedOffset: 4096, ElectionsWon: 2, SnapshotInstalls: 1,
+		Repaired: 3, ScrubRuns: 9, ScrubbedBytes: 18432}
+	m.AttachCluster(func() cluster.Status { return st })
+	got := scrape(t, m)
+	for name, want := range map[string]float64{
+		"rocketstore_raft_leader": 1, "rocketstore_raft_term": 7, "rocketstore_raft_last_log_index": 120,
+		"rocketstore_raft_commit_index": 118, "rocketstore_raft_applied_index": 115, "rocketstore_raft_apply_lag_entries": 3,
+		"rocketstore_raft_last_snapshot_index": 64, "rocketstore_raft_last_contact_seconds": 0,
+		"rocketstore_raft_elections_won_total": 2, "rocketstore_raft_snapshot_installs_total": 1,
+		"rocketstore_cluster_applied_offset_bytes": 4096, "rocketstore_cluster_repaired_records_total": 3,
+		"rocketstore_cluster_scrub_runs_total": 9, "rocketstore_cluster_scrubbed_bytes_total": 18432,
+	} {
+		if v := valueOf(t, got, name); v != want {
+			t.Errorf("%s = %v, want %v", name, v, want)
+		}
+	}
+	st = cluster.Status{State: "Follower", LastContactMs: 1500}
+	if v := valueOf(t, scrape(t, m), "rocketstore_raft_last_contact_seconds"); v != 1.5 {
+		t.Errorf("last contact %v s, want 1.5", v)
+	}
+	if v := valueOf(t, scrape(t, m), "rocketstore_raft_leader"); v != 0 {
+		t.Errorf("a follower reports leader %v", v)
+	}
+	st = cluster.Status{State: "Follower", LastContactMs: -1}
+	if _, ok := scrape(t, m)["rocketstore_raft_last_contact_seconds"]; ok {
+		t.Error("last contact exported before any contact")
 	}
 }
