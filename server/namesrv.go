@@ -219,17 +219,31 @@ func (t *routeTable) expire() []brokerRef {
 	return gone
 }
 
-// connClosed removes the brokers that registered on c.
+// connClosed detaches c from the brokers that registered on it and
+// returns them. Unlike RocketMQ's onChannelDestroy it forgets none of
+// them: a closed connection says nothing of the broker (its registrar may
+// have timed out on another name server, a proxy may have cut it), and a
+// broker forgotten while it lives is unroutable until it registers again.
+// A broker that is gone stops registering and expires after the expiry,
+// and a new master of its group replaces it in its group at once.
 func (t *routeTable) connClosed(c *remoting.Conn) []brokerRef {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	var gone []brokerRef
+	var detached []brokerRef
 	for addr, l := range t.live {
-		if l.conn == c {
-			gone = append(gone, t.removeAddrLocked(addr)...)
+		if l.conn != c {
+			continue
+		}
+		l.conn = nil
+		for name, bd := range t.brokers {
+			for _, a := range bd.BrokerAddrs {
+				if a == addr {
+					detached = append(detached, brokerRef{bd.Cluster, name, addr})
+				}
+			}
 		}
 	}
-	return gone
+	return detached
 }
 
 // route returns the registered route of topic: the queue data of every

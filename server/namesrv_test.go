@@ -7,8 +7,6 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"hash/crc32"
-	"io"
-	"net"
 	"slices"
 	"strconv"
 	"strings"
@@ -204,9 +202,13 @@ func TestNameServerMergesBrokerGroups(t *testing.T) {
 		t.Fatalf("cluster info %s", resp.Body)
 	}
 
-	// The slave's connection closes: it leaves the group (onChannelDestroy).
+	// The slave's connection closes: it stays in the group until it stops
+	// registering for the expiry (TestNameServerKeepsBrokerWhoseConnectionCloses).
 	_ = slave.Close()
-	waitUntil(t, "slave removed on close", func() bool { return getRoute(t, a, "T").addrsOf("broker-a")["1"] == "" })
+	<-slave.Conn().Done()
+	if got := getRoute(t, a, "T").addrsOf("broker-a"); got["1"] != "127.0.0.1:30911" {
+		t.Fatalf("slave forgotten with its connection: broker-a members %v", got)
+	}
 
 	// broker-b unregisters: its queues leave T's route.
 	wantCode(t, call(t, b, 104, nil, "brokerName", "broker-b", "brokerAddr", "127.0.0.1:20911",
@@ -525,52 +527,7 @@ func TestReadOnlyBrokerRegistersItsPermission(t *testing.T) {
 }
 
 func TestCloseDoesNotWaitForSilentNameServer(t *testing.T) {
-	// A name server that accepts connections and never answers. Every
-	// goroutine it starts is counted before the accept loop's own Done, so
-	// the final Wait (after the listener is closed) never races an Add; its
-	// connections are closed first, so a failing Close cannot hang the test.
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var (
-		conns sync.WaitGroup
-		mu    sync.Mutex
-		open  []net.Conn
-	)
-	defer func() {
-		_ = ln.Close()
-		mu.Lock()
-		for _, c := range open {
-			_ = c.Close()
-		}
-		mu.Unlock()
-		conns.Wait()
-	}()
-	accepted := make(chan struct{}, 1)
-	conns.Add(1)
-	go func() {
-		defer conns.Done()
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			open = append(open, c)
-			mu.Unlock()
-			select {
-			case accepted <- struct{}{}:
-			default:
-			}
-			conns.Add(1)
-			go func() {
-				defer conns.Done()
-				defer c.Close()
-				_, _ = io.Copy(io.Discard, c)
-			}()
-		}
-	}()
+	addr, accepted := silentNameServer(t, 0)
 	bc := broker.Config{Store: engine.Config{CommitLogFileSize: 1 << 20, ConsumeQueueUnits: 1000, Logger: quiet}}
 	b, err := broker.Open(memfs.New(afero.NewMemMapFs()), bc)
 	if err != nil {
@@ -579,7 +536,7 @@ func TestCloseDoesNotWaitForSilentNameServer(t *testing.T) {
 	defer b.Close()
 	// A registration would wait an hour for the silent name server; Close
 	// must cancel it instead of waiting.
-	s, err := server.New(b, server.Config{Logger: quiet, Role: server.RoleBroker, NamesrvAddr: []string{ln.Addr().String()},
+	s, err := server.New(b, server.Config{Logger: quiet, Role: server.RoleBroker, NamesrvAddr: []string{addr},
 		BrokerAddr: "127.0.0.1:1", RegisterTimeout: time.Hour})
 	if err != nil {
 		t.Fatal(err)

@@ -47,14 +47,16 @@ func (s *Server) stopRegistrar(ctx context.Context, unregister bool) {
 	}
 }
 
-// brokerConnClosed forgets the brokers that registered on c, as the Java
-// name server does when a broker's channel closes.
+// brokerConnClosed logs the brokers that registered on c; they stay
+// routed until they stop registering for BrokerExpiry (routeTable.connClosed
+// says why).
 func (s *Server) brokerConnClosed(c *remoting.Conn) {
 	if s.routes == nil {
 		return
 	}
 	for _, b := range s.routes.connClosed(c) {
-		s.log.Info("broker left: connection closed", "cluster", b.cluster, "brokerName", b.name, "brokerAddr", b.addr)
+		s.log.Info("broker connection closed; routed until it stops registering for brokerExpiry", "cluster", b.cluster,
+			"brokerName", b.name, "brokerAddr", b.addr, "expiry", s.cfg.BrokerExpiry)
 	}
 }
 
