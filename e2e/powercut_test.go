@@ -712,13 +712,21 @@ func queueMaxOffset(t *testing.T, addr, topic string, q int) int64 {
 
 // powerCutCuts is ROCKETSTORE_POWERCUTS, or def.
 func powerCutCuts(t *testing.T, def int) int {
-	v := os.Getenv("ROCKETSTORE_POWERCUTS")
+	if n := envInt(t, "ROCKETSTORE_POWERCUTS"); n > 0 {
+		return n
+	}
+	return def
+}
+
+// envInt is the integer in the environment variable name, 0 if unset.
+func envInt(t *testing.T, name string) int {
+	v := os.Getenv(name)
 	if v == "" {
-		return def
+		return 0
 	}
 	n, err := strconv.Atoi(v)
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("%s: %v", name, err)
 	}
 	return n
 }
