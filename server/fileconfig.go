@@ -90,17 +90,20 @@ type FileConfig struct {
 	// with a damaged CommitLog record that intact records follow when it
 	// cannot prove the damage older than the crash: refuse (default),
 	// truncate (RocketMQ's behaviour) or skip.
-	RecoverUndecidableDamage    *string `yaml:"recoverUndecidableDamage"`
-	SyncFlushTimeout            *int64  `yaml:"syncFlushTimeout"`
-	FlushIntervalCommitLog      *int64  `yaml:"flushIntervalCommitLog"`
-	FlushCommitLogLeastPages    *int    `yaml:"flushCommitLogLeastPages"`
-	FlushIntervalConsumeQueue   *int64  `yaml:"flushIntervalConsumeQueue"`
-	FlushConsumerOffsetInterval *int64  `yaml:"flushConsumerOffsetInterval"`
-	FlushDelayOffsetInterval    *int64  `yaml:"flushDelayOffsetInterval"`
-	ServerSocketMaxFrameSize    *int    `yaml:"serverSocketMaxFrameSize"`
-	ServerChannelMaxIdleSeconds *int    `yaml:"serverChannelMaxIdleTimeSeconds"`
-	FeatureKeys                 `yaml:",inline"`
-	TimerKeys                   `yaml:",inline"`
+	RecoverUndecidableDamage  *string `yaml:"recoverUndecidableDamage"`
+	SyncFlushTimeout          *int64  `yaml:"syncFlushTimeout"`
+	FlushIntervalCommitLog    *int64  `yaml:"flushIntervalCommitLog"`
+	FlushCommitLogLeastPages  *int    `yaml:"flushCommitLogLeastPages"`
+	FlushIntervalConsumeQueue *int64  `yaml:"flushIntervalConsumeQueue"`
+	// FlushConsumeQueueThoroughInterval is how often every ConsumeQueue
+	// is flushed whole and the checkpoint written (60000 ms).
+	FlushConsumeQueueThoroughInterval *int64 `yaml:"flushConsumeQueueThoroughInterval"`
+	FlushConsumerOffsetInterval       *int64 `yaml:"flushConsumerOffsetInterval"`
+	FlushDelayOffsetInterval          *int64 `yaml:"flushDelayOffsetInterval"`
+	ServerSocketMaxFrameSize          *int   `yaml:"serverSocketMaxFrameSize"`
+	ServerChannelMaxIdleSeconds       *int   `yaml:"serverChannelMaxIdleTimeSeconds"`
+	FeatureKeys                       `yaml:",inline"`
+	TimerKeys                         `yaml:",inline"`
 	// Not RocketMQ keys: limits against hostile or runaway clients.
 	ServerMaxConnections  *int   `yaml:"serverMaxConnections"`
 	ServerMaxReceiveBytes *int64 `yaml:"serverMaxReceiveBytes"`
@@ -248,6 +251,9 @@ func (fc *FileConfig) Apply(nc *NodeConfig) error {
 	}
 	if fc.FlushIntervalConsumeQueue != nil {
 		sc.FlushIntervalConsumeQueue = ms(*fc.FlushIntervalConsumeQueue)
+	}
+	if fc.FlushConsumeQueueThoroughInterval != nil {
+		sc.FlushConsumeQueueThoroughInterval = ms(*fc.FlushConsumeQueueThoroughInterval)
 	}
 	bc := &nc.Broker
 	if fc.AutoCreateTopicEnable != nil {
