@@ -125,6 +125,8 @@ func Needs(req *remoting.RemotingCommand) ([]Need, error) {
 			t = ext("b")
 		}
 		add(topicNeed(t, PermPub))
+	case remoting.CodeRecallMessage:
+		add(topicNeed(ext("topic"), PermPub))
 	case remoting.CodeConsumerSendMsgBack:
 		add(groupNeed(ext("group")), topicNeed(ext("originTopic"), PermSub))
 	case remoting.CodePullMessage, remoting.CodeQueryConsumerOffset, remoting.CodeUpdateConsumerOffset:

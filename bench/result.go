@@ -59,9 +59,9 @@ type Result struct {
 	MBPerS    float64  `json:"mb_per_s"` // bodies
 	Latency   *Latency `json:"latency,omitempty"`
 	Bound     *Bound   `json:"bound,omitempty"`
-	// Physical is a second, tighter bound where the first one pays costs
-	// the machine need not (async put: memcpy into a write-prefaulted
-	// mapping, no page faults at all).
+	// Physical is a second bound beside the first, measured another way
+	// (recovery: CRC32 of the bytes read with pread beside read through
+	// a fresh mapping).
 	Physical *Bound `json:"physical_bound,omitempty"`
 	Peer     *Peer  `json:"peer,omitempty"`
 	Note     string `json:"note,omitempty"`
@@ -153,6 +153,7 @@ func (rep *Report) WriteMarkdown(w io.Writer) error {
 	b.WriteString("| workload | backend | msgs/s | MB/s | latency µs p50 / p99 / p99.9 / max | bound | bound msgs/s | ÷ bound | NATS msgs/s | × NATS | notes |\n")
 	b.WriteString("|---|---|--:|--:|--:|---|--:|--:|--:|--:|---|\n")
 	rows := append([]Result(nil), rep.Results...)
+	over := false // a ratio above 100 % was printed
 	for _, r := range rows {
 		lat, bound, bmsgs, bratio, peer, pratio := "", "", "", "", "", ""
 		if r.Latency != nil {
@@ -162,13 +163,19 @@ func (rep *Report) WriteMarkdown(w io.Writer) error {
 			bound = r.Bound.Name
 			if r.Bound.MsgsPerS > 0 {
 				bmsgs = num(r.Bound.MsgsPerS)
-				bratio = fmt.Sprintf("%.0f %%", 100*r.Bound.Ratio)
+				bratio = pct(r.Bound.Ratio)
+				if r.Bound.Ratio > 1 {
+					bratio, over = bratio+" †", true
+				}
 			}
 		}
 		if p := r.Physical; p != nil && p.MsgsPerS > 0 {
 			bound += "; " + p.Name
 			bmsgs += " / " + num(p.MsgsPerS)
-			bratio += fmt.Sprintf(" / %.1f %%", 100*p.Ratio)
+			bratio += " / " + pct(p.Ratio)
+			if p.Ratio > 1 {
+				bratio, over = bratio+" †", true
+			}
 		}
 		if r.Peer != nil {
 			peer = num(r.Peer.MsgsPerS)
@@ -186,11 +193,32 @@ func (rep *Report) WriteMarkdown(w io.Writer) error {
 		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
 			r.Name(), r.Backend, num(r.MsgsPerS), mb(r.MBPerS), lat, bound, bmsgs, bratio, peer, pratio, note)
 	}
+	if over {
+		b.WriteString("\n† over 100 %: the workload and its bound met different conditions (another process's load on the cores " +
+			"or the disk changed between them); the figure is noise, rerun on a quiet machine.\n")
+	}
+	if rep.Spec.Quick {
+		b.WriteString("\n--quick is a smoke run: its runs last tens of milliseconds (sync puts: slices of 25 ms), too short for " +
+			"the ratios to be measurements; run without --quick for figures.\n")
+	}
 	if rep.PeerStatus != "" {
 		fmt.Fprintf(&b, "\nNATS JetStream peer: %s\n", rep.PeerStatus)
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// pct formats a ratio as a percentage with two significant digits at
+// least, so that a small ratio does not print as "0 %".
+func pct(r float64) string {
+	switch p := 100 * r; {
+	case p >= 10:
+		return fmt.Sprintf("%.0f %%", p)
+	case p >= 1:
+		return fmt.Sprintf("%.1f %%", p)
+	default:
+		return fmt.Sprintf("%.2f %%", p)
+	}
 }
 
 func peerWorkload(g string) bool { return g == GroupPut || g == GroupE2E || g == GroupCatchUp }

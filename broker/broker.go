@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/rocketstore/rocketstore/internal/brokerops/link"
 	"github.com/rocketstore/rocketstore/internal/engineops"
 
 	"github.com/rocketstore/rocketstore/backend"
@@ -18,6 +19,7 @@ import (
 	"github.com/rocketstore/rocketstore/broker/offset"
 	"github.com/rocketstore/rocketstore/broker/pop"
 	"github.com/rocketstore/rocketstore/broker/schedule"
+	"github.com/rocketstore/rocketstore/broker/timer"
 	"github.com/rocketstore/rocketstore/broker/transaction"
 	"github.com/rocketstore/rocketstore/dispatch"
 	"github.com/rocketstore/rocketstore/engine"
@@ -39,12 +41,14 @@ type Broker struct {
 	consumers *consumerManager
 	hold      *longpoll.Hold
 	schedule  *schedule.Service
+	timer     *timer.Service
 	index     *index.Service // nil when the index is disabled
 	filters   *consumerFilters
 	tx        *transaction.Service
 	pop       *pop.Service
 	arrivals  *pop.Arrivals // wakes long-polling pop receives
 	sqlCache  sqlCache
+	stats     Stats
 
 	closed  atomic.Bool
 	stop    chan struct{}
@@ -111,13 +115,25 @@ func (b *Broker) loadConfig() error {
 // openStore opens the index first (recovery dispatches to it), then the
 // engine with the broker's dispatchers.
 func (b *Broker) openStore() error {
-	sc := hooks.ManualService(schedule.Config{Levels: b.cfg.Store.DelayLevels, Logger: b.logger, Now: b.cfg.Store.Now}, b.manual())
+	sc := hooks.ManualService(schedule.Config{Levels: b.cfg.Store.DelayLevels, Logger: b.logger, Clock: newStoreClock(b.cfg.Store.Now)}, b.manual())
 	if w := b.cfg.Writer; w != nil {
 		sc.Put, sc.Standby = w.Put, func() bool { return !w.Writable() }
 	}
 	b.schedule = schedule.New(b.fs, sc)
+	tc := b.cfg.Timer
+	tc.Now = b.cfg.Store.Now
+	if tc.Logger == nil {
+		tc.Logger = b.logger
+	}
+	if w := b.cfg.Writer; w != nil {
+		tc.Put, tc.Standby = w.Put, func() bool { return !w.Writable() }
+	}
+	var err error
+	if b.timer, err = timer.New(b.fs, hooks.ManualService(tc, b.manual())); err != nil {
+		return err
+	}
 	b.arrivals = pop.NewArrivals()
-	ds := []dispatch.Dispatcher{b.hold, b.schedule, b.arrivals}
+	ds := []dispatch.Dispatcher{b.hold, b.schedule, b.timer, b.arrivals}
 	if !b.cfg.DisableMessageIndex {
 		lastExitOK, indexTs, err := recoveryHint(b.fs)
 		if err != nil {
@@ -182,6 +198,11 @@ func (b *Broker) startServices() error {
 		b.tx.Close()
 		b.pop.Close()
 		return err
+	}
+	if err := b.timer.Start(b.store); err != nil {
+		b.tx.Close()
+		b.pop.Close()
+		return errors.Join(err, b.schedule.Close())
 	}
 	b.stop, b.done = make(chan struct{}), make(chan struct{})
 	if b.manual() {
@@ -267,6 +288,13 @@ func (b *Broker) DeliverDelayed(ctx context.Context) (time.Duration, error) {
 	if err != nil {
 		return 0, err
 	}
+	tnext, err := b.timer.Advance(ctx)
+	if err != nil {
+		return 0, err
+	}
+	if next < 0 || tnext >= 0 && tnext < next {
+		next = tnext
+	}
 	if b.manual() {
 		if _, err := engineops.Of(b.store).Dispatch(); err != nil {
 			return 0, err
@@ -275,12 +303,10 @@ func (b *Broker) DeliverDelayed(ctx context.Context) (time.Duration, error) {
 	return next, nil
 }
 
-// Abandon stops the broker as a killed process would: held pulls are
-// released with ErrClosed, the services stop, and nothing more is
-// persisted, flushed or synced (engineops.Ops.Abandon). On memfs, opening
-// memfs.New(sameAfero) afterwards is a power cut. After Abandon every call
-// returns ErrClosed; Close does nothing.
-func (b *Broker) Abandon() {
+func init() { link.Abandon = func(b any) { b.(*Broker).abandon() } }
+
+// abandon stops the broker as a killed process would (brokerops.Abandon).
+func (b *Broker) abandon() {
 	b.closeMu.Lock()
 	defer b.closeMu.Unlock()
 	if !b.closed.CompareAndSwap(false, true) {
@@ -292,6 +318,7 @@ func (b *Broker) Abandon() {
 	b.tx.Close()
 	b.pop.Close()
 	b.schedule.Abandon()
+	b.timer.Abandon()
 	engineops.Of(b.store).Abandon()
 	if b.index != nil {
 		b.index.Abandon()
@@ -311,7 +338,7 @@ func (b *Broker) Close() error {
 	<-b.done
 	b.tx.Close()
 	b.pop.Close()
-	errs := []error{b.schedule.Close(), b.offsets.Persist(), b.filters.persist()}
+	errs := []error{b.schedule.Close(), b.timer.Close(), b.offsets.Persist(), b.filters.persist()}
 	return errors.Join(append(errs, b.closeStore())...)
 }
 
@@ -350,6 +377,9 @@ func (b *Broker) Offsets() *offset.Manager { return b.offsets }
 
 // Schedule returns the delayed-delivery service.
 func (b *Broker) Schedule() *schedule.Service { return b.schedule }
+
+// Timer returns the timer message service.
+func (b *Broker) Timer() *timer.Service { return b.timer }
 
 // Index returns the index service (nil when disabled).
 func (b *Broker) Index() *index.Service { return b.index }

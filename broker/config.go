@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/rocketstore/rocketstore/broker/index"
+	"github.com/rocketstore/rocketstore/broker/timer"
 	"github.com/rocketstore/rocketstore/engine"
 	"github.com/rocketstore/rocketstore/internal/defaults"
 )
@@ -75,6 +76,9 @@ type Config struct {
 	// Transaction configures transactional messages (see
 	// TransactionConfig).
 	Transaction TransactionConfig
+	// Timer configures RocketMQ 5.x timer messages (timerWheelEnable,
+	// timerMaxDelaySec, timerPrecisionMs). Its Now is the store's clock.
+	Timer timer.Config
 }
 
 // Default values of BrokerConfig.
@@ -116,6 +120,9 @@ func (c Config) Validate() error {
 		return err
 	}
 	if err := c.Index.Validate(); err != nil {
+		return err
+	}
+	if err := c.Timer.Validate(); err != nil {
 		return err
 	}
 	c = c.withDefaults()

@@ -40,6 +40,7 @@ func (b *Broker) DeleteTopicLocal(topic string) error {
 	if err := b.topics.Delete(topic); err != nil && !errors.Is(err, config.ErrNoTopic) {
 		return fmt.Errorf("broker: delete topic %s from the topic table: %w", topic, err)
 	}
+	b.stats.Forget(topic)
 	return b.store.DeleteTopic(topic)
 }
 

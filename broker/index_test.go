@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/afero"
 
 	"github.com/rocketstore/rocketstore/backend/memfs"
+	"github.com/rocketstore/rocketstore/internal/brokerops"
 )
 
 func TestQueryMessageByKeyAfterRestart(t *testing.T) {
@@ -65,7 +66,7 @@ func TestQueryByKeyAfterPowerCut(t *testing.T) {
 	if err := b.Store().FlushCommitLog(0); err != nil {
 		t.Fatal(err)
 	}
-	b.Abandon()
+	brokerops.Abandon(b)
 	b = open(t, memfs.New(afs), testConfig())
 	defer b.Close()
 	for i := 0; i < 40; i++ {

@@ -145,6 +145,7 @@ func (b *Broker) processPull(req *PullRequest, allowSuspend bool) (*PullResponse
 		return &PullResponse{Code: SystemError, Remark: "store getMessage failed: " + err.Error()}, nil
 	}
 	resp = b.pullResponse(req, group, res)
+	b.stats.Got(req.Topic, req.ConsumerGroup, resp.MsgCount)
 	if resp.Records != nil {
 		resp.held = res // released by the caller (PullRequest.Views)
 	} else {

@@ -36,6 +36,7 @@ func (b *Broker) StoreReply(ctx context.Context, req *SendRequest, qid int32) Se
 	out := putResult(err)
 	if out.Code == Success || out.Code == FlushDiskTimeout {
 		out.MsgID, out.Topic, out.QueueID, out.QueueOffset, out.MsgNum = res.MsgID(), res.Topic, qid, res.QueueOffset, 1
+		b.stats.Put(req.Topic, 1)
 	}
 	return out
 }

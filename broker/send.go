@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/rocketstore/rocketstore/broker/config"
+	"github.com/rocketstore/rocketstore/broker/timer"
 	"github.com/rocketstore/rocketstore/engine"
 	"github.com/rocketstore/rocketstore/record"
 )
@@ -74,6 +75,9 @@ type SendResult struct {
 	QueueID     int32
 	QueueOffset int64
 	MsgNum      int
+	// RecallHandle names a timer message for a recall (RocketMQ 5.x's
+	// SendMessageResponseHeader.recallHandle); empty for other sends.
+	RecallHandle string
 }
 
 // validTopic is TopicValidator's allowed character set, ^[%|a-zA-Z0-9_-]+$
@@ -159,6 +163,14 @@ func DecodeBatch(b []byte) ([]record.Message, error) {
 // SCHEDULE_TOPIC_XXXX (the store redirects it). A compressed body (sysflag
 // 0x1) is stored as is.
 func (b *Broker) SendMessage(ctx context.Context, req *SendRequest) SendResult {
+	res := b.sendMessage(ctx, req)
+	if res.Code == Success || res.Code == FlushDiskTimeout {
+		b.stats.Put(req.Topic, res.MsgNum)
+	}
+	return res
+}
+
+func (b *Broker) sendMessage(ctx context.Context, req *SendRequest) SendResult {
 	if b.closed.Load() {
 		return SendResult{Code: ServiceNotAvailable, Remark: "the broker is shutting down"}
 	}
@@ -203,7 +215,28 @@ func (b *Broker) SendMessage(ctx context.Context, req *SendRequest) SendResult {
 	}
 	m := &record.Message{Topic: topic, QueueID: qid, Flag: req.Flag, Body: req.Body, Properties: props,
 		SysFlag: req.SysFlag, BornTimestamp: req.BornTimestamp, BornHost: req.BornHost, ReconsumeTimes: req.ReconsumeTimes}
-	return b.putOne(ctx, m, qid)
+	return b.putTimed(ctx, m, qid)
+}
+
+// putTimed stores a message that may be a timer message: it goes to the
+// timer topic (timer.Config.Transform) and the answer carries its recall
+// handle, as RocketMQ 5.x's SendMessageProcessor.attachRecallHandle.
+func (b *Broker) putTimed(ctx context.Context, m *record.Message, qid int32) SendResult {
+	tm, err := b.timer.Config().Transform(m, b.cfg.Store.Now())
+	switch {
+	case errors.Is(err, timer.ErrDisabled):
+		return SendResult{Code: MessageIllegal, Remark: "timer message refused: timerWheelEnable is false on this broker"}
+	case err != nil:
+		return SendResult{Code: MessageIllegal, Remark: err.Error()}
+	}
+	out := b.putOne(ctx, tm, qid)
+	if tm.Topic == record.TimerTopic && (out.Code == Success || out.Code == FlushDiskTimeout) &&
+		!strings.HasPrefix(m.Topic, record.RetryGroupTopicPrefix) && tm.Properties[record.PropertyTimerDelUniqKey] == "" {
+		at, _ := strconv.ParseInt(tm.Properties[record.PropertyTimerOutMS], 10, 64)
+		out.RecallHandle = timer.RecallHandle{Topic: m.Topic, BrokerName: b.cfg.BrokerName, DeliverMs: at,
+			MessageID: tm.Properties[record.PropertyUniqClientMsgID]}.String()
+	}
+	return out
 }
 
 // putOne stores one message and answers with where it went.
@@ -230,7 +263,7 @@ func (b *Broker) plainMessage(req *SendRequest, qid int32) (*record.Message, boo
 		return nil, false
 	}
 	raw := strings.TrimRight(req.Properties, "\x02")
-	if hasPropertyName(raw, record.PropertyTransactionPrep) ||
+	if hasPropertyName(raw, record.PropertyTransactionPrep) || timer.IsTimer(raw) ||
 		req.Cluster != "" && hasPropertyName(raw, record.PropertyCluster) {
 		return nil, false
 	}

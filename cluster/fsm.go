@@ -65,6 +65,8 @@ type fsm struct {
 	// leader's first timestamp is not below it.
 	lastTs atomic.Int64
 	failed atomic.Pointer[error]
+	// installs counts the leader's snapshots installed (Restore).
+	installs atomic.Int64
 	// damageGate, when set, blocks a put entry until the damage that
 	// recovery found is repaired (see Node.holdForDamage).
 	damageGate func() error
@@ -457,6 +459,7 @@ func (f *fsm) Restore(rc io.ReadCloser) (err error) {
 		f.lastTs.Store(h.LastTs)
 	}
 	f.restoreTables(&h.State)
+	f.installs.Add(1)
 	return nil
 }
 

@@ -90,6 +90,8 @@ type GroupInfo struct {
 	Leader    string `json:"leader"`
 	// Members is the current Raft configuration.
 	Members []Peer `json:"members"`
+	// Status is the node's Raft state (absent from older nodes).
+	Status *Status `json:"status,omitempty"`
 }
 
 // adminFunc sends one membership request and returns the status and body.
@@ -260,6 +262,8 @@ func (n *Node) Info() GroupInfo {
 	n.fsm.mu.Unlock()
 	addr, _ := n.raft.LeaderWithID()
 	gi.Leader = string(addr)
+	st := n.Status()
+	gi.Status = &st
 	if fut := n.raft.GetConfiguration(); fut.Error() == nil {
 		for _, s := range fut.Configuration().Servers {
 			gi.Members = append(gi.Members, Peer{ID: string(s.ID), Addr: string(s.Address)})

@@ -114,6 +114,7 @@ type Node struct {
 	stateMu sync.Mutex
 
 	repaired atomic.Int64
+	counters statusCounters
 	// ask sends one repair request to a replica (askPeer over TCP).
 	ask func(ctx context.Context, addr string, op byte, off, size int64) ([]byte, error)
 	// adminCall sends one membership request (membership.go).
@@ -407,6 +408,7 @@ func (n *Node) lead() {
 	}
 	cancel()
 	n.leadTerm.Store(term)
+	n.counters.electionsWon.Add(1)
 	n.writable.Store(true)
 	n.addConfiguredPeers()
 	n.b.Schedule().Wake()

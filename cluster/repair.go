@@ -339,6 +339,8 @@ func (n *Node) scrubLoop() {
 			pos = 0
 		}
 		rep, err := n.Scrub(ctx, pos, 0, n.ccfg.ScrubBytes)
+		n.counters.scrubRuns.Add(1)
+		n.counters.scrubbedBytes.Add(max(0, rep.To-rep.From))
 		if err != nil && ctx.Err() == nil {
 			n.log.Error("scrub", "from", pos, "err", err)
 		}

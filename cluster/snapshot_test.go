@@ -64,6 +64,12 @@ func TestFollowerBehindCompactedLog(t *testing.T) {
 	g.sameFiles("commitlog", end)
 	g.sameFiles("consumequeue", -1)
 	waitSnapshotInstalled(t, g.nodes[f], "the follower")
+	if n := g.nodes[f].Status().SnapshotInstalls; n < 1 {
+		t.Fatalf("the follower counts %d snapshot installs", n)
+	}
+	if n := g.nodes[l].Status().SnapshotInstalls; n != 0 {
+		t.Fatalf("the leader counts %d snapshot installs", n)
+	}
 }
 
 // TestNewNodeJoins: an empty node joins a running group and ends

@@ -85,18 +85,37 @@ func (c *Console) cluster(r *http.Request, cl *admin.Client) (any, error) {
 	return c.brokers(r.Context(), cl)
 }
 
-// Stats is one sample for the live charts: cumulative counts, which the
-// page turns into rates.
+// Stats is one sample for the live charts: the messages the brokers
+// stored for sends and delivered to consumers since they started
+// (msgPutTotalTodayNow, msgGetTotalTodayNow), which the page turns into
+// rates.
 type Stats struct {
 	At       int64 `json:"at"`
 	PutTotal int64 `json:"putTotal"`
 	GetTotal int64 `json:"getTotal"`
 }
 
+// stats answers /api/stats with the sampled history; the first request
+// starts the sampler when New did not, and takes a sample itself when
+// there is none yet.
 func (c *Console) stats(r *http.Request, cl *admin.Client) (any, error) {
-	bs, err := c.brokers(r.Context(), cl)
+	c.startHistory(cl)
+	h := c.hist.snapshot()
+	if len(h) == 0 {
+		s, err := c.totals(r.Context(), cl)
+		if err != nil {
+			return nil, err
+		}
+		h = []Stats{s}
+	}
+	return History{Samples: h}, nil
+}
+
+// totals sums the brokers' message totals now.
+func (c *Console) totals(ctx context.Context, cl *admin.Client) (Stats, error) {
+	bs, err := c.brokers(ctx, cl)
 	if err != nil {
-		return nil, err
+		return Stats{}, err
 	}
 	s := Stats{At: time.Now().UnixMilli()}
 	for _, b := range bs {

@@ -44,6 +44,8 @@ type Console struct {
 
 	mu      sync.Mutex
 	clients map[string]*admin.Client // by access key ("" without ACL)
+
+	hist history
 }
 
 // New returns a console for cfg.
@@ -65,11 +67,22 @@ func New(cfg Config) (*Console, error) {
 	}
 	c.mux.Handle("GET /", http.FileServerFS(sub))
 	c.routes()
+	if cfg.ACL == nil {
+		// No credentials needed: sample from the start, so that the
+		// first page load shows the last minutes.
+		cl, err := c.clientOf(account{})
+		if err != nil {
+			return nil, err
+		}
+		c.startHistory(cl)
+	}
 	return c, nil
 }
 
-// Close closes the console's connections to the cluster.
+// Close stops the statistics sampler and closes the console's
+// connections to the cluster.
 func (c *Console) Close() error {
+	c.hist.close()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	var errs []error
@@ -148,6 +161,11 @@ func (c *Console) authenticate(r *http.Request) (account, bool) {
 // client returns the admin client of the request's user.
 func (c *Console) client(r *http.Request) (*admin.Client, error) {
 	u, _ := r.Context().Value(userKey{}).(account)
+	return c.clientOf(u)
+}
+
+// clientOf returns u's admin client, creating it the first time.
+func (c *Console) clientOf(u account) (*admin.Client, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if cl, ok := c.clients[u.accessKey]; ok {

@@ -82,9 +82,12 @@ func pull5(t *testing.T, ctx context.Context, cl rmqpb.MessagingServiceClient, t
 func TestInterop4x5x(t *testing.T) {
 	n := node(t, t.TempDir(), "127.0.0.1:0")
 	defer stopNode(t, n)
-	for _, topic := range []string{"Interop4to5", "Interop5to4"} {
+	// Interop5to4 takes normal, transactional and delayed messages from
+	// 5.x: a MIXED topic (as a topics.json of a RocketMQ broker with
+	// enableMixedMessageType holds it).
+	for topic, typ := range map[string]config.MessageType{"Interop4to5": config.MessageTypeNormal, "Interop5to4": config.MessageTypeMixed} {
 		if err := n.Broker.Topics().Update(config.TopicConfig{TopicName: topic, ReadQueueNums: 1, WriteQueueNums: 1,
-			Perm: record.PermRead | record.PermWrite}); err != nil {
+			Perm: record.PermRead | record.PermWrite, Attributes: map[string]string{config.AttrMessageType: string(typ)}}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -128,7 +128,7 @@ func TestGarbageConnectionsDoNotDisturbClients(t *testing.T) {
 	if !ok {
 		t.Fatalf("consumed %d of %d acknowledged", col.distinct(), len(acked))
 	}
-	st := n.Server.Remoting().Stats()
+	st := n.Server.RemotingStats()
 	t.Logf("server stats: %+v", st)
 	if st.BadFrames == 0 || st.ConnsAccepted < conns {
 		t.Errorf("the garbage did not reach the server: %+v", st)
@@ -137,10 +137,10 @@ func TestGarbageConnectionsDoNotDisturbClients(t *testing.T) {
 	// producer and the consumer keep two connections each (the client's
 	// name-server and broker connections are separate).
 	deadline := time.Now().Add(10 * time.Second)
-	for n.Server.Remoting().Stats().ConnsOpen > 4 && time.Now().Before(deadline) {
+	for n.Server.RemotingStats().ConnsOpen > 4 && time.Now().Before(deadline) {
 		time.Sleep(50 * time.Millisecond)
 	}
-	if open := n.Server.Remoting().Stats().ConnsOpen; open > 4 {
+	if open := n.Server.RemotingStats().ConnsOpen; open > 4 {
 		t.Errorf("%d connections still open", open)
 	}
 	// Closed connections' goroutines may still be returning: poll.

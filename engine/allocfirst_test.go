@@ -102,7 +102,15 @@ func TestNextCommitLogFilePreparedHalfWay(t *testing.T) {
 	}
 	put()
 	next := "commitlog/" + offsetToFileName(size)
-	time.Sleep(50 * time.Millisecond) // time enough to prepare it, were it asked for
+	// Asked for or not is decided under the allocator's lock by the put
+	// itself: the next file is only pending, for half way through.
+	a := s.commitLog.q.alloc
+	a.mu.Lock()
+	asked, pending, at := a.from == size, a.pending && a.nextFrom == size, a.nextAt
+	a.mu.Unlock()
+	if asked || !pending || at != size/2 {
+		t.Fatalf("after the first put: next file asked for %v, pending %v at %d; want pending for %d", asked, pending, at, size/2)
+	}
 	if _, err := fs.Stat(next); err == nil {
 		t.Fatal("the next file was prepared at the first put")
 	}
@@ -110,7 +118,6 @@ func TestNextCommitLogFilePreparedHalfWay(t *testing.T) {
 		put()
 	}
 	waitFile(t, fs, next)
-	a := s.commitLog.q.alloc
 	a.mu.Lock()
 	done := a.done
 	a.mu.Unlock()

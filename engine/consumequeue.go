@@ -369,7 +369,7 @@ func (cq *consumeQueue) prevMaxPhysicOffset(mf *mappedFile) int64 {
 }
 
 // correctMinOffset sets the minimum to the first unit whose record is still
-// in the CommitLog (at or after phyMin). RocketMQ looks at the first file
+// in the CommitLog (at or after phyMin), or that is damaged. RocketMQ looks at the first file
 // only; here the search goes on into the next files, since a power cut may
 // bring back a head file whose removal was not yet durable while the files
 // after it also point below phyMin.
@@ -382,7 +382,10 @@ func (cq *consumeQueue) correctMinOffset(phyMin int64) {
 		b := mf.seg.View(0, mf.wrote.Load())
 		for pos := 0; pos+CQUnitSize <= len(b); pos += CQUnitSize {
 			u := DecodeUnit(b[pos:])
-			if u.valid() && u != blankUnit && u.CommitLogOffset >= phyMin {
+			// A unit that is not one is damage (the read path repairs
+			// it), not a removed record: stepping past it could skip
+			// the message it stands for.
+			if u != blankUnit && (!u.valid() || u.CommitLogOffset >= phyMin) {
 				cq.minLogicOffset.Store(mf.fileFromOffset + int64(pos))
 				return
 			}

@@ -176,7 +176,7 @@ func (s *Store) loadConsumeQueues() error {
 				return fmt.Errorf("%w: consume queue directory %s/%s/%s is not a queue id", ErrCorruptStore, consumeQueueDir, topic, id)
 			}
 			cq := s.newConsumeQueue(topic, int32(qid))
-			if err := cq.q.load(); err != nil {
+			if err := cq.q.load(s.cfg.Logger); err != nil {
 				return err
 			}
 			s.queues.add(cq)

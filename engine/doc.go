@@ -49,8 +49,11 @@
 // recovery then replays from the first CommitLog file). Then (recover.go):
 //
 //  1. Each ConsumeQueue walks its units from its third-from-last file and
-//     is cut after the last valid one. Without CommitLog files the queues
-//     are rebuilt (empty).
+//     is cut after the last valid one; after a clean Close (nothing can be
+//     torn) it ends at its last non-zero unit instead, so that a unit
+//     damaged while the store was stopped is not taken for the end
+//     (unitstartup.go). Without CommitLog files the queues are rebuilt
+//     (empty).
 //  2. The scan starts, after a clean Close, at the third-from-last
 //     CommitLog file; after a crash, at the last file whose first record
 //     is older than the checkpoint's minimum timestamp (min of the physic
@@ -86,7 +89,11 @@
 //     (rebuildintent.go), keeping the next offset of queues whose records
 //     retention deleted. After a clean Close the units past the recovered
 //     end are cut first and the reput service replays from that largest
-//     end (RocketMQ 4.5's reput start).
+//     end (RocketMQ 4.5's reput start). A clean start also checks the
+//     units it reads: one that is not a unit, points past the CommitLog's
+//     end or before the unit before it is rewritten from the CommitLog
+//     (ERROR, Health.UnitMismatches), and last units that do not match
+//     their records are cut and replayed (unitstartup.go).
 //  7. Each damaged record keeps its queue offset with a placeholder unit
 //     (damagedtail.go), each queue's next offset is taken from its
 //     ConsumeQueue and its minimum from the CommitLog's minimum.

@@ -27,11 +27,23 @@ type syncGate struct {
 	armed   atomic.Bool
 	entered chan struct{}
 	release chan error
-	writes  atomic.Int64 // CommitLog writes, armed or not
+
+	mu      sync.Mutex
+	writes  int64         // CommitLog writes, armed or not
+	written chan struct{} // closed (and replaced) at each write
 }
 
 func newSyncGate() *syncGate {
-	return &syncGate{entered: make(chan struct{}, 16), release: make(chan error)}
+	return &syncGate{entered: make(chan struct{}, 16), release: make(chan error), written: make(chan struct{})}
+}
+
+// wrote counts a CommitLog write and wakes waitWrites.
+func (g *syncGate) wrote() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.writes++
+	close(g.written)
+	g.written = make(chan struct{})
 }
 
 // gatedFS wraps an FS so that its CommitLog segments sync through a gate.
@@ -47,7 +59,7 @@ type gatedSeg struct {
 }
 
 func (s gatedSeg) WriteAt(p []byte, off int64) (int, error) {
-	s.g.writes.Add(1)
+	s.g.wrote()
 	return s.Segment.WriteAt(p, off)
 }
 
@@ -93,12 +105,19 @@ func goPut(ctx context.Context, s *engine.Store, body string) <-chan putOutcome 
 // every check that could refuse it).
 func waitWrites(t *testing.T, g *syncGate, n int64) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for g.writes.Load() < n {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d CommitLog writes, want %d", g.writes.Load(), n)
+	timeout := time.After(10 * time.Second)
+	for {
+		g.mu.Lock()
+		got, written := g.writes, g.written
+		g.mu.Unlock()
+		if got >= n {
+			return
 		}
-		time.Sleep(time.Millisecond)
+		select {
+		case <-written:
+		case <-timeout:
+			t.Fatalf("%d CommitLog writes, want %d", got, n)
+		}
 	}
 }
 
@@ -309,11 +328,9 @@ func TestSyncFlushDispatcherThatPuts(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	for s.MaxOffsetInQueue("b", 0) < 1 {
-		if ctx.Err() != nil {
-			t.Fatal("derived message never dispatched")
-		}
-		time.Sleep(time.Millisecond)
+	// The derived message is in the CommitLog once its put returned.
+	if err := s.WaitDispatched(ctx, s.CommitLog().MaxOffset()); err != nil || s.MaxOffsetInQueue("b", 0) < 1 {
+		t.Fatalf("derived message never dispatched: %v", err)
 	}
 	if err := s.Close(); err != nil {
 		t.Fatal(err)

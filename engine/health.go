@@ -55,8 +55,9 @@ type Health struct {
 	// skipped (see RecoveryReport.Damaged) and that are not repaired
 	// since (engineops.Ops.RepairDamaged).
 	DamagedRecords int
-	// UnitMismatches counts the ConsumeQueue units GetMessage found not
-	// to match the CommitLog record they point at (damaged queue files);
+	// UnitMismatches counts the ConsumeQueue units GetMessage or a clean
+	// start found not to match the CommitLog record they point at
+	// (damaged queue files);
 	// none is ever served. UnitsRepaired counts those rewritten from the
 	// CommitLog, UnitsLost those whose record it does not hold (pulls
 	// step over them).

@@ -96,7 +96,8 @@ func TestDispatchFailureRefusesPutsAndResumes(t *testing.T) {
 	if h := s.Health(); h.Writable || h.DispatchErrors == 0 || !h.DiskFull || h.DiskFullErrors == 0 {
 		t.Fatalf("health while failing for lack of space: %+v (want not writable, disk full, both counters up)", h)
 	}
-	time.Sleep(1500 * time.Millisecond) // at least one retry
+	failures := s.Health().DispatchErrors
+	waitUntil(t, "a retry of the dispatch", func() bool { return s.Health().DispatchErrors > failures })
 	if n := logs.count("level=ERROR"); n != 1 {
 		t.Fatalf("%d ERROR lines while dispatch fails, want exactly 1:\n%s", n, logs.b.String())
 	}

@@ -3,6 +3,7 @@ package engine
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"path"
 	"strings"
 	"sync"
@@ -92,16 +93,21 @@ func (q *mappedFileQueue) snapshot() []*mappedFile { return *q.files.Load() }
 // FileSize returns the size of each file.
 func (q *mappedFileQueue) FileSize() int64 { return q.fileSize }
 
-// load opens the existing files of the directory, sorted by name. Every file
-// must have the queue's size and a 20-digit name; the files must be
-// contiguous. Positions are set to the file size; recovery fixes them.
-func (q *mappedFileQueue) load() error {
-	names, err := q.fs.List(q.dir)
+// load opens the existing segments of the directory, sorted by name. Every
+// segment must have the queue's size; the segments must be contiguous.
+// Files with other names are left alone and reported to log
+// (listQueueFiles). Positions are set to the file size; recovery fixes them.
+func (q *mappedFileQueue) load(log *slog.Logger) error {
+	names, err := listQueueFiles(q.fs, q.dir, log)
 	if errors.Is(err, backend.ErrNotExist) {
 		return nil
 	}
 	if err != nil {
 		return fmt.Errorf("list %s: %w", q.dir, err)
+	}
+	tail, err := q.shortTail(names)
+	if err != nil {
+		return err
 	}
 	var files []*mappedFile
 	closeAll := func() {
@@ -123,7 +129,7 @@ func (q *mappedFileQueue) load() error {
 			closeAll()
 			return fmt.Errorf("%s: %w", q.dir, err)
 		}
-		if i == len(names)-1 {
+		if i >= tail {
 			if err := q.padShortTail(n); err != nil {
 				closeAll()
 				return err
@@ -145,6 +151,35 @@ func (q *mappedFileQueue) load() error {
 	}
 	q.files.Store(&files)
 	return nil
+}
+
+// shortTail returns the index in names of the first of the files that
+// end the queue shorter than the queue's file size (len(names) when the
+// last file is full). A power cut can leave more than one: a file's size
+// is made durable by its first sync, so every file created since the last
+// sync of the queue (a ConsumeQueue that filled a file between two
+// flushes, an ASYNC_FLUSH CommitLog that filled one between two flushes
+// and the next file its allocator made) may come back empty. Such files
+// hold nothing synced beyond their bytes and are padded like a short last
+// file. A short file followed by a full one is not a cut's doing:
+// checkNext refuses it.
+func (q *mappedFileQueue) shortTail(names []string) (int, error) {
+	tail := len(names)
+	for i := len(names) - 1; i >= 0; i-- {
+		if strings.HasSuffix(names[i], padSuffix) {
+			continue
+		}
+		p := path.Join(q.dir, names[i])
+		size, err := q.fs.Stat(p)
+		if err != nil {
+			return 0, fmt.Errorf("stat %s: %w", p, err)
+		}
+		if size >= q.fileSize {
+			break
+		}
+		tail = i
+	}
+	return tail, nil
 }
 
 // padSuffix names the copy made while padding a short last file.

@@ -45,6 +45,10 @@ type RecoveryReport struct {
 
 	// revivedHead holds all-zero head files skipped by the scan.
 	revivedHead []DamagedRange
+	// unitSuspects and cutTails are the damaged units a clean start
+	// found (unitstartup.go), repaired once the replay has run.
+	unitSuspects []queueIndex
+	cutTails     []cutTail
 	// lastStoreTimestamp is the store time of the last record the scan
 	// checked (0: none).
 	lastStoreTimestamp int64
@@ -84,7 +88,12 @@ func (s *Store) recover(lastExitOK, cpValid bool) error {
 	if len(r.PaddedFiles) > 0 {
 		s.cfg.Logger.Warn("short last files padded to the file size", "files", r.PaddedFiles)
 	}
-	if err := s.queues.all(func(cq *consumeQueue) error { return cq.recover() }); err != nil {
+	if err := s.queues.all(func(cq *consumeQueue) error {
+		if lastExitOK && !s.cfg.hooks.NoStartupUnitCheck {
+			return cq.recoverAfterCleanExit()
+		}
+		return cq.recover()
+	}); err != nil {
 		return err
 	}
 	files := s.commitLog.q.snapshot()
@@ -142,11 +151,20 @@ func (s *Store) recover(lastExitOK, cpValid bool) error {
 		s.reput.SetReputFrom(end)
 		return s.recoverTopicQueueTable()
 	}
-	// Units for records past the end are gone.
-	if err := s.queues.all(func(cq *consumeQueue) error { return cq.truncateDirtyLogicFiles(end, s.unitCheck(cq)) }); err != nil {
+	// Units for records past the end are gone; damaged units are found
+	// (unitstartup.go).
+	if err := s.queues.all(func(cq *consumeQueue) error {
+		if s.cfg.hooks.NoStartupUnitCheck {
+			return cq.truncateDirtyLogicFiles(end, nil)
+		}
+		return s.checkUnitsAfterCleanExit(cq, end)
+	}); err != nil {
 		return err
 	}
-	return s.redispatch()
+	if err := s.redispatch(); err != nil {
+		return err
+	}
+	return s.repairStartupDamage()
 }
 
 // rewriteCheckpoint replaces a missing or garbage checkpoint once recovery
@@ -358,7 +376,7 @@ func (s *Store) redispatch() error {
 			from = max(from, cq.MaxPhysicOffset())
 			return nil
 		})
-		from = min(from, s.recovery.CommitLogEnd)
+		from = s.replayFromCutTails(min(from, s.recovery.CommitLogEnd))
 	}
 	s.reput.SetReputFrom(from)
 	n, err := s.reput.DoReput()

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"path"
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -130,7 +129,7 @@ func (s *Store) open(dispatchers []dispatch.Dispatcher) error {
 	s.commitLog.q.noTailZeroing = s.cfg.hooks.NoTailZeroing
 	s.commitLog.q.noRedirty = s.cfg.hooks.NoRedirty
 	s.commitLog.q.releaseFaults = &s.health.release
-	if err := s.commitLog.q.load(); err != nil {
+	if err := s.commitLog.q.load(s.cfg.Logger); err != nil {
 		return err
 	}
 	if err := s.loadConsumeQueues(); err != nil {
@@ -227,10 +226,10 @@ func (s *Store) detectFileSizes() error {
 		want = 0
 	}
 	size, where, err := s.existingFileSize(commitLogDir, want)
-	if err != nil || size < 0 {
+	if err != nil {
 		return err
 	}
-	if size != s.cfg.CommitLogFileSize {
+	if size >= 0 && size != s.cfg.CommitLogFileSize {
 		if explicit := s.cfg.CommitLogFileSize != DefaultCommitLogFileSize; explicit {
 			return fmt.Errorf("%w: commitlog file %s is %d bytes, config says %d", ErrCorruptStore, where, size, s.cfg.CommitLogFileSize)
 		}
@@ -285,28 +284,38 @@ func (s *Store) detectConsumeQueueFileSize() error {
 	return nil
 }
 
-// existingFileSize returns the size of the first file in dir and its path,
-// or -1 when dir holds no file. A lone file shorter than want (the size
-// the config gives) counts as want: it is the last file, truncated, and
-// load pads it.
+// existingFileSize returns the size of the first non-empty segment in dir
+// and its path, or -1 when dir holds none (names the store does not write
+// are skipped; load warns about them). Empty segments say nothing of the
+// size: they are new files whose preallocation a power cut took back
+// before any sync (the name reached the disk, the size did not), and load
+// pads them to the configured size (mappedFileQueue.shortTail). A last
+// segment shorter than want (the size the config gives) counts as want:
+// it is truncated, and load pads it.
 func (s *Store) existingFileSize(dir string, want int64) (int64, string, error) {
 	names, err := s.fs.List(dir)
 	if err != nil {
 		return -1, "", nil
 	}
-	names = slices.DeleteFunc(names, func(n string) bool { return strings.HasSuffix(n, padSuffix) })
+	names = slices.DeleteFunc(names, func(n string) bool { return !isSegmentName(n) })
 	if len(names) == 0 {
 		return -1, "", nil
 	}
-	p := path.Join(dir, names[0])
-	size, err := s.fs.Stat(p)
-	if err != nil {
-		return -1, p, fmt.Errorf("stat %s: %w", p, err)
+	for i, n := range names {
+		p := path.Join(dir, n)
+		size, err := s.fs.Stat(p)
+		if err != nil {
+			return -1, p, fmt.Errorf("stat %s: %w", p, err)
+		}
+		switch {
+		case size == 0:
+			continue
+		case i == len(names)-1 && size < want:
+			return want, p, nil
+		}
+		return size, p, nil
 	}
-	if len(names) == 1 && size < want {
-		return want, p, nil
-	}
-	return size, p, nil
+	return -1, "", nil
 }
 
 func (s *Store) markRunning() error {

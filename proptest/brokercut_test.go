@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rocketstore/rocketstore/internal/brokerops"
 	"github.com/rocketstore/rocketstore/internal/engineops"
 	"github.com/rocketstore/rocketstore/record"
 
@@ -132,7 +133,7 @@ func brokerCutCase(seed uint64) error {
 	fs.Freeze() // the power cut
 	close(run.stop)
 	run.wg.Wait()
-	b.Abandon()
+	brokerops.Abandon(b)
 	img := fs.Crash(crashsim.NewRandomChooser(seed, 50, 20))
 	rfs, err := crashsim.New(img, crashsim.Options{})
 	if err != nil {

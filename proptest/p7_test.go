@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rocketstore/rocketstore/internal/brokerops"
 	"github.com/rocketstore/rocketstore/internal/engineops"
 
 	"github.com/spf13/afero"
@@ -136,7 +137,7 @@ func (m *p7) deliver(t *rapid.T) {
 // powerCut abandons the broker, reopens it on the durable image and
 // checks P7.
 func (m *p7) powerCut(t *rapid.T) {
-	m.b.Abandon()
+	brokerops.Abandon(m.b)
 	m.open(t)
 	m.checkOffsets(t)
 	m.persisted = m.b.Offsets().Table()

@@ -26,13 +26,11 @@ import (
 // defaultInvisibleTimeMills, 60 s, and is not renewed by the server: a
 // message consumed for longer is delivered again.
 const (
-	minReceiveInvisible  = time.Second
-	maxInvisible         = 12 * time.Hour
-	autoRenewInvisible   = 60 * time.Second
-	maxReceiveBatch      = 32
-	minLongPolling       = 5 * time.Millisecond
-	receivePollInterval  = 20 * time.Millisecond
-	receivePollMaxPeriod = 200 * time.Millisecond
+	minReceiveInvisible = time.Second
+	maxInvisible        = 12 * time.Hour
+	autoRenewInvisible  = 60 * time.Second
+	maxReceiveBatch     = 32
+	minLongPolling      = 5 * time.Millisecond
 )
 
 // receiveTarget checks a consumer request's topic and group and returns
@@ -83,8 +81,7 @@ func messageFilter(fe *rmqpb.FilterExpression) (record.MessageFilter, *rmqpb.Sta
 // group (any queue, or the one named), each with its receipt handle and
 // delivery attempt, and marks them invisible for the request's invisible
 // duration. With nothing to deliver it waits up to the long polling
-// timeout, checking again as messages arrive or invisible times end (it
-// polls the pop state, every 20 ms at first and at most every 200 ms).
+// timeout, woken as messages arrive or invisible times end.
 // The answer is the status, the messages, then the delivery time; no
 // message is MESSAGE_NOT_FOUND, as RocketMQ's proxy answers.
 func (p *Proxy) ReceiveMessage(req *rmqpb.ReceiveMessageRequest, stream grpc.ServerStreamingServer[rmqpb.ReceiveMessageResponse]) error {
@@ -119,7 +116,7 @@ func (p *Proxy) ReceiveMessage(req *rmqpb.ReceiveMessageRequest, stream grpc.Ser
 		qid = pop.AllQueues
 	}
 	pr := pop.ReceiveRequest{Group: group, Topic: topic, QueueID: qid, Filter: f, Max: batch,
-		InvisibleTime: invisible, FIFO: p.topicFIFO(tc)}
+		InvisibleTime: invisible, FIFO: topicFIFO(tc)}
 	wait := min(max(req.GetLongPollingTimeout().AsDuration(), minLongPolling), consumerMaxLongPolling)
 	msgs, err := p.receive(ctx, pr, wait)
 	if err != nil {
@@ -146,31 +143,26 @@ func (p *Proxy) ReceiveMessage(req *rmqpb.ReceiveMessageRequest, stream grpc.Ser
 		DeliveryTimestamp: timestamppb.New(p.cfg.Now())}})
 }
 
-// receive pops, waiting up to wait for something to deliver.
+// receive pops, waiting up to wait for something to deliver: the pop
+// service's long polling, woken by an arrival on the topic or by the end
+// of an in-flight message's invisible time. A client that leaves or a
+// proxy that stops ends the wait with nothing received.
 func (p *Proxy) receive(ctx context.Context, pr pop.ReceiveRequest, wait time.Duration) ([]pop.Message, error) {
-	deadline := time.NewTimer(wait)
-	defer deadline.Stop()
-	period := receivePollInterval
-	for {
-		msgs, err := p.b.Pop().Receive(ctx, pr)
-		if err != nil || len(msgs) > 0 {
-			return msgs, err
-		}
-		t := time.NewTimer(period)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
 		select {
-		case <-t.C:
-		case <-deadline.C:
-			t.Stop()
-			return nil, nil
-		case <-ctx.Done():
-			t.Stop()
-			return nil, nil
 		case <-p.clients.stop:
-			t.Stop()
-			return nil, nil
+			cancel()
+		case <-ctx.Done():
 		}
-		period = min(2*period, receivePollMaxPeriod)
+	}()
+	pr.PollTime = wait
+	msgs, err := p.b.Pop().Receive(ctx, pr)
+	if err != nil && ctx.Err() != nil {
+		return nil, nil
 	}
+	return msgs, err
 }
 
 // unsend makes messages whose delivery failed on the wire visible again
@@ -286,27 +278,13 @@ func (p *Proxy) ForwardMessageToDeadLetterQueue(ctx context.Context, req *rmqpb.
 	return &rmqpb.ForwardMessageToDeadLetterQueueResponse{Status: okStatus}, nil
 }
 
-// topicFIFO reports whether a topic delivers message groups in order to
-// pop consumers: an ordered topic (updateTopic -o). RocketMQ 5.x asks for
-// a FIFO topic and a group with consumeMessageOrderly; rocketstore's
-// topics and groups carry neither attribute, and the topic's order flag
-// stands for both.
-func (p *Proxy) topicFIFO(tc config.TopicConfig) bool { return tc.Order }
-
 // groupFIFO reports whether any topic the group's consumers subscribe is
 // FIFO: the fifo flag of the settings the server issues.
 func (p *Proxy) groupFIFO(topics ...string) bool {
 	for _, t := range topics {
-		if tc, ok := p.topicConfig(t); ok && p.topicFIFO(tc) {
+		if tc, ok := p.topicConfig(t); ok && topicFIFO(tc) {
 			return true
 		}
 	}
 	return false
-}
-
-// acceptTypes are the message types a topic accepts: all of them, as a
-// RocketMQ 5.x topic of type MIXED (rocketstore's topics have no
-// message.type attribute).
-func (p *Proxy) acceptTypes(config.TopicConfig) []rmqpb.MessageType {
-	return []rmqpb.MessageType{rmqpb.MessageType_NORMAL, rmqpb.MessageType_FIFO, rmqpb.MessageType_DELAY, rmqpb.MessageType_TRANSACTION}
 }

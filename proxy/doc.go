@@ -12,10 +12,9 @@
 // → TOO_MANY_REQUESTS, a queue without the needed permission → FORBIDDEN,
 // an ACL refusal → UNAUTHORIZED).
 //
-// Differences from RocketMQ 5.x: a delivery timestamp is mapped to the
-// smallest delay level that is not earlier (the proxy's useDelayLevel
-// mode; there is no timer wheel), so RecallMessage and the lite-topic
-// calls answer UNSUPPORTED.
+// A delivery timestamp makes a timer message (the broker's timer wheel),
+// which RecallMessage cancels by the handle its send answered. Difference
+// from RocketMQ 5.x: the lite-topic calls answer UNSUPPORTED.
 //
 // ACL: the 5.x request signature (metadata authorization "MQv2-HMAC-SHA1
 // Credential=AK, SignedHeaders=x-mq-date-time, Signature=HEX") is checked

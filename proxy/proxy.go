@@ -50,6 +50,11 @@ type Config struct {
 	FallbackChecker transaction.Checker
 	// Now is the clock (time.Now when nil).
 	Now func() time.Time
+	// LeaderEndpoint returns the gRPC endpoint ("ip:port") of the
+	// replicated broker group's leader, which QueryRoute and
+	// QueryAssignment advertise so that clients send and receive there
+	// (nil, "" or unparsable: this proxy's own address).
+	LeaderEndpoint func() string
 }
 
 // Proxy serves MessagingService for one broker.
@@ -127,17 +132,28 @@ func (p *Proxy) setEndpoint(a net.Addr) {
 			ap = netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), ap.Port())
 		}
 	}
-	scheme := rmqpb.AddressScheme_IPv4
-	if ap.Addr().Unmap().Is6() {
-		scheme = rmqpb.AddressScheme_IPv6
-	}
-	e := &rmqpb.Endpoints{Scheme: scheme, Addresses: []*rmqpb.Address{{Host: ap.Addr().Unmap().String(), Port: int32(ap.Port())}}}
+	e := endpointsOf(ap)
 	p.mu.Lock()
 	p.endpoint = e
 	p.mu.Unlock()
 }
 
+func endpointsOf(ap netip.AddrPort) *rmqpb.Endpoints {
+	scheme := rmqpb.AddressScheme_IPv4
+	if ap.Addr().Unmap().Is6() {
+		scheme = rmqpb.AddressScheme_IPv6
+	}
+	return &rmqpb.Endpoints{Scheme: scheme, Addresses: []*rmqpb.Address{{Host: ap.Addr().Unmap().String(), Port: int32(ap.Port())}}}
+}
+
+// endpoints is the address routes advertise: the group's leader's when
+// it is known, else this proxy's.
 func (p *Proxy) endpoints() *rmqpb.Endpoints {
+	if p.cfg.LeaderEndpoint != nil {
+		if ap, err := netip.ParseAddrPort(p.cfg.LeaderEndpoint()); err == nil {
+			return endpointsOf(ap)
+		}
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.endpoint

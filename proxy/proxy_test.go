@@ -47,7 +47,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 
 type env struct {
-	t    *testing.T
+	t    testing.TB
 	b    *broker.Broker
 	p    *proxy.Proxy
 	addr string
@@ -56,7 +56,7 @@ type env struct {
 
 // newEnv serves a broker on an in-memory store through a proxy on
 // 127.0.0.1:0 and dials it (plaintext unless dial options are given).
-func newEnv(t *testing.T, mod func(*proxy.Config), dial ...grpc.DialOption) *env {
+func newEnv(t testing.TB, mod func(*proxy.Config), dial ...grpc.DialOption) *env {
 	t.Helper()
 	b, err := broker.Open(memfs.New(afero.NewMemMapFs()), broker.Config{
 		Store: engine.Config{CommitLogFileSize: 1 << 20, ConsumeQueueUnits: 1000, Logger: quiet},
@@ -98,6 +98,8 @@ func newEnv(t *testing.T, mod func(*proxy.Config), dial ...grpc.DialOption) *env
 	for _, tc := range []config.TopicConfig{
 		{TopicName: "T", ReadQueueNums: 2, WriteQueueNums: 2, Perm: record.PermRead | record.PermWrite},
 		{TopicName: "ReadOnly", ReadQueueNums: 2, WriteQueueNums: 2, Perm: record.PermRead},
+		typedTopic("Fifo", config.MessageTypeFIFO), typedTopic("Delay", config.MessageTypeDelay),
+		typedTopic("Tx", config.MessageTypeTransaction), typedTopic("Mixed", config.MessageTypeMixed),
 	} {
 		if err := b.Topics().Update(tc); err != nil {
 			t.Fatal(err)
@@ -106,7 +108,13 @@ func newEnv(t *testing.T, mod func(*proxy.Config), dial ...grpc.DialOption) *env
 	return &env{t: t, b: b, p: p, addr: ln.Addr().String(), cl: rmqpb.NewMessagingServiceClient(conn)}
 }
 
-func ctxT(t *testing.T) context.Context {
+// typedTopic is a read-write topic of two queues with a message.type.
+func typedTopic(name string, typ config.MessageType) config.TopicConfig {
+	return config.TopicConfig{TopicName: name, ReadQueueNums: 2, WriteQueueNums: 2, Perm: record.PermRead | record.PermWrite,
+		Attributes: map[string]string{config.AttrMessageType: string(typ)}}
+}
+
+func ctxT(t testing.TB) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	t.Cleanup(cancel)
 	return metadata.AppendToOutgoingContext(ctx, "x-mq-client-id", "test-client")
@@ -285,7 +293,7 @@ func TestSendAndPull(t *testing.T) {
 func TestTransaction(t *testing.T) {
 	e := newEnv(t, nil)
 	ctx := ctxT(t)
-	m := msg("T", "TX1")
+	m := msg("Tx", "TX1")
 	m.SystemProperties.MessageType = rmqpb.MessageType_TRANSACTION
 	m.SystemProperties.QueueId = 0
 	r := send(t, ctx, e.cl, m)
@@ -293,11 +301,11 @@ func TestTransaction(t *testing.T) {
 	if r.GetStatus().GetCode() != rmqpb.Code_OK || txid == "" {
 		t.Fatalf("transactional send: %v", r)
 	}
-	if n := e.b.Store().MaxOffsetInQueue("T", 0); n != 0 {
+	if n := e.b.Store().MaxOffsetInQueue("Tx", 0); n != 0 {
 		t.Fatalf("the half message is visible: max offset %d", n)
 	}
 	end := func(id, txid string) rmqpb.Code {
-		r, err := e.cl.EndTransaction(ctx, &rmqpb.EndTransactionRequest{Topic: &rmqpb.Resource{Name: "T"}, MessageId: id,
+		r, err := e.cl.EndTransaction(ctx, &rmqpb.EndTransactionRequest{Topic: &rmqpb.Resource{Name: "Tx"}, MessageId: id,
 			TransactionId: txid, Resolution: rmqpb.TransactionResolution_COMMIT})
 		if err != nil {
 			t.Fatal(err)
@@ -314,7 +322,7 @@ func TestTransaction(t *testing.T) {
 		t.Fatalf("commit: %s", c)
 	}
 	deadline := time.Now().Add(5 * time.Second)
-	for e.b.Store().MaxOffsetInQueue("T", 0) != 1 {
+	for e.b.Store().MaxOffsetInQueue("Tx", 0) != 1 {
 		if time.Now().After(deadline) {
 			t.Fatal("the committed message did not reach its queue")
 		}
@@ -325,9 +333,6 @@ func TestTransaction(t *testing.T) {
 func TestUnsupported(t *testing.T) {
 	e := newEnv(t, nil)
 	ctx := ctxT(t)
-	if r, _ := e.cl.RecallMessage(ctx, &rmqpb.RecallMessageRequest{Topic: &rmqpb.Resource{Name: "T"}, RecallHandle: "x"}); r.GetStatus().GetCode() != rmqpb.Code_UNSUPPORTED {
-		t.Errorf("recall: %v", r)
-	}
 	if r, _ := e.cl.SyncLiteSubscription(ctx, &rmqpb.SyncLiteSubscriptionRequest{}); r.GetStatus().GetCode() != rmqpb.Code_UNSUPPORTED {
 		t.Errorf("lite subscription: %v", r)
 	}

@@ -43,7 +43,7 @@ func (p *Proxy) QueryRoute(ctx context.Context, req *rmqpb.QueryRouteRequest) (*
 	if !ok {
 		return &rmqpb.QueryRouteResponse{Status: status(rmqpb.Code_TOPIC_NOT_FOUND, "topic "+topic+" does not exist")}, nil
 	}
-	types := p.acceptTypes(tc)
+	types := acceptTypes(tc)
 	b := p.broker()
 	var mqs []*rmqpb.MessageQueue
 	add := func(n int, perm rmqpb.Permission) {
@@ -93,7 +93,7 @@ func (p *Proxy) QueryAssignment(ctx context.Context, req *rmqpb.QueryAssignmentR
 	}
 	b := p.broker()
 	var as []*rmqpb.Assignment
-	if p.topicFIFO(tc) {
+	if topicFIFO(tc) {
 		for i := range tc.ReadQueueNums {
 			as = append(as, &rmqpb.Assignment{MessageQueue: &rmqpb.MessageQueue{Topic: req.GetTopic(), Id: int32(i),
 				Permission: permission(tc.Perm), Broker: b}})

@@ -5,7 +5,6 @@ import (
 	"math/rand/v2"
 	"strconv"
 	"strings"
-	"time"
 	"unicode"
 
 	"github.com/rocketstore/rocketstore/acl"
@@ -39,7 +38,7 @@ var systemProperties = map[string]bool{
 // SendMessage stores each message of the request as a 4.x send would:
 // the 5.x system properties become RocketMQ's message properties (tag,
 // keys, message id as UNIQ_KEY, message group as __SHARDINGKEY, a
-// delivery timestamp as the delay level not earlier than it), the
+// delivery timestamp as a timer message's TIMER_DELIVER_MS), the
 // producer group is the topic (as RocketMQ's proxy does, for the
 // transaction check-back), and a transactional message is stored as a
 // half message whose transaction id is its offset message id.
@@ -61,8 +60,15 @@ func (p *Proxy) SendMessage(ctx context.Context, req *rmqpb.SendMessageRequest) 
 	}
 	entries := make([]*rmqpb.SendResultEntry, 0, len(msgs))
 	codes := map[rmqpb.Code]bool{}
-	for _, m := range msgs {
-		e := p.sendOne(ctx, m, topic, tc.WriteQueueNums, infoFrom(ctx))
+	ci := infoFrom(ctx)
+	for i, m := range msgs {
+		sr, st := p.sendRequest(m, topic, tc.WriteQueueNums)
+		if i == 0 && st == nil {
+			if st := checkMessageType(tc, []byte(sr.Properties)); st != nil {
+				return &rmqpb.SendMessageResponse{Status: st}, nil
+			}
+		}
+		e := p.sendOne(ctx, m, sr, st, ci)
 		entries = append(entries, e)
 		codes[e.GetStatus().GetCode()] = true
 	}
@@ -75,9 +81,9 @@ func (p *Proxy) SendMessage(ctx context.Context, req *rmqpb.SendMessageRequest) 
 	return resp, nil
 }
 
-// sendOne validates and stores one message.
-func (p *Proxy) sendOne(ctx context.Context, m *rmqpb.Message, topic string, writeQueues int, ci *callInfo) *rmqpb.SendResultEntry {
-	sr, st := p.sendRequest(m, topic, writeQueues)
+// sendOne stores one message from its send request, or answers the
+// status that refused the message.
+func (p *Proxy) sendOne(ctx context.Context, m *rmqpb.Message, sr *broker.SendRequest, st *rmqpb.Status, ci *callInfo) *rmqpb.SendResultEntry {
 	if st != nil {
 		return &rmqpb.SendResultEntry{Status: st}
 	}
@@ -86,7 +92,8 @@ func (p *Proxy) sendOne(ctx context.Context, m *rmqpb.Message, topic string, wri
 	if res.Code != broker.Success {
 		return &rmqpb.SendResultEntry{Status: brokerStatus(res.Code, res.Remark)}
 	}
-	e := &rmqpb.SendResultEntry{Status: okStatus, MessageId: m.GetSystemProperties().GetMessageId(), Offset: res.QueueOffset}
+	e := &rmqpb.SendResultEntry{Status: okStatus, MessageId: m.GetSystemProperties().GetMessageId(), Offset: res.QueueOffset,
+		RecallHandle: res.RecallHandle}
 	if m.GetSystemProperties().GetMessageType() == rmqpb.MessageType_TRANSACTION {
 		e.TransactionId = res.MsgID
 	}
@@ -155,9 +162,9 @@ func (p *Proxy) sendRequest(m *rmqpb.Message, topic string, writeQueues int) (*b
 		props[propTraceContext] = tc
 	}
 	if dt := sp.GetDeliveryTimestamp(); dt != nil {
-		ms := dt.AsTime().UnixMilli()
-		props[record.PropertyDelayTimeLevel] = strconv.Itoa(p.delayLevel(ms))
-		props[propTimerDeliver] = strconv.FormatInt(ms, 10)
+		// A timer message: the broker holds it in its timer store until
+		// then (broker/timer), to the timerPrecisionMs.
+		props[propTimerDeliver] = strconv.FormatInt(dt.AsTime().UnixMilli(), 10)
 	}
 	born := p.cfg.Now().UnixMilli()
 	if bt := sp.GetBornTimestamp(); bt != nil && bt.IsValid() {
@@ -169,20 +176,6 @@ func (p *Proxy) sendRequest(m *rmqpb.Message, topic string, writeQueues int) (*b
 	}
 	return &broker.SendRequest{ProducerGroup: topic, Topic: topic, QueueID: qid, SysFlag: sysFlag, BornTimestamp: born,
 		Properties: string(record.AppendProperties(nil, props)), ReconsumeTimes: sp.GetDeliveryAttempt(), Body: m.GetBody()}, nil
-}
-
-// delayLevel is ProxyConfig.computeDelayLevel: the first level whose
-// delay is longer than the time left until deliverAt (the last level when
-// none is).
-func (p *Proxy) delayLevel(deliverAtMs int64) int {
-	left := time.Duration(deliverAtMs-p.cfg.Now().UnixMilli()) * time.Millisecond
-	levels := p.b.Store().Config().DelayLevels
-	for i, d := range levels {
-		if d > left {
-			return i + 1
-		}
-	}
-	return len(levels)
 }
 
 func hasControl(s string) bool {

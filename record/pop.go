@@ -9,13 +9,6 @@ const (
 	// PropertyShardingKey holds a FIFO message's message group
 	// (MessageConst.PROPERTY_SHARDING_KEY, which 5.x clients set).
 	PropertyShardingKey = "__SHARDINGKEY"
-	// PropertyTimerDeliverMS is the delivery time of a 5.x delayed
-	// message, in ms since the epoch (MessageConst.PROPERTY_TIMER_DELIVER_MS).
-	PropertyTimerDeliverMS = "TIMER_DELIVER_MS"
-	// PropertyTimerDelaySec and PropertyTimerDelayMS are the other two
-	// forms of a 5.x timer delay (seconds or ms from now).
-	PropertyTimerDelaySec = "TIMER_DELAY_SEC"
-	PropertyTimerDelayMS  = "TIMER_DELAY_MS"
 )
 
 // ReviveTopic returns the revive topic of a cluster.

@@ -17,6 +17,7 @@ const (
 	CodeUnregisterClient           int32 = 35
 	CodeConsumerSendMsgBack        int32 = 36
 	CodeEndTransaction             int32 = 37
+	CodeRecallMessage              int32 = 370 // RocketMQ 5.x: cancel a timer message
 	CodeGetConsumerListByGroup     int32 = 38
 	CodeCheckTransactionState      int32 = 39
 	CodeNotifyConsumerIDsChanged   int32 = 40

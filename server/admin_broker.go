@@ -39,7 +39,8 @@ func adminBody(req *remoting.RemotingCommand, v any) (*remoting.RemotingCommand,
 func (s *Server) RuntimeInfo() map[string]string {
 	now := s.cfg.Now()
 	st := s.b.Store()
-	_, _, putTotal, getTotal := s.rates(10 * time.Second)
+	putTotal, getTotal := s.b.Stats().Totals()
+	morning, yesterday := s.mornings()
 	m := map[string]string{
 		"brokerVersionDesc":               BrokerVersionDesc,
 		"brokerVersion":                   strconv.Itoa(BrokerVersion),
@@ -48,10 +49,10 @@ func (s *Server) RuntimeInfo() map[string]string {
 		"startAcceptSendRequestTimeStamp": "0",
 		"msgPutTotalTodayNow":             strconv.FormatInt(putTotal, 10),
 		"msgGetTotalTodayNow":             strconv.FormatInt(getTotal, 10),
-		"msgPutTotalTodayMorning":         "0",
-		"msgGetTotalTodayMorning":         "0",
-		"msgPutTotalYesterdayMorning":     "0",
-		"msgGetTotalYesterdayMorning":     "0",
+		"msgPutTotalTodayMorning":         strconv.FormatInt(morning.put, 10),
+		"msgGetTotalTodayMorning":         strconv.FormatInt(morning.got, 10),
+		"msgPutTotalYesterdayMorning":     strconv.FormatInt(yesterday.put, 10),
+		"msgGetTotalYesterdayMorning":     strconv.FormatInt(yesterday.got, 10),
 		"putTps":                          tpsTriple(func(d time.Duration) float64 { p, _, _, _ := s.rates(d); return p }),
 		"getTransferedTps":                tpsTriple(func(d time.Duration) float64 { _, g, _, _ := s.rates(d); return g }),
 		"getTotalTps":                     tpsTriple(func(d time.Duration) float64 { _, g, _, _ := s.rates(d); return g }),

@@ -109,9 +109,6 @@ func (s *Server) producerConnections(group string) ([]admin.Connection, bool) {
 	return s.producers.connections(group)
 }
 
-// ProducerGroups returns the producer groups with an online client, sorted.
-func (s *Server) ProducerGroups() []string { return s.producers.groupNames() }
-
 // ConsumerGroupsOnline returns the consumer groups with an online client, sorted.
 func (s *Server) ConsumerGroupsOnline() []string {
 	r := s.clients

@@ -10,11 +10,13 @@ import (
 )
 
 // Statistics for GET_BROKER_RUNTIME_INFO (28), VIEW_BROKER_STATS_DATA
-// (315) and the console. rocketstore counts no operations on its send and
-// pull paths; the counts are read from state the broker keeps anyway, once
-// a second: messages put are the sum of the queues' max offsets, and
-// messages got (consumed) the sum of the committed consumer offsets. A
-// rate is the difference of two samples over their distance in time.
+// (315) and the console. The counts are the broker's counters
+// (broker.Stats: messages stored by sends, messages delivered by pulls and
+// pop receives), sampled once a second; a rate is the difference of two
+// samples over their distance in time. At each local midnight the totals
+// are recorded as the day's morning values, as RocketMQ's BrokerStats
+// records them (msgPutTotalTodayMorning, ...): before the first midnight
+// they are 0, so "today" is since the broker started.
 
 // Stats names of VIEW_BROKER_STATS_DATA (BrokerStatsManager's).
 const (
@@ -86,6 +88,24 @@ type statsTable struct {
 	mu     sync.Mutex
 	series map[string]*series
 	boot   time.Time
+
+	// day is the local date of the last sample; the mornings are the
+	// broker totals at the last two midnights.
+	day                       string
+	morning, yesterdayMorning dayTotals
+}
+
+// dayTotals are the broker's message totals at a moment.
+type dayTotals struct{ put, got int64 }
+
+// recordMorning rotates the mornings when the local date changed since
+// the last sample (RocketMQ's BrokerStats.record, run at midnight).
+func (t *statsTable) recordMorning(now time.Time, totals dayTotals) {
+	day := now.Format(time.DateOnly)
+	if t.day != "" && t.day != day {
+		t.yesterdayMorning, t.morning = t.morning, totals
+	}
+	t.day = day
 }
 
 func newStatsTable(boot time.Time) *statsTable {
@@ -102,33 +122,23 @@ func (s *Server) sampleStats() {
 	if s.b == nil { // name-server-only role: no store to sample
 		return
 	}
-	at := s.cfg.Now().UnixMilli()
+	now := s.cfg.Now()
+	at := now.UnixMilli()
 	counts := map[string]int64{}
-	var put, got int64
-	st := s.b.Store()
-	for topic, qids := range st.Topics() {
-		var n int64
-		for _, q := range qids {
-			n += st.MaxOffsetInQueue(topic, q)
-		}
+	bs := s.b.Stats()
+	for topic, n := range bs.TopicPuts() {
 		counts[statsTopicPutNums+"@"+topic] = n
-		put += n
 	}
-	for k, q := range s.b.Offsets().Table() {
-		var n int64
-		for _, off := range q {
-			if off > 0 {
-				n += off
-			}
-		}
+	for k, n := range bs.GroupGets() {
 		counts[statsGroupGetNums+"@"+k] = n
-		got += n
 	}
+	put, got := bs.Totals()
 	counts[statsBrokerPutNums+"@"+s.cfg.ClusterName] = put
 	counts[statsBrokerGetNums+"@"+s.cfg.ClusterName] = got
 	t := s.stats
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	t.recordMorning(now, dayTotals{put, got})
 	for k, v := range counts {
 		sr := t.series[k]
 		if sr == nil {
@@ -190,7 +200,7 @@ func (s *Server) brokerStatsData(name, key string) (admin.BrokerStatsData, bool)
 }
 
 // rates returns the put and get rates over d (messages per second) and
-// the totals.
+// the totals of the last sample.
 func (s *Server) rates(d time.Duration) (putTps, getTps float64, putTotal, getTotal int64) {
 	t := s.stats
 	t.mu.Lock()
@@ -234,4 +244,12 @@ func humanBytes(b uint64) string {
 		i++
 	}
 	return fmt.Sprintf("%.1f %siB", v, strings.TrimSpace(string(units[i])))
+}
+
+// mornings returns the broker totals recorded at the last two midnights
+// (0 before the broker saw one).
+func (s *Server) mornings() (today, yesterday dayTotals) {
+	s.stats.mu.Lock()
+	defer s.stats.mu.Unlock()
+	return s.stats.morning, s.stats.yesterdayMorning
 }

@@ -347,7 +347,7 @@ func (s *Server) getConsumerList(_ context.Context, _ *remoting.Conn, req *remot
 	if err := f.Err(); err != nil {
 		return badRequest(req, err)
 	}
-	ids := s.clients.clientIDs(group)
+	ids := s.ConsumerIDs(group)
 	if len(ids) == 0 {
 		return req.NewResponse(remoting.CodeSystemError, "no consumer for this group, "+group), nil
 	}

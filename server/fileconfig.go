@@ -96,9 +96,11 @@ type FileConfig struct {
 	ServerSocketMaxFrameSize    *int    `yaml:"serverSocketMaxFrameSize"`
 	ServerChannelMaxIdleSeconds *int    `yaml:"serverChannelMaxIdleTimeSeconds"`
 	FeatureKeys                 `yaml:",inline"`
+	TimerKeys                   `yaml:",inline"`
 	// Not RocketMQ keys: limits against hostile or runaway clients.
 	ServerMaxConnections  *int   `yaml:"serverMaxConnections"`
 	ServerMaxReceiveBytes *int64 `yaml:"serverMaxReceiveBytes"`
+	ConnectionKeys        `yaml:",inline"`
 
 	// Security (see Security and docs/security.md).
 	AclEnable                   *bool    `yaml:"aclEnable"`
@@ -272,6 +274,7 @@ func (fc *FileConfig) Apply(nc *NodeConfig) error {
 		bc.FlushDelayOffsetInterval = ms(*fc.FlushDelayOffsetInterval)
 	}
 	fc.FeatureKeys.apply(bc, fc.BrokerClusterName)
+	fc.TimerKeys.apply(bc)
 	if fc.ServerSocketMaxFrameSize != nil {
 		nc.Server.Remoting.MaxFrameSize = *fc.ServerSocketMaxFrameSize
 	}
@@ -284,6 +287,7 @@ func (fc *FileConfig) Apply(nc *NodeConfig) error {
 	if fc.ServerMaxReceiveBytes != nil {
 		nc.Server.Remoting.MaxReceiveBytes = *fc.ServerMaxReceiveBytes
 	}
+	fc.ConnectionKeys.apply(&nc.Server.Remoting)
 	if err := fc.applySecurity(&nc.Server.Security); err != nil {
 		return err
 	}

@@ -89,6 +89,7 @@ func (s *Server) register() {
 		codeSendReplyMessage:                s.sendReplyMessage,
 		codeSendReplyMessageV2:              s.sendReplyMessage,
 		remoting.CodeEndTransaction:         s.endTransaction,
+		remoting.CodeRecallMessage:          s.recallMessage,
 	} {
 		if !s.plays(code) {
 			continue

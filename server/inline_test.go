@@ -27,12 +27,12 @@ func TestInlineSends(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			e := newEnv(t, c.mod)
-			before := e.s.Remoting().Stats().InlineRequests
+			before := e.s.RemotingStats().InlineRequests
 			for range 3 {
 				wantCode(t, e.send("TopicInline", 0, "m", ""), remoting.CodeSuccess)
 			}
 			e.call(remoting.CodeGetMaxOffset, nil, "topic", "TopicInline", "queueId", "0")
-			got := e.s.Remoting().Stats().InlineRequests - before
+			got := e.s.RemotingStats().InlineRequests - before
 			want := int64(0)
 			if c.inline {
 				want = 3

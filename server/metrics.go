@@ -62,5 +62,5 @@ type State struct {
 
 // attachMetrics hands the server's state to its metrics.
 func (s *Server) attachMetrics() {
-	s.metrics.Attach(State{Store: s.b.Store(), HeldPulls: s.heldPulls, Remoting: s.rs.Stats, Clients: s.clients.counts})
+	s.metrics.Attach(State{Store: s.b.Store(), HeldPulls: s.heldPulls, Remoting: s.RemotingStats, Clients: s.clients.counts})
 }

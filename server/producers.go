@@ -1,7 +1,6 @@
 package server
 
 import (
-	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -112,13 +111,6 @@ func (r *producerRegistry) connections(group string) ([]admin.Connection, bool) 
 	}
 	slices.SortFunc(out, func(a, b admin.Connection) int { return strings.Compare(a.ClientID, b.ClientID) })
 	return out, true
-}
-
-// groupNames returns the groups with an online client, sorted.
-func (r *producerRegistry) groupNames() []string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return slices.Sorted(maps.Keys(r.groups))
 }
 
 // drop removes the producers picked (a closed connection, or silent for

@@ -124,5 +124,8 @@ func (s *Server) sendMessage(ctx context.Context, c *remoting.Conn, req *remotin
 	resp.SetExt("msgId", res.MsgID)
 	resp.SetExtInt("queueId", int64(res.QueueID))
 	resp.SetExtInt("queueOffset", res.QueueOffset)
+	if res.RecallHandle != "" {
+		resp.SetExt("recallHandle", res.RecallHandle)
+	}
 	return resp, nil
 }

@@ -178,11 +178,8 @@ func (s *Server) BrokerAddr() string {
 	return ""
 }
 
-// Remoting returns the transport server (for its Stats).
-func (s *Server) Remoting() *remoting.Server { return s.rs }
-
-// Broker returns the broker the server serves.
-func (s *Server) Broker() *broker.Broker { return s.b }
+// RemotingStats returns the transport's connection and frame counters.
+func (s *Server) RemotingStats() remoting.Stats { return s.rs.Stats() }
 
 // Shutdown answers every held pull, stops accepting connections and
 // reading requests, lets the running requests answer, and closes the

@@ -56,6 +56,7 @@ func (c *checker) openFileQueue(dir string, size, unit int64) (*fileQueue, error
 	if err != nil {
 		return nil, fmt.Errorf("verify: list %s: %w", dir, err)
 	}
+	names = c.ignoreForeign(dir, names, func(n string) bool { _, ok := parseName(n); return ok })
 	sizes := make([]int64, len(names))
 	for i, n := range names {
 		if sizes[i], err = c.fs.Stat(path.Join(dir, n)); err != nil {
@@ -92,11 +93,7 @@ func commonSize(sizes []int64) int64 {
 // addFile checks one file's name, size and position and opens it.
 func (c *checker) addFile(q *fileQueue, dir, name string, size, unit int64) error {
 	p := path.Join(dir, name)
-	from, ok := parseName(name)
-	if !ok {
-		c.violation(KindLayout, p, 0, "file name is not %d digits", nameDigits)
-		return nil
-	}
+	from, _ := parseName(name) // ignoreForeign kept only segment names
 	if q.firstNamed < 0 {
 		q.firstNamed = from
 	}
@@ -159,4 +156,18 @@ func firstNonZero(b []byte) int {
 		}
 	}
 	return -1
+}
+
+// ignoreForeign returns the names the store writes in dir (ours) and adds
+// the others to the report's Ignored list: the store skips them too.
+func (c *checker) ignoreForeign(dir string, names []string, ours func(string) bool) []string {
+	kept := names[:0]
+	for _, n := range names {
+		if ours(n) {
+			kept = append(kept, n)
+		} else {
+			c.rep.Ignored = append(c.rep.Ignored, path.Join(dir, n))
+		}
+	}
+	return kept
 }

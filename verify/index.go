@@ -17,6 +17,7 @@ const (
 	indexHeaderSize   = 40
 	indexItemSize     = 20
 	indexSlotsPerItem = 4 // RocketMQ's default: maxIndexNum = 4 × maxHashSlotNum
+	indexNameDigits   = 17
 )
 
 // checkIndex checks that every IndexFile entry points at the start of a
@@ -29,12 +30,29 @@ func (c *checker) checkIndex() {
 	if err != nil {
 		return // no index
 	}
+	names = c.ignoreForeign(indexDir, names, func(n string) bool {
+		return strings.HasSuffix(n, backend.TempSuffix) || strings.HasSuffix(n, backend.BackupSuffix) || isIndexName(n)
+	})
 	for _, n := range names {
-		if strings.HasSuffix(n, backend.TempSuffix) || strings.HasSuffix(n, backend.BackupSuffix) {
-			continue
+		if isIndexName(n) {
+			c.checkIndexFile(path.Join(indexDir, n))
 		}
-		c.checkIndexFile(path.Join(indexDir, n))
 	}
+}
+
+// isIndexName reports whether name is an IndexFile's: the 17 digits of its
+// creation time, yyyyMMddHHmmssSSS (RocketMQ's
+// UtilAll.timeMillisToHumanString).
+func isIndexName(name string) bool {
+	if len(name) != indexNameDigits {
+		return false
+	}
+	for i := range len(name) {
+		if name[i] < '0' || name[i] > '9' {
+			return false
+		}
+	}
+	return true
 }
 
 func (c *checker) checkIndexFile(name string) {

@@ -99,6 +99,13 @@ type Report struct {
 	// order found; ViolationCount counts them all.
 	Violations     []Violation
 	ViolationCount int
+
+	// Ignored lists the files in the store's CommitLog, ConsumeQueue and
+	// index directories whose names the store never writes, which were
+	// not checked: a file system's own (.fuse_hidden*, left by FUSE for
+	// a file unlinked while open, .nfs* by NFS), backups, strays. They
+	// are not violations; the store skips them too.
+	Ignored []string
 }
 
 // OK reports whether no violation was found.
@@ -134,6 +141,9 @@ func (r *Report) summaryAt(now time.Time) string {
 	}
 	if r.Unclean {
 		b.WriteString("abort marker present: the store was not closed cleanly; a torn tail and lagging consume queues are expected until it is opened once\n")
+	}
+	if len(r.Ignored) > 0 {
+		fmt.Fprintf(&b, "ignored %d files the store does not write: %s\n", len(r.Ignored), strings.Join(r.Ignored, ", "))
 	}
 	if r.OK() {
 		b.WriteString("OK: no violations\n")

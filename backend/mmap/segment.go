@@ -66,6 +66,13 @@ const creatingSuffix = ".creating"
 // appears under path only at its full size: it is built under a temporary
 // name and hard-linked into place, which also fails (with ErrExist) if path
 // exists, exactly like O_EXCL. On failure nothing is left under path.
+//
+// The temporary name is unlinked only once no descriptor is open on it,
+// and the segment is opened again under path: a file system that cannot
+// unlink an open file renames it instead (FUSE to .fuse_hidden<N>, NFS to
+// .nfs<N>) until it is closed, so unlinking the temporary name while the
+// segment holds it open would leave a second name of every segment beside
+// it for as long as the store runs, and for good after a crash.
 func createSegment(name, path string, size int64) (*segment, error) {
 	if size < 0 || size > math.MaxInt {
 		return nil, fmt.Errorf("mmap: create %s: size %d: %w", path, size, backend.ErrRange)
@@ -79,20 +86,22 @@ func createSegment(name, path string, size int64) (*segment, error) {
 	if err != nil {
 		return nil, wrap("create", path, err)
 	}
-	defer os.Remove(tmp)
-	var seg *segment
 	err = preallocate(f, size)
+	err = errors.Join(err, f.Close())
 	if err == nil {
 		err = os.Link(tmp, path)
 	}
-	if err == nil {
-		if seg, err = mapFile(name, path, f, size, false); err != nil {
-			_ = os.Remove(path)
-		}
+	if rerr := os.Remove(tmp); err == nil && rerr != nil {
+		_ = os.Remove(path)
+		err = rerr
 	}
 	if err != nil {
-		_ = f.Close()
 		return nil, wrap("create", path, err)
+	}
+	seg, err := openSegment(name, path, false)
+	if err != nil {
+		_ = os.Remove(path)
+		return nil, err
 	}
 	return seg, nil
 }

@@ -3,6 +3,7 @@ package mmap
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"syscall"
@@ -209,5 +210,36 @@ func TestCreateLeftoverIsHiddenAndReplaced(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "00000000000000000000"+creatingSuffix)); !os.IsNotExist(err) {
 		t.Fatalf("temporary file still there: %v", err)
+	}
+}
+
+// TestCreateHoldsNoUnlinkedName: the descriptor a new segment keeps open
+// is on its real name, not on the temporary one Create unlinks. A file
+// system that cannot unlink an open file (FUSE, NFS) would otherwise keep
+// the temporary name as .fuse_hidden<N> or .nfs<N> beside every segment,
+// and a crash would leave those behind. Linux shows a descriptor whose
+// name was unlinked as "path (deleted)".
+func TestCreateHoldsNoUnlinkedName(t *testing.T) {
+	dir := t.TempDir()
+	fsys, err := New(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, size := range []int64{0, 8192} {
+		name := fmt.Sprintf("%020d", size)
+		s, err := fsys.Create(name, size)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := os.Readlink(fmt.Sprintf("/proc/self/fd/%d", s.(*segment).fd))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := filepath.Join(fsys.Root(), name); got != want {
+			t.Errorf("size %d: the segment's descriptor is on %q, want %q", size, got, want)
+		}
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
 	}
 }

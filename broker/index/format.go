@@ -41,3 +41,18 @@ const (
 func fileSize(hashSlotNum, indexNum int) int64 {
 	return headerSize + int64(hashSlotNum)*slotSize + int64(indexNum)*itemSize
 }
+
+// isFileName reports whether name is an IndexFile's: its creation time as
+// fileNameLayout without the dot, 17 digits (RocketMQ's
+// UtilAll.timeMillisToHumanString).
+func isFileName(name string) bool {
+	if len(name) != len(fileNameLayout)-1 {
+		return false
+	}
+	for i := range len(name) {
+		if name[i] < '0' || name[i] > '9' {
+			return false
+		}
+	}
+	return true
+}

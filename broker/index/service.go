@@ -108,6 +108,12 @@ func Open(fs backend.FS, cfg Config, lastExitOK bool, checkpointIndexTs int64) (
 		if strings.HasSuffix(n, backend.TempSuffix) || strings.HasSuffix(n, backend.BackupSuffix) {
 			continue
 		}
+		if !isFileName(n) {
+			// FUSE's .fuse_hidden*, NFS's .nfs*, a stray copy: not
+			// ours to read or delete.
+			s.cfg.Logger.Warn("index: ignoring a file the store does not write", "file", path.Join(Dir, n))
+			continue
+		}
 		if err := s.load(path.Join(Dir, n), lastExitOK, checkpointIndexTs); err != nil {
 			return nil, errors.Join(err, s.closeFiles())
 		}

@@ -70,6 +70,15 @@ type Config struct {
 
 	svc    hooks.Service // Manual: no background revive, the owner calls Revive
 	broken hooks.Pop     // broken variants (tests only)
+	// timer starts the timers of long-polling receives (realTimer);
+	// tests inject timers that follow their clock.
+	timer func(d time.Duration) (c <-chan time.Time, stop func() bool)
+}
+
+// realTimer is a time.Timer as a channel and its Stop.
+func realTimer(d time.Duration) (<-chan time.Time, func() bool) {
+	t := time.NewTimer(d)
+	return t.C, t.Stop
 }
 
 func init() { hooks.RegisterService(func(c *Config) *hooks.Service { return &c.svc }) }
@@ -80,6 +89,9 @@ func (c Config) withDefaults(s *engine.Store) Config {
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
+	}
+	if c.timer == nil {
+		c.timer = realTimer
 	}
 	if c.Put == nil {
 		c.Put = s.Put

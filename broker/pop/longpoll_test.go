@@ -76,3 +76,105 @@ func TestForwardToDeadLetter(t *testing.T) {
 		t.Fatalf("forwarded message received again: %v", keysOf(got))
 	}
 }
+
+// fakeTimers are long-polling timers that fire only when the test says:
+// a receive woken while none fired was woken by something else.
+type fakeTimers struct {
+	started chan fakeTimer // each timer as it starts
+}
+
+// fakeTimer is one started timer: its duration, and its channel, which
+// the test sends on to fire it.
+type fakeTimer struct {
+	d    time.Duration
+	fire chan time.Time
+}
+
+func newFakeTimers() *fakeTimers { return &fakeTimers{started: make(chan fakeTimer, 16)} }
+
+func (f *fakeTimers) start(d time.Duration) (<-chan time.Time, func() bool) {
+	ft := fakeTimer{d: d, fire: make(chan time.Time, 1)}
+	f.started <- ft
+	return ft.fire, func() bool { return true }
+}
+
+// newTimedEnv is newEnv with fake long-polling timers.
+func newTimedEnv(t *testing.T) (*env, *fakeTimers) {
+	e := &env{t: t, fs: newCrashFS(t, nil), chooser: loseAll{}}
+	e.init(hooks.Pop{}, DefaultMaxDeliveryAttempts)
+	ft := newFakeTimers()
+	e.cfg.timer = ft.start
+	e.open()
+	t.Cleanup(e.close)
+	return e, ft
+}
+
+// TestLongPollWakesOnArrivalNotByPolling: a receive waiting in its long
+// poll (its poll-time timer and the timer of an in-flight message's
+// invisible time started, neither ever fires) returns the message that
+// arrives; a receive that polled on a timer would wait forever. The
+// invisible-time timer follows the injected clock.
+func TestLongPollWakesOnArrivalNotByPolling(t *testing.T) {
+	e, ft := newTimedEnv(t)
+	e.send(0, "a", "")
+	if got := e.receive(AllQueues, 1, time.Minute, false); !slices.Equal(keysOf(got), []string{"a"}) {
+		t.Fatalf("first receive: %v", keysOf(got))
+	}
+	e.advance(20 * time.Second)
+	type result struct {
+		ms  []Message
+		err error
+	}
+	got := make(chan result, 1)
+	go func() {
+		ms, err := e.svc.Receive(context.Background(), ReceiveRequest{Group: testGroup, Topic: testTopic,
+			QueueID: AllQueues, Max: 1, InvisibleTime: time.Minute, PollTime: time.Hour})
+		got <- result{ms, err}
+	}()
+	if tm := <-ft.started; tm.d != time.Hour {
+		t.Fatalf("poll-time timer of %v, want 1h", tm.d)
+	}
+	// The second timer starts after the receive looked and found nothing:
+	// it is waiting now.
+	if tm := <-ft.started; tm.d != 40*time.Second {
+		t.Fatalf("invisible-time timer of %v, want the 40s left of a's invisible time", tm.d)
+	}
+	e.send(0, "b", "")
+	var r result
+	select {
+	case r = <-got:
+	case <-time.After(time.Minute):
+		t.Fatal("the arrival did not wake the waiting receive")
+	}
+	if r.err != nil || !slices.Equal(keysOf(r.ms), []string{"b"}) {
+		t.Fatalf("woken receive: %v, %v", keysOf(r.ms), r.err)
+	}
+	e.dispatch()
+}
+
+// TestLongPollWakesAtInvisibleTimeEnd: a waiting receive whose group has
+// a message in flight is woken when that message's invisible time ends
+// and gets it, its attempt counted.
+func TestLongPollWakesAtInvisibleTimeEnd(t *testing.T) {
+	e, ft := newTimedEnv(t)
+	e.send(0, "a", "")
+	e.receive(AllQueues, 1, time.Minute, false)
+	got := make(chan []Message, 1)
+	go func() {
+		ms, err := e.svc.Receive(context.Background(), ReceiveRequest{Group: testGroup, Topic: testTopic,
+			QueueID: AllQueues, Max: 1, InvisibleTime: time.Minute, PollTime: time.Hour})
+		if err != nil {
+			t.Error(err)
+		}
+		got <- ms
+	}()
+	<-ft.started // the poll time's
+	visible := <-ft.started
+	e.advance(time.Minute)
+	visible.fire <- time.UnixMilli(e.clock.Load())
+	ms := <-got
+	if !slices.Equal(keysOf(ms), []string{"a"}) || ms[0].Attempt != 2 {
+		t.Fatalf("receive after the invisible time: %v (attempt %v)", keysOf(ms), ms)
+	}
+	e.dispatch()
+}

@@ -77,8 +77,8 @@ func (s *Service) Receive(ctx context.Context, req ReceiveRequest) ([]Message, e
 	if req.PollTime <= 0 || s.cfg.Arrivals == nil {
 		return s.receiveOnce(ctx, &req)
 	}
-	timeout := time.NewTimer(req.PollTime)
-	defer timeout.Stop()
+	timeout, stopTimeout := s.cfg.timer(req.PollTime)
+	defer stopTimeout()
 	for {
 		// Watch before looking, so that an arrival between the look and
 		// the wait is not missed.
@@ -89,17 +89,16 @@ func (s *Service) Receive(ctx context.Context, req ReceiveRequest) ([]Message, e
 			return ms, err
 		}
 		var visible <-chan time.Time
-		var vt *time.Timer
+		stopVisible := func() bool { return false }
 		if d, ok := s.nextVisible(&req); ok {
-			vt = time.NewTimer(d)
-			visible = vt.C
+			visible, stopVisible = s.cfg.timer(d)
 		}
 		var waitErr error
 		stop := false
 		select {
 		case <-arrived:
 		case <-visible:
-		case <-timeout.C:
+		case <-timeout:
 			stop = true
 		case <-ctx.Done():
 			stop, waitErr = true, ctx.Err()
@@ -107,9 +106,7 @@ func (s *Service) Receive(ctx context.Context, req ReceiveRequest) ([]Message, e
 			stop, waitErr = true, ErrClosed
 		}
 		done()
-		if vt != nil {
-			vt.Stop()
-		}
+		stopVisible()
 		if stop {
 			return nil, waitErr
 		}

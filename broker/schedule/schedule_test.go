@@ -6,7 +6,6 @@ import (
 	"io"
 	"log/slog"
 	"strconv"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -69,21 +68,17 @@ type env struct {
 	hold  *longpoll.Hold
 }
 
-func engineConfig(levels []time.Duration, now func() int64, manual bool) engine.Config {
+func engineConfig(levels []time.Duration, clk clockwork.Clock, manual bool) engine.Config {
 	return hooks.WithManual(engine.Config{CommitLogFileSize: 64 << 10, ConsumeQueueUnits: 64, Logger: quiet,
-		DelayLevels: levels, Now: now}, manual)
+		DelayLevels: levels, Now: func() int64 { return clk.Now().UnixMilli() }}, manual)
 }
 
-func start(t *testing.T, afs afero.Fs, levels []time.Duration, now func() int64, manual bool) *env {
-	return startClock(t, afs, levels, nil, now, manual)
-}
-
-// startClock is start with the clock that times the service's waits.
-func startClock(t *testing.T, afs afero.Fs, levels []time.Duration, clk clockwork.Clock, now func() int64, manual bool) *env {
+// start opens a store and its schedule service on one clock, clk.
+func start(t *testing.T, afs afero.Fs, levels []time.Duration, clk clockwork.Clock, manual bool) *env {
 	t.Helper()
 	e := &env{afs: afs, fs: memfs.New(afs), hold: longpoll.New(true)}
-	e.svc = schedule.New(e.fs, hooks.ManualService(schedule.Config{Levels: levels, Logger: quiet, Clock: clk, Now: now}, manual))
-	s, err := engine.Open(e.fs, engineConfig(levels, now, manual), e.hold, e.svc)
+	e.svc = schedule.New(e.fs, hooks.ManualService(schedule.Config{Levels: levels, Logger: quiet, Clock: clk}, manual))
+	s, err := engine.Open(e.fs, engineConfig(levels, clk, manual), e.hold, e.svc)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -155,8 +150,7 @@ func (e *env) delivered(t *testing.T, off int64, within time.Duration) *record.M
 func TestDueOrderAndLatency(t *testing.T) {
 	levels := []time.Duration{120 * time.Millisecond, 40 * time.Millisecond, 200 * time.Millisecond}
 	clk := clockwork.NewFakeClockAt(time.UnixMilli(1_700_000_000_000))
-	now := func() int64 { return clk.Now().UnixMilli() }
-	e := startClock(t, afero.NewMemMapFs(), levels, clk, now, false)
+	e := start(t, afero.NewMemMapFs(), levels, clk, false)
 	due := map[string]int64{}
 	var end int64
 	for _, lv := range []int{3, 1, 2, 2} {
@@ -177,7 +171,7 @@ func TestDueOrderAndLatency(t *testing.T) {
 		if err := clk.BlockUntilContext(ctx, 1); err != nil { // the loop waits for the next due time
 			t.Fatal(err)
 		}
-		if d := time.Duration(1_700_000_000_000+at-now()) * time.Millisecond; d > 0 {
+		if d := time.Duration(1_700_000_000_000+at-clk.Now().UnixMilli()) * time.Millisecond; d > 0 {
 			clk.Advance(d)
 		}
 		m := e.delivered(t, int64(i), 10*time.Second)
@@ -202,20 +196,13 @@ func TestDueOrderAndLatency(t *testing.T) {
 	}
 }
 
-type clock struct{ ms atomic.Int64 }
-
 // newClock starts at a plausible time (the engine refuses store time 0).
-func newClock() *clock {
-	c := &clock{}
-	c.ms.Store(1_700_000_000_000)
-	return c
+func newClock() *clockwork.FakeClock {
+	return clockwork.NewFakeClockAt(time.UnixMilli(1_700_000_000_000))
 }
 
-func (c *clock) now() int64              { return c.ms.Load() }
-func (c *clock) advance(d time.Duration) { c.ms.Add(d.Milliseconds()) }
-
-func manual(t *testing.T, afs afero.Fs, c *clock) *env {
-	return start(t, afs, []time.Duration{time.Second, 5 * time.Second}, c.now, true)
+func manual(t *testing.T, afs afero.Fs, c *clockwork.FakeClock) *env {
+	return start(t, afs, []time.Duration{time.Second, 5 * time.Second}, c, true)
 }
 
 // deliver dispatches, delivers what is due and dispatches the deliveries.
@@ -245,15 +232,15 @@ func TestManualDelivery(t *testing.T) {
 	if next := e.deliver(t); next != time.Second || e.count() != 0 {
 		t.Fatalf("next %v, delivered %d", next, e.count())
 	}
-	c.advance(999 * time.Millisecond)
+	c.Advance(999 * time.Millisecond)
 	if next := e.deliver(t); next != time.Millisecond || e.count() != 0 {
 		t.Fatalf("next %v, delivered %d", next, e.count())
 	}
-	c.advance(time.Millisecond)
+	c.Advance(time.Millisecond)
 	if next := e.deliver(t); next != 4*time.Second || e.count() != 1 {
 		t.Fatalf("next %v, delivered %d", next, e.count())
 	}
-	c.advance(4 * time.Second)
+	c.Advance(4 * time.Second)
 	if next := e.deliver(t); next != -1 || e.count() != 2 {
 		t.Fatalf("next %v, delivered %d", next, e.count())
 	}
@@ -267,7 +254,7 @@ func TestOffsetsPersistAndClamp(t *testing.T) {
 	e := manual(t, afs, c)
 	e.putDelayed(t, 1, "a")
 	e.putDelayed(t, 1, "b")
-	c.advance(time.Second)
+	c.Advance(time.Second)
 	e.deliver(t)
 	e.close(t) // Close persists
 	var f struct {
@@ -290,7 +277,7 @@ func TestOffsetsPersistAndClamp(t *testing.T) {
 		t.Fatalf("offsets %v", o)
 	}
 	// Nothing is delivered twice after the clamp.
-	c.advance(time.Hour)
+	c.Advance(time.Hour)
 	e.deliver(t)
 	if e.count() != 2 {
 		t.Fatalf("%d delivered", e.count())
@@ -309,7 +296,7 @@ func TestAtLeastOnceAcrossPowerCut(t *testing.T) {
 	if err := e.store.FlushCommitLog(0); err != nil { // the puts are durable
 		t.Fatal(err)
 	}
-	c.advance(time.Second)
+	c.Advance(time.Second)
 	// Due, not delivered: power cut.
 	e.powerCut()
 

@@ -33,12 +33,11 @@ type Config struct {
 	RetryInterval time.Duration
 	// Logger receives delivery problems.
 	Logger *slog.Logger
-	// Clock times the waits for the next due message and after a failed
-	// put (a real clock); tests hand in a clockwork.FakeClock.
+	// Clock is the service's one clock: its Now is compared with deliver
+	// times, so it must tell the store's time (engine.Config.Now), and its
+	// timers time the waits for the next due message and after a failed
+	// put. Nil: the real clock; tests hand in a clockwork.FakeClock.
 	Clock clockwork.Clock
-	// Now returns the time in ms that deliver times are compared with; it
-	// must be the store's clock (engine.Config.Now). Nil: Clock's time.
-	Now func() int64
 	// Put, when set, stores the delivered messages instead of the
 	// store's Put (a replicated group's log; see broker.Writer).
 	Put func(ctx context.Context, m *engine.Message) (engine.PutResult, error)
@@ -84,10 +83,6 @@ func New(fs backend.FS, cfg Config) *Service {
 	}
 	if cfg.Clock == nil {
 		cfg.Clock = clockwork.NewRealClock()
-	}
-	if cfg.Now == nil {
-		clock := cfg.Clock
-		cfg.Now = func() int64 { return clock.Now().UnixMilli() }
 	}
 	return &Service{fs: fs, cfg: cfg, wake: make(chan struct{}, 1)}
 }
@@ -213,7 +208,7 @@ func (s *Service) deliverDue(ctx context.Context) (time.Duration, error) {
 		if !ok {
 			return -1, nil
 		}
-		now := s.cfg.Now()
+		now := s.now()
 		if h.deliverAt > now {
 			return time.Duration(h.deliverAt-now) * time.Millisecond, nil
 		}
@@ -227,11 +222,14 @@ func (s *Service) deliverDue(ctx context.Context) (time.Duration, error) {
 	}
 }
 
+// now is the time in ms that deliver times are compared with.
+func (s *Service) now() int64 { return s.cfg.Clock.Now().UnixMilli() }
+
 // earliest returns the level head with the earliest deliver time.
 func (s *Service) earliest() (head, bool) {
 	var best head
 	found := false
-	now := s.cfg.Now()
+	now := s.now()
 	for level := 1; level <= len(s.cfg.Levels); level++ {
 		h, ok := s.peek(level, now)
 		if ok && (!found || h.deliverAt < best.deliverAt) {

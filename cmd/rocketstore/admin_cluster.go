@@ -80,7 +80,7 @@ only needed when its peers list names none of the group's nodes.`,
 
 	members := &cobra.Command{
 		Use:   "members --raft HOST:PORT",
-		Short: "Show the group's identity, leader and members as a node knows them",
+		Short: "Show the group's identity, leader and members, each member's term, applied index, lag, last contact and health",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			c, cancel := ctx()
@@ -93,17 +93,9 @@ only needed when its peers list names none of the group's nodes.`,
 			if err != nil {
 				return failed(tf.hint(err))
 			}
-			return g.output(cmd.OutOrStdout(), gi, func(tw *tabwriter.Writer) {
-				fmt.Fprintf(tw, "group %s (brokerName %s, CommitLog file size %d); asked %s, applied to %d; leader %s\n",
-					gi.GroupID, gi.BrokerName, gi.CommitLogFileSize, gi.NodeID, gi.Applied, gi.Leader)
-				fmt.Fprintln(tw, "#NodeId\t#Raft address\t#Role")
-				for _, m := range gi.Members {
-					role := "follower"
-					if m.Addr == gi.Leader {
-						role = "leader"
-					}
-					fmt.Fprintf(tw, "%s\t%s\t%s\n", m.ID, m.Addr, role)
-				}
+			rows := memberRows(c, d, gi)
+			return g.output(cmd.OutOrStdout(), membersView{GroupInfo: gi, MemberStatus: rows}, func(tw *tabwriter.Writer) {
+				printMembers(tw, gi, rows)
 			})
 		},
 	}

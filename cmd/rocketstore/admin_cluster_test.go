@@ -32,7 +32,9 @@ func TestAdminClusterMembers(t *testing.T) {
 	if !strings.Contains(out.String(), "brokerName broker-a") || !strings.Contains(out.String(), "leader "+addr) {
 		t.Fatalf("members header:\n%s", out.String())
 	}
-	if f := strings.Fields(lastLine(out.String())); len(f) != 3 || f[0] != "n1" || f[1] != addr || f[2] != "leader" {
+	// #NodeId #Raft address #Role #Term #Applied index #Lag entries #Lag bytes #Last contact #Health
+	if f := strings.Fields(lastLine(out.String())); len(f) != 9 || f[0] != "n1" || f[1] != addr || f[2] != "leader" ||
+		f[3] == "0" || f[3] == "-" || f[4] == "0" || f[4] == "-" || f[5] != "0" || f[6] != "0" || f[7] != "-" || f[8] != "ok" {
 		t.Fatalf("members row %q:\n%s", f, out.String())
 	}
 
@@ -40,12 +42,21 @@ func TestAdminClusterMembers(t *testing.T) {
 	if code := execute([]string{"admin", "--json", "cluster", "members", "--raft", addr}, &out, &errOut); code != exitOK {
 		t.Fatalf("members --json: exit %d\n%s%s", code, out.String(), errOut.String())
 	}
-	var gi cluster.GroupInfo
+	var gi struct {
+		cluster.GroupInfo
+		MemberStatus []struct {
+			NodeID string          `json:"nodeId"`
+			Status *cluster.Status `json:"status"`
+			Health string          `json:"health"`
+		} `json:"memberStatus"`
+	}
 	if err := json.Unmarshal(out.Bytes(), &gi); err != nil {
 		t.Fatalf("members --json: %v\n%s", err, out.String())
 	}
-	if gi.BrokerName != "broker-a" || gi.Leader != addr || len(gi.Members) != 1 || gi.Members[0].ID != "n1" {
-		t.Fatalf("members --json: %+v", gi)
+	if gi.BrokerName != "broker-a" || gi.Leader != addr || len(gi.Members) != 1 || gi.Members[0].ID != "n1" ||
+		len(gi.MemberStatus) != 1 || gi.MemberStatus[0].Status == nil || gi.MemberStatus[0].Status.State != "Leader" ||
+		gi.MemberStatus[0].Health != "ok" {
+		t.Fatalf("members --json: %+v\n%s", gi, out.String())
 	}
 
 	out.Reset()

@@ -72,6 +72,7 @@ the ratio. Temporary stores are removed; a default run takes a few minutes,
 	f.DurationVar(&o.server.duration, "server-duration", 5*time.Second, "--server: how long each run sends")
 	f.BoolVar(&o.server.consumers, "server-consumers", true, "--server: one long-polling consumer per producer stream")
 	f.BoolVar(&o.server.timeline, "server-timeline", false, "--server: also print each run's send→consume latency by send time, 100 ms a line")
+	f.BoolVar(&o.server.grpc, "server-grpc", false, "--server: also load rocketstore through its 5.x gRPC endpoint (one SendMessage a message; consumers receive and ack), alternating with remoting, and print the ratios")
 	f.IntVar(&o.server.repeat, "server-repeat", 1, "--server: run every configuration this many times (alternating the systems)")
 	return cmd
 }

@@ -30,6 +30,7 @@ type serverBenchOptions struct {
 	consumers bool
 	repeat    int
 	timeline  bool
+	grpc      bool
 }
 
 // runServerBench runs the server load (bench.RunServerLoad) against a
@@ -79,9 +80,16 @@ func runServerBench(ctx context.Context, stdout, stderr io.Writer, o benchOption
 					for _, b := range batches {
 						fmt.Fprintf(stderr, "server load: rocketstore %d B %s %d×%d, %d queues a stream, pull batch %d\n",
 							size, flush, so.conns, so.window, q, b)
-						r := serverLoadRocketstore(ctx, stderr, o.tmp, o.out, q, b, l)
+						r := serverLoadRocketstore(ctx, stderr, o.tmp, o.out, q, b, false, l)
 						results = append(results, r)
 						failed = failed || r.Err != ""
+						if so.grpc {
+							fmt.Fprintf(stderr, "server load: rocketstore gRPC %d B %s %d×%d, %d queues a stream\n",
+								size, flush, so.conns, so.window, q)
+							r := serverLoadRocketstore(ctx, stderr, o.tmp, o.out, q, b, true, l)
+							results = append(results, r)
+							failed = failed || r.Err != ""
+						}
 					}
 				}
 				if peerErr == nil {
@@ -94,6 +102,9 @@ func runServerBench(ctx context.Context, stdout, stderr io.Writer, o benchOption
 		}
 	}
 	writeServerTable(stdout, results)
+	if so.repeat > 1 || so.grpc {
+		writeServerSummary(stdout, results)
+	}
 	if peerErr != nil {
 		// Under the table too: a reader of the saved output must not take
 		// the missing rows for a comparison that was made.
@@ -134,7 +145,9 @@ func positiveList(flag, v string) ([]int, error) {
 
 // serverLoadRocketstore starts `rocketstore serve` on a fresh directory and
 // loads it, each producer stream spread over queues queues whose consumer
-// pulls batch messages at a time. A batch above the broker's default
+// pulls batch messages at a time; with grpc, through the 5.x gRPC
+// endpoint instead (bench.GRPCTarget: one SendMessage a message,
+// consumers receive and ack up to 32 messages a call). A batch above the broker's default
 // transfer limits (32 messages, 256 KiB from memory) raises them to match,
 // as an operator serving such consumers would.
 //
@@ -142,9 +155,13 @@ func positiveList(flag, v string) ([]int, error) {
 // (--out) or else beside the run's temporary store in tmp; the file is
 // kept, and its path printed to stderr, when serve logged anything, so
 // that an error of a background service during a run is seen.
-func serverLoadRocketstore(ctx context.Context, stderr io.Writer, tmp, out string, queues, batch int, l bench.ServerLoad) bench.ServerResult {
+func serverLoadRocketstore(ctx context.Context, stderr io.Writer, tmp, out string, queues, batch int, grpc bool, l bench.ServerLoad) bench.ServerResult {
+	system := "rocketstore"
+	if grpc {
+		system = systemGRPC
+	}
 	fail := func(err error) bench.ServerResult {
-		return bench.ServerResult{System: "rocketstore", Body: l.Body, Conns: l.Conns, Window: l.Window, Flush: l.Flush,
+		return bench.ServerResult{System: system, Body: l.Body, Conns: l.Conns, Window: l.Window, Flush: l.Flush,
 			Consumers: l.Consumers, Err: err.Error()}
 	}
 	dir, err := os.MkdirTemp(tmp, "rocketstore-bench-server-")
@@ -181,8 +198,14 @@ func serverLoadRocketstore(ctx context.Context, stderr io.Writer, tmp, out strin
 		return fail(err)
 	}
 	defer logs.close(stderr)
+	grpcAddr := ""
+	if grpc {
+		if grpcAddr, err = freeAddr(); err != nil {
+			return fail(err)
+		}
+	}
 	cmd := exec.CommandContext(ctx, exe, "serve", "--dir", filepath.Join(dir, "data"), "--listen", addr,
-		"--config", cfg, "--log-level", "warn")
+		"--grpc-listen", grpcAddr, "--config", cfg, "--log-level", "warn")
 	cmd.Stdout, cmd.Stderr = logs.f, logs.f
 	if err := cmd.Start(); err != nil {
 		return fail(err)
@@ -198,8 +221,13 @@ func serverLoadRocketstore(ctx context.Context, stderr io.Writer, tmp, out strin
 			<-done
 		}
 	}()
-	if err := waitListening(addr, 15*time.Second); err != nil {
-		return fail(fmt.Errorf("%w; serve said: %s", err, logs.text()))
+	for _, a := range []string{addr, grpcAddr} {
+		if a == "" {
+			continue
+		}
+		if err := waitListening(a, 15*time.Second); err != nil {
+			return fail(fmt.Errorf("%w; serve said: %s", err, logs.text()))
+		}
 	}
 	t := &bench.RemotingTarget{Addr: addr, PID: cmd.Process.Pid, Topic: "BenchServer", Group: "bench_consumer",
 		QueuesPerStream: queues, PullBatch: batch}
@@ -208,10 +236,19 @@ func serverLoadRocketstore(ctx context.Context, stderr io.Writer, tmp, out strin
 	if err := t.Prepare(pctx, l.Conns); err != nil {
 		return fail(err)
 	}
-	r := bench.RunServerLoad(t, "rocketstore", l)
+	if grpc {
+		gt := &bench.GRPCTarget{Addr: grpcAddr, PID: cmd.Process.Pid, Topic: t.Topic, Group: t.Group, QueuesPerStream: queues}
+		r := bench.RunServerLoad(gt, system, l)
+		r.Shape = fmt.Sprintf("%d queues a stream × receive 32 + ack", queues)
+		return r
+	}
+	r := bench.RunServerLoad(t, system, l)
 	r.Shape = fmt.Sprintf("%d queues a stream × pull %d", queues, batch)
 	return r
 }
+
+// systemGRPC names the results of rocketstore loaded through gRPC.
+const systemGRPC = "rocketstore-grpc"
 
 // serverLoadNATS runs the same load against nats-server with `go run` in
 // the bench/nats module, which prints one bench.ServerResult as JSON.

@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/netip"
 	"os"
+	"strings"
 
 	"github.com/spf13/pflag"
 	"go.yaml.in/yaml/v3"
@@ -23,6 +25,7 @@ import (
 //	  bind: 127.0.0.1:7001                  # Raft's listener
 //	  peers: [n1@127.0.0.1:7001, n2@127.0.0.1:7002, n3@127.0.0.1:7003]
 //	  join: false                           # true: an empty node added to a running group
+//	  scrubIntervalMs: 1000                 # background scrub, scrubBytes a run (off: 0)
 //	  tls:                                  # mutual TLS on the Raft port (off: see transport)
 //	    certFile: /etc/rocketstore/n1.pem   # this node's certificate chain (PEM)
 //	    keyFile: /etc/rocketstore/n1.key
@@ -49,8 +52,58 @@ type raftFileConfig struct {
 	// (4096): a replica further behind is caught up from the leader's
 	// CommitLog (InstallSnapshot) instead of the log.
 	TrailingLogs uint64 `yaml:"trailingLogs"`
+	// ScrubIntervalMs turns on the background scrub (0: off): every
+	// interval, the next ScrubBytes of the committed CommitLog are
+	// checked against their CRCs and the other replicas' bytes, and
+	// damage is rewritten from them (cluster.Config.ScrubInterval).
+	ScrubIntervalMs int `yaml:"scrubIntervalMs"`
+	// ScrubBytes is the bytes a scrub run compares (4194304): with
+	// ScrubIntervalMs, the scrub's rate.
+	ScrubBytes int64 `yaml:"scrubBytes"`
 	// TLS turns on mutual TLS on the Raft port (cluster.LoadPeerTLS).
 	TLS *raftTLSConfig `yaml:"tls"`
+	// GRPCEndpoints is every replica's RocketMQ 5.x gRPC endpoint,
+	// "nodeId@ip:port" (the same on every replica): each replica serves
+	// gRPC on its own, and routes name the leader's.
+	GRPCEndpoints []string `yaml:"grpcEndpoints"`
+}
+
+// grpcEndpoints parses raft.grpcEndpoints into node id → "ip:port".
+func (rc *raftFileConfig) grpcEndpoints() (map[string]string, error) {
+	eps := map[string]string{}
+	for _, s := range rc.GRPCEndpoints {
+		id, addr, ok := strings.Cut(s, "@")
+		if _, err := netip.ParseAddrPort(addr); !ok || id == "" || err != nil {
+			return nil, fmt.Errorf("%w: raft.grpcEndpoints: %q is not nodeId@ip:port", server.ErrConfig, s)
+		}
+		if _, dup := eps[id]; dup {
+			return nil, fmt.Errorf("%w: raft.grpcEndpoints: node %q listed twice", server.ErrConfig, id)
+		}
+		eps[id] = addr
+	}
+	return eps, nil
+}
+
+// grpcListen decides where a replica serves gRPC: at --grpc-listen (or
+// grpcServerPort) when given, else at its raft.grpcEndpoints entry; off
+// when neither is there or --grpc-listen is "". Serving needs every
+// replica's endpoint (raft.grpcEndpoints), so that routes can name the
+// leader's.
+func (rc *raftFileConfig) grpcListen(addr string, explicit bool) (listen string, eps map[string]string, err error) {
+	if eps, err = rc.grpcEndpoints(); err != nil || addr == "" {
+		return "", nil, err
+	}
+	own, listed := eps[rc.NodeID]
+	switch {
+	case explicit && !listed:
+		return "", nil, fmt.Errorf("%w: a replica's gRPC endpoint (--grpc-listen / grpcServerPort) needs raft.grpcEndpoints "+
+			"listing every replica's, this node %q included, so that routes name the leader's", server.ErrConfig, rc.NodeID)
+	case explicit:
+		return addr, eps, nil
+	case listed:
+		return own, eps, nil
+	}
+	return "", nil, nil
 }
 
 // raftTLSConfig is raft.tls: PEM files.
@@ -157,6 +210,12 @@ func (rc *raftFileConfig) clusterConfig() (cfg cluster.Config, advertise string,
 		rc.LeaderLeaseTimeoutMs < 0 || rc.CommitTimeoutMs < 0 {
 		return cfg, "", fmt.Errorf("%w: raft: negative timeout", server.ErrConfig)
 	}
+	if rc.ScrubIntervalMs < 0 || rc.ScrubBytes < 0 {
+		return cfg, "", fmt.Errorf("%w: raft: scrubIntervalMs %d and scrubBytes %d must not be negative",
+			server.ErrConfig, rc.ScrubIntervalMs, rc.ScrubBytes)
+	}
+	cfg.ScrubInterval = ms(rc.ScrubIntervalMs)
+	cfg.ScrubBytes = rc.ScrubBytes
 	cfg.SnapshotInterval = ms(rc.SnapshotIntervalMs)
 	cfg.HeartbeatTimeout = ms(rc.HeartbeatTimeoutMs)
 	cfg.ElectionTimeout = ms(rc.ElectionTimeoutMs)

@@ -32,6 +32,7 @@ raft:
 		{"node not in peers", "raft:\n  nodeId: n9\n  bind: 127.0.0.1:1\n  peers: [n1@127.0.0.1:1]\n", "not in peers", 0},
 		{"bad peer", "raft:\n  nodeId: n1\n  bind: 127.0.0.1:1\n  peers: [n1-127.0.0.1:1]\n", "nodeId@host:port", 0},
 		{"no bind", "raft:\n  nodeId: n1\n  peers: [n1@127.0.0.1:1]\n", "bind", 0},
+		{"negative scrub", "raft:\n  nodeId: n1\n  bind: 127.0.0.1:1\n  peers: [n1@127.0.0.1:1]\n  scrubIntervalMs: -5\n", "scrubIntervalMs -5", 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			name := filepath.Join(t.TempDir(), "c.yaml")
@@ -67,7 +68,7 @@ raft:
 func TestServeConfigRaftTuning(t *testing.T) {
 	name := filepath.Join(t.TempDir(), "c.yaml")
 	yaml := "raft:\n  nodeId: n1\n  bind: 127.0.0.1:1\n  peers: [n1@127.0.0.1:1]\n" +
-		"  snapshotThreshold: 200\n  snapshotIntervalMs: 2000\n  trailingLogs: 50\n"
+		"  snapshotThreshold: 200\n  snapshotIntervalMs: 2000\n  trailingLogs: 50\n  scrubIntervalMs: 500\n  scrubBytes: 65536\n"
 	if err := os.WriteFile(name, []byte(yaml), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -79,7 +80,8 @@ func TestServeConfigRaftTuning(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.SnapshotThreshold != 200 || c.SnapshotInterval != 2*time.Second || c.TrailingLogs != 50 {
+	if c.SnapshotThreshold != 200 || c.SnapshotInterval != 2*time.Second || c.TrailingLogs != 50 ||
+		c.ScrubInterval != 500*time.Millisecond || c.ScrubBytes != 65536 {
 		t.Fatalf("cluster config %+v", c)
 	}
 }
@@ -123,6 +125,37 @@ func TestServeConfigRaftTimeouts(t *testing.T) {
 	} {
 		if _, err := load(extra); !errors.Is(err, cluster.ErrConfig) || !strings.Contains(err.Error(), want) {
 			t.Errorf("%q: %v, want ErrConfig with %q", extra, err, want)
+		}
+	}
+}
+
+// TestServeConfigRaftGRPC: a replica serves gRPC at its
+// raft.grpcEndpoints entry, or at an explicit --grpc-listen only when the
+// entries are there (routes must name the leader's); bad entries are
+// errors naming them.
+func TestServeConfigRaftGRPC(t *testing.T) {
+	eps := []string{"n1@127.0.0.1:8081", "n2@127.0.0.1:8082"}
+	for _, tt := range []struct {
+		name     string
+		entries  []string
+		addr     string
+		explicit bool
+		want     string
+		err      string
+	}{
+		{"default: the node's entry", eps, defaultGRPCListen, false, "127.0.0.1:8081", ""},
+		{"explicit address", eps, "0.0.0.0:9000", true, "0.0.0.0:9000", ""},
+		{"turned off", eps, "", false, "", ""},
+		{"no entries: off by default", nil, defaultGRPCListen, false, "", ""},
+		{"no entries: explicit is an error", nil, "127.0.0.1:9000", true, "", "needs raft.grpcEndpoints"},
+		{"node not listed", eps[1:], defaultGRPCListen, false, "", ""},
+		{"bad entry", []string{"n1:127.0.0.1:8081"}, defaultGRPCListen, false, "", `"n1:127.0.0.1:8081" is not nodeId@ip:port`},
+		{"duplicate", []string{eps[0], eps[0]}, defaultGRPCListen, false, "", "listed twice"},
+	} {
+		rc := &raftFileConfig{NodeID: "n1", GRPCEndpoints: tt.entries}
+		got, _, err := rc.grpcListen(tt.addr, tt.explicit)
+		if got != tt.want || (err == nil) != (tt.err == "") || (err != nil && !strings.Contains(err.Error(), tt.err)) {
+			t.Errorf("%s: listen %q, err %v; want %q, err containing %q", tt.name, got, err, tt.want, tt.err)
 		}
 	}
 }

@@ -134,9 +134,25 @@ func (cn *clusterNode) shutdown(ctx context.Context) error {
 	return errors.Join(err, cn.node.Close())
 }
 
+// serveGRPC serves the replica's gRPC endpoint at g.addr, its routes
+// naming the leader's endpoint (from g.endpoints by the leader's node id;
+// its own while no leader is known).
+func (cn *clusterNode) serveGRPC(g clusterGRPC, sec server.Security, log *slog.Logger) (func(), error) {
+	return startGRPC(grpcFront{addr: g.addr, explicit: true, broker: cn.node.Broker(), srv: cn.srv, security: sec,
+		leader: func() string { return g.endpoints[cn.node.LeaderID()] }}, log)
+}
+
+// clusterGRPC is a replica's gRPC endpoint: where it listens ("": off)
+// and every replica's endpoint by node id (raft.grpcEndpoints).
+type clusterGRPC struct {
+	addr      string
+	endpoints map[string]string
+}
+
 // runClusterServe is runServe for a replica: it also stops, with an
-// error, when the replica stops applying the group's log.
-func runClusterServe(parent context.Context, nc server.NodeConfig, rc *raftFileConfig, metrics *prom.Metrics, metricsAddr string,
+// error, when the replica stops applying the group's log. Every replica
+// serves gRPC (g), its routes naming the leader's endpoint.
+func runClusterServe(parent context.Context, nc server.NodeConfig, rc *raftFileConfig, g clusterGRPC, metrics *prom.Metrics, metricsAddr string,
 	shutdownTimeout time.Duration, log *slog.Logger) error {
 	if parent == nil {
 		parent = context.Background()
@@ -150,9 +166,19 @@ func runClusterServe(parent context.Context, nc server.NodeConfig, rc *raftFileC
 	log.Info("rocketstore replica serving", "nameServer", cn.addr, "broker", cn.brokerAddr, "dir", nc.Dir,
 		"brokerName", cn.srv.Config().BrokerName, "nodeId", rc.NodeID, "raft", rc.Bind,
 		"recovery", fmt.Sprintf("%+v", cn.node.Broker().Store().Recovery()))
+	// The gRPC endpoint stops before the replica: its requests use the
+	// replica's broker.
+	stopGRPC := func() {}
+	if g.addr != "" {
+		if stopGRPC, err = cn.serveGRPC(g, nc.Server.Security, log); err != nil {
+			return errors.Join(&exitCodeError{code: exitError, err: err}, cn.shutdown(context.Background()))
+		}
+	}
 	if metrics != nil {
+		metrics.AttachCluster(cn.node.Status)
 		ln, err := net.Listen("tcp", metricsAddr)
 		if err != nil {
+			stopGRPC()
 			return errors.Join(&exitCodeError{code: exitError, err: err}, cn.shutdown(context.Background()))
 		}
 		mux := http.NewServeMux()
@@ -184,6 +210,7 @@ wait:
 	log.Info("shutting down")
 	sctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
 	defer cancel()
+	stopGRPC()
 	err = cn.shutdown(sctx)
 	if failed != nil {
 		log.Error("the replica stopped applying the group's log", "err", failed)

@@ -99,11 +99,12 @@ finish, consumer offsets are persisted and the store is flushed and closed.`,
 			}
 			grpcAt, grpcExplicit := grpcAddr(cmd.Flags().Changed("grpc-listen"), grpcListen, grpcPort)
 			if rc != nil {
-				if grpcExplicit {
-					return &exitCodeError{code: exitError, err: errors.New(
-						"the RocketMQ 5.x gRPC endpoint is not available in a replicated broker group (raft:); remove --grpc-listen / grpcServerPort")}
+				grpcAt, eps, err := rc.grpcListen(grpcAt, grpcExplicit)
+				if err != nil {
+					return &exitCodeError{code: exitError, err: err}
 				}
-				return runClusterServe(cmd.Context(), nc, rc, metrics, metricsAddr, shutdownTimeout, logger)
+				return runClusterServe(cmd.Context(), nc, rc, clusterGRPC{addr: grpcAt, endpoints: eps},
+					metrics, metricsAddr, shutdownTimeout, logger)
 			}
 			var extras []serveExtra
 			if consoleFlag != "" {

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/rocketstore/rocketstore/broker"
 	"github.com/rocketstore/rocketstore/proxy"
 	"github.com/rocketstore/rocketstore/remoting"
 	"github.com/rocketstore/rocketstore/server"
@@ -60,39 +61,58 @@ func withGRPC(addr string, explicit bool) serveExtra {
 			}
 			return func() {}, nil
 		}
-		tc, err := grpcTLS(nc.Server.Security)
-		if err != nil {
-			return nil, err
-		}
-		cfg := n.Server.Config()
-		p, err := proxy.New(proxy.Config{Broker: n.Broker, BrokerName: cfg.BrokerName, ClusterName: cfg.ClusterName,
-			Logger: log, ACL: n.Server.ACLValidator(), TLSMode: nc.Server.Security.TLSMode, TLS: tc,
-			MaxInFlight: nc.Server.Security.Limits.MaxInFlight, FallbackChecker: n.Server.TransactionChecker()})
-		if err != nil {
-			return nil, err
-		}
-		ln, err := net.Listen("tcp", addr)
-		if err != nil {
-			if explicit {
-				return nil, fmt.Errorf("--grpc-listen %s: %w", addr, err)
-			}
-			log.Warn("the RocketMQ 5.x gRPC endpoint is off: its default address is taken (set --grpc-listen)", "addr", addr, "err", err)
-			return func() {}, nil
-		}
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			if err := p.Serve(ln); err != nil {
-				log.Error("gRPC server", "err", err)
-			}
-		}()
-		log.Info("RocketMQ 5.x gRPC endpoint", "addr", ln.Addr().String(), "tlsServerMode", nc.Server.Security.TLSMode.String(),
-			"aclEnable", nc.Server.Security.ACLEnable)
-		return func() {
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			defer cancel()
-			p.Stop(ctx)
-			<-done
-		}, nil
+		return startGRPC(grpcFront{addr: addr, explicit: explicit, broker: n.Broker, srv: n.Server,
+			security: nc.Server.Security}, log)
 	}
+}
+
+// grpcFront is what the gRPC endpoint serves: a broker (a replica's, in
+// a replicated group) with its remoting server's ACL, TLS and limits.
+type grpcFront struct {
+	addr     string
+	explicit bool // a failure to listen is an error, not a warning
+	broker   *broker.Broker
+	srv      *server.Server
+	security server.Security
+	// leader returns the group's leader's gRPC endpoint (replicated
+	// groups; nil otherwise).
+	leader func() string
+}
+
+// startGRPC serves the 5.x endpoint until the returned stop is called.
+func startGRPC(f grpcFront, log *slog.Logger) (func(), error) {
+	tc, err := grpcTLS(f.security)
+	if err != nil {
+		return nil, err
+	}
+	cfg := f.srv.Config()
+	p, err := proxy.New(proxy.Config{Broker: f.broker, BrokerName: cfg.BrokerName, ClusterName: cfg.ClusterName,
+		Logger: log, ACL: f.srv.ACLValidator(), TLSMode: f.security.TLSMode, TLS: tc,
+		MaxInFlight: f.security.Limits.MaxInFlight, FallbackChecker: f.srv.TransactionChecker(), LeaderEndpoint: f.leader})
+	if err != nil {
+		return nil, err
+	}
+	ln, err := net.Listen("tcp", f.addr)
+	if err != nil {
+		if f.explicit {
+			return nil, fmt.Errorf("--grpc-listen %s: %w", f.addr, err)
+		}
+		log.Warn("the RocketMQ 5.x gRPC endpoint is off: its default address is taken (set --grpc-listen)", "addr", f.addr, "err", err)
+		return func() {}, nil
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := p.Serve(ln); err != nil {
+			log.Error("gRPC server", "err", err)
+		}
+	}()
+	log.Info("RocketMQ 5.x gRPC endpoint", "addr", ln.Addr().String(), "tlsServerMode", f.security.TLSMode.String(),
+		"aclEnable", f.security.ACLEnable)
+	return func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		p.Stop(ctx)
+		<-done
+	}, nil
 }

@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -82,7 +83,8 @@ func (f *fixture) seed(t *testing.T) {
 	}
 }
 
-// traffic sends to Clicks and moves Analytics' offset along until stop.
+// traffic sends to Clicks, and Analytics pulls them and commits its
+// offset, until stop.
 func (f *fixture) traffic(t *testing.T) (stop func()) {
 	ctx := context.Background()
 	if err := f.adm.CreateTopic(ctx, f.n.BrokerAddr, admin.TopicConfig{TopicName: "Clicks", ReadQueueNums: 1, WriteQueueNums: 1, Perm: 6}); err != nil {
@@ -92,6 +94,7 @@ func (f *fixture) traffic(t *testing.T) (stop func()) {
 	finished := make(chan struct{})
 	go func() {
 		defer close(finished)
+		var next int64
 		for i := 0; ; i++ {
 			select {
 			case <-done:
@@ -101,7 +104,11 @@ func (f *fixture) traffic(t *testing.T) (stop func()) {
 			_, _ = f.adm.SendMessage(ctx, f.n.BrokerAddr, "P", &record.Message{Topic: "Clicks", Body: []byte("click"),
 				Properties: map[string]string{"TAGS": "web"}})
 			if i%3 == 0 {
-				_ = f.adm.UpdateConsumerOffset(ctx, f.n.BrokerAddr, "Analytics", "Clicks", 0, int64(i*2/3))
+				// Analytics reads what arrived and commits its offset.
+				if r, err := f.adm.Pull(ctx, f.n.BrokerAddr, "Analytics", "Clicks", 0, next, 32); err == nil && r.Status == "FOUND" {
+					next = r.NextBeginOffset
+				}
+				_ = f.adm.UpdateConsumerOffset(ctx, f.n.BrokerAddr, "Analytics", "Clicks", 0, next)
 			}
 		}
 	}()
@@ -183,19 +190,27 @@ func TestConsoleInBrowser(t *testing.T) {
 	// Clicks while the cluster page samples.
 	stop := f.traffic(t)
 	// Every page loads against real data.
+	// The console samples the cluster by itself: a page opened after a
+	// few seconds of traffic draws them at once, from its first answer.
+	run("traffic before the page opens", chromedp.Sleep(4*time.Second))
 	run("cluster page",
 		chromedp.Navigate(f.url+"#/cluster"),
 		waitText("#brokers td.version", "V4_9_4"),
 		waitText("#brokers", f.n.BrokerAddr),
 		chromedp.WaitVisible(chromedp.CSS("#chart-put")),
-		chromedp.Sleep(6500*time.Millisecond), // a few chart samples
-		waitText("#rate-put", "msg/s"),
-		shot("console-cluster"))
-	r, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS("#rate-put")))
-	stop()
-	if err != nil || r == "0.0 msg/s" {
-		t.Errorf("the produce chart shows %q (%v) under traffic", r, err)
+		waitText("#rate-put", "msg/s"))
+	points, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.querySelector("#chart-put").dataset.points`))
+	if n, _ := strconv.Atoi(points); err != nil || n < 3 {
+		t.Errorf("the produce chart has %q points at page load (%v), want the sampled history", points, err)
 	}
+	run("a few more samples", chromedp.Sleep(2*time.Second), shot("console-cluster"))
+	for _, id := range []string{"#rate-put", "#rate-get"} {
+		r, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(id)))
+		if err != nil || !strings.HasSuffix(r, " msg/s") || r == "0.0 msg/s" {
+			t.Errorf("%s shows %q (%v) under traffic", id, r, err)
+		}
+	}
+	stop()
 	run("topics page",
 		chromedp.Navigate(f.url+"#/topics"),
 		waitText("#topics", "Orders"),

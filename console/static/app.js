@@ -104,16 +104,29 @@ function drawChart(canvas, points, color) {
   ctx.fillText("0", 4, h - 6);
 }
 
+// rateOver is the rate (msg/s) of key over the last `ms` of the samples,
+// as the brokers' Put/Get TPS are computed (newest sample against the
+// oldest one within the window); null with fewer than two samples.
+function rateOver(key, ms) {
+  if (samples.length < 2) return null;
+  const last = samples.at(-1);
+  const first = samples.find((x) => x.at >= last.at - ms) || samples[0];
+  if (last.at <= first.at) return null;
+  return Math.max(0, ((last[key] - first[key]) * 1000) / (last.at - first.at));
+}
+
 async function pollStats() {
   try {
-    const s = await api("stats");
-    samples.push(s);
-    if (samples.length > 61) samples.shift();
+    // The console samples the cluster every second (server side): the
+    // whole history comes back, so the charts are full at page load.
+    const h = await api("stats");
+    samples.splice(0, samples.length, ...h.samples);
     const rates = (key) => samples.slice(1).map((x, i) => Math.max(0, ((x[key] - samples[i][key]) * 1000) / Math.max(1, x.at - samples[i].at)));
     const put = rates("putTotal"), get = rates("getTotal");
+    const show = (id, key) => { const r = rateOver(key, 10000); $(id).textContent = r === null ? "…" : r.toFixed(1) + " msg/s"; };
     const cp = $("#chart-put"), cg = $("#chart-get");
-    if (cp) { drawChart(cp, put, "#2b5797"); $("#rate-put").textContent = (put.at(-1) || 0).toFixed(1) + " msg/s"; }
-    if (cg) { drawChart(cg, get, "#1e8449"); $("#rate-get").textContent = (get.at(-1) || 0).toFixed(1) + " msg/s"; }
+    if (cp) { drawChart(cp, put, "#2b5797"); cp.dataset.points = put.length; show("#rate-put", "putTotal"); }
+    if (cg) { drawChart(cg, get, "#1e8449"); cg.dataset.points = get.length; show("#rate-get", "getTotal"); }
   } catch (e) { /* the cluster page shows errors; charts keep their last points */ }
 }
 
@@ -132,9 +145,9 @@ async function clusterPage() {
           el("td", { class: "num" }, b.putTotal), el("td", { class: "num" }, b.getTotal)]))),
     el("h2", {}, "Live rates"),
     el("div", { class: "charts" },
-      el("div", { class: "chart" }, el("div", {}, "Produce ", el("span", { id: "rate-put", class: "rate" }, "…")),
+      el("div", { class: "chart" }, el("div", {}, "Produce (10 s, as Put TPS) ", el("span", { id: "rate-put", class: "rate" }, "…")),
         el("canvas", { id: "chart-put", width: 420, height: 140 })),
-      el("div", { class: "chart" }, el("div", {}, "Consume ", el("span", { id: "rate-get", class: "rate" }, "…")),
+      el("div", { class: "chart" }, el("div", {}, "Consume (10 s, as Get TPS) ", el("span", { id: "rate-get", class: "rate" }, "…")),
         el("canvas", { id: "chart-get", width: 420, height: 140 }))));
   pollStats();
 }

@@ -223,15 +223,23 @@ var badInputTests = []test{
 		}
 		wantOpenError(t, h, engine.ErrCorruptStore, "00000000000000008192")
 	}},
+	// Names the store never writes are not its files: FUSE's
+	// .fuse_hidden*, NFS's .nfs*, a person's copy. They are left alone
+	// with a warning, not read as segments and not refused.
 	{"FileNameNot20Digits", func(t *testing.T, h *harness) {
-		newDamaged(t, h)
+		d := newDamaged(t, h)
 		writeFile(t, h.fs, "commitlog/12288", make([]byte, 4096))
-		wantOpenError(t, h, engine.ErrCorruptStore, "12288")
+		d.wantForeignIgnored(t, "commitlog/12288")
 	}},
 	{"ConsumeQueueFileNameNot20Digits", func(t *testing.T, h *harness) {
-		newDamaged(t, h)
+		d := newDamaged(t, h)
 		writeFile(t, h.fs, "consumequeue/bad/0/x0000000000000000160", make([]byte, 160))
-		wantOpenError(t, h, engine.ErrCorruptStore, "x0000000000000000160")
+		d.wantForeignIgnored(t, "consumequeue/bad/0/x0000000000000000160")
+	}},
+	{"FuseHiddenSecondNameOfSegment", func(t *testing.T, h *harness) {
+		d := newDamaged(t, h)
+		writeFile(t, h.fs, "consumequeue/bad/1/.fuse_hidden0000000a00000001", fileBytes(t, h.fs, "consumequeue/bad/1/00000000000000000000"))
+		d.wantForeignIgnored(t, "consumequeue/bad/1/.fuse_hidden0000000a00000001")
 	}},
 	{"ConsumeQueueWrongSize", func(t *testing.T, h *harness) {
 		newDamaged(t, h)
@@ -446,5 +454,25 @@ func wantOpenError(t *testing.T, h *harness, want error, mention string) {
 	// way rather than on the lock.
 	if _, err2 := engine.Open(h.fs, tinyConfig()); err2 == nil || err2.Error() != err.Error() {
 		t.Fatalf("second open: %v, first: %v", err2, err)
+	}
+}
+
+// wantForeignIgnored opens the store with name, a file the store does not
+// write, in one of its directories: the open succeeds, every put is still
+// in its queue, a warning names the file, and the file is left in place.
+func (d *damaged) wantForeignIgnored(t *testing.T, name string) {
+	t.Helper()
+	cfg := tinyConfig()
+	var log bytes.Buffer
+	cfg.Logger = slog.New(slog.NewTextHandler(&log, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	s := d.h.open(cfg)
+	if n := s.MaxOffsetInQueue("bad", 0) + s.MaxOffsetInQueue("bad", 1); n != int64(len(d.puts)) {
+		t.Fatalf("queues hold %d messages, want %d", n, len(d.puts))
+	}
+	if l := log.String(); !strings.Contains(l, "level=WARN") || !strings.Contains(l, name) {
+		t.Fatalf("no warning naming %s; log:\n%s", name, l)
+	}
+	if _, err := d.h.fs.Stat(name); err != nil {
+		t.Fatalf("%s: %v (it is not the store's to delete)", name, err)
 	}
 }

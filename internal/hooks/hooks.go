@@ -80,6 +80,11 @@ type Engine struct {
 	// record it points at is its own (size, topic, queue id, queue
 	// offset), as RocketMQ 4.9.4's getMessage does not.
 	NoUnitCheck bool
+	// NoStartupUnitCheck opens a cleanly closed store trusting its
+	// ConsumeQueue units: each queue ends at its first unit that is not a
+	// positive offset and size before the CommitLog's end, as in RocketMQ,
+	// and damaged units are found only when read.
+	NoStartupUnitCheck bool
 }
 
 // Broker holds the broker's switches; a Broker keeps them in an unexported
@@ -171,6 +176,22 @@ type Pop struct {
 	// SnapshotFileFirst points the replay-start file at a snapshot before
 	// the snapshot's records are written.
 	SnapshotFileFirst bool
+}
+
+// Timer holds broker/timer's broken variants: each removes one safety
+// step so that its crash property test shows that it catches the
+// absence. Never set them outside that package's tests.
+type Timer struct {
+	// NoDeliverySync takes a checkpoint without syncing the CommitLog
+	// first: the checkpoint may count deliveries a power cut loses.
+	NoDeliverySync bool
+	// NoDedup delivers again, after a crash, what the CommitLog shows
+	// delivered since the checkpoint.
+	NoDedup bool
+	// WheelInPlace writes the changed wheel slots into the wheel file
+	// before the checkpoint that holds their redo list: a power cut then
+	// leaves slots that point past the recovered TimerLog.
+	WheelInPlace bool
 }
 
 // Dispatch holds the switches of package dispatch's Parser and Service,

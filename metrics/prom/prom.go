@@ -31,10 +31,11 @@ type Metrics struct {
 	sendBacks   *prometheus.CounterVec
 	notifies    prometheus.Counter
 
-	dir      string
-	attached sync.Once
-	secOnce  sync.Once
-	sec      *securityMetrics
+	dir         string
+	attached    sync.Once
+	clusterOnce sync.Once
+	secOnce     sync.Once
+	sec         *securityMetrics
 
 	diskMu  sync.Mutex
 	diskAt  time.Time
@@ -44,11 +45,12 @@ type Metrics struct {
 var _ server.Metrics = (*Metrics)(nil)
 
 // New returns metrics registered in a new registry, with the Go runtime and
-// process collectors. dir is the store directory whose size the disk-use
+// process collectors (the process's network series left out: see
+// processCollector) and rocketstore_build_info. dir is the store directory whose size the disk-use
 // gauge reports ("" for none).
 func New(dir string) *Metrics {
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	reg.MustRegister(collectors.NewGoCollector(), newProcessCollector(), buildInfo())
 	m := &Metrics{Registry: reg, dir: dir}
 	f := prometheus.NewCounterVec
 	m.requests = f(prometheus.CounterOpts{Name: "rocketstore_requests_total", Help: "Remoting requests received, by request code."}, []string{"code"})

@@ -16,9 +16,9 @@ before(async () => {
     'transactionCheckInterval: 200',
   ].join('\n') + '\n' }).start();
   srv.createTopic('NormalTopic');
-  srv.createTopic('FifoTopic');
-  srv.createTopic('DelayTopic');
-  srv.createTopic('TxTopic');
+  srv.createTopic('FifoTopic', { attrs: '+message.type=FIFO' });
+  srv.createTopic('DelayTopic', { attrs: '+message.type=DELAY' });
+  srv.createTopic('TxTopic', { attrs: '+message.type=TRANSACTION' });
 });
 after(async () => {
   await srv.stop();
@@ -91,6 +91,23 @@ test('FIFO: a message group goes to one queue, in send order', async () => {
       assert.deepStrictEqual(mine.sort((a, b) => a.queueOffset - b.queueOffset).map(m => m.body),
         [ 0, 1, 2, 3, 4, 5 ].map(i => `${g}-${i}`));
     }
+  } finally {
+    await p.shutdown();
+  }
+});
+
+test('message types: a message of another type than the topic\'s message.type is refused', async () => {
+  const p = producer('NormalTopic');
+  await p.startup();
+  try {
+    // The client checks the route's accept_message_types before it sends
+    // (the server's settings ask it to); the server refuses such a send
+    // too, with MESSAGE_PROPERTY_CONFLICT_WITH_TYPE (proxy tests).
+    await assert.rejects(p.send({ topic: 'NormalTopic', messageGroup: 'g', body: Buffer.from('x') }),
+      /message type not match.*acceptMessageTypes=\[1\]/);
+    await assert.rejects(p.send({ topic: 'FifoTopic', body: Buffer.from('x') }),
+      /message type not match.*acceptMessageTypes=\[2\]/);
+    assert.strictEqual(stored('NormalTopic').filter(m => m.body === 'x').length, 0);
   } finally {
     await p.shutdown();
   }

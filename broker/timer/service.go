@@ -1,0 +1,266 @@
+package timer
+
+import (
+	"context"
+	"errors"
+	"maps"
+	"sync"
+	"time"
+
+	"github.com/jonboulle/clockwork"
+
+	"github.com/rocketstore/rocketstore/backend"
+	"github.com/rocketstore/rocketstore/dispatch"
+	"github.com/rocketstore/rocketstore/engine"
+	"github.com/rocketstore/rocketstore/record"
+)
+
+// ErrClosed reports use of a closed (or not started) service.
+var ErrClosed = errors.New("timer: closed")
+
+// group is the consumer group name of the service's reads (statistics
+// only).
+const group = "TIMER_CONSUMER"
+
+// Service is the timer message service (RocketMQ's TimerMessageStore).
+type Service struct {
+	fs    backend.FS
+	cfg   Config
+	store *engine.Store
+
+	// Owned by the loop goroutine (or the Manual caller).
+	log   *timerLog
+	wheel *wheel
+	st    state
+	// delivered holds the source offsets of deliveries that a slot must
+	// not make again: those of the slot in progress (a failed put is
+	// retried with the whole slot) and those recovery found in the
+	// CommitLog. An offset leaves when its slot is done.
+	delivered map[int64]bool
+	lastCkpt  int64 // ms, clock time of the last checkpoint
+
+	// mu guards the copies other goroutines read.
+	mu struct {
+		sync.Mutex
+		pending  map[string]int64
+		readTime int64
+		stats    Stats
+	}
+
+	wake   chan struct{}
+	cancel context.CancelFunc
+	done   chan struct{}
+	err    error // the loop's exit error
+}
+
+// state is what a checkpoint saves.
+type state struct {
+	queueOffset int64
+	readTime    int64
+	scanFrom    int64
+	pending     map[string]int64
+}
+
+// New returns a service whose Dispatch hook can be given to engine.Open;
+// Start begins once the store is open.
+func New(fs backend.FS, cfg Config) (*Service, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	return &Service{fs: fs, cfg: cfg.withDefaults(), wake: make(chan struct{}, 1)}, nil
+}
+
+// Config returns the configuration with its defaults.
+func (s *Service) Config() Config { return s.cfg }
+
+// Dispatch is the arrival hook: a new timer message may be due before
+// the slot the service sleeps for.
+func (s *Service) Dispatch(req *dispatch.Request) error {
+	if string(req.Topic) == record.TimerTopic {
+		s.Wake()
+	}
+	return nil
+}
+
+// Wake makes the service look at the timer queue now. It never blocks.
+func (s *Service) Wake() {
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Start recovers the timer state and starts the service goroutine (none
+// in Manual mode).
+func (s *Service) Start(store *engine.Store) error {
+	s.store = store
+	if err := s.recover(); err != nil {
+		s.closeFiles()
+		s.store = nil
+		return err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	s.cancel, s.done = cancel, make(chan struct{})
+	if s.cfg.svc.Manual {
+		close(s.done)
+		return nil
+	}
+	go s.loop(ctx)
+	return nil
+}
+
+// Close stops the service, waits for its goroutine and takes a
+// checkpoint. It is idempotent.
+func (s *Service) Close() error {
+	if !s.stop() {
+		return nil
+	}
+	err := s.err
+	if err == nil || errors.Is(err, context.Canceled) {
+		err = s.Checkpoint()
+	}
+	s.closeFiles()
+	s.store = nil
+	return err
+}
+
+// Abandon stops the service without saving anything: what a killed
+// process leaves (crash tests). It is idempotent.
+func (s *Service) Abandon() {
+	if s.stop() {
+		s.closeFiles()
+		s.store = nil
+	}
+}
+
+func (s *Service) stop() bool {
+	if s.cancel == nil {
+		return false
+	}
+	s.cancel()
+	<-s.done
+	s.cancel = nil
+	return true
+}
+
+func (s *Service) closeFiles() {
+	if s.log != nil {
+		s.log.close()
+	}
+	if s.wheel != nil {
+		_ = s.wheel.close()
+	}
+	s.log, s.wheel = nil, nil
+}
+
+func (s *Service) loop(ctx context.Context) {
+	defer close(s.done)
+	for {
+		wait, err := s.Advance(ctx)
+		if err != nil && ctx.Err() == nil {
+			s.cfg.Logger.Warn("timer: delivery failed; retrying", "err", err)
+			wait = 100 * time.Millisecond
+		}
+		var timer clockwork.Timer
+		var tc <-chan time.Time
+		if wait >= 0 {
+			timer = s.cfg.Clock.NewTimer(wait)
+			tc = timer.Chan()
+		}
+		select {
+		case <-ctx.Done():
+		case <-s.wake:
+		case <-tc:
+		}
+		if timer != nil {
+			timer.Stop()
+		}
+		if ctx.Err() != nil {
+			return
+		}
+	}
+}
+
+// Advance enqueues the new timer messages, delivers every slot due now
+// and takes a checkpoint when one is due. It returns how long until the
+// next slot is due (-1: nothing pending). In Manual mode the owner calls
+// it (after dispatching the store) and Checkpoint.
+func (s *Service) Advance(ctx context.Context) (time.Duration, error) {
+	if s.store == nil || s.log == nil {
+		return 0, ErrClosed
+	}
+	if s.cfg.Standby != nil && s.cfg.Standby() {
+		return -1, nil
+	}
+	if err := s.enqueue(ctx); err != nil {
+		return 0, err
+	}
+	if err := s.deliverDue(ctx); err != nil {
+		return 0, err
+	}
+	if !s.cfg.svc.Manual && (s.cfg.Now()-s.lastCkpt >= s.cfg.CheckpointInterval.Milliseconds() || len(s.wheel.dirty) >= maxDirtySlots) {
+		if err := s.Checkpoint(); err != nil {
+			return 0, err
+		}
+	}
+	if s.pendingTotal() == 0 && s.store.MaxOffsetInQueue(record.TimerTopic, 0) <= s.st.queueOffset {
+		return -1, nil
+	}
+	return time.Duration(max(0, s.st.readTime-s.cfg.Now())) * time.Millisecond, nil
+}
+
+// Pending returns the pending timer messages of each real topic.
+func (s *Service) Pending() map[string]int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return maps.Clone(s.mu.pending)
+}
+
+// ReadTime returns the next slot time to deliver: every slot before it
+// is delivered.
+func (s *Service) ReadTime() int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.mu.readTime
+}
+
+func (s *Service) pendingTotal() int64 {
+	var n int64
+	for _, v := range s.st.pending {
+		n += v
+	}
+	return n
+}
+
+// publish copies the state other goroutines read.
+func (s *Service) publish() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.mu.pending = maps.Clone(s.st.pending)
+	s.mu.readTime = s.st.readTime
+	s.mu.stats = Stats{Pending: s.pendingTotal(), DirtySlots: len(s.wheel.dirty), Delivered: len(s.delivered),
+		LogBytes: s.log.diskBytes(), WheelBytes: s.wheel.seg.Size()}
+}
+
+// Stats returns the timer store's footprint as of the last step.
+func (s *Service) Stats() Stats {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.mu.stats
+}
+
+// Stats is the timer store's footprint.
+type Stats struct {
+	// Pending is the count of pending messages.
+	Pending int64
+	// DirtySlots and Delivered are the in-memory entries: the wheel slots
+	// changed since the checkpoint and the deliveries remembered.
+	DirtySlots, Delivered int
+	// LogBytes and WheelBytes are the sizes of the TimerLog and wheel
+	// files.
+	LogBytes, WheelBytes int64
+}
+
+// MemoryBytes estimates the heap the service holds for its state (map
+// entries at about 64 bytes).
+func (st Stats) MemoryBytes() int64 { return int64(st.DirtySlots+st.Delivered) * 64 }

@@ -1,0 +1,196 @@
+package timer
+
+import (
+	"errors"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/rocketstore/rocketstore/internal/hooks"
+	"github.com/rocketstore/rocketstore/record"
+)
+
+func keys(ms []deliveredMsg) []string {
+	out := make([]string, len(ms))
+	for i, m := range ms {
+		out[i] = m.key
+	}
+	return out
+}
+
+// TestDeliveryAtItsTime: messages wait in the timer topic and reach
+// their real queue at the first step at or after their time, never
+// before, in time order; one whose time has passed is stored in its
+// topic at once.
+func TestDeliveryAtItsTime(t *testing.T) {
+	e := newEnv(t, hooks.Timer{})
+	r := e.sendAt("b", startClock+2500)
+	if r.Topic != record.TimerTopic {
+		t.Fatalf("stored in %s", r.Topic)
+	}
+	e.sendAt("a", startClock+1200)
+	if r := e.sendAt("past", startClock-5); r.Topic != testTopic {
+		t.Fatalf("a past time stored in %s", r.Topic)
+	}
+	e.advance()
+	if got := keys(e.delivered()); len(got) != 1 || got[0] != "past" {
+		t.Fatalf("delivered %v", got)
+	}
+	if p := e.svc.Pending(); p[testTopic] != 2 {
+		t.Fatalf("pending %v", p)
+	}
+	e.step(1999 * time.Millisecond) // a (rounded up to +2000) is due at +2000
+	e.advance()
+	if got := keys(e.delivered()); len(got) != 1 {
+		t.Fatalf("delivered early: %v", got)
+	}
+	e.step(time.Millisecond)
+	if wait := e.advance(); wait != time.Second {
+		t.Fatalf("next wait %v", wait)
+	}
+	got := e.delivered()
+	if len(got) != 2 || got[1].key != "a" || got[1].storeMs != startClock+2000 {
+		t.Fatalf("delivered %+v", got)
+	}
+	m := got[1].props
+	if m[record.PropertyRealTopic] != testTopic || m[record.PropertyTimerOutMS] != strconv.Itoa(startClock+2000) ||
+		m[record.PropertyTimerSourceOffset] == "" || m[record.PropertyWaitStoreMsgOK] != "false" {
+		t.Fatalf("properties %v", m)
+	}
+	e.step(time.Second)
+	if wait := e.advance(); wait != -1 {
+		t.Fatalf("wait %v with nothing pending", wait)
+	}
+	if got := keys(e.delivered()); len(got) != 3 || got[2] != "b" {
+		t.Fatalf("delivered %v", got)
+	}
+	if p := e.svc.Pending(); len(p) != 0 {
+		t.Fatalf("pending %v", p)
+	}
+}
+
+func TestTransformForms(t *testing.T) {
+	c := Config{PrecisionMs: 100, MaxDelay: time.Hour}
+	now := int64(startClock)
+	for _, tc := range []struct {
+		name  string
+		props map[string]string
+		out   int64 // 0: not moved
+		err   error
+	}{
+		{"deliver ms", map[string]string{record.PropertyTimerDeliverMS: strconv.FormatInt(now+1001, 10)}, now + 1100, nil},
+		{"delay sec", map[string]string{record.PropertyTimerDelaySec: "3"}, now + 3000, nil},
+		{"delay ms", map[string]string{record.PropertyTimerDelayMS: "250"}, now + 300, nil},
+		{"ONS", map[string]string{record.PropertyStartDeliverTime: strconv.FormatInt(now+100, 10)}, now + 100, nil},
+		{"past", map[string]string{record.PropertyTimerDeliverMS: "5"}, 0, nil},
+		{"level wins", map[string]string{record.PropertyTimerDelaySec: "3", record.PropertyDelayTimeLevel: "2"}, 0, nil},
+		{"too far", map[string]string{record.PropertyTimerDelaySec: "3601"}, 0, ErrIllegal},
+		{"bad", map[string]string{record.PropertyTimerDelayMS: "soon"}, 0, ErrIllegal},
+		{"late recall", map[string]string{record.PropertyTimerDeliverMS: "5", record.PropertyTimerDelUniqKey: "T+x"}, 0, ErrIllegal},
+		{"plain", map[string]string{"KEYS": "k"}, 0, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := &record.Message{Topic: "T", QueueID: 3, Properties: tc.props}
+			got, err := c.Transform(m, now)
+			if !errors.Is(err, tc.err) || (err == nil) != (tc.err == nil) {
+				t.Fatalf("err %v, want %v", err, tc.err)
+			}
+			if err != nil {
+				return
+			}
+			enc := string(record.AppendProperties(nil, tc.props))
+			if IsTimer(enc) != (tc.name != "plain") {
+				t.Errorf("IsTimer(%q) wrong", enc)
+			}
+			if tc.out == 0 {
+				if got.Topic != "T" || got.Properties[record.PropertyTimerDelaySec] != "" && tc.name == "level wins" {
+					t.Fatalf("moved: %+v", got)
+				}
+				return
+			}
+			if got.Topic != record.TimerTopic || got.QueueID != 0 || got.Properties[record.PropertyRealTopic] != "T" ||
+				got.Properties[record.PropertyRealQueueID] != "3" || got.Properties[record.PropertyTimerOutMS] != strconv.FormatInt(tc.out, 10) {
+				t.Fatalf("%+v", got)
+			}
+			if m.Topic != "T" || m.Properties[record.PropertyTimerOutMS] != "" {
+				t.Fatal("the input was modified")
+			}
+		})
+	}
+	if _, err := (Config{Disabled: true}).Transform(&record.Message{Topic: "T", Properties: map[string]string{record.PropertyTimerDelaySec: "1"}}, now); !errors.Is(err, ErrDisabled) {
+		t.Fatal(err)
+	}
+}
+
+// TestRecall: a recall in the slot of its message cancels it; the
+// others of the slot are delivered.
+func TestRecall(t *testing.T) {
+	e := newEnv(t, hooks.Timer{})
+	due := int64(startClock + 3000)
+	e.sendAt("x", due)
+	e.sendAt("y", due)
+	e.advance()
+	if _, err := e.send("r", map[string]string{record.PropertyTimerDeliverMS: strconv.FormatInt(due, 10),
+		record.PropertyTimerDelUniqKey: record.TimerDeleteKey(testTopic, "Ux")}); err != nil {
+		t.Fatal(err)
+	}
+	e.step(3 * time.Second)
+	e.advance()
+	if got := keys(e.delivered()); len(got) != 1 || got[0] != "y" {
+		t.Fatalf("delivered %v", got)
+	}
+	if p := e.svc.Pending(); len(p) != 0 {
+		t.Fatalf("pending %v", p)
+	}
+}
+
+// TestRestartKeepsPending: a clean restart keeps the pending messages
+// (wheel and TimerLog on disk) and delivers each once.
+func TestRestartKeepsPending(t *testing.T) {
+	e := newEnv(t, hooks.Timer{})
+	for i := range 20 {
+		e.sendAt("k"+strconv.Itoa(i), startClock+int64(i)*700)
+	}
+	e.step(5 * time.Second)
+	e.advance()
+	n := len(e.delivered())
+	e.close()
+	e.open()
+	if p := e.svc.Pending(); p[testTopic] != int64(20-n) {
+		t.Fatalf("pending %v after restart, %d delivered", p, n)
+	}
+	e.step(time.Minute)
+	e.advance()
+	seen := map[string]int{}
+	for _, m := range e.delivered() {
+		seen[m.key]++
+	}
+	if len(seen) != 20 {
+		t.Fatalf("delivered %v", seen)
+	}
+	for k, c := range seen {
+		if c != 1 {
+			t.Fatalf("%s delivered %d times", k, c)
+		}
+	}
+	if st := e.svc.Stats(); st.LogBytes > 3*52*8 {
+		t.Fatalf("delivered TimerLog files kept: %+v", st)
+	}
+}
+
+func TestConfigValidate(t *testing.T) {
+	for _, c := range []Config{
+		{PrecisionMs: 5}, {PrecisionMs: 100, MaxDelay: time.Millisecond}, {LogFileSize: 100}, {CheckpointInterval: -1},
+		{PrecisionMs: 10, MaxDelay: 30 * 24 * time.Hour},
+	} {
+		if err := c.Validate(); !errors.Is(err, ErrBadConfig) {
+			t.Errorf("%+v: %v", c, err)
+		}
+	}
+	if err := (Config{}).Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if err := (Config{PrecisionMs: 100}).Validate(); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,54 @@
+package cluster_test
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/rocketstore/rocketstore/cluster"
+	"github.com/rocketstore/rocketstore/record"
+)
+
+// TestStatusReportsRaftAndRepairs: Status, and QueryGroup over the Raft
+// port, tell the leader from the followers, their indexes and contact,
+// and count the scrub's runs and the records it repaired.
+func TestStatusReportsRaftAndRepairs(t *testing.T) {
+	g := newGroupOn(t, 3, true, func(nc *cluster.NodeConfig) {
+		nc.Cluster.ScrubInterval = 20 * time.Millisecond
+		nc.Cluster.ScrubBytes = 2048
+	})
+	for i := range 30 {
+		g.send("T", 0, fmt.Sprintf("body-%03d", i), "")
+	}
+	end := g.converge()
+	l := g.leader()
+	f := (l + 1) % 3
+	off, err := g.nodes[f].Broker().Store().CommitLogOffsetInQueue("T", 0, 20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	flipByte(t, filepath.Join(g.dirs[f], "commitlog", "00000000000000000000"), off+record.FixedOverhead+2)
+	waitFor(t, "the background scrub to repair the record", func() bool { return g.nodes[f].Status().Repaired >= 1 })
+
+	ls := g.nodes[l].Status()
+	if ls.State != "Leader" || ls.ElectionsWon < 1 || ls.LastContactMs != 0 || ls.Term < 1 ||
+		ls.AppliedIndex == 0 || ls.CommitIndex < ls.AppliedIndex || ls.LastLogIndex < ls.CommitIndex || ls.AppliedOffset != end {
+		t.Fatalf("leader status %+v (applied offset want %d)", ls, end)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	gi, err := (cluster.Dialer{}).QueryGroup(ctx, g.peers[f].Addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fs := gi.Status
+	if fs == nil {
+		t.Fatal("QueryGroup carries no status")
+	}
+	if fs.State != "Follower" || fs.ElectionsWon != 0 || fs.Term != ls.Term || fs.LastContactMs < 0 ||
+		fs.LastContactMs > 10_000 || fs.AppliedOffset != end || fs.Repaired < 1 || fs.ScrubRuns < 1 || fs.ScrubbedBytes <= 0 {
+		t.Fatalf("follower status %+v (leader's %+v)", *fs, ls)
+	}
+}

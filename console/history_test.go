@@ -1,0 +1,56 @@
+package console_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/rocketstore/rocketstore/console"
+	"github.com/rocketstore/rocketstore/record"
+)
+
+// TestStatsHistoryAtPageLoad: the console samples the cluster's totals
+// by itself, so that the first /api/stats a page makes already returns a
+// history to draw; its totals are the messages the client sent and those
+// its pulls received.
+func TestStatsHistoryAtPageLoad(t *testing.T) {
+	t.Cleanup(console.SetSampleEvery(10 * time.Millisecond))
+	e := newEnv(t, console.Config{})
+	for range 3 {
+		if _, err := e.adm.SendMessage(context.Background(), e.n.BrokerAddr, "P",
+			&record.Message{Topic: "Clicks", Body: []byte("click")}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Two pulls of the queue deliver 2 + 3 messages (the second from
+	// offset 0 again): got counts deliveries, not offsets.
+	var got int
+	for _, max := range []int{2, 3} {
+		r, err := e.adm.Pull(context.Background(), e.n.BrokerAddr, "Analytics", "Clicks", 0, 0, max)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got += len(r.Messages)
+	}
+	if got != 5 {
+		t.Fatalf("pulled %d messages, want 5", got)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		var h console.History
+		e.get("/api/stats", &h)
+		n := len(h.Samples)
+		if n >= 5 && h.Samples[n-1].PutTotal == 3 && h.Samples[n-1].GetTotal == 5 {
+			for i := 1; i < n; i++ {
+				if h.Samples[i].At < h.Samples[i-1].At || h.Samples[i].PutTotal < h.Samples[i-1].PutTotal {
+					t.Fatalf("samples out of order: %+v", h.Samples)
+				}
+			}
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("history %+v: want 5 samples or more ending at put total 3, got total 5", h.Samples)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
