@@ -201,6 +201,17 @@ func (n *Node) join(r joinRequest) error {
 			return refuse("address %s is member %s's", s.Address, s.ID)
 		}
 	}
+	// A store holds the group's identity only once its node was a member
+	// (the identity comes through the group's log), so a non-member
+	// asking with it was removed: it stays out until its store is wiped
+	// or an operator adds it back. Not refused for good: the node keeps
+	// asking, so that an operator's add-node lets it in without a restart.
+	if r.GroupID == g.GroupID && !r.Operator {
+		err := fmt.Errorf("node %s@%s was removed from the group: it joins again only with an empty store "+
+			"directory, or once an operator adds it back (rocketstore admin cluster add-node)", r.ID, r.Addr)
+		n.log.Warn("node refused", "err", err)
+		return err
+	}
 	if err := n.AddVoter(r.ID, r.Addr); err != nil {
 		return fmt.Errorf("add %s@%s: %w", r.ID, r.Addr, err)
 	}
@@ -232,8 +243,9 @@ func (n *Node) askNodeInfo(r *joinRequest) error {
 }
 
 // RemoveServer removes a node from the group; only the leader can. The
-// removed node stops receiving the log (stop it, and give it an empty
-// directory before it joins again).
+// removed node stops receiving the log and stays removed: restarted with
+// Join and its store, it is not let in until its directory is wiped or an
+// operator adds it back (AddNode).
 func (n *Node) RemoveServer(id string) error {
 	fut := n.raft.GetConfiguration()
 	if err := fut.Error(); err != nil {
