@@ -322,7 +322,7 @@ func (s *Service) loadKnown(q *queueState, picks []pick) []pick {
 
 // readAt reads the message at a queue offset.
 func (s *Service) readAt(topic string, qid int32, off int64) (*record.MessageExt, error) {
-	res, err := s.store.GetMessage("", topic, qid, off, 1, nil)
+	res, err := s.store.GetMessage(topic, qid, off, 1, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -350,7 +350,7 @@ func (s *Service) readNew(q *queueState, req *ReceiveRequest, limit int, blocked
 		if req.FIFO {
 			n = min(max(n, 32), room)
 		}
-		res, err := s.store.GetMessage(req.Group, q.key.topic, q.key.queueID, from, n, req.Filter)
+		res, err := s.store.GetMessage(q.key.topic, q.key.queueID, from, n, req.Filter)
 		if err != nil {
 			return nil, nil, 0, fmt.Errorf("pop: read %s/%d at %d: %w", q.key.topic, q.key.queueID, from, err)
 		}
