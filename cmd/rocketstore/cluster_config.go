@@ -36,9 +36,14 @@ type raftFileConfig struct {
 	Peers  []string `yaml:"peers"`
 	Join   bool     `yaml:"join"`
 	// HeartbeatTimeoutMs and ElectionTimeoutMs tune failure detection
-	// (1000 each).
+	// (2000 each).
 	HeartbeatTimeoutMs int `yaml:"heartbeatTimeoutMs"`
 	ElectionTimeoutMs  int `yaml:"electionTimeoutMs"`
+	// LeaderLeaseTimeoutMs is how long a leader that hears from no
+	// majority keeps leading (half heartbeatTimeoutMs; at most it).
+	LeaderLeaseTimeoutMs int `yaml:"leaderLeaseTimeoutMs"`
+	// CommitTimeoutMs is Raft's commit timeout (10).
+	CommitTimeoutMs int `yaml:"commitTimeoutMs"`
 	// SnapshotThreshold is the number of entries between snapshots (4096).
 	SnapshotThreshold uint64 `yaml:"snapshotThreshold"`
 	// SnapshotIntervalMs is how often the threshold is checked (30000).
@@ -204,7 +209,8 @@ func (rc *raftFileConfig) clusterConfig() (cfg cluster.Config, advertise string,
 		}
 		advertise = rc.Bind
 	}
-	if rc.HeartbeatTimeoutMs < 0 || rc.ElectionTimeoutMs < 0 || rc.SnapshotIntervalMs < 0 {
+	if rc.HeartbeatTimeoutMs < 0 || rc.ElectionTimeoutMs < 0 || rc.SnapshotIntervalMs < 0 ||
+		rc.LeaderLeaseTimeoutMs < 0 || rc.CommitTimeoutMs < 0 {
 		return cfg, "", fmt.Errorf("%w: raft: negative timeout", server.ErrConfig)
 	}
 	if rc.ScrubIntervalMs < 0 || rc.ScrubBytes < 0 {
@@ -220,6 +226,8 @@ func (rc *raftFileConfig) clusterConfig() (cfg cluster.Config, advertise string,
 	cfg.SnapshotInterval = ms(rc.SnapshotIntervalMs)
 	cfg.HeartbeatTimeout = ms(rc.HeartbeatTimeoutMs)
 	cfg.ElectionTimeout = ms(rc.ElectionTimeoutMs)
+	cfg.LeaderLeaseTimeout = ms(rc.LeaderLeaseTimeoutMs)
+	cfg.CommitTimeout = ms(rc.CommitTimeoutMs)
 	return cfg, advertise, nil
 }
 

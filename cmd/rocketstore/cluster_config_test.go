@@ -1,12 +1,16 @@
 package main
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/hashicorp/raft"
+
+	"github.com/rocketstore/rocketstore/cluster"
 	"github.com/rocketstore/rocketstore/server"
 )
 
@@ -80,6 +84,49 @@ func TestServeConfigRaftTuning(t *testing.T) {
 	if c.SnapshotThreshold != 200 || c.SnapshotInterval != 2*time.Second || c.TrailingLogs != 50 ||
 		c.ScrubInterval != 500*time.Millisecond || c.ScrubBytes != 65536 {
 		t.Fatalf("cluster config %+v", c)
+	}
+}
+
+// TestServeConfigRaftTimeouts: the raft: section's timeouts reach the
+// cluster config, and a lease longer than the heartbeat timeout, or an
+// election timeout shorter than it, is refused naming both.
+func TestServeConfigRaftTimeouts(t *testing.T) {
+	load := func(extra string) (cluster.Config, error) {
+		t.Helper()
+		name := filepath.Join(t.TempDir(), "c.yaml")
+		yaml := "raft:\n  nodeId: n1\n  bind: 127.0.0.1:1\n  peers: [n1@127.0.0.1:1]\n" + extra
+		if err := os.WriteFile(name, []byte(yaml), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		_, rc, err := loadServeConfig(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, _, err := rc.clusterConfig()
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, c.Transport = raft.NewInmemTransport("")
+		return c, c.Validate()
+	}
+	c, err := load("  heartbeatTimeoutMs: 3000\n  electionTimeoutMs: 4000\n  leaderLeaseTimeoutMs: 2500\n  commitTimeoutMs: 20\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.HeartbeatTimeout != 3*time.Second || c.ElectionTimeout != 4*time.Second ||
+		c.LeaderLeaseTimeout != 2500*time.Millisecond || c.CommitTimeout != 20*time.Millisecond {
+		t.Fatalf("cluster config %+v", c)
+	}
+	if _, err := load(""); err != nil {
+		t.Fatalf("the defaults: %v", err)
+	}
+	for extra, want := range map[string]string{
+		"  leaderLeaseTimeoutMs: 2500\n":                          "leader lease timeout 2.5s is longer than the heartbeat timeout 2s",
+		"  heartbeatTimeoutMs: 3000\n  electionTimeoutMs: 1000\n": "election timeout 1s is shorter than the heartbeat timeout 3s",
+	} {
+		if _, err := load(extra); !errors.Is(err, cluster.ErrConfig) || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: %v, want ErrConfig with %q", extra, err, want)
+		}
 	}
 }
 
