@@ -18,7 +18,7 @@ import (
 func TestDeliveryTimestampAndRecall(t *testing.T) {
 	e := newEnv(t, nil)
 	ctx := ctxT(t)
-	m := msg("T", "ID-LATER")
+	m := msg("Delay", "ID-LATER")
 	m.SystemProperties.MessageType = rmqpb.MessageType_DELAY
 	at := time.Now().Add(time.Hour)
 	m.SystemProperties.DeliveryTimestamp = timestamppb.New(at)
@@ -28,19 +28,19 @@ func TestDeliveryTimestampAndRecall(t *testing.T) {
 		t.Fatalf("send: %v", r)
 	}
 	h, err := timer.ParseRecallHandle(entry.GetRecallHandle())
-	if err != nil || h.Topic != "T" || h.MessageID != "ID-LATER" || h.DeliverMs < at.UnixMilli() || h.DeliverMs >= at.UnixMilli()+1000 {
+	if err != nil || h.Topic != "Delay" || h.MessageID != "ID-LATER" || h.DeliverMs < at.UnixMilli() || h.DeliverMs >= at.UnixMilli()+1000 {
 		t.Fatalf("handle %+v %v", h, err)
 	}
-	rr, err := e.cl.RecallMessage(ctx, &rmqpb.RecallMessageRequest{Topic: &rmqpb.Resource{Name: "T"}, RecallHandle: entry.GetRecallHandle()})
+	rr, err := e.cl.RecallMessage(ctx, &rmqpb.RecallMessageRequest{Topic: &rmqpb.Resource{Name: "Delay"}, RecallHandle: entry.GetRecallHandle()})
 	if err != nil || rr.GetStatus().GetCode() != rmqpb.Code_OK || rr.GetMessageId() != "ID-LATER" {
 		t.Fatalf("recall: %v %v", rr, err)
 	}
 	due := h
 	due.DeliverMs = time.Now().Add(-time.Second).UnixMilli()
 	for _, c := range []struct{ topic, handle, want string }{
-		{"T", "%%%", "invalid"},
-		{"ReadOnly", entry.GetRecallHandle(), "topic not match"},
-		{"T", due.String(), "delivered already"},
+		{"Delay", "%%%", "invalid"},
+		{"T", entry.GetRecallHandle(), "topic not match"},
+		{"Delay", due.String(), "delivered already"},
 	} {
 		rr, err := e.cl.RecallMessage(ctx, &rmqpb.RecallMessageRequest{Topic: &rmqpb.Resource{Name: c.topic}, RecallHandle: c.handle})
 		if err != nil || rr.GetStatus().GetCode() != rmqpb.Code_BAD_REQUEST || !strings.Contains(rr.GetStatus().GetMessage(), c.want) {
@@ -48,7 +48,7 @@ func TestDeliveryTimestampAndRecall(t *testing.T) {
 		}
 	}
 	// A timestamp further than timerMaxDelaySec is refused.
-	far := msg("T", "ID-FAR")
+	far := msg("Delay", "ID-FAR")
 	far.SystemProperties.MessageType = rmqpb.MessageType_DELAY
 	far.SystemProperties.DeliveryTimestamp = timestamppb.New(time.Now().Add(73 * time.Hour))
 	if r := send(t, ctx, e.cl, far); r.GetEntries()[0].GetStatus().GetCode() != rmqpb.Code_BAD_REQUEST {

@@ -124,29 +124,37 @@ func (l *timerLog) start() int64 {
 	return l.files[0].start
 }
 
-// sync makes every unit below end durable, and the new files' directory
-// entries.
-func (l *timerLog) sync() error {
-	if l.synced == l.end {
-		return nil
-	}
-	newFile := false
+// logSync is a TimerLog range to sync.
+type logSync struct {
+	seg    interface{ Sync(off, n int64) error }
+	off, n int64
+}
+
+// unsynced returns the ranges written since the last sync and whether a
+// new file's directory entry needs a sync: a checkpoint syncs them from
+// its own goroutine while units go on being appended past them.
+func (l *timerLog) unsynced() (out []logSync, newFile bool) {
 	for _, f := range l.files {
 		lo, hi := max(l.synced, f.start), min(l.end, f.start+l.fileSize)
 		if lo >= hi {
 			continue
 		}
-		if err := f.seg.Sync(lo-f.start, hi-lo); err != nil {
-			return err
-		}
+		out = append(out, logSync{seg: f.seg, off: lo - f.start, n: hi - lo})
 		newFile = newFile || lo == f.start
 	}
-	if newFile {
-		if err := l.fs.SyncDir(logDir); err != nil {
+	return out, newFile
+}
+
+// sync syncs the ranges unsynced returned.
+func (l *timerLog) sync(ranges []logSync, newFile bool) error {
+	for _, r := range ranges {
+		if err := r.seg.Sync(r.off, r.n); err != nil {
 			return err
 		}
 	}
-	l.synced = l.end
+	if newFile {
+		return l.fs.SyncDir(logDir)
+	}
 	return nil
 }
 
