@@ -22,6 +22,21 @@ func TestStatsHistoryAtPageLoad(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// The ConsumeQueue is built after the send's answer (the reput
+	// dispatch): wait until the queue holds the three, as a client's long
+	// poll would, before pulling without suspension.
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		max, err := e.adm.QueueOffset(context.Background(), e.n.BrokerAddr, "Clicks", 0, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if max == 3 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("queue Clicks/0 max offset %d after 5 s, want 3", max)
+		}
+	}
 	// Two pulls of the queue deliver 2 + 3 messages (the second from
 	// offset 0 again): got counts deliveries, not offsets.
 	var got int

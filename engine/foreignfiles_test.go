@@ -3,6 +3,7 @@ package engine_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -73,7 +74,7 @@ func TestForeignFilesInQueueDirectories(t *testing.T) {
 			if lo, hi := s.MinOffsetInQueue("T", 0), s.MaxOffsetInQueue("T", 0); lo != 0 || hi != 3 {
 				t.Fatalf("T/0 offsets [%d, %d), want [0, 3)", lo, hi)
 			}
-			res, err := s.GetMessage("G", "T", 0, 0, 10, nil)
+			res, err := s.GetMessage("T", 0, 0, 10, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -88,6 +89,38 @@ func TestForeignFilesInQueueDirectories(t *testing.T) {
 				t.Fatalf("%s was deleted: it is not the store's", stray)
 			}
 		})
+	}
+}
+
+// TestShortFileBeforeDataRefused: a short file followed by one that holds
+// data is no power cut's doing (data is synced in offset order): the
+// store refuses to open rather than read past a hole.
+func TestShortFileBeforeDataRefused(t *testing.T) {
+	afs := afero.NewMemMapFs()
+	cfg := hooks.Manual(engine.Config{CommitLogFileSize: 64 << 10, ConsumeQueueUnits: 4})
+	s, err := engine.Open(memfs.New(afs), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 6 {
+		if _, err := s.Put(context.Background(), &engine.Message{Topic: "T", Body: fmt.Appendf(nil, "m%d", i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := engineops.Of(s).Dispatch(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := afero.WriteFile(afs, "consumequeue/T/0/00000000000000000000", nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if s, err := engine.Open(memfs.New(afs), cfg); !errors.Is(err, engine.ErrCorruptStore) {
+		if err == nil {
+			s.Close()
+		}
+		t.Fatalf("open with an empty file before one holding units: %v, want ErrCorruptStore", err)
 	}
 }
 
@@ -110,6 +143,8 @@ func TestEmptyQueueFilesAfterPowerCut(t *testing.T) {
 		{"two consume queue files made between flushes", 4,
 			[]string{"consumequeue/T/0/00000000000000000000", "consumequeue/T/0/00000000000000000080"}, 80},
 		{"the last of two consume queue files", 4,
+			[]string{"consumequeue/T/0/00000000000000000080"}, 80},
+		{"an empty file before one made and synced empty", 4,
 			[]string{"consumequeue/T/0/00000000000000000080"}, 80},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -136,6 +171,11 @@ func TestEmptyQueueFilesAfterPowerCut(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
+			if strings.Contains(tc.name, "synced empty") {
+				if err := afero.WriteFile(afs, "consumequeue/T/0/00000000000000000160", make([]byte, 80), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
 
 			s, err = engine.Open(memfs.New(afs), cfg)
 			if err != nil {
@@ -147,7 +187,7 @@ func TestEmptyQueueFilesAfterPowerCut(t *testing.T) {
 			}
 			n := 0
 			for off := int64(0); off < 6; {
-				res, err := s.GetMessage("G", "T", 0, off, 10, nil)
+				res, err := s.GetMessage("T", 0, off, 10, nil)
 				if err != nil {
 					t.Fatal(err)
 				}

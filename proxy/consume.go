@@ -162,6 +162,8 @@ func (p *Proxy) receive(ctx context.Context, pr pop.ReceiveRequest, wait time.Du
 	if err != nil && ctx.Err() != nil {
 		return nil, nil
 	}
+	// Pop receives count as got, as pulls do (msgGetTotalTodayNow).
+	p.b.Stats().Got(pr.Topic, pr.Group, len(msgs))
 	return msgs, err
 }
 
@@ -256,7 +258,7 @@ func (p *Proxy) ForwardMessageToDeadLetterQueue(ctx context.Context, req *rmqpb.
 	if err != nil {
 		return &rmqpb.ForwardMessageToDeadLetterQueueResponse{Status: popStatus(err)}, nil
 	}
-	res, err := p.b.Store().GetMessage(group, topic, h.QueueID, h.Offset, 1, nil)
+	res, err := p.b.Store().GetMessage(topic, h.QueueID, h.Offset, 1, nil)
 	if err != nil || len(res.Messages) == 0 {
 		if res != nil {
 			res.Release()

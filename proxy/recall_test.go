@@ -23,6 +23,9 @@ func TestDeliveryTimestampAndRecall(t *testing.T) {
 	at := time.Now().Add(time.Hour)
 	m.SystemProperties.DeliveryTimestamp = timestamppb.New(at)
 	r := send(t, ctx, e.cl, m)
+	if len(r.GetEntries()) == 0 {
+		t.Fatalf("send: %v", r)
+	}
 	entry := r.GetEntries()[0]
 	if r.GetStatus().GetCode() != rmqpb.Code_OK || entry.GetRecallHandle() == "" {
 		t.Fatalf("send: %v", r)
