@@ -151,7 +151,7 @@ func readTimers(ctx context.Context, b *broker.Broker, o TimerOptions, due []int
 		sampleTimerMemory(b, rep)
 		for q := range next {
 			for {
-				res, err := b.Store().GetMessage("TimerBenchReader", "TimerBench", int32(q), next[q], 256, nil)
+				res, err := b.Store().GetMessage("TimerBench", int32(q), next[q], 256, nil)
 				if err != nil {
 					return nil, err
 				}
