@@ -27,3 +27,15 @@ func TestTimersWorkload(t *testing.T) {
 		t.Fatalf("report:\n%s", md.String())
 	}
 }
+
+// TestTimersPendingWorkload: the pending-timers workload counts every
+// timer pending, and again after a restart.
+func TestTimersPendingWorkload(t *testing.T) {
+	rep, err := TimersPending(context.Background(), 500, time.Hour, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Stats.Pending != 500 || rep.PendingAfter != 500 {
+		t.Fatalf("%+v", rep)
+	}
+}

@@ -229,6 +229,10 @@ func (s *Service) Advance(ctx context.Context) (time.Duration, error) {
 		s.startCheckpoint()
 	}
 	if s.pendingTotal() == 0 && s.store.MaxOffsetInQueue(record.TimerTopic, 0) <= s.st.queueOffset {
+		if !s.cfg.svc.Manual && (len(s.wheel.dirty) > 0 || s.saving != nil) {
+			// Idle, but the last changes are not saved yet.
+			return s.cfg.CheckpointInterval, nil
+		}
 		return -1, nil
 	}
 	return time.Duration(max(0, s.st.readTime-s.cfg.Now())) * time.Millisecond, nil

@@ -38,6 +38,8 @@ type benchOptions struct {
 	// timers runs the timer exactness workload instead (bench.Timers).
 	timers   bench.TimerOptions
 	timersOn bool
+	// timersPending runs bench.TimersPending instead, with this count.
+	timersPending int
 }
 
 func newBenchCmd() *cobra.Command {
@@ -81,6 +83,7 @@ the ratio. Temporary stores are removed; a default run takes a few minutes,
 	f.IntVar(&o.timers.Count, "timers-count", 100_000, "--timers: how many timer messages")
 	f.DurationVar(&o.timers.Window, "timers-window", time.Minute, "--timers: the span of their delivery times")
 	f.Int64Var(&o.timers.PrecisionMs, "timers-precision", 1000, "--timers: the broker's timerPrecisionMs")
+	f.IntVar(&o.timersPending, "timers-pending", 0, "instead: send `N` timer messages due over --timers-window (from a minute on) and report their memory, files and a restart")
 	return cmd
 }
 
@@ -106,6 +109,14 @@ func runBench(cmd *cobra.Command, o benchOptions) error {
 	}
 	if o.timersOn {
 		return runTimerBench(ctx, cmd.OutOrStdout(), stderr, o)
+	}
+	if o.timersPending > 0 {
+		fmt.Fprintf(stderr, "pending timers: %d due over %v\n", o.timersPending, o.timers.Window)
+		rep, err := bench.TimersPending(ctx, o.timersPending, o.timers.Window, o.tmp)
+		if err != nil {
+			return err
+		}
+		return rep.WriteMarkdown(cmd.OutOrStdout())
 	}
 	var bar *progressbar.ProgressBar
 	// A bar redraws with carriage returns: on a terminal only; logs (CI)
