@@ -28,7 +28,6 @@ import (
 type grpcReplica struct {
 	cn       *clusterNode
 	grpcAddr string
-	stop     func()
 	cl       rmqpb.MessagingServiceClient
 	conn     *grpc.ClientConn
 }
@@ -37,7 +36,6 @@ func (r *grpcReplica) close(t *testing.T) {
 	if r.cn == nil {
 		return
 	}
-	r.stop()
 	_ = r.conn.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -95,15 +93,14 @@ func startGRPCGroup(t *testing.T) []*grpcReplica {
 		if err != nil {
 			t.Fatal(err)
 		}
-		stop, err := cn.serveGRPC(clusterGRPC{addr: listen, endpoints: endpoints}, nc.Server.Security, quietLog)
-		if err != nil {
+		if err := cn.serveGRPC(clusterGRPC{addr: listen, endpoints: endpoints}, nc.Server.Security, quietLog); err != nil {
 			t.Fatal(err)
 		}
 		conn, err := grpc.NewClient(listen, grpc.WithTransportCredentials(insecure.NewCredentials()))
 		if err != nil {
 			t.Fatal(err)
 		}
-		r := &grpcReplica{cn: cn, grpcAddr: listen, stop: stop, cl: rmqpb.NewMessagingServiceClient(conn), conn: conn}
+		r := &grpcReplica{cn: cn, grpcAddr: listen, cl: rmqpb.NewMessagingServiceClient(conn), conn: conn}
 		rs = append(rs, r)
 		t.Cleanup(func() { r.close(t) })
 	}
