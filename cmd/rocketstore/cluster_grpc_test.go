@@ -136,12 +136,12 @@ func TestClusterGRPCFailover(t *testing.T) {
 	if err := (&bench.RemotingTarget{Addr: leader.cn.brokerAddr, Topic: "FailT", QueuesPerStream: 1}).Prepare(ctx, 1); err != nil {
 		t.Fatal(err)
 	}
-	receive := func(r *grpcReplica, n int32) []*rmqpb.Message {
+	receive := func(r *grpcReplica, n int32, poll time.Duration) []*rmqpb.Message {
 		t.Helper()
 		s, err := r.cl.ReceiveMessage(ctx, &rmqpb.ReceiveMessageRequest{Group: &rmqpb.Resource{Name: "FailG"},
 			MessageQueue: &rmqpb.MessageQueue{Topic: &rmqpb.Resource{Name: "FailT"}, Id: -1}, BatchSize: n,
 			FilterExpression:  &rmqpb.FilterExpression{Type: rmqpb.FilterType_TAG, Expression: "*"},
-			InvisibleDuration: durationpb.New(time.Minute), LongPollingTimeout: durationpb.New(2 * time.Second)})
+			InvisibleDuration: durationpb.New(time.Minute), LongPollingTimeout: durationpb.New(poll)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -200,7 +200,7 @@ func TestClusterGRPCFailover(t *testing.T) {
 		if err != nil || sr.GetStatus().GetCode() == rmqpb.Code_OK {
 			t.Fatalf("a send to the follower at %s: %v %v, want it refused", r.grpcAddr, sr.GetStatus(), err)
 		}
-		if got := receive(r, 1); len(got) != 0 {
+		if got := receive(r, 1, 100*time.Millisecond); len(got) != 0 {
 			t.Fatalf("a follower delivered %v", bodies(got))
 		}
 	}
@@ -213,7 +213,7 @@ func TestClusterGRPCFailover(t *testing.T) {
 			t.Fatalf("send %d: %v %v", i, r, err)
 		}
 	}
-	got := receive(leader, 6)
+	got := receive(leader, 6, 2*time.Second)
 	if len(got) != 6 {
 		t.Fatalf("received %v, want 6 messages", bodies(got))
 	}
@@ -239,7 +239,7 @@ func TestClusterGRPCFailover(t *testing.T) {
 		}
 	}
 	slices.Sort(want)
-	if got := bodies(receive(next, 32)); !slices.Equal(got, want) {
+	if got := bodies(receive(next, 32, 2*time.Second)); !slices.Equal(got, want) {
 		t.Fatalf("the new leader delivered %v, want only the never delivered %v (delivered before: %v)", got, want, delivered)
 	}
 }
