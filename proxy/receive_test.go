@@ -12,7 +12,7 @@ import (
 // TestReceiveLongPoll: a ReceiveMessage with a long polling timeout waits
 // for a message sent while it waits and returns it, with a receipt
 // handle and its first delivery attempt; the end of the stream is the
-// delivery time.
+// delivery time; the received message counts as got, as a pulled one.
 func TestReceiveLongPoll(t *testing.T) {
 	e := newEnv(t, nil)
 	ctx := ctxT(t)
@@ -46,5 +46,8 @@ func TestReceiveLongPoll(t *testing.T) {
 	sp := got[0].GetSystemProperties()
 	if sp.GetMessageId() != "LONGPOLL1" || sp.GetReceiptHandle() == "" || sp.GetDeliveryAttempt() != 1 {
 		t.Errorf("received %v", got[0])
+	}
+	if _, gets := e.b.Stats().Totals(); gets != 1 || e.b.Stats().GroupGets()["T@G"] != 1 {
+		t.Errorf("got total %d, by group %v: want the one received message", gets, e.b.Stats().GroupGets())
 	}
 }
