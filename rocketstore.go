@@ -159,7 +159,7 @@ func (s *Store) GetMessage(topic string, queueID int32, offset int64, maxMsgNums
 	for _, opt := range opts {
 		opt(&o)
 	}
-	return s.s.GetMessage("", topic, queueID, offset, maxMsgNums, o.filter)
+	return s.s.GetMessage(topic, queueID, offset, maxMsgNums, o.filter)
 }
 
 // LookMessageByOffset decodes the message stored at a CommitLog offset

@@ -185,7 +185,7 @@ func BenchmarkGet(b *testing.B) {
 	var off int64
 	var crc uint32
 	for b.Loop() {
-		r, err := bs.GetMessage("bench", Topic, 0, off, 32, nil)
+		r, err := bs.GetMessage(Topic, 0, off, 32, nil)
 		if err != nil || r.Status != engine.Found {
 			b.Fatal(err, r.Status)
 		}

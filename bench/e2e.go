@@ -23,7 +23,7 @@ type consumer struct {
 // consume reads n messages.
 func (c *consumer) consume(ctx context.Context, n int64) error {
 	for got := int64(0); got < n; {
-		r, err := c.bs.GetMessage("bench", Topic, 0, c.offset, 32, nil)
+		r, err := c.bs.GetMessage(Topic, 0, c.offset, 32, nil)
 		if err != nil {
 			return err
 		}

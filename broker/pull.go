@@ -140,7 +140,7 @@ func (b *Broker) processPull(req *PullRequest, allowSuspend bool) (*PullResponse
 	if resp != nil {
 		return resp, nil
 	}
-	res, err := b.store.GetMessage(req.ConsumerGroup, req.Topic, req.QueueID, req.QueueOffset, int(req.MaxMsgNums), tf)
+	res, err := b.store.GetMessage(req.Topic, req.QueueID, req.QueueOffset, int(req.MaxMsgNums), tf)
 	if err != nil {
 		return &PullResponse{Code: SystemError, Remark: "store getMessage failed: " + err.Error()}, nil
 	}

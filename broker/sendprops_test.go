@@ -35,7 +35,7 @@ func TestSendKeepsClientProperties(t *testing.T) {
 		if err := br.Store().WaitDispatched(ctx, br.Store().CommitLog().MaxOffset()); err != nil {
 			t.Fatal(err)
 		}
-		r, err := br.Store().GetMessage("g", "T", 0, res.QueueOffset, 1, nil)
+		r, err := br.Store().GetMessage("T", 0, res.QueueOffset, 1, nil)
 		if err != nil || len(r.Messages) != 1 {
 			t.Fatalf("get %d: %v", res.QueueOffset, err)
 		}
@@ -88,7 +88,7 @@ func TestBatchKeepsClientProperties(t *testing.T) {
 	if err := br.Store().WaitDispatched(ctx, br.Store().CommitLog().MaxOffset()); err != nil {
 		t.Fatal(err)
 	}
-	r, err := br.Store().GetMessage("g", "T", 0, res.QueueOffset, 3, nil)
+	r, err := br.Store().GetMessage("T", 0, res.QueueOffset, 3, nil)
 	if err != nil || len(r.Messages) != 3 {
 		t.Fatalf("get: %v", err)
 	}

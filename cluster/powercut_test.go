@@ -162,7 +162,7 @@ func powerCut(t *testing.T, seed uint64, broken bool) (int64, error) {
 
 // holds checks that st stores a at its queue offset.
 func holds(st *engine.Store, a ackedSend) error {
-	res, err := st.GetMessage("g", "T", a.qid, a.off, 1, nil)
+	res, err := st.GetMessage("T", a.qid, a.off, 1, nil)
 	if err != nil {
 		return fmt.Errorf("acknowledged send %q at T/%d offset %d: %w", a.body, a.qid, a.off, err)
 	}

@@ -77,7 +77,7 @@ func TestRepairFromReplica(t *testing.T) {
 // readAll reads message q of T/0 through the ConsumeQueue and checks its
 // CRC.
 func readAll(st *engine.Store, q int64) (*record.MessageExt, error) {
-	res, err := st.GetMessage("g", "T", 0, q, 1, nil)
+	res, err := st.GetMessage("T", 0, q, 1, nil)
 	if err != nil {
 		return nil, err
 	}

@@ -90,7 +90,7 @@ func (s sent) checkServed(t *testing.T, st *engine.Store) {
 			t.Fatalf("T/%d: max offset %d, sent %d", qid, max, len(bodies))
 		}
 		for q, body := range bodies {
-			res, err := st.GetMessage("g", "T", qid, int64(q), 1, nil)
+			res, err := st.GetMessage("T", qid, int64(q), 1, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -252,7 +252,7 @@ func TestRecoveredDamageNoReplica(t *testing.T) {
 	time.Sleep(100 * time.Millisecond) // a repair attempt, which fails
 	// GetMessage skips the hidden unit: from offset 5 it returns 6.
 	for q := range int64(20) {
-		res, err := st.GetMessage("g", "T", 0, q, 1, nil)
+		res, err := st.GetMessage("T", 0, q, 1, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -38,7 +38,7 @@ func bodies(t *testing.T, n *cluster.Node) []string {
 	t.Helper()
 	st := n.Broker().Store()
 	var out []string
-	res, err := st.GetMessage("g", "TX", 1, 0, 32, nil)
+	res, err := st.GetMessage("TX", 1, 0, 32, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

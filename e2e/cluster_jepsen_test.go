@@ -219,6 +219,8 @@ type replica struct {
 	cmd          *exec.Cmd
 	exited       chan struct{}
 	leader       bool
+	// leaderAt is when the replica last logged that it leads.
+	leaderAt time.Time
 	// stopping is set before the test kills or stops the process; an
 	// exit without it (a restart that failed) is recorded in died.
 	stopping bool
@@ -227,6 +229,7 @@ type replica struct {
 
 type jepsenGroup struct {
 	bin    string
+	lab    *netLab // nil: the replicas share the test's network namespace
 	reps   []*replica
 	proxy  *faultProxy
 	nsList string
@@ -305,6 +308,9 @@ func (g *jepsenGroup) start(t *testing.T, i int) {
 		t.Fatal(err)
 	}
 	cmd := exec.Command(g.bin, "serve", "--dir", r.dir, "--listen", r.ns, "--config", r.cfg)
+	if g.lab != nil { // replica i runs as lab host i
+		cmd = g.lab.command(i, g.bin, "serve", "--dir", r.dir, "--listen", r.ns, "--config", r.cfg)
+	}
 	pr, pw, err := os.Pipe()
 	if err != nil {
 		t.Fatal(err)
@@ -370,6 +376,9 @@ func (r *replica) setLeader(cmd *exec.Cmd, v bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.cmd == cmd {
+		if v && !r.leader {
+			r.leaderAt = time.Now()
+		}
 		r.leader = v
 	}
 }
@@ -472,7 +481,12 @@ func (g *jepsenGroup) watchRoutes(at time.Time, old int) <-chan time.Duration {
 
 // routedMaster returns the brokerId 0 address a name server routes
 // JepsenTopic to (ok false when it does not answer).
-func routedMaster(ns string) (string, bool) {
+func routedMaster(ns string) (string, bool) { return routedMasterOf(ns, "") }
+
+// routedMasterOf returns the brokerId 0 address of broker group name
+// (the first group when name is "") in a name server's route of
+// JepsenTopic (ok false when it does not answer).
+func routedMasterOf(ns, name string) (string, bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
 	cl, err := remoting.Dial(ctx, ns, remoting.ClientOptions{})
@@ -488,13 +502,19 @@ func routedMaster(ns string) (string, bool) {
 	}
 	var rd struct {
 		BrokerDatas []struct {
+			BrokerName  string            `json:"brokerName"`
 			BrokerAddrs map[string]string `json:"brokerAddrs"`
 		} `json:"brokerDatas"`
 	}
 	if json.Unmarshal(resp.Body, &rd) != nil || len(rd.BrokerDatas) == 0 {
 		return "", true
 	}
-	return rd.BrokerDatas[0].BrokerAddrs["0"], true
+	for _, bd := range rd.BrokerDatas {
+		if name == "" || bd.BrokerName == name {
+			return bd.BrokerAddrs["0"], true
+		}
+	}
+	return "", true
 }
 
 // maxOffsets asks a broker for the max offset of JepsenTopic's queues

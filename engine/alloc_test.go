@@ -98,7 +98,7 @@ func TestGetAllocs(t *testing.T) {
 				t.Fatal(err)
 			}
 			allocs := testing.AllocsPerRun(1000, func() {
-				r, err := s.GetMessage("group", "g", 0, 3, 16, nil)
+				r, err := s.GetMessage("g", 0, 3, 16, nil)
 				if err != nil || r.Status != engine.Found || len(r.Messages) != 16 {
 					t.Fatalf("get: %v %v", r.Status, err)
 				}

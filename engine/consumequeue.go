@@ -69,6 +69,8 @@ type consumeQueue struct {
 	noReplayedUnitCheck bool
 	// keepEmptyLastFile is hooks.Engine.KeepEmptyLastQueueFile.
 	keepEmptyLastFile bool
+	// noStartupUnitCheck is hooks.Engine.NoStartupUnitCheck.
+	noStartupUnitCheck bool
 	// stage buffers units during abnormal recovery's scan (recovercq.go).
 	stage *unitStage
 }
@@ -385,7 +387,7 @@ func (cq *consumeQueue) correctMinOffset(phyMin int64) {
 			// A unit that is not one is damage (the read path repairs
 			// it), not a removed record: stepping past it could skip
 			// the message it stands for.
-			if u != blankUnit && (!u.valid() || u.CommitLogOffset >= phyMin) {
+			if u != blankUnit && (!u.valid() && !cq.noStartupUnitCheck || u.valid() && u.CommitLogOffset >= phyMin) {
 				cq.minLogicOffset.Store(mf.fileFromOffset + int64(pos))
 				return
 			}

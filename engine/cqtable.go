@@ -84,6 +84,7 @@ func (s *Store) newConsumeQueue(topic string, queueID int32) *consumeQueue {
 	cq.q.releaseFaults = &s.health.release
 	cq.noReplayedUnitCheck = s.cfg.hooks.NoReplayedUnitCheck
 	cq.keepEmptyLastFile = s.cfg.hooks.KeepEmptyLastQueueFile
+	cq.noStartupUnitCheck = s.cfg.hooks.NoStartupUnitCheck
 	s.staging.attach(cq) // during abnormal recovery's scan only
 	return cq
 }

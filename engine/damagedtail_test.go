@@ -98,7 +98,7 @@ func TestDamagedLastRecordKeepsItsQueueOffset(t *testing.T) {
 	if _, err := engineops.Of(s).Dispatch(); err != nil {
 		t.Fatal(err)
 	}
-	r, err := s.GetMessage("g", "T", 0, victim.QueueOffset, 32, nil)
+	r, err := s.GetMessage("T", 0, victim.QueueOffset, 32, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -133,7 +133,7 @@ func TestDamagedLastRecordKeepsItsQueueOffset(t *testing.T) {
 	if err := engineops.Of(s).RepairDamaged(map[int64][]byte{victim.WroteOffset: orig}); err != nil {
 		t.Fatal(err)
 	}
-	r, err = s.GetMessage("g", "T", 0, victim.QueueOffset, 1, nil)
+	r, err = s.GetMessage("T", 0, victim.QueueOffset, 1, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -200,7 +200,7 @@ func TestDamagedLastRecordAfterCleanStop(t *testing.T) {
 	if _, err := engineops.Of(s).Dispatch(); err != nil {
 		t.Fatal(err)
 	}
-	r, err := s.GetMessage("g", "T", 0, 0, 32, nil)
+	r, err := s.GetMessage("T", 0, 0, 32, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -74,7 +74,7 @@ func TestForeignFilesInQueueDirectories(t *testing.T) {
 			if lo, hi := s.MinOffsetInQueue("T", 0), s.MaxOffsetInQueue("T", 0); lo != 0 || hi != 3 {
 				t.Fatalf("T/0 offsets [%d, %d), want [0, 3)", lo, hi)
 			}
-			res, err := s.GetMessage("G", "T", 0, 0, 10, nil)
+			res, err := s.GetMessage("T", 0, 0, 10, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -187,7 +187,7 @@ func TestEmptyQueueFilesAfterPowerCut(t *testing.T) {
 			}
 			n := 0
 			for off := int64(0); off < 6; {
-				res, err := s.GetMessage("G", "T", 0, off, 10, nil)
+				res, err := s.GetMessage("T", 0, off, 10, nil)
 				if err != nil {
 					t.Fatal(err)
 				}

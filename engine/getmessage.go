@@ -90,9 +90,10 @@ func (r *GetMessageResult) Release() {
 
 // GetMessage reads up to maxMsgNums messages of topic/queueID from queue
 // offset offset that match filter (nil matches all), with RocketMQ 4.9.4's
-// statuses, nextBeginOffset rules and transfer limits. group is accepted
-// for RocketMQ's signature and statistics; it does not change the result.
-func (s *Store) GetMessage(group, topic string, queueID int32, offset int64, maxMsgNums int, filter record.MessageFilter) (*GetMessageResult, error) {
+// statuses, nextBeginOffset rules and transfer limits. RocketMQ's
+// getMessage also takes the consumer group, for statistics only; the
+// broker keeps those, so the store does not ask for it.
+func (s *Store) GetMessage(topic string, queueID int32, offset int64, maxMsgNums int, filter record.MessageFilter) (*GetMessageResult, error) {
 	if s.closed.Load() {
 		return nil, ErrClosed
 	}
@@ -141,46 +142,59 @@ func (s *Store) scanQueue(res *GetMessageResult, cq *consumeQueue, offset int64,
 	check := !s.cfg.hooks.NoUnitCheck
 	repairedAt := int64(-1) // the queue offset repairUnits last ran for
 	var fresh *Unit         // that unit as the repair left it
+	prevEnd := int64(-1)    // CommitLog end of the last unit that passed
 	i := 0
 	for ; i+CQUnitSize <= limit; i += CQUnitSize {
 		u := DecodeUnit(units[i:])
 		if fresh != nil {
 			u, fresh = *fresh, nil
 		}
+		q := offset + int64(i/CQUnitSize)
 		maxPhyPulling = u.CommitLogOffset
-		if nextPhyFileStart != math.MinInt64 && u.CommitLogOffset < nextPhyFileStart {
-			continue
-		}
-		inDisk := maxOffsetPy-u.CommitLogOffset > memory
-		if s.isTheBatchFull(int(u.Size), maxMsgNums, res.BufferTotalSize, len(res.Messages), inDisk) {
-			break
-		}
-		// Until something is found the status is that of the last unit
-		// looked at, exactly as in 4.9.4's getMessage: a filtered unit
-		// after a removed one says NO_MATCHED_MESSAGE, and vice versa.
-		if filter != nil && !filter.IsMatchedByConsumeQueue(u.TagsCode) {
-			if len(res.Messages) == 0 {
-				res.Status = NoMatchedMessage
+		// A unit that is not one (a negative offset or size, a record
+		// past the CommitLog's end, an offset before the unit before it)
+		// is checked against its record before anything trusts it: the
+		// filter would drop it by its garbage tags code, the read below
+		// take its offset for a removed file's.
+		var b []byte
+		var mf *mappedFile
+		bad := check && repairedAt != q && malformedUnit(u, prevEnd, maxOffsetPy) && !s.unitOK(cq, q)
+		if !bad {
+			if nextPhyFileStart != math.MinInt64 && u.CommitLogOffset < nextPhyFileStart {
+				continue
 			}
-			continue
-		}
-		if len(s.recovery.Damaged) > 0 && s.damaged(u.CommitLogOffset) {
-			// Recovery found this record damaged: never delivered.
-			if len(res.Messages) == 0 {
-				res.Status = NoMatchedMessage
+			inDisk := maxOffsetPy-u.CommitLogOffset > memory
+			if s.isTheBatchFull(int(u.Size), maxMsgNums, res.BufferTotalSize, len(res.Messages), inDisk) {
+				break
 			}
-			continue
+			prevEnd = max(prevEnd, u.CommitLogOffset+int64(u.Size))
+			// Until something is found the status is that of the last unit
+			// looked at, exactly as in 4.9.4's getMessage: a filtered unit
+			// after a removed one says NO_MATCHED_MESSAGE, and vice versa.
+			if filter != nil && !filter.IsMatchedByConsumeQueue(u.TagsCode) {
+				if len(res.Messages) == 0 {
+					res.Status = NoMatchedMessage
+				}
+				continue
+			}
+			if len(s.recovery.Damaged) > 0 && s.damaged(u.CommitLogOffset) {
+				// Recovery found this record damaged: never delivered.
+				if len(res.Messages) == 0 {
+					res.Status = NoMatchedMessage
+				}
+				continue
+			}
+			b, mf = s.commitLog.view(u.CommitLogOffset, int(u.Size))
+			bad = check && (b == nil && u.CommitLogOffset >= s.commitLog.MinOffset() ||
+				b != nil && !unitMatches(b, u.Size, cq, q))
 		}
-		b, mf := s.commitLog.view(u.CommitLogOffset, int(u.Size))
-		if check && (b == nil && u.CommitLogOffset >= s.commitLog.MinOffset() ||
-			b != nil && !unitMatches(b, u.Size, cq, offset+int64(i/CQUnitSize))) {
+		if bad {
 			// A damaged unit: never served, and never a reason to skip
 			// the intact messages after it (RocketMQ would skip to the
 			// next CommitLog file here).
 			if b != nil {
 				mf.release()
 			}
-			q := offset + int64(i/CQUnitSize)
 			switch {
 			case s.isLost(cq, q):
 				// Its record is gone: stepped over, as a damaged record is.
@@ -225,6 +239,18 @@ func (s *Store) scanQueue(res *GetMessageResult, cq *consumeQueue, offset int64,
 	}
 	res.SuggestPullingFromSlave = maxOffsetPy-maxPhyPulling > memory
 	res.NextBeginOffset = offset + int64(i/CQUnitSize)
+}
+
+// malformedUnit reports whether u cannot be a unit of a queue whose unit
+// before it ended at prevEnd (-1: not known) in a CommitLog ending at
+// maxOffsetPy: a negative offset or size, a record past the end, or an
+// offset before the previous record's end (a queue's records are in
+// CommitLog order).
+func malformedUnit(u Unit, prevEnd, maxOffsetPy int64) bool {
+	if u == blankUnit {
+		return false
+	}
+	return !u.valid() || u.CommitLogOffset+int64(u.Size) > maxOffsetPy || u.CommitLogOffset < prevEnd
 }
 
 // propsFor decodes a record's properties for filters that need them.

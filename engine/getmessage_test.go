@@ -47,7 +47,7 @@ func mustPut(t *testing.T, s *Store, topic string, body string) PutResult {
 
 func status(t *testing.T, s *Store, topic string, off int64) (GetMessageStatus, int64, int) {
 	t.Helper()
-	r, err := s.GetMessage("g", topic, 0, off, 32, nil)
+	r, err := s.GetMessage(topic, 0, off, 32, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -113,7 +113,7 @@ func TestDispatchFailureRefusesPutsAndResumes(t *testing.T) {
 	if h := s.Health(); h.DiskFull {
 		t.Fatalf("still disk full after dispatch resumed: %+v", h)
 	}
-	got, err := s.GetMessage("g", "NewTopic", 0, 0, 32, nil)
+	got, err := s.GetMessage("NewTopic", 0, 0, 32, nil)
 	if err != nil || len(got.Messages) == 0 {
 		t.Fatalf("the acknowledged message is not consumable after resumption: %v %+v", err, got)
 	}

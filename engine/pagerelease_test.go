@@ -287,7 +287,7 @@ func readAllAcrossReopen(t *testing.T, s *engine.Store, fs backend.FS, cfg engin
 func readAll(t *testing.T, s *engine.Store, n int, body func(int) string) {
 	t.Helper()
 	for i := 0; i < n; {
-		r, err := s.GetMessage("g", "r", 0, int64(i), n-i, nil)
+		r, err := s.GetMessage("r", 0, int64(i), n-i, nil)
 		if err != nil || len(r.Messages) == 0 {
 			t.Fatalf("get from %d: %d messages, %v", i, len(r.Messages), err)
 		}

@@ -116,7 +116,7 @@ func TestRecoveryReadAheadLargeRecords(t *testing.T) {
 			if p == damaged {
 				continue
 			}
-			r, err := s.GetMessage("g", "big", int32(i%3), p.QueueOffset, 1, nil)
+			r, err := s.GetMessage("big", int32(i%3), p.QueueOffset, 1, nil)
 			if err != nil {
 				t.Fatal(err)
 			}

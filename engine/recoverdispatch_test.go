@@ -51,7 +51,7 @@ func TestRecoveryDispatchesInterleavedQueues(t *testing.T) {
 	for q, offs := range want {
 		var got []int64
 		for next := int64(0); next < int64(len(offs)); {
-			res, err := s.GetMessage("g", q.topic, q.id, next, 32, nil)
+			res, err := s.GetMessage(q.topic, q.id, next, 32, nil)
 			if err != nil {
 				t.Fatal(err)
 			}

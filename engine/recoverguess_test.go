@@ -132,7 +132,7 @@ func recoverWithRecordInBody(t *testing.T, newFS func(dir string) (backend.FS, e
 			rep.CommitLogEnd, rep.Redispatched, rep.ConsumeQueuesRebuilt, rep.Damaged, end, len(puts))
 	}
 	for _, p := range puts {
-		r, err := s.GetMessage("grp", "g", 0, p.QueueOffset, 1, nil)
+		r, err := s.GetMessage("g", 0, p.QueueOffset, 1, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

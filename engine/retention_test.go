@@ -56,7 +56,7 @@ func TestDeleteExpiredFilesMovesMinOffset(t *testing.T) {
 	base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	s, _ := retentionStore(t, base, 100)
 	// Hold a view into the first file across its deletion.
-	held, err := s.GetMessage("g", "t", 0, 0, 1, nil)
+	held, err := s.GetMessage("t", 0, 0, 1, nil)
 	if err != nil || held.Status != engine.Found {
 		t.Fatalf("get: %v %v", held.Status, err)
 	}
@@ -80,7 +80,7 @@ func TestDeleteExpiredFilesMovesMinOffset(t *testing.T) {
 	if minQ == 0 || minQ > 50 {
 		t.Fatalf("queue min offset %d, want in (0, 50]", minQ)
 	}
-	r, _ := s.GetMessage("g", "t", 0, 0, 32, nil)
+	r, _ := s.GetMessage("t", 0, 0, 32, nil)
 	defer r.Release()
 	if r.Status != engine.OffsetTooSmall || r.NextBeginOffset != minQ {
 		t.Fatalf("get from 0 = %v next %d, want OFFSET_TOO_SMALL next %d", r.Status, r.NextBeginOffset, minQ)
@@ -93,7 +93,7 @@ func TestDeleteExpiredFilesMovesMinOffset(t *testing.T) {
 	if m.StoreTimestamp < now.Add(-time.Hour).UnixMilli()-int64(time.Hour/time.Millisecond) {
 		t.Fatalf("kept message stored at %d is older than needed", m.StoreTimestamp)
 	}
-	r2, _ := s.GetMessage("g", "t", 0, minQ, 1, nil)
+	r2, _ := s.GetMessage("t", 0, minQ, 1, nil)
 	defer r2.Release()
 	if r2.Status != engine.Found || r2.Messages[0].CommitLogOffset < rep.MinOffset {
 		t.Fatalf("first kept message: %v at %d, min %d", r2.Status, r2.Messages, rep.MinOffset)
@@ -166,7 +166,7 @@ func TestDeleteTopic(t *testing.T) {
 	if _, ok := s.Topics()["gone"]; ok || s.MaxOffsetInQueue("gone", 0) != 0 {
 		t.Fatal("the deleted topic still has queues")
 	}
-	r, _ := s.GetMessage("g", "gone", 0, 0, 32, nil)
+	r, _ := s.GetMessage("gone", 0, 0, 32, nil)
 	if r.Status != engine.NoMatchedLogicQueue {
 		t.Fatalf("get from a deleted topic: %v", r.Status)
 	}

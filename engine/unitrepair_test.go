@@ -117,7 +117,7 @@ func pullAll(t *testing.T, s *engine.Store, q int32) []string {
 		if pulls > 10*damagedQueueMessages {
 			t.Fatalf("T/%d: no progress at offset %d", q, off)
 		}
-		r, err := s.GetMessage("g", "T", q, off, 16, nil)
+		r, err := s.GetMessage("T", q, off, 16, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -262,7 +262,7 @@ func BenchmarkGetMessage(b *testing.B) {
 			b.ResetTimer()
 			off := int64(0)
 			for b.Loop() {
-				r, err := s.GetMessage("g", "BenchTopic", 1, off, 16, nil)
+				r, err := s.GetMessage("BenchTopic", 1, off, 16, nil)
 				if err != nil || len(r.Messages) != 16 {
 					b.Fatalf("%v, %d messages", err, len(r.Messages))
 				}

@@ -81,7 +81,7 @@ func TestSyncFlushWritesThrough(t *testing.T) {
 		if err := s.WaitDispatched(ctx, s.CommitLog().MaxOffset()); err != nil {
 			t.Fatal(err)
 		}
-		r, err := s.GetMessage("g", "w", 0, 0, n, nil)
+		r, err := s.GetMessage("w", 0, 0, n, nil)
 		if err != nil || len(r.Messages) != n {
 			t.Fatalf("%v: get: %d messages, %v", flush, len(r.Messages), err)
 		}

@@ -228,7 +228,7 @@ func (r *brokerRun) consume(topic string, qid int32) {
 	k := offsetKey{topic + "@" + group, qid}
 	off := int64(0)
 	for !r.stopped() {
-		res, err := r.b.Store().GetMessage(group, topic, qid, off, 8, nil)
+		res, err := r.b.Store().GetMessage(topic, qid, off, 8, nil)
 		if err != nil {
 			return
 		}

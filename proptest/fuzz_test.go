@@ -132,7 +132,7 @@ func openFuzzStore(t *testing.T, name string, data []byte) {
 // checkFuzzQueue reads a queue from its first offset and checks each
 // message against its unit.
 func checkFuzzQueue(t *testing.T, s *engine.Store, topic string, id int32) {
-	r, err := s.GetMessage("g", topic, id, s.MinOffsetInQueue(topic, id), 32, nil)
+	r, err := s.GetMessage(topic, id, s.MinOffsetInQueue(topic, id), 32, nil)
 	if err != nil {
 		return
 	}

@@ -142,7 +142,7 @@ func runLog(t *rapid.T, ops []op, cfg variantCfg) map[queueKey][]historyEntry {
 	out := make(map[queueKey][]historyEntry)
 	for _, k := range queueKeys {
 		for off := int64(0); off < s.MaxOffsetInQueue(k.topic, k.qid); {
-			res, err := s.GetMessage("g", k.topic, k.qid, off, 32, nil)
+			res, err := s.GetMessage(k.topic, k.qid, off, 32, nil)
 			if err != nil || len(res.Messages) == 0 {
 				t.Fatalf("GetMessage %v@%d on %+v: %v", k, off, cfg, err)
 			}

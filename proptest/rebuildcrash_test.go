@@ -111,7 +111,7 @@ func interruptedRebuild(t *testing.T, hook func(*hooks.Engine)) []string {
 		errs = append(errs, fmt.Sprintf("C/0 holds [%d, %d) after the second recovery, want [0, %d)", lo, hi, n))
 	}
 	for i := int64(0); i < n && len(errs) == 0; i++ {
-		got, err := r.GetMessage("g", "C", 0, i, 1, nil)
+		got, err := r.GetMessage("C", 0, i, 1, nil)
 		if err != nil || len(got.Messages) != 1 {
 			errs = append(errs, fmt.Sprintf("C/0 offset %d unreadable: %v", i, err))
 			continue

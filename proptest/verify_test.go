@@ -183,7 +183,7 @@ func (m *machine) checkQueues() {
 // getAndCompare reads from a valid offset and checks what comes back; it
 // returns how many messages came.
 func (m *machine) getAndCompare(k queueKey, off int64, max int, want []*msg) int {
-	res, err := m.s.GetMessage("g", k.topic, k.qid, off, max, nil)
+	res, err := m.s.GetMessage(k.topic, k.qid, off, max, nil)
 	if err != nil {
 		m.t.Fatalf("GetMessage %v@%d: %v", k, off, err)
 	}
@@ -224,7 +224,7 @@ func (m *machine) actGet(t *rapid.T) {
 		m.getAndCompare(k, off, max, want)
 		return
 	}
-	res, err := m.s.GetMessage("g", k.topic, k.qid, off, max, nil)
+	res, err := m.s.GetMessage(k.topic, k.qid, off, max, nil)
 	if err != nil {
 		t.Fatalf("GetMessage: %v", err)
 	}

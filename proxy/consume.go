@@ -256,7 +256,7 @@ func (p *Proxy) ForwardMessageToDeadLetterQueue(ctx context.Context, req *rmqpb.
 	if err != nil {
 		return &rmqpb.ForwardMessageToDeadLetterQueueResponse{Status: popStatus(err)}, nil
 	}
-	res, err := p.b.Store().GetMessage(group, topic, h.QueueID, h.Offset, 1, nil)
+	res, err := p.b.Store().GetMessage(topic, h.QueueID, h.Offset, 1, nil)
 	if err != nil || len(res.Messages) == 0 {
 		if res != nil {
 			res.Release()

@@ -247,7 +247,7 @@ func TestSendAndPull(t *testing.T) {
 	if len(pulled) != 1 || next != 1 {
 		t.Fatalf("pulled %d messages, next offset %d", len(pulled), next)
 	}
-	res, err := e.b.Store().GetMessage("G", "T", 1, 0, 10, nil)
+	res, err := e.b.Store().GetMessage("T", 1, 0, 10, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

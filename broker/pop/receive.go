@@ -3,6 +3,7 @@ package pop
 import (
 	"context"
 	"fmt"
+	"math"
 	"slices"
 	"time"
 
@@ -263,12 +264,21 @@ func (s *Service) pickKnown(q *queueState, fifo bool, now int64, limit int, maxA
 	var picks []pick
 	if !fifo {
 		// Only messages whose invisible time ended, in queue order.
+		if !q.dueBy(now) {
+			return nil, nil
+		}
 		var due []int64
+		first := int64(math.MaxInt64)
 		for off, e := range q.entries {
-			if !e.held() && e.deadline <= now && e.attempt < maxAttempts {
+			if e.held() {
+				continue
+			}
+			first = min(first, e.deadline)
+			if e.deadline <= now && e.attempt < maxAttempts {
 				due = append(due, off)
 			}
 		}
+		q.dueFrom = first
 		slices.Sort(due)
 		for _, off := range due[:min(len(due), limit)] {
 			e := q.entries[off]
@@ -322,7 +332,7 @@ func (s *Service) loadKnown(q *queueState, picks []pick) []pick {
 
 // readAt reads the message at a queue offset.
 func (s *Service) readAt(topic string, qid int32, off int64) (*record.MessageExt, error) {
-	res, err := s.store.GetMessage("", topic, qid, off, 1, nil)
+	res, err := s.store.GetMessage(topic, qid, off, 1, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -350,7 +360,7 @@ func (s *Service) readNew(q *queueState, req *ReceiveRequest, limit int, blocked
 		if req.FIFO {
 			n = min(max(n, 32), room)
 		}
-		res, err := s.store.GetMessage(req.Group, q.key.topic, q.key.queueID, from, n, req.Filter)
+		res, err := s.store.GetMessage(q.key.topic, q.key.queueID, from, n, req.Filter)
 		if err != nil {
 			return nil, nil, 0, fmt.Errorf("pop: read %s/%d at %d: %w", q.key.topic, q.key.queueID, from, err)
 		}

@@ -114,7 +114,7 @@ func (s *Service) replay() error {
 	}
 	n := 0
 	for off := from; off < maxOff; {
-		res, err := s.store.GetMessage("", topic, reviveQueueID, off, 256, nil)
+		res, err := s.store.GetMessage(topic, reviveQueueID, off, 256, nil)
 		if err != nil {
 			return fmt.Errorf("pop: read %s at %d: %w", topic, off, err)
 		}

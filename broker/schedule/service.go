@@ -18,9 +18,6 @@ import (
 	"github.com/rocketstore/rocketstore/record"
 )
 
-// group is the consumer group name used for reads (statistics only).
-const group = "SCHEDULE_CONSUMER"
-
 // ErrClosed reports use of a closed service.
 var ErrClosed = errors.New("schedule: closed")
 
@@ -245,7 +242,7 @@ func (s *Service) peek(level int, now int64) (head, bool) {
 	qid := int32(level - 1)
 	off := s.offset(level)
 	for range 3 {
-		res, err := s.store.GetMessage(group, record.ScheduleTopic, qid, off, 1, nil)
+		res, err := s.store.GetMessage(record.ScheduleTopic, qid, off, 1, nil)
 		if err != nil {
 			return head{}, false
 		}
@@ -294,7 +291,7 @@ func (s *Service) setOffset(level int, off int64) {
 // deliver puts the message at h to its real topic and advances the level's
 // offset only after the put returned (RocketMQ's messageTimeup + put).
 func (s *Service) deliver(ctx context.Context, h head) error {
-	res, err := s.store.GetMessage(group, record.ScheduleTopic, int32(h.level-1), h.offset, 1, nil)
+	res, err := s.store.GetMessage(record.ScheduleTopic, int32(h.level-1), h.offset, 1, nil)
 	if err != nil {
 		return err
 	}

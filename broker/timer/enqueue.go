@@ -19,7 +19,7 @@ const enqueueBatch = 64
 // downtime), or the slot would alias one still pending.
 func (s *Service) enqueue(ctx context.Context) error {
 	for ctx.Err() == nil {
-		res, err := s.store.GetMessage(group, record.TimerTopic, 0, s.st.queueOffset, enqueueBatch, nil)
+		res, err := s.store.GetMessage(record.TimerTopic, 0, s.st.queueOffset, enqueueBatch, nil)
 		if err != nil {
 			return err
 		}

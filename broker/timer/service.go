@@ -18,10 +18,6 @@ import (
 // ErrClosed reports use of a closed (or not started) service.
 var ErrClosed = errors.New("timer: closed")
 
-// group is the consumer group name of the service's reads (statistics
-// only).
-const group = "TIMER_CONSUMER"
-
 // Service is the timer message service (RocketMQ's TimerMessageStore).
 type Service struct {
 	fs    backend.FS

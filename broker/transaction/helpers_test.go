@@ -185,7 +185,7 @@ func (e *env) delivered() []string {
 	}
 	var keys []string
 	for off := int64(0); off < e.store.MaxOffsetInQueue("T", 1); off++ {
-		res, err := e.store.GetMessage("", "T", 1, off, 1, nil)
+		res, err := e.store.GetMessage("T", 1, off, 1, nil)
 		if err != nil {
 			e.t.Fatal(err)
 		}

@@ -44,7 +44,7 @@ func (s *Service) rebuild(ctx context.Context) error {
 func (s *Service) scanQueue(topic string, qid int32, visit func(*engine.MessageExt)) error {
 	off := s.store.MinOffsetInQueue(topic, qid)
 	for off < s.store.MaxOffsetInQueue(topic, qid) {
-		res, err := s.store.GetMessage("", topic, qid, off, 32, nil)
+		res, err := s.store.GetMessage(topic, qid, off, 32, nil)
 		if err != nil {
 			return err
 		}

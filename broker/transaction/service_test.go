@@ -43,7 +43,7 @@ func TestCommitAndRollback(t *testing.T) {
 		t.Fatalf("delivered %v", got)
 	}
 	// The real message: properties of the producer, not of the half queue.
-	res, _ := e.store.GetMessage("", "T", 1, 0, 1, nil)
+	res, _ := e.store.GetMessage("T", 1, 0, 1, nil)
 	m, err := record.Decode(res.Messages[0].Record, res.Messages[0].CommitLogOffset, false)
 	if err != nil {
 		t.Fatal(err)

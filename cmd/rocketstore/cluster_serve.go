@@ -19,6 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/rocketstore/rocketstore/cluster"
+	"github.com/rocketstore/rocketstore/console"
 	"github.com/rocketstore/rocketstore/server"
 )
 
@@ -36,8 +37,22 @@ type clusterNode struct {
 
 // startClusterNode is server.StartNode for a replica of a broker group.
 func startClusterNode(nc server.NodeConfig, rc *raftFileConfig, log *slog.Logger) (*clusterNode, error) {
+	if nc.Listen == "" {
+		nc.Listen = "127.0.0.1:9876"
+	}
+	ln, err := net.Listen("tcp", nc.Listen)
+	if err != nil {
+		return nil, err
+	}
+	return startClusterNodeOn(ln, nc, rc, log)
+}
+
+// startClusterNodeOn is startClusterNode on a name-server listener
+// already open (nc.Listen unused), which it owns from then on.
+func startClusterNodeOn(ln net.Listener, nc server.NodeConfig, rc *raftFileConfig, log *slog.Logger) (*clusterNode, error) {
 	ccfg, advertise, err := rc.clusterConfig()
 	if err != nil {
+		_ = ln.Close()
 		return nil, err
 	}
 	ccfg.Logger = log
@@ -46,13 +61,6 @@ func startClusterNode(nc server.NodeConfig, rc *raftFileConfig, log *slog.Logger
 		for _, l := range cn.lns {
 			_ = l.Close()
 		}
-	}
-	if nc.Listen == "" {
-		nc.Listen = "127.0.0.1:9876"
-	}
-	ln, err := net.Listen("tcp", nc.Listen)
-	if err != nil {
-		return nil, err
 	}
 	cn.lns = append(cn.lns, ln)
 	brokerLn := ln
@@ -151,8 +159,10 @@ type clusterGRPC struct {
 
 // runClusterServe is runServe for a replica: it also stops, with an
 // error, when the replica stops applying the group's log. Every replica
-// serves gRPC (g), its routes naming the leader's endpoint.
-func runClusterServe(parent context.Context, nc server.NodeConfig, rc *raftFileConfig, g clusterGRPC, metrics *prom.Metrics, metricsAddr string,
+// serves gRPC (g), its routes naming the leader's endpoint, and with
+// consoleFlag the console with its replication page.
+func runClusterServe(parent context.Context, nc server.NodeConfig, rc *raftFileConfig, g clusterGRPC, metrics *prom.Metrics,
+	metricsAddr, consoleFlag string,
 	shutdownTimeout time.Duration, log *slog.Logger) error {
 	if parent == nil {
 		parent = context.Background()
@@ -192,6 +202,13 @@ func runClusterServe(parent context.Context, nc server.NodeConfig, rc *raftFileC
 		defer hs.Close()
 		log.Info("metrics", "url", "http://"+ln.Addr().String()+"/metrics")
 	}
+	if consoleFlag != "" {
+		stopConsole, err := startClusterConsole(ctx, consoleFlag, nc, rc, cn, log)
+		if err != nil {
+			return errors.Join(&exitCodeError{code: exitError, err: err}, cn.shutdown(context.Background()))
+		}
+		defer stopConsole()
+	}
 	t := time.NewTicker(500 * time.Millisecond)
 	defer t.Stop()
 	var failed error
@@ -222,6 +239,31 @@ wait:
 	}
 	log.Info("stopped")
 	return nil
+}
+
+// startClusterConsole serves the console of a replica: the console of
+// serve, plus its replication page, which asks the group's members over
+// their Raft ports (with raft.tls, with this node's certificate).
+func startClusterConsole(ctx context.Context, flag string, nc server.NodeConfig, rc *raftFileConfig, cn *clusterNode,
+	log *slog.Logger) (func(), error) {
+	_, advertise, err := rc.clusterConfig()
+	if err != nil {
+		return nil, err
+	}
+	var d cluster.Dialer
+	if rc.TLS != nil {
+		if d.TLS, err = cluster.LoadPeerTLS(rc.TLS.CertFile, rc.TLS.KeyFile, rc.TLS.CAFile); err != nil {
+			return nil, err
+		}
+	}
+	namesrv := nc.Server.NamesrvAddr
+	if len(namesrv) == 0 {
+		namesrv = []string{cn.addr}
+	}
+	return startConsole(ctx, flag, console.Config{NameServers: namesrv, Logger: log, ACL: cn.srv.ACLValidator(),
+		Replication: func(ctx context.Context) (cluster.GroupInfo, []cluster.MemberStatus, error) {
+			return d.Members(ctx, advertise)
+		}}, log)
 }
 
 // namesrvLine is the namesrvAddr line of a generated config file.

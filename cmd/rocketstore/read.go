@@ -109,7 +109,7 @@ func runRead(out, errOut io.Writer, o readOptions) (err error) {
 func readQueue(s *engine.Store, topic string, queue int32, offset int64, max int) ([]readMessage, int64, error) {
 	var out []readMessage
 	for len(out) < max {
-		res, err := s.GetMessage("rocketstore-read", topic, queue, offset, max-len(out), nil)
+		res, err := s.GetMessage(topic, queue, offset, max-len(out), nil)
 		if err != nil {
 			return nil, offset, err
 		}

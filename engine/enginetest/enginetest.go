@@ -205,7 +205,7 @@ type got struct {
 
 func get(t *testing.T, s *engine.Store, topic string, qid int32, off int64, max int, f record.MessageFilter) got {
 	t.Helper()
-	r, err := s.GetMessage("g", topic, qid, off, max, f)
+	r, err := s.GetMessage(topic, qid, off, max, f)
 	if err != nil {
 		t.Fatalf("get %s/%d@%d: %v", topic, qid, off, err)
 	}

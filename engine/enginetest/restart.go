@@ -212,7 +212,7 @@ func testCloseIdempotent(t *testing.T, h *harness) {
 	if _, err := s.Put(context.Background(), msg("ci", 0, "y", "", "")); err != engine.ErrClosed {
 		t.Fatalf("put after close: %v", err)
 	}
-	if _, err := s.GetMessage("g", "ci", 0, 0, 1, nil); err != engine.ErrClosed {
+	if _, err := s.GetMessage("ci", 0, 0, 1, nil); err != engine.ErrClosed {
 		t.Fatalf("get after close: %v", err)
 	}
 	if err := s.FlushCommitLog(0); err != engine.ErrClosed {
@@ -383,7 +383,7 @@ func testCloseUnderLoad(t *testing.T, h *harness) {
 				go func() {
 					defer func() { readers <- struct{}{} }()
 					for off := int64(0); ; {
-						r, err := s.GetMessage("g", "load", int32(p), off, 8, nil)
+						r, err := s.GetMessage("load", int32(p), off, 8, nil)
 						if err != nil {
 							return
 						}

@@ -325,7 +325,7 @@ func testBackground(t *testing.T, h *harness) {
 			go func() { // a consumer racing the producers
 				defer close(done)
 				for off := int64(0); off < each; {
-					r, err := s.GetMessage("g", "bg", 0, off, 32, nil)
+					r, err := s.GetMessage("bg", 0, off, 32, nil)
 					if err != nil {
 						return
 					}
@@ -370,7 +370,7 @@ func testDelayed(t *testing.T, h *harness) {
 		t.Fatal("Put modified the caller's message")
 	}
 	dispatched(t, s)
-	r, err := s.GetMessage("g", record.ScheduleTopic, 2, 0, 1, nil)
+	r, err := s.GetMessage(record.ScheduleTopic, 2, 0, 1, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -395,7 +395,7 @@ func testDelayed(t *testing.T, h *harness) {
 		t.Fatal("Put modified the caller's encoded message")
 	}
 	dispatched(t, s)
-	r2, err := s.GetMessage("g", record.ScheduleTopic, 2, 1, 1, nil)
+	r2, err := s.GetMessage(record.ScheduleTopic, 2, 1, 1, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

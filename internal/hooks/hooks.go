@@ -83,7 +83,8 @@ type Engine struct {
 	// NoStartupUnitCheck opens a cleanly closed store trusting its
 	// ConsumeQueue units: each queue ends at its first unit that is not a
 	// positive offset and size before the CommitLog's end, as in RocketMQ,
-	// and damaged units are found only when read.
+	// its minimum steps over units that are not units, and damaged units
+	// are found only when read.
 	NoStartupUnitCheck bool
 }
 

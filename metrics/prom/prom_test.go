@@ -132,7 +132,7 @@ func TestScrape(t *testing.T) {
 			t.Errorf("%s = %v after Open, want %v", name, v, want)
 		}
 	}
-	r, err := s.GetMessage("g", "T", 1, 0, 1, nil)
+	r, err := s.GetMessage("T", 1, 0, 1, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
