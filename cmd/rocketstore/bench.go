@@ -40,6 +40,9 @@ type benchOptions struct {
 	timersOn bool
 	// timersPending runs bench.TimersPending instead, with this count.
 	timersPending int
+	// replicatedTime and replicatedRepeats size each replicated run.
+	replicatedTime    time.Duration
+	replicatedRepeats int
 }
 
 func newBenchCmd() *cobra.Command {
@@ -65,6 +68,8 @@ the ratio. Temporary stores are removed; a default run takes a few minutes,
 	f.BoolVar(&o.peer, "peer", false, "also run NATS JetStream (needs the go toolchain and the repository)")
 	f.StringVar(&o.tmp, "tmp", "", "parent `DIR` of the temporary stores (default: the system's temp dir)")
 	f.BoolVar(&o.replicated, "replicated", false, "also send through a 3-replica broker group on loopback against one SYNC_FLUSH broker")
+	f.DurationVar(&o.replicatedTime, "replicated-time", 10*time.Second, "--replicated: each measured run's length, after a 2 s warm-up")
+	f.IntVar(&o.replicatedRepeats, "replicated-repeats", 3, "--replicated: runs of the single node and of the group, alternating (min/median/max)")
 	f.IntSliceVar(&o.replicatedMore, "replicated-more-producers", nil, "--replicated: also measure with these producer counts (both sides the same), after the 16-producer rows")
 	f.StringVar(&o.peerDir, "peer-dir", "", "`DIR` of the bench/nats module (default: found above the working directory)")
 	f.BoolVar(&o.server.on, "server", false, "instead: load rocketstore serve and nats-server JetStream over TCP with the same pipelined generator")
@@ -153,9 +158,12 @@ func runBench(cmd *cobra.Command, o benchOptions) error {
 		return err
 	}
 	if o.replicated {
-		ro := bench.ReplicatedOptions{Dir: o.tmp, MoreProducers: o.replicatedMore}
-		if o.quick {
-			ro.Time = time.Second
+		ro := bench.ReplicatedOptions{Dir: o.tmp, MoreProducers: o.replicatedMore, Time: o.replicatedTime, Repeats: o.replicatedRepeats}
+		if o.quick { // a smoke run: one short pair
+			ro.Warmup, ro.Time, ro.Repeats = 500*time.Millisecond, time.Second, 1
+		}
+		if ro.Time <= 0 || ro.Repeats <= 0 {
+			return fmt.Errorf("--replicated-time %v, --replicated-repeats %d: want both positive", ro.Time, ro.Repeats)
 		}
 		fmt.Fprintln(stderr, "replicated sends (3 replicas) beside one SYNC_FLUSH broker")
 		rs, err := bench.Replicated(ctx, ro)
