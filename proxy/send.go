@@ -16,8 +16,6 @@ import (
 
 // Message properties the 5.x proxy sets beyond the 4.x ones in record.
 const (
-	propShardingKey   = "__SHARDINGKEY" // message group
-	propTimerDeliver  = "TIMER_DELIVER_MS"
 	propTraceContext  = "TRACE_CONTEXT"
 	propBornTimestamp = "BORN_TIMESTAMP" // the client's, as the proxy records it
 )
@@ -30,7 +28,7 @@ var systemProperties = map[string]bool{
 	record.PropertyRealQueueID: true, record.PropertyTransactionPrep: true, record.PropertyOriginMessageID: true,
 	record.PropertyReconsumeTime: true, record.PropertyMaxReconsumeTimes: true, record.PropertyUniqClientMsgID: true,
 	record.PropertyCluster: true, transaction.PropProducerGroup: true, transaction.PropCheckImmunitySecs: true,
-	propShardingKey: true, propTimerDeliver: true, propTraceContext: true, "MSGID": true, "MIN_OFFSET": true,
+	record.PropertyShardingKey: true, record.PropertyTimerDeliverMS: true, propTraceContext: true, "MSGID": true, "MIN_OFFSET": true,
 	"MAX_OFFSET": true, "BUYER_ID": true, "TRANSFER_FLAG": true, "CORRECTION_FLAG": true, "MQ2_FLAG": true,
 	"INSTANCE_ID": true, "REAL_QUEUE_ID": true, "__STARTDELIVERTIME": true, "UNIQ_KEY_IDX": true,
 }
@@ -156,7 +154,7 @@ func (p *Proxy) sendRequest(m *rmqpb.Message, topic string, writeQueues int) (*b
 		if strings.TrimSpace(g) == "" || len(g) >= 64 || hasControl(g) {
 			return nil, status(rmqpb.Code_ILLEGAL_MESSAGE_GROUP, "message group "+quote(g)+" is blank, 64 bytes or longer, or contains a control character")
 		}
-		props[propShardingKey] = g
+		props[record.PropertyShardingKey] = g
 	}
 	if tc := sp.GetTraceContext(); tc != "" {
 		props[propTraceContext] = tc
@@ -164,7 +162,7 @@ func (p *Proxy) sendRequest(m *rmqpb.Message, topic string, writeQueues int) (*b
 	if dt := sp.GetDeliveryTimestamp(); dt != nil {
 		// A timer message: the broker holds it in its timer store until
 		// then (broker/timer), to the timerPrecisionMs.
-		props[propTimerDeliver] = strconv.FormatInt(dt.AsTime().UnixMilli(), 10)
+		props[record.PropertyTimerDeliverMS] = strconv.FormatInt(dt.AsTime().UnixMilli(), 10)
 	}
 	born := p.cfg.Now().UnixMilli()
 	if bt := sp.GetBornTimestamp(); bt != nil && bt.IsValid() {
