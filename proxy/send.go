@@ -30,7 +30,7 @@ var systemProperties = map[string]bool{
 	record.PropertyCluster: true, transaction.PropProducerGroup: true, transaction.PropCheckImmunitySecs: true,
 	record.PropertyShardingKey: true, record.PropertyTimerDeliverMS: true, propTraceContext: true, "MSGID": true, "MIN_OFFSET": true,
 	"MAX_OFFSET": true, "BUYER_ID": true, "TRANSFER_FLAG": true, "CORRECTION_FLAG": true, "MQ2_FLAG": true,
-	"INSTANCE_ID": true, "REAL_QUEUE_ID": true, "__STARTDELIVERTIME": true, "UNIQ_KEY_IDX": true,
+	"INSTANCE_ID": true, "REAL_QUEUE_ID": true, record.PropertyStartDeliverTime: true, "UNIQ_KEY_IDX": true,
 }
 
 // SendMessage stores each message of the request as a 4.x send would:
