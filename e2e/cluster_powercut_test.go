@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"errors"
 	"fmt"
 	"os/exec"
 	"path/filepath"
@@ -12,10 +13,12 @@ import (
 
 // TestClusterPowerCut is TestClusterJepsen's group with every replica's
 // store (CommitLog, queues, Raft log and snapshots) on its own LazyFS:
-// under load it cuts the power of a follower, of the leader, and of all
-// three at once (a minority of three is one node: the follower and the
-// leader cases), each cut dropping what the replica had not synced (LazyFS
-// SIGKILLed, then serve, then LazyFS mounted again and serve restarted).
+// under load it cuts the power of a follower, of the leader, of all three
+// at once (a minority of three is one node: the follower and the leader
+// cases), and tears the leader's next Raft log write (LazyFS persists
+// some thirds of it and dies), each cut dropping what the replica had not
+// synced (LazyFS SIGKILLed, then serve, then LazyFS mounted again and
+// serve restarted).
 // The replicas do not sync the CommitLog per batch: what the cut takes
 // back comes back from the Raft log, which raft-wal fsyncs before an entry
 // commits. The Jepsen checker then demands that every acknowledged
@@ -23,11 +26,11 @@ import (
 // no offset holds two messages, the replicas converge to byte-identical
 // CommitLogs and each verifies clean.
 //
-// ROCKETSTORE_CLUSTER_POWERCUTS sets the number of cuts (3: one of each);
+// ROCKETSTORE_CLUSTER_POWERCUTS sets the number of cuts (4: one of each);
 // the soak runs more. It needs ROCKETSTORE_LAZYFS (see lazyfs_test.go).
 func TestClusterPowerCut(t *testing.T) {
 	lazy := requireLazyFS(t)
-	cuts := 3
+	cuts := 4
 	if v := envInt(t, "ROCKETSTORE_CLUSTER_POWERCUTS"); v > 0 {
 		cuts = v
 	}
@@ -90,7 +93,7 @@ func TestClusterPowerCut(t *testing.T) {
 	var recovered []time.Duration
 	for k := range cuts {
 		l := g.waitLeader(t, 60*time.Second)
-		switch k % 3 {
+		switch k % 4 {
 		case 0:
 			f := (l + 1) % 3
 			t.Logf("%v cut %d: power of follower n%d", since(began), k+1, f+1)
@@ -101,6 +104,10 @@ func TestClusterPowerCut(t *testing.T) {
 		case 2:
 			t.Logf("%v cut %d: power of all three nodes", since(began), k+1)
 			cut(0, 1, 2)
+		case 3:
+			t.Logf("%v cut %d: torn write on leader n%d's Raft log, then its power", since(began), k+1, l+1)
+			tornRaftLog(t, fss[l])
+			cut(l)
 		}
 		// Time from the restart to the first send acknowledged.
 		recovered = append(recovered, h.firstSuccessAfter(time.Now(), 120*time.Second).Round(time.Millisecond))
@@ -128,7 +135,29 @@ func TestClusterPowerCut(t *testing.T) {
 			t.Errorf("verify n%d: %v\n%s", i+1, err, out)
 		}
 	}
-	t.Logf("%d cuts (follower, leader, all three in turn) in %v; first send acknowledged after each restart: %v",
+	t.Logf("%d cuts (follower, leader, all three, torn leader Raft log in turn) in %v; first send acknowledged after each restart: %v",
 		cuts, since(began), recovered)
 	t.Logf("history: %d sends attempted, %d acknowledged, %d consumed distinct", h.attempted(), len(acked), h.consumedCount())
+}
+
+// tornRaftLog tears the next write to the newest segment of a replica's
+// Raft log (raft-wal) and waits until LazyFS has died of it; under load
+// the leader appends at once. A log that is not written within 10 s fails
+// the test.
+func tornRaftLog(t *testing.T, l *lazyFS) {
+	t.Helper()
+	segs, _ := filepath.Glob(filepath.Join(l.root, "store", "raft", "wal", "*.wal"))
+	if len(segs) == 0 {
+		t.Fatalf("no Raft log segment under %s", l.root)
+	}
+	slices.Sort(segs)
+	err := l.command(fmt.Sprintf("lazyfs::torn-op::file=%s::persist=1::parts=3", segs[len(segs)-1]))
+	if err != nil && !errors.Is(err, errLazyFSDead) {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); !l.dead(); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the torn write on %s did not fire within 10 s", segs[len(segs)-1])
+		}
+	}
 }
