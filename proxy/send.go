@@ -161,8 +161,13 @@ func (p *Proxy) sendRequest(m *rmqpb.Message, topic string, writeQueues int) (*b
 	}
 	if dt := sp.GetDeliveryTimestamp(); dt != nil {
 		// A timer message: the broker holds it in its timer store until
-		// then (broker/timer), to the timerPrecisionMs.
-		props[record.PropertyTimerDeliverMS] = strconv.FormatInt(dt.AsTime().UnixMilli(), 10)
+		// then (broker/timer), to the timerPrecisionMs. Its limit is the
+		// broker's timerMaxDelaySec (the Java proxy's maxDelayTimeMills).
+		ms := dt.AsTime().UnixMilli()
+		if maxDelay := p.b.Timer().Config().MaxDelay.Milliseconds(); ms-p.cfg.Now().UnixMilli() > maxDelay {
+			return nil, status(rmqpb.Code_ILLEGAL_DELIVERY_TIME, "the max delay time of message is too large, max is "+strconv.FormatInt(maxDelay, 10))
+		}
+		props[record.PropertyTimerDeliverMS] = strconv.FormatInt(ms, 10)
 	}
 	born := p.cfg.Now().UnixMilli()
 	if bt := sp.GetBornTimestamp(); bt != nil && bt.IsValid() {
