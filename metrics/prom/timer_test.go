@@ -110,3 +110,24 @@ func TestScrapeTimers(t *testing.T) {
 		t.Errorf("%d messages in T/0 and U/0, want the 4 delivered", n)
 	}
 }
+
+// TestServerAttachesTimer: a server hands its broker's timer service to
+// the metrics, so that a running node exports the timer series.
+func TestServerAttachesTimer(t *testing.T) {
+	m := prom.New("")
+	n, err := server.StartNode(server.NodeConfig{Dir: t.TempDir(), Listen: "127.0.0.1:0",
+		Broker: broker.Config{Store: engine.Config{CommitLogFileSize: 1 << 20, ConsumeQueueUnits: 64,
+			Logger: slog.New(slog.DiscardHandler)}},
+		Server: server.Config{Logger: slog.New(slog.DiscardHandler), Metrics: m}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.Close()
+	got := scrape(t, m)
+	for _, name := range []string{"rocketstore_timer_messages_pending", "rocketstore_timer_messages_delivered_total",
+		"rocketstore_timer_delivery_lateness_seconds_count"} {
+		if v, ok := got[name]; !ok || v != 0 {
+			t.Errorf("%s = %v (exported %v), want 0", name, v, ok)
+		}
+	}
+}
