@@ -30,12 +30,15 @@ func (c *timerCollector) Describe(ch chan<- *prometheus.Desc) {
 }
 
 func (c *timerCollector) Collect(ch chan<- prometheus.Metric) {
-	st := c.svc.Stats()
-	ch <- prometheus.MustNewConstMetric(timerPendingDesc, prometheus.GaugeValue, float64(st.Pending))
+	// The total is the sum of the topics' counts of the same read, so
+	// that the two agree in every scrape.
+	var total int64
 	for topic, n := range c.svc.Pending() {
+		total += n
 		ch <- prometheus.MustNewConstMetric(timerTopicPendingDesc, prometheus.GaugeValue, float64(n), topic)
 	}
-	l := st.Lateness
+	ch <- prometheus.MustNewConstMetric(timerPendingDesc, prometheus.GaugeValue, float64(total))
+	l := c.svc.Stats().Lateness
 	ch <- prometheus.MustNewConstMetric(timerDeliveredDesc, prometheus.CounterValue, float64(l.Count))
 	buckets := make(map[float64]uint64, len(l.Buckets))
 	var cum uint64
