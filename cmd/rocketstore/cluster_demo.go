@@ -30,7 +30,8 @@ func newClusterDemoCmd() *cobra.Command {
 		Long: `cluster-demo starts three replicas of broker group "broker-a" in this process,
 each with its own store directory (DIR/n1, DIR/n2, DIR/n3; DIR defaults to a new
 temporary directory), name server (--port, +1, +2), broker port (10911, 10921,
-10931) and Raft port (--port+1000, +1, +2 ... on 127.0.0.1), with SYNC_FLUSH and
+10931), Raft port (--port+1000, +1, +2 ... on 127.0.0.1) and RocketMQ 5.x gRPC
+endpoint (--port+2000, +1, +2; routes name the leader's), with SYNC_FLUSH and
 small files (64 MiB CommitLog files, 4.2 MB index files, 16 MiB Raft log segments:
 about 90 MB of disk a replica instead of 1.6 GB). Every
 replica registers with the three name servers; the leader as brokerId 0, the others
@@ -59,10 +60,15 @@ the files are written into DIR.`,
 			out := cmd.OutOrStdout()
 			fmt.Fprintf(out, "broker group broker-a: 3 replicas, data in %s\n", dir)
 			for i, cn := range nodes {
-				fmt.Fprintf(out, "  n%d: name server %s, broker %s, raft 127.0.0.1:%d, config %s\n", i+1, cn.addr, cn.brokerAddr,
-					port+1000+i, filepath.Join(dir, fmt.Sprintf("n%d.yaml", i+1)))
+				fmt.Fprintf(out, "  n%d: name server %s, broker %s, gRPC %s, raft 127.0.0.1:%d, config %s\n", i+1, cn.addr, cn.brokerAddr,
+					cn.grpcAddr, port+1000+i, filepath.Join(dir, fmt.Sprintf("n%d.yaml", i+1)))
 			}
 			fmt.Fprintf(out, "clients: name server %s (e.g. cd e2e && go run ./example -namesrv %s)\n", nsList, nodes[0].addr)
+			var grpcs []string
+			for _, cn := range nodes {
+				grpcs = append(grpcs, cn.grpcAddr)
+			}
+			fmt.Fprintf(out, "5.x clients: endpoints %s\n", strings.Join(grpcs, ";"))
 			t := time.NewTicker(time.Second)
 			defer t.Stop()
 			leader := ""
@@ -113,9 +119,10 @@ maxIndexNum: 200000
 
 // demoConfig is replica i's config file (1-based), as serve reads it.
 func demoConfig(i, port int) string {
-	var peers []string
+	var peers, grpcs []string
 	for j := 1; j <= 3; j++ {
 		peers = append(peers, fmt.Sprintf("n%d@127.0.0.1:%d", j, port+1000+j-1))
+		grpcs = append(grpcs, fmt.Sprintf("n%d@127.0.0.1:%d", j, port+2000+j-1))
 	}
 	var ns []string
 	for j := 0; j < 3; j++ {
@@ -129,8 +136,10 @@ flushDiskType: SYNC_FLUSH
   nodeId: n%d
   bind: 127.0.0.1:%d
   peers: [%s]
+  grpcEndpoints: [%s]
   logSegmentSize: 16777216
-`, 10911+10*(i-1), port+i-1, namesrvLine(strings.Join(ns, ";")), smallFootprint, i, port+1000+i-1, strings.Join(peers, ", "))
+`, 10911+10*(i-1), port+i-1, namesrvLine(strings.Join(ns, ";")), smallFootprint, i, port+1000+i-1, strings.Join(peers, ", "),
+		strings.Join(grpcs, ", "))
 }
 
 // startDemoGroup writes the three config files into dir and starts the
@@ -190,5 +199,16 @@ func startDemoNode(dir string, port, i int, ln net.Listener, logger *slog.Logger
 	}
 	nc.Broker.Store.FlushDiskType = engine.SyncFlush
 	nc.Server.Logger, nc.Broker.Store.Logger = logger, logger
-	return startClusterNodeOn(ln, nc, rc, logger)
+	listen, eps, err := rc.grpcListen(defaultGRPCListen, false)
+	if err != nil {
+		return fail(err)
+	}
+	cn, err := startClusterNodeOn(ln, nc, rc, logger)
+	if err != nil {
+		return nil, err
+	}
+	if err := cn.serveGRPC(clusterGRPC{addr: listen, endpoints: eps}, nc.Server.Security, logger); err != nil {
+		return nil, errors.Join(err, cn.shutdown(context.Background()))
+	}
+	return cn, nil
 }

@@ -33,6 +33,8 @@ type clusterNode struct {
 	srv              *server.Server
 	addr, brokerAddr string
 	wg               sync.WaitGroup
+	grpcAddr         string // the gRPC endpoint ("": none)
+	stopGRPC         func() // stops it (nil: none)
 }
 
 // startClusterNode is server.StartNode for a replica of a broker group.
@@ -136,18 +138,29 @@ func startClusterNodeOn(ln net.Listener, nc server.NodeConfig, rc *raftFileConfi
 // as brokerId 0.
 func setBrokerID(s *server.Server, id int64) { s.SetBrokerID(id) }
 
+// shutdown stops the gRPC endpoint (its requests use the replica's
+// broker), then the server and the replica.
 func (cn *clusterNode) shutdown(ctx context.Context) error {
+	if cn.stopGRPC != nil {
+		cn.stopGRPC()
+		cn.stopGRPC = nil
+	}
 	err := cn.srv.Shutdown(ctx)
 	cn.wg.Wait()
 	return errors.Join(err, cn.node.Close())
 }
 
-// serveGRPC serves the replica's gRPC endpoint at g.addr, its routes
-// naming the leader's endpoint (from g.endpoints by the leader's node id;
-// its own while no leader is known).
-func (cn *clusterNode) serveGRPC(g clusterGRPC, sec server.Security, log *slog.Logger) (func(), error) {
-	return startGRPC(grpcFront{addr: g.addr, explicit: true, broker: cn.node.Broker(), srv: cn.srv, security: sec,
+// serveGRPC serves the replica's gRPC endpoint at g.addr until shutdown,
+// its routes naming the leader's endpoint (from g.endpoints by the
+// leader's node id; its own while no leader is known).
+func (cn *clusterNode) serveGRPC(g clusterGRPC, sec server.Security, log *slog.Logger) error {
+	stop, err := startGRPC(grpcFront{addr: g.addr, explicit: true, broker: cn.node.Broker(), srv: cn.srv, security: sec,
 		leader: func() string { return g.endpoints[cn.node.LeaderID()] }}, log)
+	if err != nil {
+		return err
+	}
+	cn.grpcAddr, cn.stopGRPC = g.addr, stop
+	return nil
 }
 
 // clusterGRPC is a replica's gRPC endpoint: where it listens ("": off)
@@ -176,11 +189,8 @@ func runClusterServe(parent context.Context, nc server.NodeConfig, rc *raftFileC
 	log.Info("rocketstore replica serving", "nameServer", cn.addr, "broker", cn.brokerAddr, "dir", nc.Dir,
 		"brokerName", cn.srv.Config().BrokerName, "nodeId", rc.NodeID, "raft", rc.Bind,
 		"recovery", fmt.Sprintf("%+v", cn.node.Broker().Store().Recovery()))
-	// The gRPC endpoint stops before the replica: its requests use the
-	// replica's broker.
-	stopGRPC := func() {}
 	if g.addr != "" {
-		if stopGRPC, err = cn.serveGRPC(g, nc.Server.Security, log); err != nil {
+		if err := cn.serveGRPC(g, nc.Server.Security, log); err != nil {
 			return errors.Join(&exitCodeError{code: exitError, err: err}, cn.shutdown(context.Background()))
 		}
 	}
@@ -188,7 +198,6 @@ func runClusterServe(parent context.Context, nc server.NodeConfig, rc *raftFileC
 		metrics.AttachCluster(cn.node.Status)
 		ln, err := net.Listen("tcp", metricsAddr)
 		if err != nil {
-			stopGRPC()
 			return errors.Join(&exitCodeError{code: exitError, err: err}, cn.shutdown(context.Background()))
 		}
 		mux := http.NewServeMux()
@@ -227,7 +236,6 @@ wait:
 	log.Info("shutting down")
 	sctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
 	defer cancel()
-	stopGRPC()
 	err = cn.shutdown(sctx)
 	if failed != nil {
 		log.Error("the replica stopped applying the group's log", "err", failed)
