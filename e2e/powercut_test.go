@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"maps"
 	"math/rand/v2"
 	"net"
 	"os"
@@ -527,7 +528,7 @@ func (pc *powerCut) runRounds(cuts int) pcStats {
 	st := pcStats{byKind: map[string]int{}}
 	for pc.round = 1; pc.round <= cuts; pc.round++ {
 		pc.h.mu.Lock()
-		durable := maps(pc.h.durable)
+		durable := maps.Clone(pc.h.durable)
 		clear(pc.h.firstInRound)
 		pc.h.mu.Unlock()
 		pc.startServe()
@@ -617,14 +618,6 @@ func (pc *powerCut) runRounds(cuts int) pcStats {
 		pc.verifyRoot(fmt.Sprintf("after cut %d", pc.round))
 	}
 	return st
-}
-
-func maps(m map[int64]int64) map[int64]int64 {
-	out := make(map[int64]int64, len(m))
-	for k, v := range m {
-		out[k] = v
-	}
-	return out
 }
 
 // finalRead restarts serve and reads the whole topic with a new group
