@@ -9,6 +9,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -41,8 +42,15 @@ type ReplicatedOptions struct {
 	// carries at most 16 sends, so the figure is 16 ÷ a round's latency;
 	// more producers show what the group sustains when rounds fill up.
 	MoreProducers []int
-	// Time is each run's duration (2 s).
+	// Warmup is sent before each measured run and not counted (2 s): it
+	// elects the leader, maps the first files and fills the caches.
+	Warmup time.Duration
+	// Time is each measured run's duration (10 s).
 	Time time.Duration
+	// Repeats is how many times the single node and the group are
+	// measured, alternating, so that a change in the machine's load
+	// falls on both (3).
+	Repeats int
 	// FileSize is the CommitLog file size (64 MiB).
 	FileSize int64
 }
@@ -54,8 +62,14 @@ func (o ReplicatedOptions) withDefaults() ReplicatedOptions {
 	if o.Producers == 0 {
 		o.Producers = 16
 	}
+	if o.Warmup == 0 {
+		o.Warmup = 2 * time.Second
+	}
 	if o.Time == 0 {
-		o.Time = 2 * time.Second
+		o.Time = 10 * time.Second
+	}
+	if o.Repeats == 0 {
+		o.Repeats = 3
 	}
 	if o.FileSize == 0 {
 		o.FileSize = 64 << 20
@@ -64,9 +78,11 @@ func (o ReplicatedOptions) withDefaults() ReplicatedOptions {
 }
 
 // Replicated measures, for each body size, one broker with SYNC_FLUSH and
-// then a 3-replica group with SYNC_FLUSH on the leader, with the same
-// producers for the same time. Each replicated Result's Bound is the
-// single-node figure, its Ratio replicated over single.
+// a 3-replica group with SYNC_FLUSH on every replica, with the same
+// producers for the same time, o.Repeats times alternating. Each row is
+// the median run; its note gives min/median/max, the writes of each node
+// and, for the group, the ratio to the single node of each pair of runs
+// (Bound.Ratio is their median).
 func Replicated(ctx context.Context, o ReplicatedOptions) ([]Result, error) {
 	o = o.withDefaults()
 	var out []Result
@@ -85,80 +101,197 @@ func Replicated(ctx context.Context, o ReplicatedOptions) ([]Result, error) {
 	return out, nil
 }
 
-// compare measures each body size on one node, then on the group.
+// compare measures each body size on one node and on the group, in turns.
 func (o ReplicatedOptions) compare(ctx context.Context) ([]Result, error) {
 	var out []Result
 	for _, body := range o.Bodies {
-		single, err := o.run(ctx, body, 1)
-		if err != nil {
-			return out, fmt.Errorf("single node: %w", err)
+		var singles, groups []replRun
+		for range o.Repeats {
+			single, err := o.run(ctx, body, 1)
+			if err != nil {
+				return out, fmt.Errorf("single node: %w", err)
+			}
+			repl, err := o.run(ctx, body, 3)
+			if err != nil {
+				return out, fmt.Errorf("replicated: %w", err)
+			}
+			singles, groups = append(singles, single), append(groups, repl)
 		}
-		repl, err := o.run(ctx, body, 3)
-		if err != nil {
-			return out, fmt.Errorf("replicated: %w", err)
+		ratios := make([]float64, len(groups))
+		for i := range groups {
+			ratios[i] = groups[i].MsgsPerS / singles[i].MsgsPerS
 		}
-		repl.Bound = &Bound{Name: "single-node SYNC_FLUSH", MsgsPerS: single.MsgsPerS, MBPerS: single.MBPerS,
-			Ratio: repl.MsgsPerS / single.MsgsPerS}
+		single, repl := summarize(singles), summarize(groups)
+		rr := spreadOf(ratios)
+		repl.Bound = &Bound{Name: "single-node SYNC_FLUSH", MsgsPerS: single.MsgsPerS, MBPerS: single.MBPerS, Ratio: rr.med}
 		if single.Latency != nil {
 			repl.Bound.Note = fmt.Sprintf("single-node p99 %.0f µs", single.Latency.P99)
 		}
-		single.Group, single.Note = GroupReplicated, "1 node (baseline)"
-		repl.Note = strings.TrimPrefix(repl.Note+"; 3 replicas, loopback TCP", "; ")
+		single.Group = GroupReplicated
+		single.Note = "1 node (baseline); " + single.Note
+		repl.Note = fmt.Sprintf("3 replicas, loopback TCP; ÷ single min/median/max %.0f/%.0f/%.0f %%; %s",
+			100*rr.min, 100*rr.med, 100*rr.max, repl.Note)
 		out = append(out, single, repl)
 	}
 	return out, nil
 }
 
-// run sends for o.Time through a group of n replicas (n == 1: a plain
-// broker).
-func (o ReplicatedOptions) run(ctx context.Context, body, n int) (Result, error) {
+// replRun is one measured run: its result and what each node wrote.
+type replRun struct {
+	Result
+	nodes []nodeWrites
+}
+
+// nodeWrites is what one node wrote during a measured run, counted where
+// the writes pass through our code: the CommitLog's growth (its max
+// offset), the Raft log's appends as raft-wal counts them (each one
+// fsync), and the CommitLog's syncs where the store's file system is ours
+// to wrap (the single node).
+type nodeWrites struct {
+	commitLog int64
+	raftBytes uint64 // encoded entries plus their 8-byte frame headers
+	raftSyncs uint64
+	clSyncs   int64 // -1: not counted
+}
+
+// spread is the minimum, median and maximum of repeated figures.
+type spread struct{ min, med, max float64 }
+
+func spreadOf(v []float64) spread {
+	s := slices.Clone(v)
+	slices.Sort(s)
+	return spread{s[0], s[len(s)/2], s[len(s)-1]}
+}
+
+// summarize returns the median run's result with the spread of the runs
+// and the writes of each node in its note.
+func summarize(runs []replRun) Result {
+	rates := make([]float64, len(runs))
+	for i, r := range runs {
+		rates[i] = r.MsgsPerS
+	}
+	med := slices.IndexFunc(runs, func(r replRun) bool { return r.MsgsPerS == spreadOf(rates).med })
+	r := runs[med].Result
+	sp := spreadOf(rates)
+	var p50, p99 []float64
+	for _, run := range runs {
+		if run.Latency != nil {
+			p50, p99 = append(p50, run.Latency.P50), append(p99, run.Latency.P99)
+		}
+	}
+	note := fmt.Sprintf("%d runs of %.1f s: msgs/s min/median/max %.0f/%.0f/%.0f", len(runs), r.Seconds, sp.min, sp.med, sp.max)
+	if len(p50) > 0 {
+		a, b := spreadOf(p50), spreadOf(p99)
+		note += fmt.Sprintf("; p50 µs %.0f/%.0f/%.0f, p99 µs %.0f/%.0f/%.0f", a.min, a.med, a.max, b.min, b.med, b.max)
+	}
+	note += "; median run, per node: " + runs[med].writesNote()
+	r.Note = strings.TrimSuffix(note+"; "+r.Note, "; ")
+	return r
+}
+
+// writesNote renders each node's bytes written per message and syncs per
+// second.
+func (r replRun) writesNote() string {
+	var parts []string
+	for i, w := range r.nodes {
+		msgs, secs := float64(max(r.Msgs, 1)), r.Seconds
+		s := fmt.Sprintf("n%d %.0f B/msg (CommitLog %.0f", i+1, (float64(w.commitLog)+float64(w.raftBytes))/msgs, float64(w.commitLog)/msgs)
+		if w.raftSyncs > 0 || w.raftBytes > 0 {
+			s += fmt.Sprintf(" + Raft log %.0f), Raft log fsyncs %.0f/s", float64(w.raftBytes)/msgs, float64(w.raftSyncs)/secs)
+		} else {
+			s += ")"
+		}
+		if w.clSyncs >= 0 {
+			s += fmt.Sprintf(", CommitLog syncs %.0f/s", float64(w.clSyncs)/secs)
+		}
+		parts = append(parts, s)
+	}
+	return strings.Join(parts, ", ")
+}
+
+// run warms up, then sends for o.Time through a group of n replicas
+// (n == 1: a plain broker), counting what each node writes.
+func (o ReplicatedOptions) run(ctx context.Context, body, n int) (replRun, error) {
 	parent, err := os.MkdirTemp(o.Dir, "rocketstore-repl-*")
 	if err != nil {
-		return Result{}, err
+		return replRun{}, err
 	}
 	defer os.RemoveAll(parent)
 	bc := broker.Config{Store: engine.Config{CommitLogFileSize: o.FileSize, FlushDiskType: engine.SyncFlush, Logger: quietLog}}
-	var leader func() *broker.Broker
 	if n == 1 {
 		fsys, err := mmap.New(filepath.Join(parent, "single"))
 		if err != nil {
-			return Result{}, err
+			return replRun{}, err
 		}
-		b, err := broker.Open(fsys, bc)
+		syncs := &syncCounter{}
+		b, err := broker.Open(countingFS{fsys, syncs}, bc)
 		if err != nil {
-			return Result{}, err
+			return replRun{}, err
 		}
 		defer func() { _ = b.Close() }() // the scratch broker, after the run
-		leader = func() *broker.Broker { return b }
-	} else {
-		nodes, err := startGroup(parent, n, bc)
-		defer func() {
-			for _, nd := range nodes {
-				_ = nd.Close()
-			}
-		}()
-		if err != nil {
-			return Result{}, err
+		leader := func() *broker.Broker { return b }
+		if _, err := o.send(ctx, leader, body, n, o.Warmup); err != nil {
+			return replRun{}, fmt.Errorf("warm-up: %w", err)
 		}
-		if _, err = waitLeader(ctx, nodes); err != nil {
-			return Result{}, err
-		}
-		leader = func() *broker.Broker {
-			b, _ := waitLeader(ctx, nodes)
-			return b
-		}
-		r, err := o.send(ctx, leader, body, n)
-		var rounds, sends int64
-		for _, nd := range nodes {
-			rn, sn := nd.RoundStats()
-			rounds, sends = rounds+rn, sends+sn
-		}
-		if rounds > 0 {
-			r.Note = strings.TrimPrefix(r.Note+fmt.Sprintf("; %.1f sends per Raft entry", float64(sends)/float64(rounds)), "; ")
-		}
-		return r, err
+		cl0 := b.Store().CommitLog().MaxOffset()
+		syncs.reset()
+		r, err := o.send(ctx, leader, body, n, o.Time)
+		return replRun{Result: r, nodes: []nodeWrites{{commitLog: b.Store().CommitLog().MaxOffset() - cl0,
+			clSyncs: syncs.syncs.Load()}}}, err
 	}
-	return o.send(ctx, leader, body, n)
+	nodes, err := startGroup(parent, n, bc)
+	defer func() {
+		for _, nd := range nodes {
+			_ = nd.Close()
+		}
+	}()
+	if err != nil {
+		return replRun{}, err
+	}
+	if _, err = waitLeader(ctx, nodes); err != nil {
+		return replRun{}, err
+	}
+	leader := func() *broker.Broker {
+		b, _ := waitLeader(ctx, nodes)
+		return b
+	}
+	if _, err := o.send(ctx, leader, body, n, o.Warmup); err != nil {
+		return replRun{}, fmt.Errorf("warm-up: %w", err)
+	}
+	before := groupWrites(nodes)
+	rounds0, sends0 := groupRounds(nodes)
+	r, err := o.send(ctx, leader, body, n, o.Time)
+	after := groupWrites(nodes)
+	rounds, sends := groupRounds(nodes)
+	for i := range after {
+		after[i].commitLog -= before[i].commitLog
+		after[i].raftBytes -= before[i].raftBytes
+		after[i].raftSyncs -= before[i].raftSyncs
+	}
+	if rounds > rounds0 {
+		r.Note = strings.TrimPrefix(r.Note+fmt.Sprintf("; %.1f sends per Raft entry", float64(sends-sends0)/float64(rounds-rounds0)), "; ")
+	}
+	return replRun{Result: r, nodes: after}, err
+}
+
+// groupWrites reads each replica's write counters.
+func groupWrites(nodes []*cluster.Node) []nodeWrites {
+	out := make([]nodeWrites, len(nodes))
+	for i, nd := range nodes {
+		ls := nd.LogStats()
+		out[i] = nodeWrites{commitLog: nd.Broker().Store().CommitLog().MaxOffset(),
+			raftBytes: ls.EntryBytes + 8*ls.Entries, raftSyncs: ls.Appends, clSyncs: -1}
+	}
+	return out
+}
+
+// groupRounds sums the rounds the replicas proposed and the sends in them.
+func groupRounds(nodes []*cluster.Node) (rounds, sends int64) {
+	for _, nd := range nodes {
+		rn, sn := nd.RoundStats()
+		rounds, sends = rounds+rn, sends+sn
+	}
+	return rounds, sends
 }
 
 var quietLog = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -206,11 +339,11 @@ func waitLeader(ctx context.Context, nodes []*cluster.Node) (*broker.Broker, err
 	return nil, errors.New("no leader elected within 20 s")
 }
 
-// send runs o.Producers senders for o.Time.
+// send runs o.Producers senders for d.
 // A send refused because leadership moved is sent again to the new
 // leader (as a client does after refreshing its route) and counted.
-func (o ReplicatedOptions) send(ctx context.Context, leader func() *broker.Broker, body, n int) (Result, error) {
-	ctx, cancel := context.WithTimeout(ctx, o.Time)
+func (o ReplicatedOptions) send(ctx context.Context, leader func() *broker.Broker, body, n int, d time.Duration) (Result, error) {
+	ctx, cancel := context.WithTimeout(ctx, d)
 	defer cancel()
 	var msgs, moved atomic.Int64
 	var firstErr atomic.Pointer[string]

@@ -2,16 +2,19 @@ package bench
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 )
 
 // TestReplicatedSmoke runs the replicated workload briefly, at two producer
-// counts: both rows of each are measured with the same producers and the
-// ratio is set (the figure itself is BENCHMARKS' job).
+// counts and twice each: both rows of each are measured with the same
+// producers, the ratio is set, and each node's writes are counted (the
+// figure itself is BENCHMARKS' job).
 func TestReplicatedSmoke(t *testing.T) {
 	rs, err := Replicated(context.Background(), ReplicatedOptions{Dir: t.TempDir(), Bodies: []int{128},
-		Producers: 4, MoreProducers: []int{8}, Time: 500 * time.Millisecond, FileSize: 8 << 20})
+		Producers: 4, MoreProducers: []int{8}, Warmup: 200 * time.Millisecond, Time: 500 * time.Millisecond,
+		Repeats: 2, FileSize: 8 << 20})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -24,8 +27,32 @@ func TestReplicatedSmoke(t *testing.T) {
 			single.Producers != repl.Producers || single.Producers != []int{4, 8}[i/2] {
 			t.Fatalf("results: %+v", rs)
 		}
+		// The single node counts its CommitLog syncs; each replica its
+		// Raft log's bytes and fsyncs beside its CommitLog.
+		if !strings.Contains(single.Note, "2 runs") || !strings.Contains(single.Note, "CommitLog syncs") {
+			t.Errorf("single-node note %q: want 2 runs and its CommitLog syncs", single.Note)
+		}
+		for _, n := range []string{"n1 ", "n2 ", "n3 "} {
+			if !strings.Contains(repl.Note, n) {
+				t.Errorf("group note %q: no writes of node %s", repl.Note, n)
+			}
+		}
+		if strings.Contains(repl.Note, "Raft log 0)") || strings.Contains(repl.Note, "fsyncs 0/s") {
+			t.Errorf("group note %q: a replica wrote no Raft log", repl.Note)
+		}
 	}
 	for _, r := range rs {
 		t.Logf("%s %s %.0f msgs/s p50 %.0f p99 %.0f %s", r.Name(), r.Backend, r.MsgsPerS, r.Latency.P50, r.Latency.P99, r.Note)
+	}
+}
+
+// TestSpreadOf: min, median and max of an unsorted list, the input kept.
+func TestSpreadOf(t *testing.T) {
+	v := []float64{3, 1, 2}
+	if s := spreadOf(v); s != (spread{1, 2, 3}) {
+		t.Fatalf("spreadOf(%v) = %+v, want {1 2 3}", v, s)
+	}
+	if v[0] != 3 {
+		t.Fatalf("spreadOf sorted its input: %v", v)
 	}
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/hashicorp/raft"
 	wal "github.com/hashicorp/raft-wal"
 	"github.com/hashicorp/raft-wal/metadb"
+	walmetrics "github.com/hashicorp/raft-wal/metrics"
 
 	"github.com/rocketstore/rocketstore/backend"
 	"github.com/rocketstore/rocketstore/backend/mmap"
@@ -97,7 +98,9 @@ type Node struct {
 	wal   *wal.WAL
 	meta  *metadb.BoltMetaDB
 	snaps *snapStore
-	now   func() int64
+	// walStats collects the Raft log's write counters (LogStats).
+	walStats *walmetrics.AtomicCollector
+	now      func() int64
 
 	writable atomic.Bool
 	brokerID atomic.Int64
@@ -252,8 +255,9 @@ func (n *Node) openRaft(raftDir string) error {
 	// The WAL does not close a meta store it opened itself; this one is
 	// closed by closeWAL.
 	n.meta = &metadb.BoltMetaDB{}
+	n.walStats = newLogCollector()
 	if n.wal, err = wal.Open(filepath.Join(raftDir, "wal"), wal.WithMetaStore(n.meta),
-		wal.WithSegmentSize(n.ccfg.LogSegmentSize)); err != nil {
+		wal.WithSegmentSize(n.ccfg.LogSegmentSize), wal.WithMetricsCollector(n.walStats)); err != nil {
 		return errors.Join(fmt.Errorf("cluster: open the raft log: %w", err), n.meta.Close())
 	}
 	rc := raft.DefaultConfig()

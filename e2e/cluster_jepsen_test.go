@@ -57,7 +57,7 @@ func TestClusterJepsen(t *testing.T) {
 	bin := buildRocketstore(t)
 	t.Logf("%d faults, Raft over TLS: %v", faults, jepsenTLS())
 	began := time.Now()
-	g := startJepsenGroup(t, bin)
+	g := startJepsenGroup(t, bin, nil)
 	// Producers start once a leader is elected: a client whose first route
 	// look-up finds no master retries only at its 30 s route refresh.
 	g.waitLeader(t, 60*time.Second)
@@ -213,6 +213,7 @@ var (
 
 type replica struct {
 	dir, cfg, ns string
+	log          string // its serve log, off the store's file system
 	broker       string
 	mu           sync.Mutex
 	cmd          *exec.Cmd
@@ -234,7 +235,10 @@ type jepsenGroup struct {
 	nsList string
 }
 
-func startJepsenGroup(t *testing.T, bin string) *jepsenGroup {
+// startJepsenGroup starts the group; dirs, when not nil, are the
+// replicas' store directories (the power-cut test puts each on its own
+// LazyFS). The logs stay beside the default directories either way.
+func startJepsenGroup(t *testing.T, bin string, dirs []string) *jepsenGroup {
 	g := &jepsenGroup{bin: bin}
 	var binds []string
 	src := map[string]int{}
@@ -254,6 +258,10 @@ func startJepsenGroup(t *testing.T, bin string) *jepsenGroup {
 	root := t.TempDir()
 	for i := range 3 {
 		r := &replica{dir: filepath.Join(root, fmt.Sprintf("n%d", i+1)), cfg: filepath.Join(root, fmt.Sprintf("n%d.yaml", i+1)), ns: ns[i]}
+		r.log = r.dir + ".log"
+		if dirs != nil {
+			r.dir = dirs[i]
+		}
 		port := freePort(t, "127.0.0.1")
 		r.broker = fmt.Sprintf("127.0.0.1:%d", port)
 		conf := fmt.Sprintf(`brokerName: broker-j
@@ -295,7 +303,7 @@ raft:
 // start runs replica i; its log goes to DIR.log and tells its role.
 func (g *jepsenGroup) start(t *testing.T, i int) {
 	r := g.reps[i]
-	f, err := os.OpenFile(r.dir+".log", os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	f, err := os.OpenFile(r.log, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -352,7 +360,7 @@ func (g *jepsenGroup) start(t *testing.T, i int) {
 // are removed with the test).
 func (g *jepsenGroup) keepLogs(t *testing.T) {
 	for i, r := range g.reps {
-		b, _ := os.ReadFile(r.dir + ".log")
+		b, _ := os.ReadFile(r.log)
 		if keep := os.Getenv("ROCKETSTORE_JEPSEN_LOGDIR"); keep != "" {
 			_ = os.WriteFile(filepath.Join(keep, fmt.Sprintf("n%d.log", i+1)), b, 0o644)
 		}
@@ -563,7 +571,7 @@ func (g *jepsenGroup) reportSnapshots(t *testing.T) {
 	var parts []string
 	for i, r := range g.reps {
 		metas, _ := filepath.Glob(filepath.Join(r.dir, "raft", "snapshots", "*.meta"))
-		b, _ := os.ReadFile(r.dir + ".log")
+		b, _ := os.ReadFile(r.log)
 		installed := strings.Count(string(b), "installed a snapshot of the leader's CommitLog")
 		taken += len(metas)
 		parts = append(parts, fmt.Sprintf("n%d: %d kept, %d installed", i+1, len(metas), installed))

@@ -132,3 +132,24 @@ func leanExtSorted(ext []extPair, buf []extPair) ([]extPair, int) {
 	}
 	return buf, n
 }
+
+// EachExt calls yield with each extFields entry, in input order for a
+// lean command (a later entry of the same name then overrides an earlier
+// one, as Ext reads it), until yield returns false. A handler that reads
+// a dozen entries reads them in one pass with it instead of a search
+// each. It does not allocate.
+func (c *RemotingCommand) EachExt(yield func(name, value string) bool) {
+	if c.ExtFields != nil || !c.lean {
+		for k, v := range c.ExtFields {
+			if !yield(k, v) {
+				return
+			}
+		}
+		return
+	}
+	for _, p := range c.ext {
+		if !yield(p.k, p.v) {
+			return
+		}
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -162,5 +163,39 @@ func TestFrameBuffered(t *testing.T) {
 		if got := frameBuffered(br); got != c.want {
 			t.Fatalf("%d bytes buffered of a %d-byte frame: %v, want %v", len(c.in), len(frame), got, c.want)
 		}
+	}
+}
+
+// EachExt yields a lean command's entries in input order, repeated names
+// included (the later overriding, as Ext reads it), a map command's
+// entries all, and stops when yield returns false.
+func TestEachExt(t *testing.T) {
+	lean := newLeanCommand(&RemotingCommand{Code: CodeSendMessage}, 3)
+	lean.ext = append(lean.ext, extPair{"topic", "A"}, extPair{"queueId", "1"}, extPair{"topic", "B"})
+	var got []string
+	for k, v := range lean.EachExt {
+		got = append(got, k+"="+v)
+	}
+	if strings.Join(got, ",") != "topic=A,queueId=1,topic=B" {
+		t.Fatalf("lean entries %q", got)
+	}
+	if v, _ := lean.Ext("topic"); v != "B" {
+		t.Fatalf("Ext(topic) = %q, want the later B", v)
+	}
+	m := &RemotingCommand{ExtFields: map[string]string{"a": "1", "b": "2"}}
+	seen := map[string]string{}
+	for k, v := range m.EachExt {
+		seen[k] = v
+	}
+	if len(seen) != 2 || seen["a"] != "1" || seen["b"] != "2" {
+		t.Fatalf("map entries %v", seen)
+	}
+	n := 0
+	for range lean.EachExt {
+		n++
+		break
+	}
+	if n != 1 {
+		t.Fatalf("%d entries after a break, want 1", n)
 	}
 }

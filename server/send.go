@@ -2,91 +2,11 @@ package server
 
 import (
 	"context"
-	"fmt"
-	"strings"
 	"time"
 
 	"github.com/rocketstore/rocketstore/broker"
 	"github.com/rocketstore/rocketstore/remoting"
 )
-
-// sendFields are the names of SendMessageRequestHeader's fields, and
-// sendFieldsV2 SendMessageRequestHeaderV2's one-letter names for the same
-// fields (codes 310 and 320).
-var (
-	sendFields = [...]string{"producerGroup", "topic", "defaultTopic", "defaultTopicQueueNums", "queueId", "sysFlag",
-		"bornTimestamp", "flag", "properties", "reconsumeTimes", "unitMode", "maxReconsumeTimes"}
-	sendFieldsV2 = [...]string{"a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "k", "l"}
-)
-
-// sendHeader decodes a send request's header, V1 or V2. A V2 header is
-// read under its one-letter names in place (no translated copy of the
-// map); errors name the field by its long name either way.
-func sendHeader(req *remoting.RemotingCommand) (*broker.SendRequest, error) {
-	names := &sendFields
-	if req.Code != remoting.CodeSendMessage {
-		if _, v2 := req.Ext("a"); v2 {
-			names = &sendFieldsV2
-		}
-	}
-	f := req.Fields()
-	sr := &broker.SendRequest{
-		ProducerGroup:         f.String(names[0]),
-		Topic:                 f.String(names[1]),
-		DefaultTopic:          f.String(names[2]),
-		DefaultTopicQueueNums: int(f.Int32(names[3])),
-		QueueID:               f.Int32(names[4]),
-		SysFlag:               f.Int32(names[5]),
-		BornTimestamp:         f.Int64(names[6]),
-		Flag:                  f.Int32(names[7]),
-		Properties:            f.OptString(names[8], ""),
-		ReconsumeTimes:        f.OptInt32(names[9], 0),
-		UnitMode:              f.OptBool(names[10], false),
-		Body:                  req.Body,
-	}
-	batchName := "batch"
-	if names == &sendFieldsV2 {
-		batchName = "m"
-	}
-	batch, err := batchFlag(req, batchName)
-	if err != nil {
-		return nil, err
-	}
-	// The header's flag decides, as the 4.x broker's
-	// requestHeader.isBatch(): the C++ client sends batches as
-	// SEND_MESSAGE_V2 with m=true.
-	sr.Batch = batch
-	if _, ok := req.Ext(names[11]); ok {
-		v := f.Int32(names[11])
-		sr.MaxReconsumeTimes = &v
-	}
-	if err := f.Err(); err != nil {
-		if names == &sendFieldsV2 {
-			err = fmt.Errorf("%w (SendMessageRequestHeaderV2: a=producerGroup b=topic c=defaultTopic "+
-				"d=defaultTopicQueueNums e=queueId f=sysFlag g=bornTimestamp h=flag i=properties)", err)
-		}
-		return sr, err
-	}
-	return sr, nil
-}
-
-// batchFlag reads the batch flag ("batch"; "m" in the V2 header). The
-// Java broker's Boolean.parseBoolean would read anything but "true" as
-// false; a value that is neither true nor false is refused instead, so
-// that a client's batch is never stored as one message by a guess.
-func batchFlag(r *remoting.RemotingCommand, name string) (bool, error) {
-	v, ok := r.Ext(name)
-	if !ok {
-		return false, nil
-	}
-	switch strings.ToLower(v) {
-	case "true":
-		return true, nil
-	case "false", "":
-		return false, nil
-	}
-	return false, fmt.Errorf("%w: batch flag %q = %q is not true or false (request code %d)", remoting.ErrBadField, name, v, r.Code)
-}
 
 // sendMessage answers SEND_MESSAGE (10), SEND_MESSAGE_V2 (310) and
 // SEND_BATCH_MESSAGE (320): ext msgId, queueId and queueOffset on success.

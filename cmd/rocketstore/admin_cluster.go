@@ -89,11 +89,10 @@ only needed when its peers list names none of the group's nodes.`,
 			if err != nil {
 				return err
 			}
-			gi, err := d.QueryGroup(c, raftAddr)
+			gi, rows, err := d.Members(c, raftAddr)
 			if err != nil {
 				return failed(tf.hint(err))
 			}
-			rows := memberRows(c, d, gi)
 			return g.output(cmd.OutOrStdout(), membersView{GroupInfo: gi, MemberStatus: rows}, func(tw *tabwriter.Writer) {
 				printMembers(tw, gi, rows)
 			})

@@ -52,6 +52,9 @@ type raftFileConfig struct {
 	// (4096): a replica further behind is caught up from the leader's
 	// CommitLog (InstallSnapshot) instead of the log.
 	TrailingLogs uint64 `yaml:"trailingLogs"`
+	// LogSegmentSize is the size of the Raft log's segment files
+	// (67108864): the log takes at least one on disk.
+	LogSegmentSize int `yaml:"logSegmentSize"`
 	// ScrubIntervalMs turns on the background scrub (0: off): every
 	// interval, the next ScrubBytes of the committed CommitLog are
 	// checked against their CRCs and the other replicas' bytes, and
@@ -214,6 +217,10 @@ func (rc *raftFileConfig) clusterConfig() (cfg cluster.Config, advertise string,
 		return cfg, "", fmt.Errorf("%w: raft: scrubIntervalMs %d and scrubBytes %d must not be negative",
 			server.ErrConfig, rc.ScrubIntervalMs, rc.ScrubBytes)
 	}
+	if rc.LogSegmentSize < 0 {
+		return cfg, "", fmt.Errorf("%w: raft: logSegmentSize %d must not be negative", server.ErrConfig, rc.LogSegmentSize)
+	}
+	cfg.LogSegmentSize = rc.LogSegmentSize
 	cfg.ScrubInterval = ms(rc.ScrubIntervalMs)
 	cfg.ScrubBytes = rc.ScrubBytes
 	cfg.SnapshotInterval = ms(rc.SnapshotIntervalMs)

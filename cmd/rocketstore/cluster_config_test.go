@@ -11,6 +11,7 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/rocketstore/rocketstore/cluster"
+	"github.com/rocketstore/rocketstore/server"
 )
 
 func TestServeConfigRaftSection(t *testing.T) {
@@ -157,5 +158,31 @@ func TestServeConfigRaftGRPC(t *testing.T) {
 		if got != tt.want || (err == nil) != (tt.err == "") || (err != nil && !strings.Contains(err.Error(), tt.err)) {
 			t.Errorf("%s: listen %q, err %v; want %q, err containing %q", tt.name, got, err, tt.want, tt.err)
 		}
+	}
+}
+
+// TestClusterDemoConfigIsSmall: the files cluster-demo writes give each
+// replica the small footprint (64 MiB CommitLog files, 4.2 MB index
+// files, 16 MiB Raft log segments) and pass serve's checks.
+func TestClusterDemoConfigIsSmall(t *testing.T) {
+	name := filepath.Join(t.TempDir(), "n1.yaml")
+	if err := os.WriteFile(name, []byte(demoConfig(1, 9876)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	fc, rc, err := loadServeConfig(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var nc server.NodeConfig
+	if err := fc.Apply(&nc); err != nil {
+		t.Fatal(err)
+	}
+	c, _, err := rc.clusterConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if nc.Broker.Store.CommitLogFileSize != 64<<20 || nc.Broker.Index.MaxHashSlotNum != 50000 ||
+		nc.Broker.Index.MaxIndexNum != 200000 || c.LogSegmentSize != 16<<20 || nc.Listen != "127.0.0.1:9876" {
+		t.Fatalf("store %+v, index %+v, raft log segment %d, listen %s", nc.Broker.Store, nc.Broker.Index, c.LogSegmentSize, nc.Listen)
 	}
 }
