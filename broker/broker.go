@@ -272,8 +272,8 @@ func (b *Broker) PersistDelayOffsets() error { return b.schedule.Persist() }
 
 // DeliverDelayed runs one delayed-delivery pass in the caller's
 // goroutine: it dispatches the store when it is in manual mode, delivers every
-// message due now, and dispatches the deliveries. It returns how long
-// until the next message is due (-1: none). Brokers in manual mode use it in
+// message due now (delay levels and timer messages), and dispatches the
+// deliveries. It returns how long until the next message is due (-1: none). Brokers in manual mode use it in
 // place of the delivery goroutine.
 func (b *Broker) DeliverDelayed(ctx context.Context) (time.Duration, error) {
 	if b.closed.Load() {

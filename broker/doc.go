@@ -19,12 +19,17 @@
 //	DELETE_SUBSCRIPTIONGROUP (207)     Broker.DeleteSubscriptionGroup
 //
 // Open takes the backend.FS the store lives on and opens the engine itself,
-// passing it three dispatchers that run after the ConsumeQueue builder: the
-// index builder, the long-poll arrival hook and the delayed-delivery wake-up.
+// passing it the dispatchers that run after the ConsumeQueue builder: the
+// index builder, the long-poll arrival hooks and the wake-ups of delayed
+// delivery and of the timer service.
 //
 // Background work: one goroutine persists consumer offsets every
 // FlushConsumerOffsetInterval and delay offsets every
-// FlushDelayOffsetInterval; one delivers delayed messages. Held pulls wait
+// FlushDelayOffsetInterval; one delivers delayed messages; one delivers
+// timer messages (broker/timer: a send with TIMER_DELIVER_MS,
+// TIMER_DELAY_SEC, TIMER_DELAY_MS or __STARTDELIVERTIME goes to
+// rmq_sys_wheel_timer and its answer carries a recall handle; Recall
+// cancels it). Held pulls wait
 // in their callers' goroutines. Close stops everything, persists the
 // offsets, closes the engine and the index, and leaves no goroutine.
 //

@@ -417,6 +417,9 @@ func (b *Broker) sendBatch(ctx context.Context, req *SendRequest, qid int32) Sen
 		return SendResult{Code: MessageIllegal, Remark: err.Error()}
 	}
 	header := strings.TrimRight(req.Properties, "\x02")
+	if timerInBatch(header, inner) {
+		return SendResult{Code: MessageIllegal, Remark: "a batch cannot hold timer messages (TIMER_DELIVER_MS, TIMER_DELAY_SEC, TIMER_DELAY_MS, __STARTDELIVERTIME): send them one by one"}
+	}
 	// The batch's own properties apply to each message, which keeps its
 	// own values (MessageExtBatchEncoder appends them), and the broker
 	// adds CLUSTER. Every message's merged string goes in one buffer,
@@ -478,6 +481,21 @@ func (b *Broker) sendBatch(ctx context.Context, req *SendRequest, qid int32) Sen
 	}
 	out.MsgID, out.Topic, out.QueueID, out.QueueOffset, out.MsgNum = strings.Join(ids, ","), res.Topic, qid, res.QueueOffset, len(msgs)
 	return out
+}
+
+// timerInBatch reports whether a batch's header or one of its messages
+// names a delivery time: a batch is stored as consecutive records of one
+// queue and cannot wait in the timer store.
+func timerInBatch(header string, inner []record.Message) bool {
+	if timer.IsTimer(header) {
+		return true
+	}
+	for i := range inner {
+		if timer.IsTimer(string(inner[i].EncodedProperties)) {
+			return true
+		}
+	}
+	return false
 }
 
 // putResult maps a put error to SendMessageProcessor's response code.

@@ -129,3 +129,19 @@ func TestTimerRealServices(t *testing.T) {
 		t.Fatalf("delivered %d ms early", at-m.StoreTimestamp)
 	}
 }
+
+// TestTimerInBatchRefused: a batch with a delivery time, in the batch's
+// properties or a message's, is refused rather than stored at once.
+func TestTimerInBatchRefused(t *testing.T) {
+	b, _ := manualTimerBroker(t)
+	for _, c := range []struct{ header, inner string }{
+		{"TIMER_DELAY_SEC\x015", "KEYS\x01a"},
+		{"", "__STARTDELIVERTIME\x0199999999999999"},
+	} {
+		r := b.SendMessage(context.Background(), &broker.SendRequest{ProducerGroup: "PG", Topic: "T", QueueID: 0,
+			Properties: c.header, Batch: true, Body: batchBody("KEYS\x01x", c.inner)})
+		if r.Code != broker.MessageIllegal || !strings.Contains(r.Remark, "batch") {
+			t.Fatalf("%q/%q: %+v", c.header, c.inner, r)
+		}
+	}
+}

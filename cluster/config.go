@@ -52,14 +52,14 @@ type Config struct {
 	// then owns and closes and which also carries repairs; or an
 	// InmemTransport in tests). Required.
 	Transport raft.Transport
-	// HeartbeatTimeout and ElectionTimeout are Raft's (1 s each): a
-	// leader is replaced about that long after it fails.
+	// HeartbeatTimeout and ElectionTimeout are Raft's (2 s each): a
+	// leader is replaced 2 to 4 s after it fails. Raft's own 1 s made
+	// leaders step down on a loaded 2-core machine.
 	HeartbeatTimeout time.Duration
 	ElectionTimeout  time.Duration
 	// LeaderLeaseTimeout is Raft's: a leader that has not heard from a
-	// majority for this long steps down (half HeartbeatTimeout, so 500 ms
-	// by default; longer heartbeat timeouts for slow or loaded machines
-	// lengthen it too).
+	// majority for this long steps down (half HeartbeatTimeout, so 1 s
+	// by default). It must not exceed HeartbeatTimeout.
 	LeaderLeaseTimeout time.Duration
 	// CommitTimeout is Raft's (10 ms).
 	CommitTimeout time.Duration
@@ -95,9 +95,11 @@ type Config struct {
 
 // Defaults of Config.
 const (
-	DefaultHeartbeatTimeout   = time.Second
-	DefaultElectionTimeout    = time.Second
-	DefaultLeaderLeaseTimeout = 500 * time.Millisecond
+	DefaultHeartbeatTimeout = 2 * time.Second
+	DefaultElectionTimeout  = 2 * time.Second
+	// DefaultLeaderLeaseTimeout is the lease with the default heartbeat
+	// timeout: the lease defaults to half the heartbeat timeout.
+	DefaultLeaderLeaseTimeout = DefaultHeartbeatTimeout / 2
 	DefaultCommitTimeout      = 10 * time.Millisecond
 	DefaultMaxAppendEntries   = 256
 	DefaultSnapshotInterval   = 30 * time.Second
@@ -155,6 +157,9 @@ func (c Config) Validate() error {
 	case c.MaxAppendEntries < 0 || c.MaxAppendEntries > 1024:
 		return fmt.Errorf("%w: MaxAppendEntries %d not in [1, 1024]", ErrConfig, c.MaxAppendEntries)
 	}
+	if err := c.validateTimeouts(); err != nil {
+		return err
+	}
 	ids, addrs := map[string]bool{}, map[string]bool{}
 	self := false
 	for _, p := range c.Peers {
@@ -187,4 +192,26 @@ func configuration(ps []Peer) raft.Configuration {
 		c.Servers = append(c.Servers, raft.Server{Suffrage: raft.Voter, ID: raft.ServerID(p.ID), Address: raft.ServerAddress(p.Addr)})
 	}
 	return c
+}
+
+// validateTimeouts checks Raft's timeouts as they will be used (zero
+// means the default) against the bounds hashicorp/raft enforces, so that
+// a bad raft: section is refused with the values named before Raft
+// starts.
+func (c Config) validateTimeouts() error {
+	if c.HeartbeatTimeout < 0 || c.ElectionTimeout < 0 || c.LeaderLeaseTimeout < 0 || c.CommitTimeout < 0 {
+		return fmt.Errorf("%w: negative Raft timeout", ErrConfig)
+	}
+	d := c.withDefaults()
+	switch {
+	case d.ElectionTimeout < d.HeartbeatTimeout:
+		return fmt.Errorf("%w: election timeout %v is shorter than the heartbeat timeout %v", ErrConfig,
+			d.ElectionTimeout, d.HeartbeatTimeout)
+	case d.LeaderLeaseTimeout > d.HeartbeatTimeout:
+		return fmt.Errorf("%w: leader lease timeout %v is longer than the heartbeat timeout %v", ErrConfig,
+			d.LeaderLeaseTimeout, d.HeartbeatTimeout)
+	case d.HeartbeatTimeout < 5*time.Millisecond || d.LeaderLeaseTimeout < 5*time.Millisecond || d.CommitTimeout < time.Millisecond:
+		return fmt.Errorf("%w: Raft timeouts below Raft's minimums (heartbeat and lease 5 ms, commit 1 ms)", ErrConfig)
+	}
+	return nil
 }

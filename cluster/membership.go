@@ -42,7 +42,8 @@ import (
 //
 // where STATUS is 0 (ok; op 6's body is JSON GroupInfo), 1 (failed, a
 // text), 2 (not the leader; the body is the leader's Raft address, empty
-// when unknown) or 3 (refused for good, a text).
+// when unknown) or 3 (refused for good, a text). Op 7, a leadership
+// transfer, is in transfer.go.
 const (
 	opJoin   = 4
 	opRemove = 5
@@ -136,6 +137,8 @@ func (n *Node) admin(op byte, payload []byte) ([]byte, error) {
 			return nil, err
 		}
 		return nil, n.RemoveServer(r.ID)
+	case opTransfer:
+		return nil, n.transferAnswer(payload)
 	}
 	return nil, fmt.Errorf("unknown op %d", op)
 }
@@ -198,6 +201,17 @@ func (n *Node) join(r joinRequest) error {
 			return refuse("address %s is member %s's", s.Address, s.ID)
 		}
 	}
+	// A store holds the group's identity only once its node was a member
+	// (the identity comes through the group's log), so a non-member
+	// asking with it was removed: it stays out until its store is wiped
+	// or an operator adds it back. Not refused for good: the node keeps
+	// asking, so that an operator's add-node lets it in without a restart.
+	if r.GroupID == g.GroupID && !r.Operator {
+		err := fmt.Errorf("node %s@%s was removed from the group: it joins again only with an empty store "+
+			"directory, or once an operator adds it back (rocketstore admin cluster add-node)", r.ID, r.Addr)
+		n.log.Warn("node refused", "err", err)
+		return err
+	}
 	if err := n.AddVoter(r.ID, r.Addr); err != nil {
 		return fmt.Errorf("add %s@%s: %w", r.ID, r.Addr, err)
 	}
@@ -229,8 +243,9 @@ func (n *Node) askNodeInfo(r *joinRequest) error {
 }
 
 // RemoveServer removes a node from the group; only the leader can. The
-// removed node stops receiving the log (stop it, and give it an empty
-// directory before it joins again).
+// removed node stops receiving the log and stays removed: restarted with
+// Join and its store, it is not let in until its directory is wiped or an
+// operator adds it back (AddNode).
 func (n *Node) RemoveServer(id string) error {
 	fut := n.raft.GetConfiguration()
 	if err := fut.Error(); err != nil {
@@ -445,7 +460,9 @@ func (dial dialFunc) admin(ctx context.Context, addr string, op byte, payload []
 }
 
 // isAdminOp reports the ops whose request carries a payload.
-func isAdminOp(op byte) bool { return op == opJoin || op == opRemove || op == opInfo }
+func isAdminOp(op byte) bool {
+	return op == opJoin || op == opRemove || op == opInfo || op == opTransfer
+}
 
 // serveAdmin reads a membership request's payload and answers it.
 func (n *Node) serveAdmin(c net.Conn, br *bufio.Reader, op byte, size int64) error {

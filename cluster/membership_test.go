@@ -3,6 +3,7 @@ package cluster_test
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"net"
 	"os"
 	"path/filepath"
@@ -221,4 +222,67 @@ func TestAddRemoveNodeOverTCP(t *testing.T) {
 	if err := (cluster.Dialer{}).RemoveNode(ctx, via, "n9"); err == nil || !strings.Contains(err.Error(), "not a member") {
 		t.Fatalf("removing a non-member: %v", err)
 	}
+}
+
+// TestRemovedNodeStaysRemoved: a removed node restarted with Join and its
+// store is not let back in (it keeps asking, and the leader answers why),
+// until an operator adds it back; removed again and restarted on a wiped
+// directory, it joins by itself.
+func TestRemovedNodeStaysRemoved(t *testing.T) {
+	g := newGroupOn(t, 3, true, nil)
+	g.send("T", 0, "before", "")
+	j := g.addNode("n4")
+	nc := g.nodeConfig(j)
+	nc.Cluster.Join, nc.Cluster.Peers = true, g.peers[:3]
+	reopen := func(nc cluster.NodeConfig) {
+		t.Helper()
+		n, err := g.open(j, nc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		g.nodes[j] = n
+	}
+	reopen(nc)
+	g.members(4)
+	g.converge()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	remove := func() {
+		t.Helper()
+		if err := (cluster.Dialer{}).RemoveNode(ctx, g.peers[g.leader()].Addr, "n4"); err != nil {
+			t.Fatal(err)
+		}
+		g.members(3)
+		// The leader's last replication to it carries its removal.
+		waitFor(t, "n4 to see its removal", func() bool { return len(g.nodes[j].Info().Members) == 3 })
+		g.stop(j)
+	}
+	remove()
+
+	logs := &logBuffer{}
+	withLogs := nc
+	withLogs.Cluster.Logger = slog.New(slog.NewTextHandler(logs, nil))
+	reopen(withLogs)
+	logs.waitLog(t, "asking to join the group", "was removed from the group")
+	if ms := g.nodes[g.leader()].Info().Members; len(ms) != 3 {
+		t.Fatalf("a removed node restarted with its store rejoined: members %v", ms)
+	}
+	if err := g.nodes[j].Err(); err != nil {
+		t.Fatalf("the removed node stopped instead of waiting for an operator: %v", err)
+	}
+	// The operator adds it back: it is let in with its store.
+	if err := (cluster.Dialer{}).AddNode(ctx, g.peers[g.leader()].Addr, "n4", g.peers[j].Addr); err != nil {
+		t.Fatal(err)
+	}
+	g.members(4)
+	g.send("T", 1, "after the add-back", "")
+	end := g.converge()
+	g.sameFiles("commitlog", end)
+
+	// Removed again, and restarted on an empty directory: it joins.
+	remove()
+	g.dirs[j] = t.TempDir()
+	nc.Dir = g.dirs[j]
+	reopen(nc)
+	g.members(4)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -50,5 +51,33 @@ func TestStatusReportsRaftAndRepairs(t *testing.T) {
 	if fs.State != "Follower" || fs.ElectionsWon != 0 || fs.Term != ls.Term || fs.LastContactMs < 0 ||
 		fs.LastContactMs > 10_000 || fs.AppliedOffset != end || fs.Repaired < 1 || fs.ScrubRuns < 1 || fs.ScrubbedBytes <= 0 {
 		t.Fatalf("follower status %+v (leader's %+v)", *fs, ls)
+	}
+
+	// Members, asked through a follower, lists everyone with the leader's
+	// role; a stopped member is reported unreachable, not dropped.
+	other := 3 - l - f
+	g.stop(other)
+	gi, rows, err := (cluster.Dialer{}).Members(ctx, g.peers[f].Addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 3 || gi.Leader != g.peers[l].Addr {
+		t.Fatalf("members %+v of %+v", rows, gi)
+	}
+	for _, r := range rows {
+		switch r.ID {
+		case g.peers[l].ID:
+			if r.Role != "leader" || r.Health != "ok" || r.Status == nil || r.LagEntries != 0 || r.LagBytes != 0 {
+				t.Errorf("leader row %+v", r)
+			}
+		case g.peers[f].ID:
+			if r.Role != "follower" || r.Health != "ok" || r.Status == nil || r.LagBytes != 0 {
+				t.Errorf("follower row %+v", r)
+			}
+		default:
+			if r.Status != nil || !strings.HasPrefix(r.Health, "unreachable: ") {
+				t.Errorf("stopped member's row %+v", r)
+			}
+		}
 	}
 }

@@ -18,6 +18,7 @@ func (c *Console) routes() {
 	m := c.mux
 	m.Handle("GET /api/cluster", c.api(c.cluster))
 	m.Handle("GET /api/stats", c.api(c.stats))
+	m.Handle("GET /api/replication", c.api(c.replication))
 	m.Handle("GET /api/topics", c.api(c.topics))
 	m.Handle("GET /api/topic", c.api(c.topic))
 	m.Handle("POST /api/topic", c.api(c.createTopic))

@@ -16,6 +16,7 @@ import (
 
 	"github.com/rocketstore/rocketstore/acl"
 	"github.com/rocketstore/rocketstore/admin"
+	"github.com/rocketstore/rocketstore/cluster"
 	"github.com/rocketstore/rocketstore/remoting"
 )
 
@@ -34,6 +35,11 @@ type Config struct {
 	ACL *acl.Validator
 	// Logger receives the console's errors and changes (nil: discard).
 	Logger *slog.Logger
+	// Replication, when set, returns the replicated broker group of the
+	// console's node and its members' state, for the replication page
+	// (cmd/rocketstore sets it on a replica to cluster.Dialer.Members of
+	// its Raft address). Nil: the page says the node has no group.
+	Replication func(ctx context.Context) (cluster.GroupInfo, []cluster.MemberStatus, error)
 }
 
 // Console serves the web console.

@@ -57,7 +57,7 @@ func TestClusterJepsen(t *testing.T) {
 	bin := buildRocketstore(t)
 	t.Logf("%d faults, Raft over TLS: %v", faults, jepsenTLS())
 	began := time.Now()
-	g := startJepsenGroup(t, bin)
+	g := startJepsenGroup(t, bin, nil)
 	// Producers start once a leader is elected: a client whose first route
 	// look-up finds no master retries only at its 30 s route refresh.
 	g.waitLeader(t, 60*time.Second)
@@ -213,11 +213,14 @@ var (
 
 type replica struct {
 	dir, cfg, ns string
+	log          string // its serve log, off the store's file system
 	broker       string
 	mu           sync.Mutex
 	cmd          *exec.Cmd
 	exited       chan struct{}
 	leader       bool
+	// leaderAt is when the replica last logged that it leads.
+	leaderAt time.Time
 	// stopping is set before the test kills or stops the process; an
 	// exit without it (a restart that failed) is recorded in died.
 	stopping bool
@@ -226,12 +229,16 @@ type replica struct {
 
 type jepsenGroup struct {
 	bin    string
+	lab    *netLab // nil: the replicas share the test's network namespace
 	reps   []*replica
 	proxy  *faultProxy
 	nsList string
 }
 
-func startJepsenGroup(t *testing.T, bin string) *jepsenGroup {
+// startJepsenGroup starts the group; dirs, when not nil, are the
+// replicas' store directories (the power-cut test puts each on its own
+// LazyFS). The logs stay beside the default directories either way.
+func startJepsenGroup(t *testing.T, bin string, dirs []string) *jepsenGroup {
 	g := &jepsenGroup{bin: bin}
 	var binds []string
 	src := map[string]int{}
@@ -251,6 +258,10 @@ func startJepsenGroup(t *testing.T, bin string) *jepsenGroup {
 	root := t.TempDir()
 	for i := range 3 {
 		r := &replica{dir: filepath.Join(root, fmt.Sprintf("n%d", i+1)), cfg: filepath.Join(root, fmt.Sprintf("n%d.yaml", i+1)), ns: ns[i]}
+		r.log = r.dir + ".log"
+		if dirs != nil {
+			r.dir = dirs[i]
+		}
 		port := freePort(t, "127.0.0.1")
 		r.broker = fmt.Sprintf("127.0.0.1:%d", port)
 		conf := fmt.Sprintf(`brokerName: broker-j
@@ -292,11 +303,14 @@ raft:
 // start runs replica i; its log goes to DIR.log and tells its role.
 func (g *jepsenGroup) start(t *testing.T, i int) {
 	r := g.reps[i]
-	f, err := os.OpenFile(r.dir+".log", os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	f, err := os.OpenFile(r.log, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		t.Fatal(err)
 	}
 	cmd := exec.Command(g.bin, "serve", "--dir", r.dir, "--listen", r.ns, "--config", r.cfg)
+	if g.lab != nil { // replica i runs as lab host i
+		cmd = g.lab.command(i, g.bin, "serve", "--dir", r.dir, "--listen", r.ns, "--config", r.cfg)
+	}
 	pr, pw, err := os.Pipe()
 	if err != nil {
 		t.Fatal(err)
@@ -346,7 +360,7 @@ func (g *jepsenGroup) start(t *testing.T, i int) {
 // are removed with the test).
 func (g *jepsenGroup) keepLogs(t *testing.T) {
 	for i, r := range g.reps {
-		b, _ := os.ReadFile(r.dir + ".log")
+		b, _ := os.ReadFile(r.log)
 		if keep := os.Getenv("ROCKETSTORE_JEPSEN_LOGDIR"); keep != "" {
 			_ = os.WriteFile(filepath.Join(keep, fmt.Sprintf("n%d.log", i+1)), b, 0o644)
 		}
@@ -362,6 +376,9 @@ func (r *replica) setLeader(cmd *exec.Cmd, v bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.cmd == cmd {
+		if v && !r.leader {
+			r.leaderAt = time.Now()
+		}
 		r.leader = v
 	}
 }
@@ -464,7 +481,12 @@ func (g *jepsenGroup) watchRoutes(at time.Time, old int) <-chan time.Duration {
 
 // routedMaster returns the brokerId 0 address a name server routes
 // JepsenTopic to (ok false when it does not answer).
-func routedMaster(ns string) (string, bool) {
+func routedMaster(ns string) (string, bool) { return routedMasterOf(ns, "") }
+
+// routedMasterOf returns the brokerId 0 address of broker group name
+// (the first group when name is "") in a name server's route of
+// JepsenTopic (ok false when it does not answer).
+func routedMasterOf(ns, name string) (string, bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
 	cl, err := remoting.Dial(ctx, ns, remoting.ClientOptions{})
@@ -480,13 +502,19 @@ func routedMaster(ns string) (string, bool) {
 	}
 	var rd struct {
 		BrokerDatas []struct {
+			BrokerName  string            `json:"brokerName"`
 			BrokerAddrs map[string]string `json:"brokerAddrs"`
 		} `json:"brokerDatas"`
 	}
 	if json.Unmarshal(resp.Body, &rd) != nil || len(rd.BrokerDatas) == 0 {
 		return "", true
 	}
-	return rd.BrokerDatas[0].BrokerAddrs["0"], true
+	for _, bd := range rd.BrokerDatas {
+		if name == "" || bd.BrokerName == name {
+			return bd.BrokerAddrs["0"], true
+		}
+	}
+	return "", true
 }
 
 // maxOffsets asks a broker for the max offset of JepsenTopic's queues
@@ -543,7 +571,7 @@ func (g *jepsenGroup) reportSnapshots(t *testing.T) {
 	var parts []string
 	for i, r := range g.reps {
 		metas, _ := filepath.Glob(filepath.Join(r.dir, "raft", "snapshots", "*.meta"))
-		b, _ := os.ReadFile(r.dir + ".log")
+		b, _ := os.ReadFile(r.log)
 		installed := strings.Count(string(b), "installed a snapshot of the leader's CommitLog")
 		taken += len(metas)
 		parts = append(parts, fmt.Sprintf("n%d: %d kept, %d installed", i+1, len(metas), installed))

@@ -106,7 +106,7 @@ func writePEMFile(t *testing.T, name, typ string, der []byte) {
 func checkRaftTLSLogs(t *testing.T, g *jepsenGroup) {
 	t.Helper()
 	for i, r := range g.reps {
-		b, err := os.ReadFile(r.dir + ".log")
+		b, err := os.ReadFile(r.log)
 		if err != nil {
 			t.Error(err)
 			continue

@@ -3,6 +3,7 @@ package engine_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -91,6 +92,38 @@ func TestForeignFilesInQueueDirectories(t *testing.T) {
 	}
 }
 
+// TestShortFileBeforeDataRefused: a short file followed by one that holds
+// data is no power cut's doing (data is synced in offset order): the
+// store refuses to open rather than read past a hole.
+func TestShortFileBeforeDataRefused(t *testing.T) {
+	afs := afero.NewMemMapFs()
+	cfg := hooks.Manual(engine.Config{CommitLogFileSize: 64 << 10, ConsumeQueueUnits: 4})
+	s, err := engine.Open(memfs.New(afs), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 6 {
+		if _, err := s.Put(context.Background(), &engine.Message{Topic: "T", Body: fmt.Appendf(nil, "m%d", i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := engineops.Of(s).Dispatch(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := afero.WriteFile(afs, "consumequeue/T/0/00000000000000000000", nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if s, err := engine.Open(memfs.New(afs), cfg); !errors.Is(err, engine.ErrCorruptStore) {
+		if err == nil {
+			s.Close()
+		}
+		t.Fatalf("open with an empty file before one holding units: %v, want ErrCorruptStore", err)
+	}
+}
+
 // TestEmptyQueueFilesAfterPowerCut: new segments whose preallocation a
 // power cut took back (the name survived, the size did not: a file system
 // that does not journal the size with the name, or LazyFS) are empty
@@ -110,6 +143,8 @@ func TestEmptyQueueFilesAfterPowerCut(t *testing.T) {
 		{"two consume queue files made between flushes", 4,
 			[]string{"consumequeue/T/0/00000000000000000000", "consumequeue/T/0/00000000000000000080"}, 80},
 		{"the last of two consume queue files", 4,
+			[]string{"consumequeue/T/0/00000000000000000080"}, 80},
+		{"an empty file before one made and synced empty", 4,
 			[]string{"consumequeue/T/0/00000000000000000080"}, 80},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -133,6 +168,11 @@ func TestEmptyQueueFilesAfterPowerCut(t *testing.T) {
 			engineops.Of(s).Abandon() // a crash: the queue was never flushed
 			for _, f := range tc.empty {
 				if err := afero.WriteFile(afs, f, nil, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if strings.Contains(tc.name, "synced empty") {
+				if err := afero.WriteFile(afs, "consumequeue/T/0/00000000000000000160", make([]byte, 80), 0o644); err != nil {
 					t.Fatal(err)
 				}
 			}

@@ -153,33 +153,66 @@ func (q *mappedFileQueue) load(log *slog.Logger) error {
 	return nil
 }
 
-// shortTail returns the index in names of the first of the files that
-// end the queue shorter than the queue's file size (len(names) when the
-// last file is full). A power cut can leave more than one: a file's size
-// is made durable by its first sync, so every file created since the last
-// sync of the queue (a ConsumeQueue that filled a file between two
-// flushes, an ASYNC_FLUSH CommitLog that filled one between two flushes
-// and the next file its allocator made) may come back empty. Such files
-// hold nothing synced beyond their bytes and are padded like a short last
-// file. A short file followed by a full one is not a cut's doing:
-// checkNext refuses it.
+// shortTail returns the index in names from which the files that end the
+// queue are a power cut's leftovers: files shorter than the queue's file
+// size, and full-size files after them that hold only zeros
+// (len(names) when the last file is full and there is no short file).
+//
+// A file's size is made durable by its first sync, so a power cut takes
+// back the size of every file created since: a ConsumeQueue that filled a
+// file between two flushes comes back with two empty files at its end, an
+// ASYNC_FLUSH CommitLog that filled one between two flushes likewise. A
+// later file may still come back full size, holding zeros: one made ahead
+// and synced empty (the allocator). Data is synced in offset order, so
+// nothing after a file whose size was never synced holds synced data: the
+// short files are padded like a short last file and recovery finds the
+// end before them. A short file followed by a file holding data is not a
+// cut's doing: checkNext refuses it.
 func (q *mappedFileQueue) shortTail(names []string) (int, error) {
-	tail := len(names)
-	for i := len(names) - 1; i >= 0; i-- {
-		if strings.HasSuffix(names[i], padSuffix) {
+	sizes := make([]int64, len(names))
+	lastShort := -1
+	for i, n := range names {
+		if strings.HasSuffix(n, padSuffix) {
+			sizes[i] = q.fileSize
 			continue
 		}
-		p := path.Join(q.dir, names[i])
+		p := path.Join(q.dir, n)
 		size, err := q.fs.Stat(p)
 		if err != nil {
 			return 0, fmt.Errorf("stat %s: %w", p, err)
 		}
-		if size >= q.fileSize {
-			break
+		sizes[i] = size
+		if size < q.fileSize {
+			lastShort = i
 		}
-		tail = i
+	}
+	if lastShort < 0 {
+		return len(names), nil
+	}
+	for _, n := range names[lastShort+1:] {
+		if strings.HasSuffix(n, padSuffix) {
+			continue
+		}
+		zero, err := q.allZeroFile(path.Join(q.dir, n))
+		if err != nil || !zero {
+			return len(names), err
+		}
+	}
+	tail := lastShort
+	for tail > 0 && sizes[tail-1] < q.fileSize {
+		tail--
 	}
 	return tail, nil
+}
+
+// allZeroFile reports whether the file at p holds only zero bytes.
+func (q *mappedFileQueue) allZeroFile(p string) (bool, error) {
+	seg, err := q.fs.Open(p)
+	if err != nil {
+		return false, fmt.Errorf("open %s: %w", p, err)
+	}
+	defer seg.Close()
+	return allZero(seg.View(0, seg.Size())), nil
 }
 
 // padSuffix names the copy made while padding a short last file.

@@ -162,6 +162,8 @@ func (p *Proxy) receive(ctx context.Context, pr pop.ReceiveRequest, wait time.Du
 	if err != nil && ctx.Err() != nil {
 		return nil, nil
 	}
+	// Pop receives count as got, as pulls do (msgGetTotalTodayNow).
+	p.b.Stats().Got(pr.Topic, pr.Group, len(msgs))
 	return msgs, err
 }
 

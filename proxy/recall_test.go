@@ -42,7 +42,7 @@ func TestDeliveryTimestampAndRecall(t *testing.T) {
 	due.DeliverMs = time.Now().Add(-time.Second).UnixMilli()
 	for _, c := range []struct{ topic, handle, want string }{
 		{"Delay", "%%%", "invalid"},
-		{"ReadOnly", entry.GetRecallHandle(), "topic not match"},
+		{"T", entry.GetRecallHandle(), "topic not match"},
 		{"Delay", due.String(), "delivered already"},
 	} {
 		rr, err := e.cl.RecallMessage(ctx, &rmqpb.RecallMessageRequest{Topic: &rmqpb.Resource{Name: c.topic}, RecallHandle: c.handle})

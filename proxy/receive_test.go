@@ -1,6 +1,7 @@
 package proxy_test
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -12,7 +13,7 @@ import (
 // TestReceiveLongPoll: a ReceiveMessage with a long polling timeout waits
 // for a message sent while it waits and returns it, with a receipt
 // handle and its first delivery attempt; the end of the stream is the
-// delivery time.
+// delivery time; the received message counts as got, as a pulled one.
 func TestReceiveLongPoll(t *testing.T) {
 	e := newEnv(t, nil)
 	ctx := ctxT(t)
@@ -47,4 +48,41 @@ func TestReceiveLongPoll(t *testing.T) {
 	if sp.GetMessageId() != "LONGPOLL1" || sp.GetReceiptHandle() == "" || sp.GetDeliveryAttempt() != 1 {
 		t.Errorf("received %v", got[0])
 	}
+	if _, gets := e.b.Stats().Totals(); gets != 1 || e.b.Stats().GroupGets()["T@G"] != 1 {
+		t.Errorf("got total %d, by group %v: want the one received message", gets, e.b.Stats().GroupGets())
+	}
+}
+
+// TestReceiveEndsOnStop: a receive waiting in its long poll is answered
+// (MESSAGE_NOT_FOUND) when the proxy stops, so that the graceful stop
+// does not wait out the poll or cut the stream.
+func TestReceiveEndsOnStop(t *testing.T) {
+	e := newEnv(t, nil)
+	ctx := ctxT(t)
+	stream, err := e.cl.ReceiveMessage(ctx, &rmqpb.ReceiveMessageRequest{Group: &rmqpb.Resource{Name: "G"},
+		MessageQueue: &rmqpb.MessageQueue{Topic: &rmqpb.Resource{Name: "T"}, Id: -1}, BatchSize: 1,
+		FilterExpression:  &rmqpb.FilterExpression{Type: rmqpb.FilterType_TAG, Expression: "*"},
+		InvisibleDuration: durationpb.New(time.Minute), LongPollingTimeout: durationpb.New(time.Minute)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The receive is being handled (counted in flight) before the stop.
+	for e.p.InFlight() == 0 {
+		if ctx.Err() != nil {
+			t.Fatal("the receive never reached the proxy")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		sctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		e.p.Stop(sctx)
+	}()
+	r, err := stream.Recv()
+	if err != nil || r.GetStatus().GetCode() != rmqpb.Code_MESSAGE_NOT_FOUND {
+		t.Fatalf("the waiting receive at stop: %v, %v; want MESSAGE_NOT_FOUND", r, err)
+	}
+	<-stopped
 }

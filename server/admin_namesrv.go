@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"github.com/rocketstore/rocketstore/admin"
-	"github.com/rocketstore/rocketstore/broker/config"
 	"github.com/rocketstore/rocketstore/record"
 	"github.com/rocketstore/rocketstore/remoting"
 )
@@ -24,59 +23,6 @@ func init() {
 	}
 }
 
-// topicsOfCluster returns the registered topics held by a broker of
-// cluster (RouteInfoManager.getTopicsByCluster).
-func (t *routeTable) topicsOfCluster(cluster string) []string {
-	t.mu.RLock()
-	defer t.mu.RUnlock()
-	var out []string
-	for topic, byBroker := range t.topics {
-		for name := range byBroker {
-			if bd := t.brokers[name]; bd != nil && bd.Cluster == cluster {
-				out = append(out, topic)
-				break
-			}
-		}
-	}
-	return out
-}
-
-// setWritePerm adds or removes the write permission in the queue data of
-// broker group name and returns how many topics changed
-// (RouteInfoManager.wipeWritePermOfBroker / addWritePermOfBroker).
-func (t *routeTable) setWritePerm(name string, add bool) int {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	n := 0
-	for _, byBroker := range t.topics {
-		qd, ok := byBroker[name]
-		if !ok {
-			continue
-		}
-		perm := qd.Perm &^ record.PermWrite
-		if add {
-			perm = qd.Perm | record.PermWrite
-		}
-		if perm != qd.Perm {
-			qd.Perm = perm
-			byBroker[name] = qd
-			n++
-		}
-	}
-	return n
-}
-
-// dataVersion returns the topic-table version a broker last registered.
-func (t *routeTable) dataVersion(addr string) (config.DataVersion, bool) {
-	t.mu.RLock()
-	defer t.mu.RUnlock()
-	l, ok := t.live[addr]
-	if !ok {
-		return config.DataVersion{}, false
-	}
-	return l.dataVersion, true
-}
-
 // getTopicsByCluster answers GET_TOPICS_BY_CLUSTER (224): header
 // cluster; the topics of the cluster's brokers.
 func (s *Server) getTopicsByCluster(_ context.Context, _ *remoting.Conn, req *remoting.RemotingCommand) (*remoting.RemotingCommand, error) {
@@ -85,7 +31,7 @@ func (s *Server) getTopicsByCluster(_ context.Context, _ *remoting.Conn, req *re
 	if err := f.Err(); err != nil {
 		return badRequest(req, err)
 	}
-	topics := s.routes.topicsOfCluster(cluster)
+	topics := s.routes.TopicsOfCluster(cluster)
 	if s.localBroker() && cluster == s.cfg.ClusterName {
 		topics = append(topics, s.topicNames()...)
 	}
@@ -101,7 +47,7 @@ func (s *Server) getTopicsByCluster(_ context.Context, _ *remoting.Conn, req *re
 // RouteInfoManager.getSystemTopicList, the cluster and broker names (each
 // is a topic of the brokers), with a broker address.
 func (s *Server) getSystemTopicListFromNs(_ context.Context, _ *remoting.Conn, req *remoting.RemotingCommand) (*remoting.RemotingCommand, error) {
-	ci := s.routes.clusterInfo()
+	ci := s.routes.ClusterInfo()
 	set := map[string]bool{}
 	addr := ""
 	for c, names := range ci.ClusterAddrTable {
@@ -158,7 +104,7 @@ func (s *Server) writePermHandler(add bool) handlerFunc {
 		if err := f.Err(); err != nil {
 			return badRequest(req, err)
 		}
-		n := s.routes.setWritePerm(name, add)
+		n := s.routes.SetWritePerm(name, add)
 		if s.localBroker() && name == s.cfg.BrokerName {
 			local, err := s.setLocalWritePerm(add)
 			if err != nil {
@@ -195,7 +141,7 @@ func (s *Server) queryDataVersion(_ context.Context, c *remoting.Conn, req *remo
 		}
 		got = admin.DataVersion{Timestamp: dv.Timestamp, Counter: dv.Counter}
 	}
-	have, ok := s.routes.dataVersion(addr)
+	have, ok := s.routes.DataVersion(addr)
 	if !ok && s.localBroker() && (addr == "" || addr == s.BrokerAddr()) {
 		_, have = s.b.Topics().All()
 		ok = true

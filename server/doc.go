@@ -33,7 +33,9 @@
 // Config.Role runs both roles (the default), the broker only, or the name
 // server only. A broker with Config.NamesrvAddr registers with those name
 // servers (registrar.go); a name server keeps the registered broker groups
-// and merges their queues into each topic's route (namesrv.go).
+// and merges their queues into each topic's route (the registry is package
+// server/namesrv; its request handlers are route.go, register.go and
+// admin_namesrv.go).
 //
 // Clients are tracked by heartbeat: a client is registered in the groups
 // of its heartbeat and expires when its connection closes or when it has

@@ -76,6 +76,10 @@ type FileConfig struct {
 	LongPollingEnable           *bool   `yaml:"longPollingEnable"`
 	ShortPollingTimeMills       *int64  `yaml:"shortPollingTimeMills"`
 	MessageIndexEnable          *bool   `yaml:"messageIndexEnable"`
+	// MaxHashSlotNum and MaxIndexNum are an index file's geometry
+	// (RocketMQ's names; 5,000,000 and 20,000,000: 420 MB a file).
+	MaxHashSlotNum *int `yaml:"maxHashSlotNum"`
+	MaxIndexNum    *int `yaml:"maxIndexNum"`
 	// The transfer limits of one pull's result (RocketMQ's names and
 	// defaults: 262144 / 32 from memory, 65536 / 8 from disk).
 	MaxTransferBytesOnMessageInMemory *int `yaml:"maxTransferBytesOnMessageInMemory"`
@@ -86,17 +90,20 @@ type FileConfig struct {
 	// with a damaged CommitLog record that intact records follow when it
 	// cannot prove the damage older than the crash: refuse (default),
 	// truncate (RocketMQ's behaviour) or skip.
-	RecoverUndecidableDamage    *string `yaml:"recoverUndecidableDamage"`
-	SyncFlushTimeout            *int64  `yaml:"syncFlushTimeout"`
-	FlushIntervalCommitLog      *int64  `yaml:"flushIntervalCommitLog"`
-	FlushCommitLogLeastPages    *int    `yaml:"flushCommitLogLeastPages"`
-	FlushIntervalConsumeQueue   *int64  `yaml:"flushIntervalConsumeQueue"`
-	FlushConsumerOffsetInterval *int64  `yaml:"flushConsumerOffsetInterval"`
-	FlushDelayOffsetInterval    *int64  `yaml:"flushDelayOffsetInterval"`
-	ServerSocketMaxFrameSize    *int    `yaml:"serverSocketMaxFrameSize"`
-	ServerChannelMaxIdleSeconds *int    `yaml:"serverChannelMaxIdleTimeSeconds"`
-	FeatureKeys                 `yaml:",inline"`
-	TimerKeys                   `yaml:",inline"`
+	RecoverUndecidableDamage  *string `yaml:"recoverUndecidableDamage"`
+	SyncFlushTimeout          *int64  `yaml:"syncFlushTimeout"`
+	FlushIntervalCommitLog    *int64  `yaml:"flushIntervalCommitLog"`
+	FlushCommitLogLeastPages  *int    `yaml:"flushCommitLogLeastPages"`
+	FlushIntervalConsumeQueue *int64  `yaml:"flushIntervalConsumeQueue"`
+	// FlushConsumeQueueThoroughInterval is how often every ConsumeQueue
+	// is flushed whole and the checkpoint written (60000 ms).
+	FlushConsumeQueueThoroughInterval *int64 `yaml:"flushConsumeQueueThoroughInterval"`
+	FlushConsumerOffsetInterval       *int64 `yaml:"flushConsumerOffsetInterval"`
+	FlushDelayOffsetInterval          *int64 `yaml:"flushDelayOffsetInterval"`
+	ServerSocketMaxFrameSize          *int   `yaml:"serverSocketMaxFrameSize"`
+	ServerChannelMaxIdleSeconds       *int   `yaml:"serverChannelMaxIdleTimeSeconds"`
+	FeatureKeys                       `yaml:",inline"`
+	TimerKeys                         `yaml:",inline"`
 	// Not RocketMQ keys: limits against hostile or runaway clients.
 	ServerMaxConnections  *int   `yaml:"serverMaxConnections"`
 	ServerMaxReceiveBytes *int64 `yaml:"serverMaxReceiveBytes"`
@@ -245,6 +252,9 @@ func (fc *FileConfig) Apply(nc *NodeConfig) error {
 	if fc.FlushIntervalConsumeQueue != nil {
 		sc.FlushIntervalConsumeQueue = ms(*fc.FlushIntervalConsumeQueue)
 	}
+	if fc.FlushConsumeQueueThoroughInterval != nil {
+		sc.FlushConsumeQueueThoroughInterval = ms(*fc.FlushConsumeQueueThoroughInterval)
+	}
 	bc := &nc.Broker
 	if fc.AutoCreateTopicEnable != nil {
 		bc.DisableAutoCreateTopic = !*fc.AutoCreateTopicEnable
@@ -266,6 +276,18 @@ func (fc *FileConfig) Apply(nc *NodeConfig) error {
 	}
 	if fc.MessageIndexEnable != nil {
 		bc.DisableMessageIndex = !*fc.MessageIndexEnable
+	}
+	if fc.MaxHashSlotNum != nil {
+		if *fc.MaxHashSlotNum < 1 {
+			return fmt.Errorf("%w: maxHashSlotNum %d must be at least 1", ErrConfig, *fc.MaxHashSlotNum)
+		}
+		bc.Index.MaxHashSlotNum = *fc.MaxHashSlotNum
+	}
+	if fc.MaxIndexNum != nil {
+		if *fc.MaxIndexNum < 2 {
+			return fmt.Errorf("%w: maxIndexNum %d must be at least 2", ErrConfig, *fc.MaxIndexNum)
+		}
+		bc.Index.MaxIndexNum = *fc.MaxIndexNum
 	}
 	if fc.FlushConsumerOffsetInterval != nil {
 		bc.FlushConsumerOffsetInterval = ms(*fc.FlushConsumerOffsetInterval)

@@ -3,6 +3,7 @@ package server_test
 import (
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/rocketstore/rocketstore/server"
 )
@@ -26,5 +27,21 @@ func TestFileConfigTransferLimits(t *testing.T) {
 	fc, _ = server.ParseFileConfig([]byte("maxTransferCountOnMessageInMemory: 0\n"))
 	if err := fc.Apply(&server.NodeConfig{}); !errors.Is(err, server.ErrConfig) {
 		t.Fatalf("maxTransferCountOnMessageInMemory 0: %v", err)
+	}
+}
+
+// TestFileConfigThoroughFlushInterval: flushConsumeQueueThoroughInterval
+// (milliseconds, as in broker.conf) reaches the store's config.
+func TestFileConfigThoroughFlushInterval(t *testing.T) {
+	fc, err := server.ParseFileConfig([]byte("flushConsumeQueueThoroughInterval: 1500\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var nc server.NodeConfig
+	if err := fc.Apply(&nc); err != nil {
+		t.Fatal(err)
+	}
+	if got := nc.Broker.Store.FlushConsumeQueueThoroughInterval; got != 1500*time.Millisecond {
+		t.Fatalf("FlushConsumeQueueThoroughInterval %v, want 1.5s", got)
 	}
 }

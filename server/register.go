@@ -9,6 +9,7 @@ import (
 
 	"github.com/rocketstore/rocketstore/broker/config"
 	"github.com/rocketstore/rocketstore/remoting"
+	"github.com/rocketstore/rocketstore/server/namesrv"
 )
 
 // topicFilterTypes is TopicFilterType by ordinal.
@@ -88,16 +89,16 @@ func bodyCRC32(b []byte) int32 { return int32(crc32.ChecksumIEEE(b) & 0x7FFFFFFF
 // tell a slave its master.
 func (s *Server) registerBroker(_ context.Context, c *remoting.Conn, req *remoting.RemotingCommand) (*remoting.RemotingCommand, error) {
 	f := req.Fields()
-	r := registration{name: f.String("brokerName"), addr: f.String("brokerAddr"), cluster: f.String("clusterName"),
-		haServerAddr: f.String("haServerAddr"), id: f.Int64("brokerId"), conn: c}
+	r := namesrv.Registration{Name: f.String("brokerName"), Addr: f.String("brokerAddr"), Cluster: f.String("clusterName"),
+		HAServerAddr: f.String("haServerAddr"), ID: f.Int64("brokerId"), Conn: c}
 	compressed := f.OptBool("compressed", false)
 	crc := f.OptInt32("bodyCrc32", 0)
 	if err := f.Err(); err != nil {
 		return s.refuse(req, c, err)
 	}
 	switch {
-	case r.id < 0:
-		return s.refuse(req, c, fmt.Errorf("%w: brokerId %d < 0", remoting.ErrBadField, r.id))
+	case r.ID < 0:
+		return s.refuse(req, c, fmt.Errorf("%w: brokerId %d < 0", remoting.ErrBadField, r.ID))
 	case crc != 0 && crc != bodyCRC32(req.Body):
 		return s.refuse(req, c, fmt.Errorf("crc32 not match: header bodyCrc32 %d, body %d", crc, bodyCRC32(req.Body)))
 	}
@@ -109,10 +110,10 @@ func (s *Server) registerBroker(_ context.Context, c *remoting.Conn, req *remoti
 	if err != nil {
 		return s.refuse(req, c, err)
 	}
-	r.topics, r.dataVersion = rb.topics, rb.dataVersion
-	master, ha := s.routes.register(r)
-	s.log.Debug("broker registered", "cluster", r.cluster, "brokerName", r.name, "brokerId", r.id,
-		"brokerAddr", r.addr, "topics", len(r.topics), "remote", peerString(c))
+	r.Topics, r.DataVersion = rb.topics, rb.dataVersion
+	master, ha := s.routes.Register(r)
+	s.log.Debug("broker registered", "cluster", r.Cluster, "brokerName", r.Name, "brokerId", r.ID,
+		"brokerAddr", r.Addr, "topics", len(r.Topics), "remote", peerString(c))
 	resp := req.NewResponse(remoting.CodeSuccess, "")
 	resp.Body = s.orderTopicConfig()
 	if master != "" {
@@ -132,7 +133,7 @@ func (s *Server) unregisterBroker(_ context.Context, c *remoting.Conn, req *remo
 	if err := f.Err(); err != nil {
 		return s.refuse(req, c, err)
 	}
-	s.routes.unregister(cluster, name, addr, id)
+	s.routes.Unregister(cluster, name, addr, id)
 	s.log.Info("broker unregistered", "cluster", cluster, "brokerName", name, "brokerId", id, "brokerAddr", addr)
 	return req.NewResponse(remoting.CodeSuccess, ""), nil
 }

@@ -4,16 +4,34 @@ import (
 	"context"
 
 	"github.com/rocketstore/rocketstore/remoting"
+	"github.com/rocketstore/rocketstore/server/namesrv"
 )
 
 // This file wires the roles of Config.Role: the name-server registry, the
 // broker's registration with its name servers, and which request codes
 // the server answers.
 
+// Name-server request codes of the broker registry (Java RequestCode).
+const (
+	codeRegisterBroker   int32 = 103
+	codeUnregisterBroker int32 = 104
+)
+
+// nameServerCodes are the request codes the name-server role answers;
+// every other registered code belongs to the broker role.
+var nameServerCodes = map[int32]bool{
+	remoting.CodeGetRouteInfoByTopic:        true,
+	remoting.CodeGetBrokerClusterInfo:       true,
+	remoting.CodeGetAllTopicListFromNamesrv: true,
+	remoting.CodeDeleteTopicInNamesrv:       true,
+	codeRegisterBroker:                      true,
+	codeUnregisterBroker:                    true,
+}
+
 func (s *Server) initRoles() {
 	s.brokerID.Store(s.cfg.BrokerID)
 	if s.cfg.Role.hasNameServer() {
-		s.routes = newRouteTable(s.cfg.Now, s.cfg.BrokerExpiry)
+		s.routes = namesrv.NewRouteTable(s.cfg.Now, s.cfg.BrokerExpiry)
 	}
 	if s.cfg.Role.hasBroker() && len(s.cfg.NamesrvAddr) > 0 {
 		s.reg = newRegistrar(s, s.cfg.NamesrvAddr)
@@ -48,15 +66,15 @@ func (s *Server) stopRegistrar(ctx context.Context, unregister bool) {
 }
 
 // brokerConnClosed logs the brokers that registered on c; they stay
-// routed until they stop registering for BrokerExpiry (routeTable.connClosed
-// says why).
+// routed until they stop registering for BrokerExpiry
+// (namesrv.RouteTable.ConnClosed says why).
 func (s *Server) brokerConnClosed(c *remoting.Conn) {
 	if s.routes == nil {
 		return
 	}
-	for _, b := range s.routes.connClosed(c) {
-		s.log.Info("broker connection closed; routed until it stops registering for brokerExpiry", "cluster", b.cluster,
-			"brokerName", b.name, "brokerAddr", b.addr, "expiry", s.cfg.BrokerExpiry)
+	for _, b := range s.routes.ConnClosed(c) {
+		s.log.Info("broker connection closed; routed until it stops registering for brokerExpiry", "cluster", b.Cluster,
+			"brokerName", b.Name, "brokerAddr", b.Addr, "expiry", s.cfg.BrokerExpiry)
 	}
 }
 
@@ -65,9 +83,9 @@ func (s *Server) expireBrokers() {
 	if s.routes == nil {
 		return
 	}
-	for _, b := range s.routes.expire() {
-		s.log.Warn("broker expired: no registration within brokerExpiry", "cluster", b.cluster, "brokerName", b.name,
-			"brokerAddr", b.addr, "expiry", s.cfg.BrokerExpiry)
+	for _, b := range s.routes.Expire() {
+		s.log.Warn("broker expired: no registration within brokerExpiry", "cluster", b.Cluster, "brokerName", b.Name,
+			"brokerAddr", b.Addr, "expiry", s.cfg.BrokerExpiry)
 	}
 }
 

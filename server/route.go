@@ -4,47 +4,18 @@ import (
 	"context"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/rocketstore/rocketstore/broker/config"
 	"github.com/rocketstore/rocketstore/record"
 	"github.com/rocketstore/rocketstore/remoting"
+	"github.com/rocketstore/rocketstore/server/namesrv"
 )
 
-// The name server's JSON bodies, with RocketMQ's field names as the
-// clients parse them.
-type (
-	topicRouteData struct {
-		OrderTopicConf string         `json:"orderTopicConf"`
-		QueueDatas     []queueData    `json:"queueDatas"`
-		BrokerDatas    []brokerData   `json:"brokerDatas"`
-		FilterServer   map[string]any `json:"filterServerTable"`
-	}
-	queueData struct {
-		BrokerName     string `json:"brokerName"`
-		ReadQueueNums  int    `json:"readQueueNums"`
-		WriteQueueNums int    `json:"writeQueueNums"`
-		Perm           int    `json:"perm"`
-		TopicSynFlag   int    `json:"topicSynFlag"`
-	}
-	brokerData struct {
-		Cluster     string            `json:"cluster"`
-		BrokerName  string            `json:"brokerName"`
-		BrokerAddrs map[string]string `json:"brokerAddrs"` // broker id → "ip:port"; "0" is the master
-	}
-	clusterInfo struct {
-		BrokerAddrTable  map[string]brokerData `json:"brokerAddrTable"`
-		ClusterAddrTable map[string][]string   `json:"clusterAddrTable"`
-	}
-	topicList struct {
-		TopicList  []string `json:"topicList"`
-		BrokerAddr string   `json:"brokerAddr,omitempty"`
-	}
-)
-
-func (s *Server) brokerData() brokerData {
-	return brokerData{Cluster: s.cfg.ClusterName, BrokerName: s.cfg.BrokerName,
-		BrokerAddrs: map[string]string{idKey(s.BrokerID()): s.BrokerAddr()}}
+func (s *Server) brokerData() namesrv.BrokerData {
+	return namesrv.BrokerData{Cluster: s.cfg.ClusterName, BrokerName: s.cfg.BrokerName,
+		BrokerAddrs: map[string]string{strconv.FormatInt(s.BrokerID(), 10): s.BrokerAddr()}}
 }
 
 // localRoute returns the in-process broker's route of topic, or false when
@@ -52,19 +23,19 @@ func (s *Server) brokerData() brokerData {
 // have a route (one queue, read and write), because the push consumer asks
 // for its retry topic's route before its first heartbeat creates the
 // topic, and gives up pulling retries for 30 s if it gets none.
-func (s *Server) localRoute(topic string) (topicRouteData, bool) {
+func (s *Server) localRoute(topic string) (namesrv.TopicRouteData, bool) {
 	tc, ok := s.b.Topics().Get(topic)
 	if !ok {
 		if !strings.HasPrefix(topic, record.RetryGroupTopicPrefix) && !strings.HasPrefix(topic, record.DLQGroupTopicPrefix) {
-			return topicRouteData{}, false
+			return namesrv.TopicRouteData{}, false
 		}
 		tc = config.NewTopicConfig(topic)
 		tc.ReadQueueNums, tc.WriteQueueNums, tc.Perm = 1, 1, record.PermRead|record.PermWrite
 	}
-	return topicRouteData{
-		QueueDatas: []queueData{{BrokerName: s.cfg.BrokerName, ReadQueueNums: tc.ReadQueueNums,
+	return namesrv.TopicRouteData{
+		QueueDatas: []namesrv.QueueData{{BrokerName: s.cfg.BrokerName, ReadQueueNums: tc.ReadQueueNums,
 			WriteQueueNums: tc.WriteQueueNums, Perm: s.routePerm(tc.Perm), TopicSynFlag: tc.TopicSysFlag}},
-		BrokerDatas:  []brokerData{s.brokerData()},
+		BrokerDatas:  []namesrv.BrokerData{s.brokerData()},
 		FilterServer: map[string]any{},
 	}, true
 }
@@ -72,8 +43,8 @@ func (s *Server) localRoute(topic string) (topicRouteData, bool) {
 // route returns the route of topic: the queue data of every registered
 // broker group holding it and, in the single-node default, the local
 // broker's; false when no group holds it.
-func (s *Server) route(topic string) (topicRouteData, bool) {
-	rd := s.routes.route(topic)
+func (s *Server) route(topic string) (namesrv.TopicRouteData, bool) {
+	rd := s.routes.Route(topic)
 	if s.localBroker() {
 		if local, ok := s.localRoute(topic); ok {
 			rd = mergeRoute(rd, local)
@@ -85,11 +56,11 @@ func (s *Server) route(topic string) (topicRouteData, bool) {
 // mergeRoute adds the local broker's single-group route to rd: its queue
 // data replaces a registered group's of the same name, and its address
 // joins that group's members.
-func mergeRoute(rd, local topicRouteData) topicRouteData {
+func mergeRoute(rd, local namesrv.TopicRouteData) namesrv.TopicRouteData {
 	lq, lb := local.QueueDatas[0], local.BrokerDatas[0]
-	rd.QueueDatas = slices.DeleteFunc(rd.QueueDatas, func(q queueData) bool { return q.BrokerName == lq.BrokerName })
+	rd.QueueDatas = slices.DeleteFunc(rd.QueueDatas, func(q namesrv.QueueData) bool { return q.BrokerName == lq.BrokerName })
 	rd.QueueDatas = append(rd.QueueDatas, lq)
-	slices.SortFunc(rd.QueueDatas, func(a, b queueData) int { return strings.Compare(a.BrokerName, b.BrokerName) })
+	slices.SortFunc(rd.QueueDatas, func(a, b namesrv.QueueData) int { return strings.Compare(a.BrokerName, b.BrokerName) })
 	found := false
 	for i := range rd.BrokerDatas {
 		if rd.BrokerDatas[i].BrokerName == lb.BrokerName {
@@ -99,7 +70,7 @@ func mergeRoute(rd, local topicRouteData) topicRouteData {
 	}
 	if !found {
 		rd.BrokerDatas = append(rd.BrokerDatas, lb)
-		slices.SortFunc(rd.BrokerDatas, func(a, b brokerData) int { return strings.Compare(a.BrokerName, b.BrokerName) })
+		slices.SortFunc(rd.BrokerDatas, func(a, b namesrv.BrokerData) int { return strings.Compare(a.BrokerName, b.BrokerName) })
 	}
 	if rd.FilterServer == nil {
 		rd.FilterServer = map[string]any{}
@@ -128,7 +99,7 @@ func (s *Server) getRouteInfo(_ context.Context, c *remoting.Conn, req *remoting
 // broker group and cluster (and the local broker in the single-node
 // default).
 func (s *Server) getClusterInfo(_ context.Context, _ *remoting.Conn, req *remoting.RemotingCommand) (*remoting.RemotingCommand, error) {
-	ci := s.routes.clusterInfo()
+	ci := s.routes.ClusterInfo()
 	if s.localBroker() {
 		lb := s.brokerData()
 		if bd, ok := ci.BrokerAddrTable[lb.BrokerName]; ok {
@@ -147,7 +118,7 @@ func (s *Server) getClusterInfo(_ context.Context, _ *remoting.Conn, req *remoti
 // getAllTopicList answers GET_ALL_TOPIC_LIST_FROM_NAMESERVER (206): every
 // registered topic (and the local broker's), sorted.
 func (s *Server) getAllTopicList(_ context.Context, _ *remoting.Conn, req *remoting.RemotingCommand) (*remoting.RemotingCommand, error) {
-	names := s.routes.topicNames()
+	names := s.routes.TopicNames()
 	if s.localBroker() {
 		all, _ := s.b.Topics().All()
 		for n := range all {
@@ -155,7 +126,7 @@ func (s *Server) getAllTopicList(_ context.Context, _ *remoting.Conn, req *remot
 		}
 	}
 	slices.Sort(names)
-	return jsonBody(req, topicList{TopicList: slices.Compact(names)})
+	return jsonBody(req, namesrv.TopicList{TopicList: slices.Compact(names)})
 }
 
 // deleteTopicInNamesrv answers DELETE_TOPIC_IN_NAMESRV (216): the topic
@@ -164,7 +135,7 @@ func (s *Server) getAllTopicList(_ context.Context, _ *remoting.Conn, req *remot
 // DELETE_TOPIC_IN_BROKER has not already.
 func (s *Server) deleteTopicInNamesrv(ctx context.Context, c *remoting.Conn, req *remoting.RemotingCommand) (*remoting.RemotingCommand, error) {
 	if s.localBroker() {
-		s.routes.deleteTopic(req.ExtFields["topic"])
+		s.routes.DeleteTopic(req.ExtFields["topic"])
 		return s.deleteTopicInBroker(ctx, c, req)
 	}
 	f := req.Fields()
@@ -172,6 +143,6 @@ func (s *Server) deleteTopicInNamesrv(ctx context.Context, c *remoting.Conn, req
 	if err := f.Err(); err != nil {
 		return s.refuse(req, c, err)
 	}
-	s.routes.deleteTopic(topic)
+	s.routes.DeleteTopic(topic)
 	return req.NewResponse(remoting.CodeSuccess, ""), nil
 }

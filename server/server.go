@@ -14,6 +14,7 @@ import (
 	"github.com/rocketstore/rocketstore/broker/transaction"
 	"github.com/rocketstore/rocketstore/internal/faultlog"
 	"github.com/rocketstore/rocketstore/remoting"
+	"github.com/rocketstore/rocketstore/server/namesrv"
 )
 
 // Server is the name-server and broker roles over one broker.Broker.
@@ -37,8 +38,8 @@ type Server struct {
 
 	brokerAddr atomic.Pointer[string]
 	brokerID   atomic.Int64
-	routes     *routeTable // name-server role: registered brokers
-	reg        *registrar  // broker role with NamesrvAddr: registration
+	routes     *namesrv.RouteTable // name-server role: registered brokers
+	reg        *registrar          // broker role with NamesrvAddr: registration
 
 	// Admin state (admin_*.go).
 	clientTable *clientTable

@@ -568,6 +568,17 @@ func TestFileConfig(t *testing.T) {
 		nc.Broker.Store.FlushDiskType.String() != "SYNC_FLUSH" {
 		t.Fatalf("applied %+v", nc)
 	}
+	fc, err = server.ParseFileConfig([]byte("maxHashSlotNum: 5000\nmaxIndexNum: 20000\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := fc.Apply(&nc); err != nil || nc.Broker.Index.MaxHashSlotNum != 5000 || nc.Broker.Index.MaxIndexNum != 20000 {
+		t.Fatalf("index geometry %+v (%v)", nc.Broker.Index, err)
+	}
+	fc, _ = server.ParseFileConfig([]byte("maxIndexNum: 1\n"))
+	if err := fc.Apply(&server.NodeConfig{}); err == nil || !strings.Contains(err.Error(), "maxIndexNum 1") {
+		t.Fatalf("maxIndexNum 1: %v", err)
+	}
 	if _, err := server.ParseFileConfig([]byte("brokerNmae: typo\n")); err == nil {
 		t.Fatal("unknown key accepted")
 	}

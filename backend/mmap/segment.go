@@ -63,7 +63,7 @@ var pageSize = int64(os.Getpagesize())
 const creatingSuffix = ".creating"
 
 // createSegment creates, preallocates and maps the file at path. The file
-// appears under path only at its full size: it is built under a temporary
+// appears under path only at its full size, synced: it is built under a temporary
 // name and hard-linked into place, which also fails (with ErrExist) if path
 // exists, exactly like O_EXCL. On failure nothing is left under path.
 //
@@ -87,6 +87,16 @@ func createSegment(name, path string, size int64) (*segment, error) {
 		return nil, wrap("create", path, err)
 	}
 	err = preallocate(f, size)
+	if err == nil {
+		// The size must be durable before the name is: a power cut
+		// otherwise leaves a short file under the real name (ext4
+		// journals fallocate's size, but a file system that keeps
+		// sizes with data, such as LazyFS or a FUSE file system,
+		// loses it until the first sync). One fsync a segment, paid
+		// where segments are made: the CommitLog's allocator, a
+		// ConsumeQueue rolling to its next file.
+		err = f.Sync()
+	}
 	err = errors.Join(err, f.Close())
 	if err == nil {
 		err = os.Link(tmp, path)

@@ -53,8 +53,13 @@ const slots, items = 8, 10
 
 func open(t *testing.T, fs backend.FS, lastExitOK bool, cpTs int64) *index.Service {
 	t.Helper()
-	s, err := index.Open(fs, index.Config{MaxHashSlotNum: slots, MaxIndexNum: items, Now: func() int64 { return 1_700_000_000_000 },
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}, lastExitOK, cpTs)
+	return openWith(t, fs, lastExitOK, cpTs, func(c index.Config) index.Config { return c })
+}
+
+func openWith(t *testing.T, fs backend.FS, lastExitOK bool, cpTs int64, mod func(index.Config) index.Config) *index.Service {
+	t.Helper()
+	s, err := index.Open(fs, mod(index.Config{MaxHashSlotNum: slots, MaxIndexNum: items, Now: func() int64 { return 1_700_000_000_000 },
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}), lastExitOK, cpTs)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/afero"
 
 	"github.com/rocketstore/rocketstore/backend/memfs"
+	"github.com/rocketstore/rocketstore/broker/index"
 )
 
 // records are (offset, timestamp) with one key each; the "CommitLog" for
@@ -23,7 +24,8 @@ var records = func() [][2]int64 {
 func keyOf(i int) string { return "k" + string(rune('a'+i)) }
 
 // TestRecoveryDeletesNewerFilesAndRebuilds: after an abnormal exit, files
-// whose endTimestamp is after the checkpoint are deleted; records the
+// whose endTimestamp is after the checkpoint are deleted (without repair,
+// or when the newest file cannot be repaired); records the
 // engine replays before Reconcile are ignored (they may start after a
 // gap); Reconcile names the first record to replay, and after the replay
 // every key is found.
@@ -43,7 +45,7 @@ func TestRecoveryDeletesNewerFilesAndRebuilds(t *testing.T) {
 	}
 	s.Abandon()
 
-	s = open(t, memfs.New(afs), false, records[8][1])
+	s = openWith(t, memfs.New(afs), false, records[8][1], index.WithoutRepair)
 	defer s.Close()
 	if n := len(s.Files()); n != 1 {
 		t.Fatalf("%d files after recovery, want file 2 deleted", n)
@@ -131,7 +133,7 @@ func TestRecoveryAllDeleted(t *testing.T) {
 	}
 	s.Flush()
 	s.Abandon()
-	s = open(t, memfs.New(afs), false, 0)
+	s = openWith(t, memfs.New(afs), false, 0, index.WithoutRepair)
 	if from, _ := s.Reconcile(0, records[10][0]); from != records[2][0] || len(s.Files()) != 0 {
 		t.Fatalf("from %d, files %v", from, s.Files())
 	}

@@ -37,6 +37,10 @@ type Config struct {
 	Now func() int64
 	// Logger receives recovery notes (slog.Default()).
 	Logger *slog.Logger
+
+	// noRepair deletes the newest file after an abnormal exit instead of
+	// repairing it, as before repair existed (tests: export_test.go).
+	noRepair bool
 }
 
 func (c Config) withDefaults() Config {
@@ -104,6 +108,7 @@ func Open(fs backend.FS, cfg Config, lastExitOK bool, checkpointIndexTs int64) (
 	if err != nil {
 		return nil, fmt.Errorf("index: list: %w", err)
 	}
+	var files []string
 	for _, n := range names {
 		if strings.HasSuffix(n, backend.TempSuffix) || strings.HasSuffix(n, backend.BackupSuffix) {
 			continue
@@ -114,7 +119,10 @@ func Open(fs backend.FS, cfg Config, lastExitOK bool, checkpointIndexTs int64) (
 			s.cfg.Logger.Warn("index: ignoring a file the store does not write", "file", path.Join(Dir, n))
 			continue
 		}
-		if err := s.load(path.Join(Dir, n), lastExitOK, checkpointIndexTs); err != nil {
+		files = append(files, n)
+	}
+	for i, n := range files {
+		if err := s.load(path.Join(Dir, n), lastExitOK, checkpointIndexTs, i == len(files)-1); err != nil {
 			return nil, errors.Join(err, s.closeFiles())
 		}
 	}
@@ -155,10 +163,31 @@ func (s *Service) dropIfGarbage() error {
 	return nil
 }
 
-func (s *Service) load(name string, lastExitOK bool, cpTs int64) error {
+// load opens one index file. After an abnormal exit a file newer than the
+// checkpoint is not known durable: the newest file is repaired (what the
+// crash left of it is kept, and Reconcile replays the CommitLog from its
+// last item), an older one is deleted with everything after it.
+func (s *Service) load(name string, lastExitOK bool, cpTs int64, newest bool) error {
 	f, err := openFile(s.fs, name, s.cfg.MaxHashSlotNum, s.cfg.MaxIndexNum)
 	if err != nil {
 		return err
+	}
+	if !lastExitOK && f.h.endTimestamp > cpTs && newest && s.deletedFrom < 0 && !s.cfg.noRepair {
+		kept, err := f.repair()
+		if err == nil && kept == firstIndex {
+			// Nothing kept: the file goes, and the replay starts
+			// at its first record.
+			err = fmt.Errorf("%w: %s: no item survived", ErrCorrupt, name)
+		}
+		if err == nil {
+			s.cfg.Logger.Info("index: abnormal exit; kept the newest index file's items up to its first damaged one, replaying the commitlog from there",
+				"file", name, "items", kept-firstIndex, "endPhyOffset", f.h.endPhyOffset)
+			s.files = append(s.files, f)
+			s.lastName = path.Base(name)
+			s.syncedTs = f.h.endTimestamp
+			return nil
+		}
+		s.cfg.Logger.Warn("index: abnormal exit; the newest index file cannot be repaired, deleting it", "file", name, "err", err)
 	}
 	if !lastExitOK && f.h.endTimestamp > cpTs {
 		s.cfg.Logger.Info("index: abnormal exit; deleting index file newer than the checkpoint",

@@ -116,6 +116,11 @@ func (s *Service) ChangeInvisibleDuration(ctx context.Context, group, topic, han
 		return Handle{}, err
 	}
 	q.apply(r, at)
+	// A receive waiting on the group's old deadline would sleep past the
+	// new one: wake it to look again.
+	if s.cfg.Arrivals != nil {
+		s.cfg.Arrivals.wake([]byte(topic))
+	}
 	h.CkOffset, h.PopTime, h.InvisibleTime = at, now, d.Milliseconds()
 	return h, nil
 }
@@ -190,6 +195,9 @@ func (s *Service) reviveQueueLocked(ctx context.Context, q *queueState, now int6
 // time ended at its group's last attempt, then writes one record that
 // finishes them.
 func (s *Service) deadLetterLocked(ctx context.Context, q *queueState, now int64) (int, error) {
+	if !q.dueBy(now) {
+		return 0, nil // nothing's invisible time has ended
+	}
 	maxAttempts := int32(s.cfg.MaxDeliveryAttempts(q.key.group))
 	r := &logRecord{op: opDeadLetter, group: q.key.group, topic: q.key.topic, queueID: q.key.queueID, popTime: now}
 	var errs []error

@@ -21,16 +21,22 @@ func NewArrivals() *Arrivals { return &Arrivals{topics: make(map[string]chan str
 
 // Dispatch wakes the receives waiting on the record's topic.
 func (a *Arrivals) Dispatch(req *dispatch.Request) error {
+	a.wake(req.Topic)
+	return nil
+}
+
+// wake wakes the receives waiting on topic: a message arrived, or one in
+// flight became visible sooner than they were told.
+func (a *Arrivals) wake(topic []byte) {
 	if a.waiting.Load() == 0 {
-		return nil
+		return
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if ch, ok := a.topics[string(req.Topic)]; ok {
+	if ch, ok := a.topics[string(topic)]; ok {
 		close(ch)
-		delete(a.topics, string(req.Topic))
+		delete(a.topics, string(topic))
 	}
-	return nil
 }
 
 // watch returns a channel closed at the next arrival on topic; the

@@ -172,9 +172,50 @@ func TestLongPollWakesAtInvisibleTimeEnd(t *testing.T) {
 	visible := <-ft.started
 	e.advance(time.Minute)
 	visible.fire <- time.UnixMilli(e.clock.Load())
-	ms := <-got
+	var ms []Message
+	select {
+	case ms = <-got:
+	case <-time.After(time.Minute):
+		t.Fatal("the end of the invisible time did not wake the waiting receive")
+	}
 	if !slices.Equal(keysOf(ms), []string{"a"}) || ms[0].Attempt != 2 {
 		t.Fatalf("receive after the invisible time: %v (attempt %v)", keysOf(ms), ms)
+	}
+	e.dispatch()
+}
+
+// TestLongPollWakesOnShortenedInvisibleTime: a receive waiting on an
+// in-flight message's invisible time is woken when that time is
+// shortened (a consumer's nack), not at the old end, and gets the
+// message.
+func TestLongPollWakesOnShortenedInvisibleTime(t *testing.T) {
+	e, ft := newTimedEnv(t)
+	e.send(0, "a", "")
+	ms := e.receive(AllQueues, 1, time.Hour, false)
+	got := make(chan []Message, 1)
+	go func() {
+		ms, err := e.svc.Receive(context.Background(), ReceiveRequest{Group: testGroup, Topic: testTopic,
+			QueueID: AllQueues, Max: 1, InvisibleTime: time.Minute, PollTime: time.Hour})
+		if err != nil {
+			t.Error(err)
+		}
+		got <- ms
+	}()
+	<-ft.started // the poll time's
+	if tm := <-ft.started; tm.d != time.Hour {
+		t.Fatalf("invisible-time timer of %v, want 1h", tm.d)
+	}
+	if _, err := e.svc.ChangeInvisibleDuration(context.Background(), testGroup, testTopic, ms[0].Handle.String(), 0); err != nil {
+		t.Fatal(err)
+	}
+	var again []Message
+	select {
+	case again = <-got:
+	case <-time.After(time.Minute):
+		t.Fatal("the shortened invisible time did not wake the waiting receive")
+	}
+	if !slices.Equal(keysOf(again), []string{"a"}) || again[0].Attempt != 2 {
+		t.Fatalf("woken receive: %v", keysOf(again))
 	}
 	e.dispatch()
 }

@@ -96,6 +96,31 @@ func TestChangeInvisibleDuration(t *testing.T) {
 	}
 }
 
+// TestChangeInvisibleDurationShortens: a shorter invisible time makes
+// the message visible at its new end, not at the one it replaced (a
+// receive skips the scan for due messages while none can be due).
+func TestChangeInvisibleDurationShortens(t *testing.T) {
+	e := newEnv(t, hooks.Pop{})
+	e.send(0, "a", "")
+	e.send(0, "b", "")
+	ms := e.receive(0, 2, time.Hour, false)
+	if len(ms) != 2 {
+		t.Fatalf("received %v", keysOf(ms))
+	}
+	if got := e.receive(0, 1, time.Hour, false); len(got) != 0 {
+		t.Fatalf("received while both are invisible: %v", keysOf(got))
+	}
+	if _, err := e.svc.ChangeInvisibleDuration(context.Background(), testGroup, testTopic, ms[1].Handle.String(), time.Second); err != nil {
+		t.Fatal(err)
+	}
+	e.dispatch()
+	e.advance(time.Second)
+	got := e.receive(0, 2, time.Hour, false)
+	if !slices.Equal(keysOf(got), []string{"b"}) || got[0].Attempt != 2 {
+		t.Fatalf("after the shortened invisible time: %v, want b at attempt 2", keysOf(got))
+	}
+}
+
 func TestDeadLetterAfterMaxAttempts(t *testing.T) {
 	e := newEnv(t, hooks.Pop{})
 	e.init(hooks.Pop{}, 3)

@@ -3,6 +3,7 @@ package pop
 import (
 	"context"
 	"fmt"
+	"math"
 	"slices"
 	"time"
 
@@ -263,12 +264,21 @@ func (s *Service) pickKnown(q *queueState, fifo bool, now int64, limit int, maxA
 	var picks []pick
 	if !fifo {
 		// Only messages whose invisible time ended, in queue order.
+		if !q.dueBy(now) {
+			return nil, nil
+		}
 		var due []int64
+		first := int64(math.MaxInt64)
 		for off, e := range q.entries {
-			if !e.held() && e.deadline <= now && e.attempt < maxAttempts {
+			if e.held() {
+				continue
+			}
+			first = min(first, e.deadline)
+			if e.deadline <= now && e.attempt < maxAttempts {
 				due = append(due, off)
 			}
 		}
+		q.dueFrom = first
 		slices.Sort(due)
 		for _, off := range due[:min(len(due), limit)] {
 			e := q.entries[off]

@@ -1,6 +1,7 @@
 package pop
 
 import (
+	"math"
 	"slices"
 	"sync"
 )
@@ -39,11 +40,21 @@ type queueState struct {
 	// pos is the next offset pop reads (-1: pop has not started).
 	pos     int64
 	entries map[int64]entry
+	// dueFrom bounds the deadlines from below, so that a receive whose
+	// time is before it skips the scan of the entries for due ones.
+	// Invariant: every entry that is not held has deadline >= dueFrom.
+	// apply lowers it as deadlines enter; a scan raises it to the exact
+	// minimum.
+	dueFrom int64
 }
 
 func newQueueState(k queueKey) *queueState {
-	return &queueState{key: k, pos: -1, entries: make(map[int64]entry)}
+	return &queueState{key: k, pos: -1, entries: make(map[int64]entry), dueFrom: math.MaxInt64}
 }
+
+// dueBy reports whether an entry that is not held may be due at now
+// (false: none is).
+func (q *queueState) dueBy(now int64) bool { return now >= q.dueFrom }
 
 // apply changes the state by one record written at revive-queue offset
 // at. Replay and the live path both use it, so that a recovered state
@@ -55,6 +66,7 @@ func (q *queueState) apply(r *logRecord, at int64) {
 			e := entry{attempt: it.attempt, msgGroup: it.msgGroup}
 			if it.attempt > 0 {
 				e.deadline, e.ck = it.deadline, at
+				q.dueFrom = min(q.dueFrom, it.deadline)
 			}
 			q.entries[it.offset] = e
 		}
@@ -70,8 +82,12 @@ func (q *queueState) apply(r *logRecord, at int64) {
 	case opSnapshot:
 		// The queue's whole state when the snapshot was written.
 		clear(q.entries)
+		q.dueFrom = math.MaxInt64
 		for _, it := range r.items {
 			q.entries[it.offset] = entry{attempt: it.attempt, deadline: it.deadline, ck: it.ck, msgGroup: it.msgGroup}
+			if it.attempt > 0 {
+				q.dueFrom = min(q.dueFrom, it.deadline)
+			}
 		}
 		q.pos = r.end
 	case opChange:
@@ -80,6 +96,7 @@ func (q *queueState) apply(r *logRecord, at int64) {
 				e := q.entries[it.offset]
 				e.deadline, e.ck = it.deadline, at
 				q.entries[it.offset] = e
+				q.dueFrom = min(q.dueFrom, it.deadline)
 			}
 		}
 	}

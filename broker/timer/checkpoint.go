@@ -63,3 +63,14 @@ func redoList(slots []record.TimerSlot) [][4]int64 {
 	}
 	return out
 }
+
+// PendingOnDisk returns the pending timer messages of each real topic as
+// of the last checkpoint in fs (nil when there is none): what a tool that
+// opens a store read-only can show.
+func PendingOnDisk(fs backend.FS) (map[string]int64, error) {
+	ck, ok, err := loadCheckpoint(fs)
+	if err != nil || !ok {
+		return nil, err
+	}
+	return ck.Pending, nil
+}

@@ -89,6 +89,26 @@ func (m *timerMachine) checkpoint(t *rapid.T) {
 	}
 }
 
+// checkpointAsync takes a checkpoint as the service goroutine does: its
+// writer runs (here to its end, so that the run stays deterministic)
+// while the service goes on; the service takes the result at its next
+// step (or at finishCheckpoint), and a power cut may come before.
+func (m *timerMachine) checkpointAsync(t *rapid.T) {
+	svc := m.e.svc
+	if svc.saving != nil {
+		t.Skip("a checkpoint is in flight")
+	}
+	svc.startCheckpoint()
+	err := <-svc.saving.done
+	svc.saving.done <- err
+}
+
+func (m *timerMachine) finishCheckpoint(t *rapid.T) {
+	if err := m.e.svc.finishCheckpoint(true); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func (m *timerMachine) powerCut(t *rapid.T) { m.e.powerCut() }
 
 // cutInCall makes the process die inside a service step or a
@@ -182,6 +202,8 @@ func checkTimers(t *rapid.T, broken hooks.Timer) {
 		"run":          m.run,
 		"flush":        m.flush,
 		"checkpoint":   m.checkpoint,
+		"ckptAsync":    m.checkpointAsync,
+		"ckptFinish":   m.finishCheckpoint,
 		"powerCut":     m.powerCut,
 		"cutInCall":    m.cutInCall,
 	})

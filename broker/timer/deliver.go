@@ -13,7 +13,8 @@ import (
 
 // deliverDue delivers every slot whose time has come, in time order, and
 // moves the read time past each (RocketMQ's TimerDequeueGetService and
-// TimerDequeuePutMessageService in one).
+// TimerDequeuePutMessageService in one). Then it reads the next slot's
+// messages ahead, so that at its time only the puts remain.
 func (s *Service) deliverDue(ctx context.Context) error {
 	for s.st.readTime <= s.cfg.Now() {
 		if err := ctx.Err(); err != nil {
@@ -21,7 +22,11 @@ func (s *Service) deliverDue(ctx context.Context) error {
 		}
 		sl := s.wheel.get(s.st.readTime)
 		if sl.FirstPos >= 0 {
-			if err := s.deliverSlot(ctx, sl); err != nil {
+			p, err := s.prepared(sl)
+			if err != nil {
+				return err
+			}
+			if err := s.deliverSlot(ctx, p); err != nil {
 				return err
 			}
 		}
@@ -35,7 +40,57 @@ func (s *Service) deliverDue(ctx context.Context) error {
 			}
 		}
 	}
+	if sl := s.wheel.get(s.st.readTime); sl.FirstPos >= 0 {
+		if _, err := s.prepared(sl); err != nil {
+			return err
+		}
+		s.publish()
+	}
 	return nil
+}
+
+// preparedSlot is a slot read ahead: its units and, for each, the
+// message to deliver (nil: a recall, a recalled message, or one gone
+// from the CommitLog) and its real topic.
+type preparedSlot struct {
+	timeMs, lastPos int64
+	bytes           int64 // estimated heap of msgs
+	units           []record.TimerUnit
+	msgs            []*record.Message
+	topics          []string
+}
+
+// prepared returns the slot read ahead, reading it again when units
+// were added to it since.
+func (s *Service) prepared(sl record.TimerSlot) (*preparedSlot, error) {
+	if p := s.next; p != nil && p.timeMs == sl.TimeMs && p.lastPos == sl.LastPos {
+		return p, nil
+	}
+	units, err := s.slotUnits(sl)
+	if err != nil {
+		return nil, err
+	}
+	p := &preparedSlot{timeMs: sl.TimeMs, lastPos: sl.LastPos, units: units,
+		msgs: make([]*record.Message, len(units)), topics: make([]string, len(units))}
+	recalled := s.recalls(units)
+	for i, u := range units {
+		if u.IsDelete() {
+			continue
+		}
+		ext, err := s.store.LookMessageByOffset(u.OffsetPy)
+		if err != nil {
+			s.cfg.Logger.Error("timer: timer message gone from the CommitLog; dropped", "offset", u.OffsetPy, "slot", sl.TimeMs, "err", err)
+			continue
+		}
+		props := ext.Properties
+		p.topics[i] = props[record.PropertyRealTopic]
+		if !recalled[record.TimerDeleteKey(props[record.PropertyRealTopic], props[record.PropertyUniqClientMsgID])] {
+			p.msgs[i] = timeUp(ext, u)
+			p.bytes += messageBytes(p.msgs[i])
+		}
+	}
+	s.next = p
+	return p, nil
 }
 
 // slotUnits returns the units of a slot in enqueue order, walking its
@@ -57,42 +112,39 @@ func (s *Service) slotUnits(sl record.TimerSlot) ([]record.TimerUnit, error) {
 	return units, nil
 }
 
-// deliverSlot puts each message of a slot to its real topic, except
-// those a recall of the slot names. A failed put fails the slot, which
-// is tried again whole: delivered remembers what it already put.
-func (s *Service) deliverSlot(ctx context.Context, sl record.TimerSlot) error {
-	units, err := s.slotUnits(sl)
-	if err != nil {
-		return err
+// messageBytes estimates the heap of a message: its struct, body and
+// property map entries.
+func messageBytes(m *record.Message) int64 {
+	n := int64(160 + len(m.Body))
+	for k, v := range m.Properties {
+		n += int64(48 + len(k) + len(v))
 	}
-	recalled := s.recalls(units)
-	topics := make([]string, 0, len(units))
-	for _, u := range units {
-		if u.IsDelete() {
+	return n
+}
+
+// deliverSlot puts each message of a prepared slot to its real topic.
+// A failed put fails the slot, which is tried again whole: delivered
+// remembers what it already put.
+func (s *Service) deliverSlot(ctx context.Context, p *preparedSlot) error {
+	for i, u := range p.units {
+		m := p.msgs[i]
+		if m == nil || s.delivered[u.OffsetPy] {
 			continue
 		}
-		ext, err := s.store.LookMessageByOffset(u.OffsetPy)
-		if err != nil {
-			s.cfg.Logger.Error("timer: timer message gone from the CommitLog; dropped", "offset", u.OffsetPy, "slot", sl.TimeMs, "err", err)
-			continue
-		}
-		props := ext.Properties
-		topics = append(topics, props[record.PropertyRealTopic])
-		if s.delivered[u.OffsetPy] || recalled[record.TimerDeleteKey(props[record.PropertyRealTopic], props[record.PropertyUniqClientMsgID])] {
-			continue
-		}
-		if err := s.put(ctx, timeUp(ext, u, s.cfg.Now())); err != nil {
+		m.Properties[record.PropertyTimerDequeueMS] = strconv.FormatInt(s.cfg.Now(), 10)
+		if err := s.put(ctx, m); err != nil {
 			return err
 		}
 		s.delivered[u.OffsetPy] = true
 	}
 	// The slot is done: its messages leave the counts and the memory.
-	for _, u := range units {
+	for i, u := range p.units {
 		delete(s.delivered, u.OffsetPy)
+		if p.topics[i] != "" {
+			s.decPending(p.topics[i])
+		}
 	}
-	for _, t := range topics {
-		s.decPending(t)
-	}
+	s.next = nil
 	return nil
 }
 
@@ -143,9 +195,10 @@ func (s *Service) put(ctx context.Context, m *record.Message) error {
 }
 
 // timeUp builds the delivered message (TimerMessageStore.convert): its
-// real topic and queue, WAIT false, the enqueue and dequeue times, and
-// the source offset that makes a replay after a crash idempotent.
-func timeUp(ext *record.MessageExt, u record.TimerUnit, now int64) *record.Message {
+// real topic and queue, WAIT false, the enqueue time, and the source
+// offset that makes a replay after a crash idempotent (the dequeue time
+// is set at the put).
+func timeUp(ext *record.MessageExt, u record.TimerUnit) *record.Message {
 	props := ext.Properties
 	qid, err := strconv.ParseInt(props[record.PropertyRealQueueID], 10, 32)
 	if err != nil || qid < 0 {
@@ -154,7 +207,6 @@ func timeUp(ext *record.MessageExt, u record.TimerUnit, now int64) *record.Messa
 	m := ext.Message
 	props[record.PropertyWaitStoreMsgOK] = "false"
 	props[record.PropertyTimerEnqueueMS] = strconv.FormatInt(u.WriteMs, 10)
-	props[record.PropertyTimerDequeueMS] = strconv.FormatInt(now, 10)
 	props[record.PropertyTimerSourceOffset] = strconv.FormatInt(u.OffsetPy, 10)
 	m.Topic, m.QueueID, m.Properties, m.EncodedProperties = props[record.PropertyRealTopic], int32(qid), props, nil
 	return &m

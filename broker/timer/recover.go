@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"strconv"
 
-	"github.com/rocketstore/rocketstore/broker/configfile"
 	"github.com/rocketstore/rocketstore/record"
 )
 
@@ -77,46 +76,4 @@ func (s *Service) scanDeliveries(from int64) error {
 		off += int64(m.StoreSize)
 	}
 	return nil
-}
-
-// Checkpoint saves the timer state (see the package doc for the order of
-// its steps) and deletes the TimerLog files that only hold delivered
-// slots.
-func (s *Service) Checkpoint() error {
-	if s.store == nil || s.log == nil {
-		return ErrClosed
-	}
-	// Every delivery after this point lands past it. Deliveries that
-	// recovery found and that are still to be skipped must be found
-	// again after another crash: the scan start stays.
-	scanFrom := s.store.CommitLog().MaxOffset()
-	if len(s.delivered) > 0 {
-		scanFrom = s.st.scanFrom
-	}
-	if !s.cfg.broken.NoDeliverySync {
-		if err := s.store.FlushCommitLog(0); err != nil {
-			return fmt.Errorf("timer: checkpoint: sync the deliveries first: %w", err)
-		}
-	}
-	if err := s.log.sync(); err != nil {
-		return fmt.Errorf("timer: checkpoint: sync the TimerLog: %w", err)
-	}
-	redo := s.wheel.redo()
-	if s.cfg.broken.WheelInPlace {
-		if err := s.wheel.apply(redo); err != nil {
-			return err
-		}
-	}
-	ck := checkpoint{QueueOffset: s.st.queueOffset, ReadTimeMs: s.st.readTime, LogEnd: s.log.end, ScanFrom: scanFrom,
-		PrecisionMs: s.cfg.PrecisionMs, Slots: s.wheel.slots, Redo: redoList(redo), FileMaxSlot: s.log.maxSlots(), Pending: s.st.pending}
-	if err := configfile.Save(s.fs, checkpointFile, ck); err != nil {
-		return fmt.Errorf("timer: checkpoint: %w", err)
-	}
-	if err := s.wheel.apply(redo); err != nil {
-		return fmt.Errorf("timer: checkpoint: write the wheel: %w", err)
-	}
-	clear(s.wheel.dirty)
-	s.st.scanFrom = scanFrom
-	s.lastCkpt = s.cfg.Now()
-	return s.log.deleteDelivered(s.st.readTime)
 }

@@ -33,7 +33,10 @@ type Service struct {
 	// retried with the whole slot) and those recovery found in the
 	// CommitLog. An offset leaves when its slot is done.
 	delivered map[int64]bool
-	lastCkpt  int64 // ms, clock time of the last checkpoint
+	lastCkpt  int64         // ms, clock time of the last checkpoint
+	saving    *saveJob      // the checkpoint in flight
+	next      *preparedSlot // the next slot, read ahead
+	standby   bool          // the last step found the service on standby
 
 	// mu guards the copies other goroutines read.
 	mu struct {
@@ -46,7 +49,6 @@ type Service struct {
 	wake   chan struct{}
 	cancel context.CancelFunc
 	done   chan struct{}
-	err    error // the loop's exit error
 }
 
 // state is what a checkpoint saves.
@@ -105,14 +107,19 @@ func (s *Service) Start(store *engine.Store) error {
 	return nil
 }
 
-// Close stops the service, waits for its goroutine and takes a
-// checkpoint. It is idempotent.
+// Close stops the service, waits for its goroutine, enqueues what
+// arrived and takes a checkpoint. It is idempotent.
 func (s *Service) Close() error {
 	if !s.stop() {
 		return nil
 	}
-	err := s.err
-	if err == nil || errors.Is(err, context.Canceled) {
+	// What arrived since the last step goes into the TimerLog first, so
+	// that the checkpoint counts it.
+	var err error
+	if s.cfg.Standby == nil || !s.cfg.Standby() {
+		err = s.enqueue(context.Background())
+	}
+	if err == nil {
 		err = s.Checkpoint()
 	}
 	s.closeFiles()
@@ -124,6 +131,14 @@ func (s *Service) Close() error {
 // process leaves (crash tests). It is idempotent.
 func (s *Service) Abandon() {
 	if s.stop() {
+		if s.saving != nil {
+			// A process dies with its threads: the writer stops, its
+			// result is dropped.
+			if err := <-s.saving.done; err != nil {
+				s.cfg.Logger.Debug("timer: abandoned checkpoint failed", "err", err)
+			}
+			s.saving = nil
+		}
 		s.closeFiles()
 		s.store = nil
 	}
@@ -186,7 +201,19 @@ func (s *Service) Advance(ctx context.Context) (time.Duration, error) {
 		return 0, ErrClosed
 	}
 	if s.cfg.Standby != nil && s.cfg.Standby() {
-		return -1, nil
+		// Polled: a replica learns of its election from no event here.
+		s.standby = true
+		return time.Second, nil
+	}
+	if s.standby {
+		// Elected: the former leader's deliveries since this node's last
+		// checkpoint are in the (replicated) CommitLog.
+		s.standby, s.next = false, nil
+		if !s.cfg.broken.NoDedup {
+			if err := s.scanDeliveries(s.st.scanFrom); err != nil {
+				return 0, err
+			}
+		}
 	}
 	if err := s.enqueue(ctx); err != nil {
 		return 0, err
@@ -194,12 +221,18 @@ func (s *Service) Advance(ctx context.Context) (time.Duration, error) {
 	if err := s.deliverDue(ctx); err != nil {
 		return 0, err
 	}
-	if !s.cfg.svc.Manual && (s.cfg.Now()-s.lastCkpt >= s.cfg.CheckpointInterval.Milliseconds() || len(s.wheel.dirty) >= maxDirtySlots) {
-		if err := s.Checkpoint(); err != nil {
-			return 0, err
-		}
+	if err := s.finishCheckpoint(false); err != nil {
+		s.cfg.Logger.Warn("timer: checkpoint failed; retrying", "err", err)
+	}
+	if !s.cfg.svc.Manual && s.saving == nil &&
+		(s.cfg.Now()-s.lastCkpt >= s.cfg.CheckpointInterval.Milliseconds() || len(s.wheel.dirty) >= maxDirtySlots) {
+		s.startCheckpoint()
 	}
 	if s.pendingTotal() == 0 && s.store.MaxOffsetInQueue(record.TimerTopic, 0) <= s.st.queueOffset {
+		if !s.cfg.svc.Manual && (len(s.wheel.dirty) > 0 || s.saving != nil) {
+			// Idle, but the last changes are not saved yet.
+			return s.cfg.CheckpointInterval, nil
+		}
 		return -1, nil
 	}
 	return time.Duration(max(0, s.st.readTime-s.cfg.Now())) * time.Millisecond, nil
@@ -234,8 +267,11 @@ func (s *Service) publish() {
 	defer s.mu.Unlock()
 	s.mu.pending = maps.Clone(s.st.pending)
 	s.mu.readTime = s.st.readTime
-	s.mu.stats = Stats{Pending: s.pendingTotal(), DirtySlots: len(s.wheel.dirty), Delivered: len(s.delivered),
+	s.mu.stats = Stats{Pending: s.pendingTotal(), DirtySlots: len(s.wheel.dirty) + len(s.wheel.saving), Delivered: len(s.delivered),
 		LogBytes: s.log.diskBytes(), WheelBytes: s.wheel.seg.Size()}
+	if s.next != nil {
+		s.mu.stats.ReadAheadBytes = s.next.bytes
+	}
 }
 
 // Stats returns the timer store's footprint as of the last step.
@@ -252,11 +288,16 @@ type Stats struct {
 	// DirtySlots and Delivered are the in-memory entries: the wheel slots
 	// changed since the checkpoint and the deliveries remembered.
 	DirtySlots, Delivered int
+	// ReadAheadBytes estimates the messages of the next slot, read ahead
+	// of its time.
+	ReadAheadBytes int64
 	// LogBytes and WheelBytes are the sizes of the TimerLog and wheel
 	// files.
 	LogBytes, WheelBytes int64
 }
 
 // MemoryBytes estimates the heap the service holds for its state (map
-// entries at about 64 bytes).
-func (st Stats) MemoryBytes() int64 { return int64(st.DirtySlots+st.Delivered) * 64 }
+// entries at about 64 bytes, and the slot read ahead).
+func (st Stats) MemoryBytes() int64 {
+	return int64(st.DirtySlots+st.Delivered)*64 + st.ReadAheadBytes
+}

@@ -1,8 +1,10 @@
 package timer
 
 import (
+	"context"
 	"errors"
 	"strconv"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -192,5 +194,42 @@ func TestConfigValidate(t *testing.T) {
 	}
 	if err := (Config{PrecisionMs: 100}).Validate(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestElectionSkipsDeliveriesOfTheFormerLeader: a replica on standby
+// enqueues and delivers nothing; elected, it does not deliver again what
+// the CommitLog shows delivered (by the former leader) since its last
+// checkpoint.
+func TestElectionSkipsDeliveriesOfTheFormerLeader(t *testing.T) {
+	e := &env{t: t, fs: newCrashFS(t, nil), chooser: loseAll{}}
+	e.init(hooks.Timer{}, 1000, time.Hour)
+	var standby atomic.Bool
+	standby.Store(true)
+	e.cfg.Standby = standby.Load
+	e.open()
+	t.Cleanup(e.close)
+	a := e.sendAt("a", startClock+1000)
+	e.sendAt("b", startClock+1000)
+	e.step(2 * time.Second)
+	if wait := e.advance(); wait != time.Second || len(e.delivered()) != 0 || len(e.svc.Pending()) != 0 {
+		t.Fatalf("standby: wait %v, delivered %v, pending %v", wait, e.delivered(), e.svc.Pending())
+	}
+	// The former leader delivered a.
+	ext, err := e.store.LookMessageByOffset(a.WroteOffset)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.store.Put(context.Background(), timeUp(ext, record.TimerUnit{OffsetPy: a.WroteOffset})); err != nil {
+		t.Fatal(err)
+	}
+	standby.Store(false)
+	e.advance()
+	got := map[string]int{}
+	for _, m := range e.delivered() {
+		got[m.key]++
+	}
+	if got["a"] != 1 || got["b"] != 1 || len(got) != 2 {
+		t.Fatalf("delivered %v", got)
 	}
 }

@@ -1,9 +1,11 @@
 package timer
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"path"
+	"slices"
 	"strconv"
 
 	"github.com/rocketstore/rocketstore/backend"
@@ -21,7 +23,7 @@ const logDir = "timerlog"
 type timerLog struct {
 	fs       backend.FS
 	fileSize int64
-	files    []*logFile // by start, contiguous
+	files    []*logFile // by start; delivered ones deleted
 	end      int64      // where the next unit goes
 	synced   int64      // durable below this
 }
@@ -70,15 +72,29 @@ func openTimerLog(fs backend.FS, fileSize, end int64, maxSlots map[int64]int64) 
 		}
 		l.files = append(l.files, &logFile{start: start, seg: seg, maxSlot: maxSlots[start]})
 	}
-	for i, f := range l.files {
-		if f.start%fileSize != 0 || i > 0 && f.start != l.files[i-1].start+fileSize {
+	for _, f := range l.files {
+		if f.start%fileSize != 0 {
 			l.close()
-			return nil, fmt.Errorf("%w: TimerLog file %020d out of sequence", ErrCorrupt, f.start)
+			return nil, fmt.Errorf("%w: TimerLog file %020d does not start at a multiple of %d", ErrCorrupt, f.start, fileSize)
 		}
 	}
-	if end > 0 && (len(l.files) == 0 || l.files[len(l.files)-1].start+fileSize < end) {
-		l.close()
-		return nil, fmt.Errorf("%w: the TimerLog ends before the checkpoint's %d", ErrCorrupt, end)
+	// Files below the end may be missing: deleted once their slots were
+	// delivered (a crash may keep one removal and lose another). The file
+	// the end falls in takes the next units: a new one if it was deleted
+	// (its units are all delivered), unless the end is at its start.
+	if last := end - end%fileSize; end%fileSize != 0 && (len(l.files) == 0 || l.files[len(l.files)-1].start != last) {
+		seg, err := fs.Create(path.Join(logDir, fmt.Sprintf("%020d", last)), fileSize)
+		if err != nil {
+			l.close()
+			return nil, err
+		}
+		l.files = append(l.files, &logFile{start: last, seg: seg, maxSlot: maxSlots[last]})
+		// A checkpoint syncs the directory only for a file whose first
+		// unit it syncs: this one's must be durable now.
+		if err := fs.SyncDir(logDir); err != nil {
+			l.close()
+			return nil, err
+		}
 	}
 	return l, nil
 }
@@ -113,7 +129,12 @@ func (l *timerLog) read(pos int64) (record.TimerUnit, error) {
 	if pos < 0 || pos >= l.end || len(l.files) == 0 || pos < l.files[0].start {
 		return record.TimerUnit{}, fmt.Errorf("%w: TimerLog offset %d outside [%d, %d)", ErrCorrupt, pos, l.start(), l.end)
 	}
-	f := l.files[(pos-l.files[0].start)/l.fileSize]
+	start := pos - pos%l.fileSize
+	i, found := slices.BinarySearchFunc(l.files, start, func(f *logFile, s int64) int { return cmp.Compare(f.start, s) })
+	if !found {
+		return record.TimerUnit{}, fmt.Errorf("%w: TimerLog offset %d: file %020d is deleted", ErrCorrupt, pos, start)
+	}
+	f := l.files[i]
 	return record.DecodeTimerUnit(f.seg.View(pos-f.start, record.TimerUnitSize), pos)
 }
 
@@ -124,29 +145,37 @@ func (l *timerLog) start() int64 {
 	return l.files[0].start
 }
 
-// sync makes every unit below end durable, and the new files' directory
-// entries.
-func (l *timerLog) sync() error {
-	if l.synced == l.end {
-		return nil
-	}
-	newFile := false
+// logSync is a TimerLog range to sync.
+type logSync struct {
+	seg    interface{ Sync(off, n int64) error }
+	off, n int64
+}
+
+// unsynced returns the ranges written since the last sync and whether a
+// new file's directory entry needs a sync: a checkpoint syncs them from
+// its own goroutine while units go on being appended past them.
+func (l *timerLog) unsynced() (out []logSync, newFile bool) {
 	for _, f := range l.files {
 		lo, hi := max(l.synced, f.start), min(l.end, f.start+l.fileSize)
 		if lo >= hi {
 			continue
 		}
-		if err := f.seg.Sync(lo-f.start, hi-lo); err != nil {
-			return err
-		}
+		out = append(out, logSync{seg: f.seg, off: lo - f.start, n: hi - lo})
 		newFile = newFile || lo == f.start
 	}
-	if newFile {
-		if err := l.fs.SyncDir(logDir); err != nil {
+	return out, newFile
+}
+
+// sync syncs the ranges unsynced returned.
+func (l *timerLog) sync(ranges []logSync, newFile bool) error {
+	for _, r := range ranges {
+		if err := r.seg.Sync(r.off, r.n); err != nil {
 			return err
 		}
 	}
-	l.synced = l.end
+	if newFile {
+		return l.fs.SyncDir(logDir)
+	}
 	return nil
 }
 

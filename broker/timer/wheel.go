@@ -25,6 +25,10 @@ type wheel struct {
 	slots     int64
 	precision int64
 	dirty     map[int64]record.TimerSlot // by slot time
+	// saving holds the slots of the checkpoint in flight, which may or
+	// may not be in the file yet; only the service goroutine uses it (the
+	// checkpoint's writer has its own copy).
+	saving map[int64]record.TimerSlot
 }
 
 // openWheel opens (or creates) the wheel file of slots slots.
@@ -59,6 +63,9 @@ func (w *wheel) get(timeMs int64) record.TimerSlot {
 	if s, ok := w.dirty[timeMs]; ok {
 		return s
 	}
+	if s, ok := w.saving[timeMs]; ok {
+		return s
+	}
 	s := record.DecodeTimerSlot(w.seg.View(w.offset(timeMs), record.TimerSlotSize))
 	if s.TimeMs != timeMs {
 		return record.TimerSlot{TimeMs: timeMs, FirstPos: -1, LastPos: -1}
@@ -69,15 +76,30 @@ func (w *wheel) get(timeMs int64) record.TimerSlot {
 // put changes a slot (in memory until the next checkpoint).
 func (w *wheel) put(s record.TimerSlot) { w.dirty[s.TimeMs] = s }
 
-// redo returns the changed slots by time, for the checkpoint: applied
-// in this order, a later turn of the wheel wins over an earlier one.
-func (w *wheel) redo() []record.TimerSlot {
+// detach moves the changed slots to saving and returns them by time, for
+// a checkpoint: applied in this order, a later turn of the wheel wins
+// over an earlier one.
+func (w *wheel) detach() []record.TimerSlot {
 	out := make([]record.TimerSlot, 0, len(w.dirty))
 	for _, s := range w.dirty {
 		out = append(out, s)
 	}
 	slices.SortFunc(out, func(a, b record.TimerSlot) int { return cmp.Compare(a.TimeMs, b.TimeMs) })
+	w.saving, w.dirty = w.dirty, map[int64]record.TimerSlot{}
 	return out
+}
+
+// saved ends the checkpoint of the saving slots: they are in the file,
+// or (ok false) go back to the next checkpoint unless changed since.
+func (w *wheel) saved(ok bool) {
+	if !ok {
+		for t, s := range w.saving {
+			if _, newer := w.dirty[t]; !newer {
+				w.dirty[t] = s
+			}
+		}
+	}
+	w.saving = nil
 }
 
 // apply writes slots into the file and syncs them. It is idempotent:

@@ -38,6 +38,11 @@ type benchOptions struct {
 	// replicatedTime and replicatedRepeats size each replicated run.
 	replicatedTime    time.Duration
 	replicatedRepeats int
+	// timers runs the timer exactness workload instead (bench.Timers).
+	timers   bench.TimerOptions
+	timersOn bool
+	// timersPending runs bench.TimersPending instead, with this count.
+	timersPending int
 }
 
 func newBenchCmd() *cobra.Command {
@@ -79,6 +84,11 @@ the ratio. Temporary stores are removed; a default run takes a few minutes,
 	f.BoolVar(&o.server.timeline, "server-timeline", false, "--server: also print each run's send→consume latency by send time, 100 ms a line")
 	f.BoolVar(&o.server.grpc, "server-grpc", false, "--server: also load rocketstore through its 5.x gRPC endpoint (one SendMessage a message; consumers receive and ack), alternating with remoting, and print the ratios")
 	f.IntVar(&o.server.repeat, "server-repeat", 1, "--server: run every configuration this many times (alternating the systems)")
+	f.BoolVar(&o.timersOn, "timers", false, "instead: send timer messages due within a window and check every one is delivered once, never early, and how late")
+	f.IntVar(&o.timers.Count, "timers-count", 100_000, "--timers: how many timer messages")
+	f.DurationVar(&o.timers.Window, "timers-window", time.Minute, "--timers: the span of their delivery times")
+	f.Int64Var(&o.timers.PrecisionMs, "timers-precision", 1000, "--timers: the broker's timerPrecisionMs")
+	f.IntVar(&o.timersPending, "timers-pending", 0, "instead: send `N` timer messages due over --timers-window (from a minute on) and report their memory, files and a restart")
 	return cmd
 }
 
@@ -101,6 +111,17 @@ func runBench(cmd *cobra.Command, o benchOptions) error {
 	stderr := cmd.ErrOrStderr()
 	if o.server.on {
 		return runServerBench(ctx, cmd.OutOrStdout(), stderr, o)
+	}
+	if o.timersOn {
+		return runTimerBench(ctx, cmd.OutOrStdout(), stderr, o)
+	}
+	if o.timersPending > 0 {
+		fmt.Fprintf(stderr, "pending timers: %d due over %v\n", o.timersPending, o.timers.Window)
+		rep, err := bench.TimersPending(ctx, o.timersPending, o.timers.Window, o.tmp)
+		if err != nil {
+			return err
+		}
+		return rep.WriteMarkdown(cmd.OutOrStdout())
 	}
 	var bar *progressbar.ProgressBar
 	// A bar redraws with carriage returns: on a terminal only; logs (CI)
@@ -180,6 +201,27 @@ func runBench(cmd *cobra.Command, o benchOptions) error {
 	}
 	if len(failed) > 0 {
 		return fmt.Errorf("bench: %d workloads failed: %s", len(failed), strings.Join(failed, ", "))
+	}
+	return nil
+}
+
+// runTimerBench runs bench.Timers and fails when a check fails.
+func runTimerBench(ctx context.Context, out, stderr io.Writer, o benchOptions) error {
+	t := o.timers
+	t.Dir = o.tmp
+	if o.quick {
+		t.Count, t.Window = min(t.Count, 5000), min(t.Window, 5*time.Second)
+	}
+	fmt.Fprintf(stderr, "timers: %d due within %v, timerPrecisionMs %d\n", t.Count, t.Window, t.PrecisionMs)
+	rep, err := bench.Timers(ctx, t)
+	if err != nil {
+		return err
+	}
+	if err := rep.WriteMarkdown(out); err != nil {
+		return err
+	}
+	if !rep.Passed() {
+		return errors.New("bench: the timer workload failed a check")
 	}
 	return nil
 }

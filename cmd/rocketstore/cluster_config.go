@@ -36,9 +36,14 @@ type raftFileConfig struct {
 	Peers  []string `yaml:"peers"`
 	Join   bool     `yaml:"join"`
 	// HeartbeatTimeoutMs and ElectionTimeoutMs tune failure detection
-	// (1000 each).
+	// (2000 each).
 	HeartbeatTimeoutMs int `yaml:"heartbeatTimeoutMs"`
 	ElectionTimeoutMs  int `yaml:"electionTimeoutMs"`
+	// LeaderLeaseTimeoutMs is how long a leader that hears from no
+	// majority keeps leading (half heartbeatTimeoutMs; at most it).
+	LeaderLeaseTimeoutMs int `yaml:"leaderLeaseTimeoutMs"`
+	// CommitTimeoutMs is Raft's commit timeout (10).
+	CommitTimeoutMs int `yaml:"commitTimeoutMs"`
 	// SnapshotThreshold is the number of entries between snapshots (4096).
 	SnapshotThreshold uint64 `yaml:"snapshotThreshold"`
 	// SnapshotIntervalMs is how often the threshold is checked (30000).
@@ -47,6 +52,9 @@ type raftFileConfig struct {
 	// (4096): a replica further behind is caught up from the leader's
 	// CommitLog (InstallSnapshot) instead of the log.
 	TrailingLogs uint64 `yaml:"trailingLogs"`
+	// LogSegmentSize is the size of the Raft log's segment files
+	// (67108864): the log takes at least one on disk.
+	LogSegmentSize int `yaml:"logSegmentSize"`
 	// ScrubIntervalMs turns on the background scrub (0: off): every
 	// interval, the next ScrubBytes of the committed CommitLog are
 	// checked against their CRCs and the other replicas' bytes, and
@@ -201,18 +209,25 @@ func (rc *raftFileConfig) clusterConfig() (cfg cluster.Config, advertise string,
 		}
 		advertise = rc.Bind
 	}
-	if rc.HeartbeatTimeoutMs < 0 || rc.ElectionTimeoutMs < 0 || rc.SnapshotIntervalMs < 0 {
+	if rc.HeartbeatTimeoutMs < 0 || rc.ElectionTimeoutMs < 0 || rc.SnapshotIntervalMs < 0 ||
+		rc.LeaderLeaseTimeoutMs < 0 || rc.CommitTimeoutMs < 0 {
 		return cfg, "", fmt.Errorf("%w: raft: negative timeout", server.ErrConfig)
 	}
 	if rc.ScrubIntervalMs < 0 || rc.ScrubBytes < 0 {
 		return cfg, "", fmt.Errorf("%w: raft: scrubIntervalMs %d and scrubBytes %d must not be negative",
 			server.ErrConfig, rc.ScrubIntervalMs, rc.ScrubBytes)
 	}
+	if rc.LogSegmentSize < 0 {
+		return cfg, "", fmt.Errorf("%w: raft: logSegmentSize %d must not be negative", server.ErrConfig, rc.LogSegmentSize)
+	}
+	cfg.LogSegmentSize = rc.LogSegmentSize
 	cfg.ScrubInterval = ms(rc.ScrubIntervalMs)
 	cfg.ScrubBytes = rc.ScrubBytes
 	cfg.SnapshotInterval = ms(rc.SnapshotIntervalMs)
 	cfg.HeartbeatTimeout = ms(rc.HeartbeatTimeoutMs)
 	cfg.ElectionTimeout = ms(rc.ElectionTimeoutMs)
+	cfg.LeaderLeaseTimeout = ms(rc.LeaderLeaseTimeoutMs)
+	cfg.CommitTimeout = ms(rc.CommitTimeoutMs)
 	return cfg, advertise, nil
 }
 

@@ -1,11 +1,17 @@
 package main
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/rocketstore/rocketstore/cluster"
+	"github.com/rocketstore/rocketstore/server"
 )
 
 func TestServeConfigRaftSection(t *testing.T) {
@@ -81,6 +87,49 @@ func TestServeConfigRaftTuning(t *testing.T) {
 	}
 }
 
+// TestServeConfigRaftTimeouts: the raft: section's timeouts reach the
+// cluster config, and a lease longer than the heartbeat timeout, or an
+// election timeout shorter than it, is refused naming both.
+func TestServeConfigRaftTimeouts(t *testing.T) {
+	load := func(extra string) (cluster.Config, error) {
+		t.Helper()
+		name := filepath.Join(t.TempDir(), "c.yaml")
+		yaml := "raft:\n  nodeId: n1\n  bind: 127.0.0.1:1\n  peers: [n1@127.0.0.1:1]\n" + extra
+		if err := os.WriteFile(name, []byte(yaml), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		_, rc, err := loadServeConfig(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, _, err := rc.clusterConfig()
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, c.Transport = raft.NewInmemTransport("")
+		return c, c.Validate()
+	}
+	c, err := load("  heartbeatTimeoutMs: 3000\n  electionTimeoutMs: 4000\n  leaderLeaseTimeoutMs: 2500\n  commitTimeoutMs: 20\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.HeartbeatTimeout != 3*time.Second || c.ElectionTimeout != 4*time.Second ||
+		c.LeaderLeaseTimeout != 2500*time.Millisecond || c.CommitTimeout != 20*time.Millisecond {
+		t.Fatalf("cluster config %+v", c)
+	}
+	if _, err := load(""); err != nil {
+		t.Fatalf("the defaults: %v", err)
+	}
+	for extra, want := range map[string]string{
+		"  leaderLeaseTimeoutMs: 2500\n":                          "leader lease timeout 2.5s is longer than the heartbeat timeout 2s",
+		"  heartbeatTimeoutMs: 3000\n  electionTimeoutMs: 1000\n": "election timeout 1s is shorter than the heartbeat timeout 3s",
+	} {
+		if _, err := load(extra); !errors.Is(err, cluster.ErrConfig) || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: %v, want ErrConfig with %q", extra, err, want)
+		}
+	}
+}
+
 // TestServeConfigRaftGRPC: a replica serves gRPC at its
 // raft.grpcEndpoints entry, or at an explicit --grpc-listen only when the
 // entries are there (routes must name the leader's); bad entries are
@@ -109,5 +158,31 @@ func TestServeConfigRaftGRPC(t *testing.T) {
 		if got != tt.want || (err == nil) != (tt.err == "") || (err != nil && !strings.Contains(err.Error(), tt.err)) {
 			t.Errorf("%s: listen %q, err %v; want %q, err containing %q", tt.name, got, err, tt.want, tt.err)
 		}
+	}
+}
+
+// TestClusterDemoConfigIsSmall: the files cluster-demo writes give each
+// replica the small footprint (64 MiB CommitLog files, 4.2 MB index
+// files, 16 MiB Raft log segments) and pass serve's checks.
+func TestClusterDemoConfigIsSmall(t *testing.T) {
+	name := filepath.Join(t.TempDir(), "n1.yaml")
+	if err := os.WriteFile(name, []byte(demoConfig(1, 9876)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	fc, rc, err := loadServeConfig(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var nc server.NodeConfig
+	if err := fc.Apply(&nc); err != nil {
+		t.Fatal(err)
+	}
+	c, _, err := rc.clusterConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if nc.Broker.Store.CommitLogFileSize != 64<<20 || nc.Broker.Index.MaxHashSlotNum != 50000 ||
+		nc.Broker.Index.MaxIndexNum != 200000 || c.LogSegmentSize != 16<<20 || nc.Listen != "127.0.0.1:9876" {
+		t.Fatalf("store %+v, index %+v, raft log segment %d, listen %s", nc.Broker.Store, nc.Broker.Index, c.LogSegmentSize, nc.Listen)
 	}
 }

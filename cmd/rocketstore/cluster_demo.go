@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
+	"net"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -28,7 +30,10 @@ func newClusterDemoCmd() *cobra.Command {
 		Long: `cluster-demo starts three replicas of broker group "broker-a" in this process,
 each with its own store directory (DIR/n1, DIR/n2, DIR/n3; DIR defaults to a new
 temporary directory), name server (--port, +1, +2), broker port (10911, 10921,
-10931) and Raft port (--port+1000, +1, +2 ... on 127.0.0.1), with SYNC_FLUSH. Every
+10931), Raft port (--port+1000, +1, +2 ... on 127.0.0.1) and RocketMQ 5.x gRPC
+endpoint (--port+2000, +1, +2; routes name the leader's), with SYNC_FLUSH and
+small files (64 MiB CommitLog files, 4.2 MB index files, 16 MiB Raft log segments:
+about 90 MB of disk a replica instead of 1.6 GB). Every
 replica registers with the three name servers; the leader as brokerId 0, the others
 as their place in the group (n2 is 2, n3 is 3; n1 is 1 while it follows). It
 prints the name-server list to give clients and runs until SIGINT or SIGTERM.
@@ -47,17 +52,23 @@ the files are written into DIR.`,
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			nodes, nsList, err := startDemoGroup(dir, port)
+			replicaLog, _ := newLogger(&cobra.Command{}, "warn", "text")
+			nodes, nsList, err := startDemoGroup(dir, port, replicaLog)
 			if err != nil {
 				return &exitCodeError{code: exitError, err: err}
 			}
 			out := cmd.OutOrStdout()
 			fmt.Fprintf(out, "broker group broker-a: 3 replicas, data in %s\n", dir)
 			for i, cn := range nodes {
-				fmt.Fprintf(out, "  n%d: name server %s, broker %s, raft 127.0.0.1:%d, config %s\n", i+1, cn.addr, cn.brokerAddr,
-					port+1000+i, filepath.Join(dir, fmt.Sprintf("n%d.yaml", i+1)))
+				fmt.Fprintf(out, "  n%d: name server %s, broker %s, gRPC %s, raft 127.0.0.1:%d, config %s\n", i+1, cn.addr, cn.brokerAddr,
+					cn.grpcAddr, port+1000+i, filepath.Join(dir, fmt.Sprintf("n%d.yaml", i+1)))
 			}
 			fmt.Fprintf(out, "clients: name server %s (e.g. cd e2e && go run ./example -namesrv %s)\n", nsList, nodes[0].addr)
+			var grpcs []string
+			for _, cn := range nodes {
+				grpcs = append(grpcs, cn.grpcAddr)
+			}
+			fmt.Fprintf(out, "5.x clients: endpoints %s\n", strings.Join(grpcs, ";"))
 			t := time.NewTicker(time.Second)
 			defer t.Stop()
 			leader := ""
@@ -78,8 +89,16 @@ the files are written into DIR.`,
 			var errs []error
 			sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
+			// All at once: each replica unregisters from the three name
+			// servers before it closes its own, so stopping them one
+			// after the other had the later ones unregister from closed
+			// name servers (a "connection refused" warning each).
+			errc := make(chan error, len(nodes))
 			for _, cn := range nodes {
-				errs = append(errs, cn.shutdown(sctx))
+				go func() { errc <- cn.shutdown(sctx) }()
+			}
+			for range nodes {
+				errs = append(errs, <-errc)
 			}
 			_ = logger
 			return errors.Join(errs...)
@@ -90,11 +109,20 @@ the files are written into DIR.`,
 	return cmd
 }
 
+// smallFootprint are the file sizes of a trial or a demo: about 70 MB of
+// disk for a fresh store instead of 1.5 GB (docs/configuration.md).
+const smallFootprint = `mapedFileSizeCommitLog: 67108864   # 64 MiB CommitLog files (1 GiB by default)
+mapedFileSizeConsumeQueue: 600000  # 30,000 units a ConsumeQueue file (300,000)
+maxHashSlotNum: 50000              # index files of 4.2 MB (420 MB)
+maxIndexNum: 200000
+`
+
 // demoConfig is replica i's config file (1-based), as serve reads it.
 func demoConfig(i, port int) string {
-	var peers []string
+	var peers, grpcs []string
 	for j := 1; j <= 3; j++ {
 		peers = append(peers, fmt.Sprintf("n%d@127.0.0.1:%d", j, port+1000+j-1))
+		grpcs = append(grpcs, fmt.Sprintf("n%d@127.0.0.1:%d", j, port+2000+j-1))
 	}
 	var ns []string
 	for j := 0; j < 3; j++ {
@@ -104,43 +132,83 @@ func demoConfig(i, port int) string {
 listenPort: %d
 namesrvListen: 127.0.0.1:%d
 flushDiskType: SYNC_FLUSH
-%sraft:
+%s%sraft:
   nodeId: n%d
   bind: 127.0.0.1:%d
   peers: [%s]
-`, 10911+10*(i-1), port+i-1, namesrvLine(strings.Join(ns, ";")), i, port+1000+i-1, strings.Join(peers, ", "))
+  grpcEndpoints: [%s]
+  logSegmentSize: 16777216
+`, 10911+10*(i-1), port+i-1, namesrvLine(strings.Join(ns, ";")), smallFootprint, i, port+1000+i-1, strings.Join(peers, ", "),
+		strings.Join(grpcs, ", "))
 }
 
 // startDemoGroup writes the three config files into dir and starts the
-// replicas from them.
-func startDemoGroup(dir string, port int) ([]*clusterNode, string, error) {
+// replicas from them. The three name-server ports are bound first: each
+// replica registers with all three at start, and a port already bound
+// accepts the connection (the registration is answered once its node
+// serves, a moment later) where a missing one refused it with a warning.
+func startDemoGroup(dir string, port int, logger *slog.Logger) ([]*clusterNode, string, error) {
 	var nodes []*clusterNode
 	var ns []string
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, "", err
 	}
+	lns := make([]net.Listener, 3)
+	closeRest := func(from int) {
+		for _, l := range lns[from:] {
+			if l != nil {
+				_ = l.Close()
+			}
+		}
+	}
+	for i := range lns {
+		ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port+i))
+		if err != nil {
+			closeRest(0)
+			return nil, "", err
+		}
+		lns[i] = ln
+	}
 	for i := 1; i <= 3; i++ {
-		name := filepath.Join(dir, fmt.Sprintf("n%d.yaml", i))
-		if err := os.WriteFile(name, []byte(demoConfig(i, port)), 0o644); err != nil {
-			return nodes, "", err
-		}
-		fc, rc, err := loadServeConfig(name)
+		cn, err := startDemoNode(dir, port, i, lns[i-1], logger)
 		if err != nil {
-			return nodes, "", err
-		}
-		nc := server.NodeConfig{Dir: filepath.Join(dir, fmt.Sprintf("n%d", i))}
-		if err := fc.Apply(&nc); err != nil {
-			return nodes, "", err
-		}
-		nc.Broker.Store.FlushDiskType = engine.SyncFlush
-		logger, _ := newLogger(&cobra.Command{}, "warn", "text")
-		nc.Server.Logger, nc.Broker.Store.Logger = logger, logger
-		cn, err := startClusterNode(nc, rc, logger)
-		if err != nil {
+			closeRest(i)
 			return nodes, "", err
 		}
 		nodes = append(nodes, cn)
 		ns = append(ns, cn.addr)
 	}
 	return nodes, strings.Join(ns, ";"), nil
+}
+
+// startDemoNode writes replica i's config file and starts it on ln, its
+// name-server listener (closed on failure), logging to logger.
+func startDemoNode(dir string, port, i int, ln net.Listener, logger *slog.Logger) (*clusterNode, error) {
+	name := filepath.Join(dir, fmt.Sprintf("n%d.yaml", i))
+	fail := func(err error) (*clusterNode, error) { _ = ln.Close(); return nil, err }
+	if err := os.WriteFile(name, []byte(demoConfig(i, port)), 0o644); err != nil {
+		return fail(err)
+	}
+	fc, rc, err := loadServeConfig(name)
+	if err != nil {
+		return fail(err)
+	}
+	nc := server.NodeConfig{Dir: filepath.Join(dir, fmt.Sprintf("n%d", i))}
+	if err := fc.Apply(&nc); err != nil {
+		return fail(err)
+	}
+	nc.Broker.Store.FlushDiskType = engine.SyncFlush
+	nc.Server.Logger, nc.Broker.Store.Logger = logger, logger
+	listen, eps, err := rc.grpcListen(defaultGRPCListen, false)
+	if err != nil {
+		return fail(err)
+	}
+	cn, err := startClusterNodeOn(ln, nc, rc, logger)
+	if err != nil {
+		return nil, err
+	}
+	if err := cn.serveGRPC(clusterGRPC{addr: listen, endpoints: eps}, nc.Server.Security, logger); err != nil {
+		return nil, errors.Join(err, cn.shutdown(context.Background()))
+	}
+	return cn, nil
 }

@@ -28,7 +28,6 @@ import (
 type grpcReplica struct {
 	cn       *clusterNode
 	grpcAddr string
-	stop     func()
 	cl       rmqpb.MessagingServiceClient
 	conn     *grpc.ClientConn
 }
@@ -37,7 +36,6 @@ func (r *grpcReplica) close(t *testing.T) {
 	if r.cn == nil {
 		return
 	}
-	r.stop()
 	_ = r.conn.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -95,15 +93,14 @@ func startGRPCGroup(t *testing.T) []*grpcReplica {
 		if err != nil {
 			t.Fatal(err)
 		}
-		stop, err := cn.serveGRPC(clusterGRPC{addr: listen, endpoints: endpoints}, nc.Server.Security, quietLog)
-		if err != nil {
+		if err := cn.serveGRPC(clusterGRPC{addr: listen, endpoints: endpoints}, nc.Server.Security, quietLog); err != nil {
 			t.Fatal(err)
 		}
 		conn, err := grpc.NewClient(listen, grpc.WithTransportCredentials(insecure.NewCredentials()))
 		if err != nil {
 			t.Fatal(err)
 		}
-		r := &grpcReplica{cn: cn, grpcAddr: listen, stop: stop, cl: rmqpb.NewMessagingServiceClient(conn), conn: conn}
+		r := &grpcReplica{cn: cn, grpcAddr: listen, cl: rmqpb.NewMessagingServiceClient(conn), conn: conn}
 		rs = append(rs, r)
 		t.Cleanup(func() { r.close(t) })
 	}
@@ -139,12 +136,12 @@ func TestClusterGRPCFailover(t *testing.T) {
 	if err := (&bench.RemotingTarget{Addr: leader.cn.brokerAddr, Topic: "FailT", QueuesPerStream: 1}).Prepare(ctx, 1); err != nil {
 		t.Fatal(err)
 	}
-	receive := func(r *grpcReplica, n int32) []*rmqpb.Message {
+	receive := func(r *grpcReplica, n int32, poll time.Duration) []*rmqpb.Message {
 		t.Helper()
 		s, err := r.cl.ReceiveMessage(ctx, &rmqpb.ReceiveMessageRequest{Group: &rmqpb.Resource{Name: "FailG"},
 			MessageQueue: &rmqpb.MessageQueue{Topic: &rmqpb.Resource{Name: "FailT"}, Id: -1}, BatchSize: n,
 			FilterExpression:  &rmqpb.FilterExpression{Type: rmqpb.FilterType_TAG, Expression: "*"},
-			InvisibleDuration: durationpb.New(time.Minute), LongPollingTimeout: durationpb.New(2 * time.Second)})
+			InvisibleDuration: durationpb.New(time.Minute), LongPollingTimeout: durationpb.New(poll)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -203,7 +200,7 @@ func TestClusterGRPCFailover(t *testing.T) {
 		if err != nil || sr.GetStatus().GetCode() == rmqpb.Code_OK {
 			t.Fatalf("a send to the follower at %s: %v %v, want it refused", r.grpcAddr, sr.GetStatus(), err)
 		}
-		if got := receive(r, 1); len(got) != 0 {
+		if got := receive(r, 1, 100*time.Millisecond); len(got) != 0 {
 			t.Fatalf("a follower delivered %v", bodies(got))
 		}
 	}
@@ -216,7 +213,7 @@ func TestClusterGRPCFailover(t *testing.T) {
 			t.Fatalf("send %d: %v %v", i, r, err)
 		}
 	}
-	got := receive(leader, 6)
+	got := receive(leader, 6, 2*time.Second)
 	if len(got) != 6 {
 		t.Fatalf("received %v, want 6 messages", bodies(got))
 	}
@@ -242,7 +239,7 @@ func TestClusterGRPCFailover(t *testing.T) {
 		}
 	}
 	slices.Sort(want)
-	if got := bodies(receive(next, 32)); !slices.Equal(got, want) {
+	if got := bodies(receive(next, 32, 2*time.Second)); !slices.Equal(got, want) {
 		t.Fatalf("the new leader delivered %v, want only the never delivered %v (delivered before: %v)", got, want, delivered)
 	}
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/rocketstore/rocketstore/cluster"
+	"github.com/rocketstore/rocketstore/console"
 	"github.com/rocketstore/rocketstore/server"
 )
 
@@ -32,12 +33,28 @@ type clusterNode struct {
 	srv              *server.Server
 	addr, brokerAddr string
 	wg               sync.WaitGroup
+	grpcAddr         string // the gRPC endpoint ("": none)
+	stopGRPC         func() // stops it (nil: none)
 }
 
 // startClusterNode is server.StartNode for a replica of a broker group.
 func startClusterNode(nc server.NodeConfig, rc *raftFileConfig, log *slog.Logger) (*clusterNode, error) {
+	if nc.Listen == "" {
+		nc.Listen = "127.0.0.1:9876"
+	}
+	ln, err := net.Listen("tcp", nc.Listen)
+	if err != nil {
+		return nil, err
+	}
+	return startClusterNodeOn(ln, nc, rc, log)
+}
+
+// startClusterNodeOn is startClusterNode on a name-server listener
+// already open (nc.Listen unused), which it owns from then on.
+func startClusterNodeOn(ln net.Listener, nc server.NodeConfig, rc *raftFileConfig, log *slog.Logger) (*clusterNode, error) {
 	ccfg, advertise, err := rc.clusterConfig()
 	if err != nil {
+		_ = ln.Close()
 		return nil, err
 	}
 	ccfg.Logger = log
@@ -46,13 +63,6 @@ func startClusterNode(nc server.NodeConfig, rc *raftFileConfig, log *slog.Logger
 		for _, l := range cn.lns {
 			_ = l.Close()
 		}
-	}
-	if nc.Listen == "" {
-		nc.Listen = "127.0.0.1:9876"
-	}
-	ln, err := net.Listen("tcp", nc.Listen)
-	if err != nil {
-		return nil, err
 	}
 	cn.lns = append(cn.lns, ln)
 	brokerLn := ln
@@ -128,18 +138,29 @@ func startClusterNode(nc server.NodeConfig, rc *raftFileConfig, log *slog.Logger
 // as brokerId 0.
 func setBrokerID(s *server.Server, id int64) { s.SetBrokerID(id) }
 
+// shutdown stops the gRPC endpoint (its requests use the replica's
+// broker), then the server and the replica.
 func (cn *clusterNode) shutdown(ctx context.Context) error {
+	if cn.stopGRPC != nil {
+		cn.stopGRPC()
+		cn.stopGRPC = nil
+	}
 	err := cn.srv.Shutdown(ctx)
 	cn.wg.Wait()
 	return errors.Join(err, cn.node.Close())
 }
 
-// serveGRPC serves the replica's gRPC endpoint at g.addr, its routes
-// naming the leader's endpoint (from g.endpoints by the leader's node id;
-// its own while no leader is known).
-func (cn *clusterNode) serveGRPC(g clusterGRPC, sec server.Security, log *slog.Logger) (func(), error) {
-	return startGRPC(grpcFront{addr: g.addr, explicit: true, broker: cn.node.Broker(), srv: cn.srv, security: sec,
+// serveGRPC serves the replica's gRPC endpoint at g.addr until shutdown,
+// its routes naming the leader's endpoint (from g.endpoints by the
+// leader's node id; its own while no leader is known).
+func (cn *clusterNode) serveGRPC(g clusterGRPC, sec server.Security, log *slog.Logger) error {
+	stop, err := startGRPC(grpcFront{addr: g.addr, explicit: true, broker: cn.node.Broker(), srv: cn.srv, security: sec,
 		leader: func() string { return g.endpoints[cn.node.LeaderID()] }}, log)
+	if err != nil {
+		return err
+	}
+	cn.grpcAddr, cn.stopGRPC = g.addr, stop
+	return nil
 }
 
 // clusterGRPC is a replica's gRPC endpoint: where it listens ("": off)
@@ -151,8 +172,10 @@ type clusterGRPC struct {
 
 // runClusterServe is runServe for a replica: it also stops, with an
 // error, when the replica stops applying the group's log. Every replica
-// serves gRPC (g), its routes naming the leader's endpoint.
-func runClusterServe(parent context.Context, nc server.NodeConfig, rc *raftFileConfig, g clusterGRPC, metrics *prom.Metrics, metricsAddr string,
+// serves gRPC (g), its routes naming the leader's endpoint, and with
+// consoleFlag the console with its replication page.
+func runClusterServe(parent context.Context, nc server.NodeConfig, rc *raftFileConfig, g clusterGRPC, metrics *prom.Metrics,
+	metricsAddr, consoleFlag string,
 	shutdownTimeout time.Duration, log *slog.Logger) error {
 	if parent == nil {
 		parent = context.Background()
@@ -166,11 +189,8 @@ func runClusterServe(parent context.Context, nc server.NodeConfig, rc *raftFileC
 	log.Info("rocketstore replica serving", "nameServer", cn.addr, "broker", cn.brokerAddr, "dir", nc.Dir,
 		"brokerName", cn.srv.Config().BrokerName, "nodeId", rc.NodeID, "raft", rc.Bind,
 		"recovery", fmt.Sprintf("%+v", cn.node.Broker().Store().Recovery()))
-	// The gRPC endpoint stops before the replica: its requests use the
-	// replica's broker.
-	stopGRPC := func() {}
 	if g.addr != "" {
-		if stopGRPC, err = cn.serveGRPC(g, nc.Server.Security, log); err != nil {
+		if err := cn.serveGRPC(g, nc.Server.Security, log); err != nil {
 			return errors.Join(&exitCodeError{code: exitError, err: err}, cn.shutdown(context.Background()))
 		}
 	}
@@ -178,7 +198,6 @@ func runClusterServe(parent context.Context, nc server.NodeConfig, rc *raftFileC
 		metrics.AttachCluster(cn.node.Status)
 		ln, err := net.Listen("tcp", metricsAddr)
 		if err != nil {
-			stopGRPC()
 			return errors.Join(&exitCodeError{code: exitError, err: err}, cn.shutdown(context.Background()))
 		}
 		mux := http.NewServeMux()
@@ -191,6 +210,13 @@ func runClusterServe(parent context.Context, nc server.NodeConfig, rc *raftFileC
 		}()
 		defer hs.Close()
 		log.Info("metrics", "url", "http://"+ln.Addr().String()+"/metrics")
+	}
+	if consoleFlag != "" {
+		stopConsole, err := startClusterConsole(ctx, consoleFlag, nc, rc, cn, log)
+		if err != nil {
+			return errors.Join(&exitCodeError{code: exitError, err: err}, cn.shutdown(context.Background()))
+		}
+		defer stopConsole()
 	}
 	t := time.NewTicker(500 * time.Millisecond)
 	defer t.Stop()
@@ -210,7 +236,6 @@ wait:
 	log.Info("shutting down")
 	sctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
 	defer cancel()
-	stopGRPC()
 	err = cn.shutdown(sctx)
 	if failed != nil {
 		log.Error("the replica stopped applying the group's log", "err", failed)
@@ -222,6 +247,31 @@ wait:
 	}
 	log.Info("stopped")
 	return nil
+}
+
+// startClusterConsole serves the console of a replica: the console of
+// serve, plus its replication page, which asks the group's members over
+// their Raft ports (with raft.tls, with this node's certificate).
+func startClusterConsole(ctx context.Context, flag string, nc server.NodeConfig, rc *raftFileConfig, cn *clusterNode,
+	log *slog.Logger) (func(), error) {
+	_, advertise, err := rc.clusterConfig()
+	if err != nil {
+		return nil, err
+	}
+	var d cluster.Dialer
+	if rc.TLS != nil {
+		if d.TLS, err = cluster.LoadPeerTLS(rc.TLS.CertFile, rc.TLS.KeyFile, rc.TLS.CAFile); err != nil {
+			return nil, err
+		}
+	}
+	namesrv := nc.Server.NamesrvAddr
+	if len(namesrv) == 0 {
+		namesrv = []string{cn.addr}
+	}
+	return startConsole(ctx, flag, console.Config{NameServers: namesrv, Logger: log, ACL: cn.srv.ACLValidator(),
+		Replication: func(ctx context.Context) (cluster.GroupInfo, []cluster.MemberStatus, error) {
+			return d.Members(ctx, advertise)
+		}}, log)
 }
 
 // namesrvLine is the namesrvAddr line of a generated config file.

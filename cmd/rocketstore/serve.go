@@ -104,7 +104,7 @@ finish, consumer offsets are persisted and the store is flushed and closed.`,
 					return &exitCodeError{code: exitError, err: err}
 				}
 				return runClusterServe(cmd.Context(), nc, rc, clusterGRPC{addr: grpcAt, endpoints: eps},
-					metrics, metricsAddr, shutdownTimeout, logger)
+					metrics, metricsAddr, consoleFlag, shutdownTimeout, logger)
 			}
 			var extras []serveExtra
 			if consoleFlag != "" {

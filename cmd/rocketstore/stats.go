@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -12,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/rocketstore/rocketstore/broker/offset"
+	"github.com/rocketstore/rocketstore/broker/timer"
 	"github.com/rocketstore/rocketstore/engine"
 )
 
@@ -58,6 +60,9 @@ type storeStats struct {
 	RecoveryDropped int           `json:"recoveryDroppedBytes"`
 	Queues          []queueStats  `json:"queues"`
 	Consumers       []consumerLag `json:"consumers"`
+	// TimersPending counts the pending timer messages of each topic, as
+	// of the timer service's last checkpoint.
+	TimersPending map[string]int64 `json:"timersPending,omitempty"`
 }
 
 type queueStats struct {
@@ -98,6 +103,9 @@ func collectStats(dir string, errOut io.Writer) (_ *storeStats, err error) {
 		return nil, fmt.Errorf("consumer offsets: %w", err)
 	}
 	st.Consumers = consumerLags(s, offsets.Table())
+	if st.TimersPending, err = timer.PendingOnDisk(fs); err != nil {
+		return nil, fmt.Errorf("timer checkpoint: %w", err)
+	}
 	return st, nil
 }
 
@@ -144,6 +152,12 @@ func printStats(out io.Writer, st *storeStats) error {
 	fmt.Fprintf(tw, "\nGROUP\tTOPIC\tQUEUE\tOFFSET\tMAX\tLAG\n")
 	for _, c := range st.Consumers {
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\n", c.Group, c.Topic, c.QueueID, c.Offset, c.Max, c.Lag)
+	}
+	if len(st.TimersPending) > 0 {
+		fmt.Fprintf(tw, "\nTIMER TOPIC\tPENDING\n")
+		for _, t := range slices.Sorted(maps.Keys(st.TimersPending)) {
+			fmt.Fprintf(tw, "%s\t%d\n", t, st.TimersPending[t])
+		}
 	}
 	return tw.Flush()
 }

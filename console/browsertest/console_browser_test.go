@@ -13,6 +13,8 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/rocketstore/rocketstore/admin"
+	"github.com/rocketstore/rocketstore/cluster"
+	"github.com/rocketstore/rocketstore/console"
 	"github.com/rocketstore/rocketstore/console/internal/consoletest"
 	"github.com/rocketstore/rocketstore/record"
 	"github.com/rocketstore/rocketstore/server"
@@ -40,8 +42,21 @@ type fixture struct {
 	adm *admin.Client
 }
 
+// replication is the replicated group the console shows on its
+// replication page: a leader, a follower behind it, and a member down.
+func replication(context.Context) (cluster.GroupInfo, []cluster.MemberStatus, error) {
+	return cluster.GroupInfo{GroupID: "3f2a", BrokerName: "broker-a", Leader: "127.0.0.1:7001"}, []cluster.MemberStatus{
+		{ID: "n1", Addr: "127.0.0.1:7001", Role: "leader", Health: "ok",
+			Status: &cluster.Status{State: "Leader", Term: 3, AppliedIndex: 1200, AppliedOffset: 65536, ElectionsWon: 1, Repaired: 0}},
+		{ID: "n2", Addr: "127.0.0.1:7002", Role: "follower", Health: "ok", LagEntries: 17, LagBytes: 4096,
+			Status: &cluster.Status{State: "Follower", Term: 3, AppliedIndex: 1183, AppliedOffset: 61440, LastContactMs: 40,
+				SnapshotInstalls: 1, Repaired: 2, ScrubRuns: 30, ScrubbedBytes: 61440}},
+		{ID: "n3", Addr: "127.0.0.1:7003", Role: "follower", Health: "unreachable: dial tcp 127.0.0.1:7003: connect: connection refused"},
+	}, nil
+}
+
 func newFixture(t *testing.T) *fixture {
-	ce := consoletest.Start(t, consoletest.Config{CommitLogFileSize: 4 << 20})
+	ce := consoletest.Start(t, consoletest.Config{CommitLogFileSize: 4 << 20, Console: console.Config{Replication: replication}})
 	f := &fixture{n: ce.Node, url: ce.HTTP.URL + "/", adm: ce.Admin}
 	f.seed(t)
 	return f
@@ -211,6 +226,14 @@ func TestConsoleInBrowser(t *testing.T) {
 		}
 	}
 	stop()
+	run("replication page",
+		chromedp.Navigate(f.url+"#/replication"),
+		waitText("#replication-group", "leader 127.0.0.1:7001"),
+		waitText(`#members tr[data-node="n1"] .role`, "leader"),
+		waitText(`#members tr[data-node="n2"] .lag`, "17"),
+		waitText(`#members tr[data-node="n2"] .repaired`, "2"),
+		waitText(`#members tr[data-node="n3"] .health`, "unreachable"),
+		shot("console-replication"))
 	run("topics page",
 		chromedp.Navigate(f.url+"#/topics"),
 		waitText("#topics", "Orders"),

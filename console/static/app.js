@@ -152,6 +152,46 @@ async function clusterPage() {
   pollStats();
 }
 
+// ---- replication
+
+let replicationTimer = null;
+
+function contactText(m) {
+  const s = m.status;
+  if (!s || m.role === "leader") return "-";
+  if (s.lastContactMs < 0) return "never";
+  return s.lastContactMs < 1000 ? s.lastContactMs + " ms ago" : (s.lastContactMs / 1000).toFixed(1) + " s ago";
+}
+
+async function replicationPage() {
+  const g = await api("replication");
+  if (!g.enabled) {
+    render(el("h1", {}, "Replication"),
+      el("p", { id: "replication-none", class: "muted" },
+        "This node is not a replica of a broker group (its config has no raft: section)."));
+    return;
+  }
+  const n = (v) => (v === undefined || v === null ? "-" : v);
+  render(
+    el("h1", {}, "Replication"),
+    el("p", { id: "replication-group" }, `Group ${g.groupId} (brokerName ${g.brokerName}), leader ${g.leader || "none"}`),
+    table("members", ["Node", "Raft address", "Role", "Health", { label: "Term", num: true }, { label: "Applied index", num: true },
+      { label: "Lag entries", num: true }, { label: "Lag bytes", num: true }, "Last contact", { label: "Elections won", num: true },
+      { label: "Snapshot installs", num: true }, { label: "Repaired records", num: true }, { label: "Scrub runs", num: true },
+      { label: "Scrubbed bytes", num: true }],
+      g.members.map((m) => {
+        const s = m.status || {};
+        return el("tr", { "data-node": m.nodeId, class: m.health === "ok" ? null : "unhealthy" },
+          el("td", {}, m.nodeId), el("td", {}, m.addr), el("td", { class: "role" }, m.role), el("td", { class: "health" }, m.health),
+          el("td", { class: "num" }, n(s.term)), el("td", { class: "num" }, n(s.appliedIndex)),
+          el("td", { class: "num lag" }, m.status ? m.lagEntries : "-"), el("td", { class: "num" }, m.status ? m.lagBytes : "-"),
+          el("td", {}, contactText(m)), el("td", { class: "num" }, n(s.electionsWon)), el("td", { class: "num" }, n(s.snapshotInstalls)),
+          el("td", { class: "num repaired" }, n(s.repaired)), el("td", { class: "num" }, n(s.scrubRuns)), el("td", { class: "num" }, n(s.scrubbedBytes)));
+      })),
+    el("p", { class: "muted" }, "Each member answers for itself over its Raft port; lag is against the leader's applied index and " +
+      "CommitLog offset. Elections, snapshot installs, repairs and scrub runs count since each member started. Refreshed every 2 s."));
+}
+
 // ---- topics
 
 async function topicsPage() {
@@ -377,6 +417,7 @@ async function route() {
   const parts = path.split("/").filter(Boolean).map(decodeURIComponent);
   document.querySelectorAll("nav a").forEach((a) => a.classList.toggle("active", a.id === "nav-" + (parts[0] === "topic" ? "topics" : parts[0] === "group" ? "groups" : parts[0] === "message" ? "messages" : parts[0])));
   clearInterval(statsTimer);
+  clearInterval(replicationTimer);
   showError("");
   await run(async () => {
     switch (parts[0]) {
@@ -387,6 +428,10 @@ async function route() {
       case "messages": return messagesPage(params);
       case "message": return messagePage(parts[1]);
       case "dlq": return dlqPage(params);
+      case "replication":
+        await replicationPage();
+        replicationTimer = setInterval(() => replicationPage().catch((e) => showError(e.message)), 2000);
+        return;
       default:
         await clusterPage();
         statsTimer = setInterval(pollStats, 1000);

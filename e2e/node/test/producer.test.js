@@ -113,7 +113,7 @@ test('message types: a message of another type than the topic\'s message.type is
   }
 });
 
-test('delay: held until the delivery time (the delay level not earlier than it)', async () => {
+test('delay: held until the delivery time (a timer message)', async () => {
   const p = producer('DelayTopic');
   await p.startup();
   try {

@@ -1,4 +1,4 @@
-package server
+package namesrv
 
 import (
 	"testing"
@@ -8,23 +8,23 @@ import (
 	"github.com/rocketstore/rocketstore/remoting"
 )
 
-// TestRouteTableKeepsBrokerWhoseConnectionCloses: a closed connection
+// TestKeepsBrokerWhoseConnectionCloses: a closed connection
 // forgets no broker; a broker is forgotten only when it has not registered
 // for the expiry (BROKER_CHANNEL_EXPIRED_TIME), measured on the injected
 // clock, and a broker that keeps registering on a new connection stays.
-func TestRouteTableKeepsBrokerWhoseConnectionCloses(t *testing.T) {
+func TestKeepsBrokerWhoseConnectionCloses(t *testing.T) {
 	now := time.Unix(1_700_000_000, 0)
-	rt := newRouteTable(func() time.Time { return now }, DefaultBrokerExpiry)
+	rt := NewRouteTable(func() time.Time { return now }, 120*time.Second) // BROKER_CHANNEL_EXPIRED_TIME
 	topics := map[string]config.TopicConfig{"T": config.NewTopicConfig("T")}
 	oldConn, newConn := &remoting.Conn{}, &remoting.Conn{}
 	reg := func(name, addr string, c *remoting.Conn) {
-		rt.register(registration{cluster: "C", name: name, addr: addr, topics: topics, conn: c})
+		rt.Register(Registration{Cluster: "C", Name: name, Addr: addr, Topics: topics, Conn: c})
 	}
-	routed := func(name string) bool { return rt.route("T").brokerAddrs(name)["0"] != "" }
+	routed := func(name string) bool { return rt.Route("T").brokerAddrs(name)["0"] != "" }
 	reg("live", "127.0.0.1:1", oldConn)
 	reg("silent", "127.0.0.1:2", oldConn)
 
-	if gone := rt.connClosed(oldConn); len(gone) != 2 {
+	if gone := rt.ConnClosed(oldConn); len(gone) != 2 {
 		t.Fatalf("connClosed reports %v, want both brokers detached", gone)
 	}
 	if !routed("live") || !routed("silent") {
@@ -34,12 +34,12 @@ func TestRouteTableKeepsBrokerWhoseConnectionCloses(t *testing.T) {
 	for range 4 {
 		now = now.Add(30 * time.Second)
 		reg("live", "127.0.0.1:1", newConn)
-		if gone := rt.expire(); len(gone) != 0 {
+		if gone := rt.Expire(); len(gone) != 0 {
 			t.Fatalf("expired at %v after the last registration: %v", now.Sub(time.Unix(1_700_000_000, 0)), gone)
 		}
 	}
 	now = now.Add(time.Millisecond)
-	if gone := rt.expire(); len(gone) != 1 || gone[0].name != "silent" {
+	if gone := rt.Expire(); len(gone) != 1 || gone[0].Name != "silent" {
 		t.Fatalf("past the expiry: expired %v, want the silent broker", gone)
 	}
 	if !routed("live") || routed("silent") {
@@ -48,7 +48,7 @@ func TestRouteTableKeepsBrokerWhoseConnectionCloses(t *testing.T) {
 }
 
 // brokerAddrs returns the members of group name in rd.
-func (rd topicRouteData) brokerAddrs(name string) map[string]string {
+func (rd TopicRouteData) brokerAddrs(name string) map[string]string {
 	for _, bd := range rd.BrokerDatas {
 		if bd.BrokerName == name {
 			return bd.BrokerAddrs

@@ -1,4 +1,4 @@
-package server
+package namesrv
 
 import (
 	"maps"
@@ -11,23 +11,6 @@ import (
 	"github.com/rocketstore/rocketstore/remoting"
 )
 
-// Name-server request codes of the broker registry (Java RequestCode).
-const (
-	codeRegisterBroker   int32 = 103
-	codeUnregisterBroker int32 = 104
-)
-
-// nameServerCodes are the request codes the name-server role answers;
-// every other registered code belongs to the broker role.
-var nameServerCodes = map[int32]bool{
-	remoting.CodeGetRouteInfoByTopic:        true,
-	remoting.CodeGetBrokerClusterInfo:       true,
-	remoting.CodeGetAllTopicListFromNamesrv: true,
-	remoting.CodeDeleteTopicInNamesrv:       true,
-	codeRegisterBroker:                      true,
-	codeUnregisterBroker:                    true,
-}
-
 // brokerLive is RocketMQ's BrokerLiveInfo: when a broker last registered,
 // the topic table version it registered, the connection it registered on
 // and its HA address.
@@ -38,81 +21,84 @@ type brokerLive struct {
 	haServerAddr string
 }
 
-// brokerRef names one registered broker.
-type brokerRef struct {
-	cluster, name, addr string
+// BrokerRef names one registered broker.
+type BrokerRef struct {
+	Cluster, Name, Addr string
 }
 
-// routeTable is the name server's view of the registered brokers
+// RouteTable is the name server's view of the registered brokers
 // (RocketMQ's RouteInfoManager): clusters, broker groups with their
 // members by broker id, each topic's queue data per broker group, and the
 // live table that expires brokers that stop registering.
-type routeTable struct {
+type RouteTable struct {
 	now    func() time.Time
 	expiry time.Duration
 
 	mu sync.RWMutex
 	// topics: topic → broker name → the group master's queue data.
-	topics map[string]map[string]queueData
+	topics map[string]map[string]QueueData
 	// brokers: broker name → cluster and members (id → address).
-	brokers map[string]*brokerData
+	brokers map[string]*BrokerData
 	// clusters: cluster → broker names.
 	clusters map[string]map[string]bool
 	// live: broker address → liveness.
 	live map[string]*brokerLive
 }
 
-func newRouteTable(now func() time.Time, expiry time.Duration) *routeTable {
-	return &routeTable{now: now, expiry: expiry, topics: map[string]map[string]queueData{},
-		brokers: map[string]*brokerData{}, clusters: map[string]map[string]bool{}, live: map[string]*brokerLive{}}
+// NewRouteTable returns an empty table that reads the time from now and
+// expires brokers silent for longer than expiry.
+func NewRouteTable(now func() time.Time, expiry time.Duration) *RouteTable {
+	return &RouteTable{now: now, expiry: expiry, topics: map[string]map[string]QueueData{},
+		brokers: map[string]*BrokerData{}, clusters: map[string]map[string]bool{}, live: map[string]*brokerLive{}}
 }
 
-// registration is one REGISTER_BROKER request, decoded.
-type registration struct {
-	cluster, name, addr, haServerAddr string
-	id                                int64
-	// topics is nil when the request carried no topic table.
-	topics      map[string]config.TopicConfig
-	dataVersion config.DataVersion
-	conn        *remoting.Conn
+// Registration is one REGISTER_BROKER request, decoded.
+type Registration struct {
+	Cluster, Name, Addr, HAServerAddr string
+	ID                                int64
+	// Topics is nil when the request carried no topic table.
+	Topics      map[string]config.TopicConfig
+	DataVersion config.DataVersion
+	// Conn is the connection the broker registered on.
+	Conn *remoting.Conn
 }
 
-// register records a broker's registration (RouteInfoManager.registerBroker)
+// Register records a broker's Registration (RouteInfoManager.registerBroker)
 // and returns its group's master address and the master's HA address for a
 // slave ("" for a master or when the group has no master yet). Only a
 // master's topic table defines the group's queue data, and it replaces the
 // group's previous queue data when its version changed, so that topics the
 // broker deleted leave the routes.
-func (t *routeTable) register(r registration) (masterAddr, masterHA string) {
+func (t *RouteTable) Register(r Registration) (masterAddr, masterHA string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.clusters[r.cluster] == nil {
-		t.clusters[r.cluster] = map[string]bool{}
+	if t.clusters[r.Cluster] == nil {
+		t.clusters[r.Cluster] = map[string]bool{}
 	}
-	t.clusters[r.cluster][r.name] = true
-	bd := t.brokers[r.name]
+	t.clusters[r.Cluster][r.Name] = true
+	bd := t.brokers[r.Name]
 	first := bd == nil
 	if first {
-		bd = &brokerData{Cluster: r.cluster, BrokerName: r.name, BrokerAddrs: map[string]string{}}
-		t.brokers[r.name] = bd
+		bd = &BrokerData{Cluster: r.Cluster, BrokerName: r.Name, BrokerAddrs: map[string]string{}}
+		t.brokers[r.Name] = bd
 	}
-	bd.Cluster = r.cluster
+	bd.Cluster = r.Cluster
 	// A broker whose id changed (a slave switched to master, or back)
 	// leaves its old slot: one address has one id in a group.
 	for id, addr := range bd.BrokerAddrs {
-		if addr == r.addr && id != idKey(r.id) {
+		if addr == r.Addr && id != idKey(r.ID) {
 			delete(bd.BrokerAddrs, id)
 		}
 	}
-	old, had := bd.BrokerAddrs[idKey(r.id)]
-	first = first || !had || old != r.addr
-	bd.BrokerAddrs[idKey(r.id)] = r.addr
-	prev := t.live[r.addr]
-	if r.topics != nil && r.id == 0 && (first || prev == nil || prev.dataVersion != r.dataVersion) {
-		t.replaceQueueDataLocked(r.name, r.topics)
+	old, had := bd.BrokerAddrs[idKey(r.ID)]
+	first = first || !had || old != r.Addr
+	bd.BrokerAddrs[idKey(r.ID)] = r.Addr
+	prev := t.live[r.Addr]
+	if r.Topics != nil && r.ID == 0 && (first || prev == nil || prev.dataVersion != r.DataVersion) {
+		t.replaceQueueDataLocked(r.Name, r.Topics)
 	}
-	t.live[r.addr] = &brokerLive{lastUpdate: t.now(), dataVersion: r.dataVersion, conn: r.conn, haServerAddr: r.haServerAddr}
-	if r.id != 0 {
+	t.live[r.Addr] = &brokerLive{lastUpdate: t.now(), dataVersion: r.DataVersion, conn: r.Conn, haServerAddr: r.HAServerAddr}
+	if r.ID != 0 {
 		if m, ok := bd.BrokerAddrs["0"]; ok {
 			masterAddr = m
 			if l := t.live[m]; l != nil {
@@ -124,7 +110,7 @@ func (t *routeTable) register(r registration) (masterAddr, masterHA string) {
 }
 
 // replaceQueueDataLocked makes topics the queue data of broker group name.
-func (t *routeTable) replaceQueueDataLocked(name string, topics map[string]config.TopicConfig) {
+func (t *RouteTable) replaceQueueDataLocked(name string, topics map[string]config.TopicConfig) {
 	for topic, byBroker := range t.topics {
 		if _, keep := topics[topic]; !keep {
 			delete(byBroker, name)
@@ -135,15 +121,15 @@ func (t *routeTable) replaceQueueDataLocked(name string, topics map[string]confi
 	}
 	for topic, tc := range topics {
 		if t.topics[topic] == nil {
-			t.topics[topic] = map[string]queueData{}
+			t.topics[topic] = map[string]QueueData{}
 		}
-		t.topics[topic][name] = queueData{BrokerName: name, ReadQueueNums: tc.ReadQueueNums,
+		t.topics[topic][name] = QueueData{BrokerName: name, ReadQueueNums: tc.ReadQueueNums,
 			WriteQueueNums: tc.WriteQueueNums, Perm: tc.Perm, TopicSynFlag: tc.TopicSysFlag}
 	}
 }
 
-// unregister removes broker id of group name at addr (UNREGISTER_BROKER).
-func (t *routeTable) unregister(cluster, name, addr string, id int64) {
+// Unregister removes broker id of group name at addr (UNREGISTER_BROKER).
+func (t *RouteTable) Unregister(cluster, name, addr string, id int64) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	delete(t.live, addr)
@@ -162,7 +148,7 @@ func (t *routeTable) unregister(cluster, name, addr string, id int64) {
 
 // removeGroupLocked forgets broker group name: its cluster entry and its
 // queue data.
-func (t *routeTable) removeGroupLocked(cluster, name string) {
+func (t *RouteTable) removeGroupLocked(cluster, name string) {
 	delete(t.brokers, name)
 	if c := t.clusters[cluster]; c != nil {
 		delete(c, name)
@@ -178,16 +164,16 @@ func (t *routeTable) removeGroupLocked(cluster, name string) {
 	}
 }
 
-// removeAddrLocked forgets every registration of addr
+// removeAddrLocked forgets every Registration of addr
 // (RouteInfoManager.onChannelDestroy) and returns the groups it left.
-func (t *routeTable) removeAddrLocked(addr string) []brokerRef {
+func (t *RouteTable) removeAddrLocked(addr string) []BrokerRef {
 	delete(t.live, addr)
-	var gone []brokerRef
+	var gone []BrokerRef
 	for name, bd := range t.brokers {
 		for id, a := range bd.BrokerAddrs {
 			if a == addr {
 				delete(bd.BrokerAddrs, id)
-				gone = append(gone, brokerRef{bd.Cluster, name, addr})
+				gone = append(gone, BrokerRef{bd.Cluster, name, addr})
 			}
 		}
 		if len(bd.BrokerAddrs) == 0 {
@@ -197,12 +183,12 @@ func (t *routeTable) removeAddrLocked(addr string) []brokerRef {
 	return gone
 }
 
-// expire removes brokers that have not registered for the expiry
+// Expire removes brokers that have not registered for the expiry
 // (scanNotActiveBroker) and closes their connections.
-func (t *routeTable) expire() []brokerRef {
+func (t *RouteTable) Expire() []BrokerRef {
 	deadline := t.now().Add(-t.expiry)
 	t.mu.Lock()
-	var gone []brokerRef
+	var gone []BrokerRef
 	var conns []*remoting.Conn
 	for addr, l := range t.live {
 		if l.lastUpdate.Before(deadline) {
@@ -219,17 +205,17 @@ func (t *routeTable) expire() []brokerRef {
 	return gone
 }
 
-// connClosed detaches c from the brokers that registered on it and
+// ConnClosed detaches c from the brokers that registered on it and
 // returns them. Unlike RocketMQ's onChannelDestroy it forgets none of
 // them: a closed connection says nothing of the broker (its registrar may
 // have timed out on another name server, a proxy may have cut it), and a
 // broker forgotten while it lives is unroutable until it registers again.
 // A broker that is gone stops registering and expires after the expiry,
 // and a new master of its group replaces it in its group at once.
-func (t *routeTable) connClosed(c *remoting.Conn) []brokerRef {
+func (t *RouteTable) ConnClosed(c *remoting.Conn) []BrokerRef {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	var detached []brokerRef
+	var detached []BrokerRef
 	for addr, l := range t.live {
 		if l.conn != c {
 			continue
@@ -238,7 +224,7 @@ func (t *routeTable) connClosed(c *remoting.Conn) []brokerRef {
 		for name, bd := range t.brokers {
 			for _, a := range bd.BrokerAddrs {
 				if a == addr {
-					detached = append(detached, brokerRef{bd.Cluster, name, addr})
+					detached = append(detached, BrokerRef{bd.Cluster, name, addr})
 				}
 			}
 		}
@@ -246,31 +232,31 @@ func (t *routeTable) connClosed(c *remoting.Conn) []brokerRef {
 	return detached
 }
 
-// route returns the registered route of topic: the queue data of every
+// Route returns the registered route of topic: the queue data of every
 // group holding it (sorted by broker name) and those groups' members.
-func (t *routeTable) route(topic string) topicRouteData {
+func (t *RouteTable) Route(topic string) TopicRouteData {
 	t.mu.RLock()
 	defer t.mu.RUnlock()
-	rd := topicRouteData{FilterServer: map[string]any{}}
+	rd := TopicRouteData{FilterServer: map[string]any{}}
 	for _, name := range slices.Sorted(maps.Keys(t.topics[topic])) {
 		bd := t.brokers[name]
 		if bd == nil {
 			continue
 		}
 		rd.QueueDatas = append(rd.QueueDatas, t.topics[topic][name])
-		rd.BrokerDatas = append(rd.BrokerDatas, brokerData{Cluster: bd.Cluster, BrokerName: name,
+		rd.BrokerDatas = append(rd.BrokerDatas, BrokerData{Cluster: bd.Cluster, BrokerName: name,
 			BrokerAddrs: maps.Clone(bd.BrokerAddrs)})
 	}
 	return rd
 }
 
-// clusterInfo returns every registered group and cluster.
-func (t *routeTable) clusterInfo() clusterInfo {
+// ClusterInfo returns every registered group and cluster.
+func (t *RouteTable) ClusterInfo() ClusterInfo {
 	t.mu.RLock()
 	defer t.mu.RUnlock()
-	ci := clusterInfo{BrokerAddrTable: map[string]brokerData{}, ClusterAddrTable: map[string][]string{}}
+	ci := ClusterInfo{BrokerAddrTable: map[string]BrokerData{}, ClusterAddrTable: map[string][]string{}}
 	for name, bd := range t.brokers {
-		ci.BrokerAddrTable[name] = brokerData{Cluster: bd.Cluster, BrokerName: name, BrokerAddrs: maps.Clone(bd.BrokerAddrs)}
+		ci.BrokerAddrTable[name] = BrokerData{Cluster: bd.Cluster, BrokerName: name, BrokerAddrs: maps.Clone(bd.BrokerAddrs)}
 	}
 	for c, names := range t.clusters {
 		ci.ClusterAddrTable[c] = slices.Sorted(maps.Keys(names))
@@ -278,15 +264,15 @@ func (t *routeTable) clusterInfo() clusterInfo {
 	return ci
 }
 
-// topicNames returns the registered topics.
-func (t *routeTable) topicNames() []string {
+// TopicNames returns the registered topics.
+func (t *RouteTable) TopicNames() []string {
 	t.mu.RLock()
 	defer t.mu.RUnlock()
 	return slices.Collect(maps.Keys(t.topics))
 }
 
-// deleteTopic removes topic's queue data (DELETE_TOPIC_IN_NAMESRV).
-func (t *routeTable) deleteTopic(topic string) {
+// DeleteTopic removes topic's queue data (DELETE_TOPIC_IN_NAMESRV).
+func (t *RouteTable) DeleteTopic(topic string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	delete(t.topics, topic)
