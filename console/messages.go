@@ -305,11 +305,11 @@ func (c *Console) resend(r *http.Request, cl *admin.Client) (any, error) {
 		return nil, err
 	}
 	props := maps.Clone(m.Properties)
-	for _, k := range []string{"RETRY_TOPIC", "REAL_TOPIC", "REAL_QID", "DELAY", "MAX_OFFSET", "MIN_OFFSET"} {
+	for _, k := range []string{record.PropertyRetryTopic, record.PropertyRealTopic, record.PropertyRealQueueID, record.PropertyDelayTimeLevel, "MAX_OFFSET", "MIN_OFFSET"} {
 		delete(props, k)
 	}
-	props["UNIQ_KEY"] = fmt.Sprintf("%X", time.Now().UnixNano())
-	props["ORIGIN_MESSAGE_ID"] = f.MsgID
+	props[record.PropertyUniqClientMsgID] = fmt.Sprintf("%X", time.Now().UnixNano())
+	props[record.PropertyOriginMessageID] = f.MsgID
 	name := slices.Sorted(maps.Keys(brokers))[0]
 	res, err := cl.SendMessage(r.Context(), brokers[name], "CONSOLE_PRODUCER",
 		&record.Message{Topic: origin, Body: m.Body, Flag: m.Flag, Properties: props})

@@ -11,6 +11,7 @@ import (
 
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/rocketstore/rocketstore/broker/config"
 	"github.com/rocketstore/rocketstore/proxy/rmqpb"
 	"github.com/rocketstore/rocketstore/record"
 )
@@ -67,13 +68,13 @@ func toMessage(m *record.MessageExt, topic string) *rmqpb.Message {
 	if k := props[record.PropertyKeys]; k != "" {
 		sp.Keys = strings.Fields(k)
 	}
-	if g := props[propShardingKey]; g != "" {
+	if g := props[record.PropertyShardingKey]; g != "" {
 		sp.MessageGroup = &g
 	}
 	if tc := props[propTraceContext]; tc != "" {
 		sp.TraceContext = &tc
 	}
-	if ms, err := strconv.ParseInt(props[propTimerDeliver], 10, 64); err == nil {
+	if ms, err := strconv.ParseInt(props[record.PropertyTimerDeliverMS], 10, 64); err == nil {
 		sp.DeliveryTimestamp = timestamppb.New(time.UnixMilli(ms))
 	}
 	user := make(map[string]string, len(props))
@@ -87,13 +88,13 @@ func toMessage(m *record.MessageExt, topic string) *rmqpb.Message {
 
 // messageType is the 5.x type a stored message was sent as.
 func messageType(props map[string]string) rmqpb.MessageType {
-	switch {
-	case props[record.PropertyTransactionPrep] == "true":
+	switch config.MessageTypeOf(props) {
+	case config.MessageTypeTransaction:
 		return rmqpb.MessageType_TRANSACTION
-	case props[propShardingKey] != "":
-		return rmqpb.MessageType_FIFO
-	case props[propTimerDeliver] != "" || props[record.PropertyDelayTimeLevel] != "":
+	case config.MessageTypeDelay:
 		return rmqpb.MessageType_DELAY
+	case config.MessageTypeFIFO:
+		return rmqpb.MessageType_FIFO
 	}
 	return rmqpb.MessageType_NORMAL
 }

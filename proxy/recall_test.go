@@ -54,7 +54,7 @@ func TestDeliveryTimestampAndRecall(t *testing.T) {
 	far := msg("Delay", "ID-FAR")
 	far.SystemProperties.MessageType = rmqpb.MessageType_DELAY
 	far.SystemProperties.DeliveryTimestamp = timestamppb.New(time.Now().Add(73 * time.Hour))
-	if r := send(t, ctx, e.cl, far); r.GetEntries()[0].GetStatus().GetCode() != rmqpb.Code_BAD_REQUEST {
+	if r := send(t, ctx, e.cl, far); r.GetStatus().GetCode() != rmqpb.Code_ILLEGAL_DELIVERY_TIME {
 		t.Fatalf("far send: %v", r)
 	}
 }

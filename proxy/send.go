@@ -16,8 +16,6 @@ import (
 
 // Message properties the 5.x proxy sets beyond the 4.x ones in record.
 const (
-	propShardingKey   = "__SHARDINGKEY" // message group
-	propTimerDeliver  = "TIMER_DELIVER_MS"
 	propTraceContext  = "TRACE_CONTEXT"
 	propBornTimestamp = "BORN_TIMESTAMP" // the client's, as the proxy records it
 )
@@ -30,9 +28,9 @@ var systemProperties = map[string]bool{
 	record.PropertyRealQueueID: true, record.PropertyTransactionPrep: true, record.PropertyOriginMessageID: true,
 	record.PropertyReconsumeTime: true, record.PropertyMaxReconsumeTimes: true, record.PropertyUniqClientMsgID: true,
 	record.PropertyCluster: true, transaction.PropProducerGroup: true, transaction.PropCheckImmunitySecs: true,
-	propShardingKey: true, propTimerDeliver: true, propTraceContext: true, "MSGID": true, "MIN_OFFSET": true,
+	record.PropertyShardingKey: true, record.PropertyTimerDeliverMS: true, propTraceContext: true, "MSGID": true, "MIN_OFFSET": true,
 	"MAX_OFFSET": true, "BUYER_ID": true, "TRANSFER_FLAG": true, "CORRECTION_FLAG": true, "MQ2_FLAG": true,
-	"INSTANCE_ID": true, "REAL_QUEUE_ID": true, "__STARTDELIVERTIME": true, "UNIQ_KEY_IDX": true,
+	"INSTANCE_ID": true, "REAL_QUEUE_ID": true, record.PropertyStartDeliverTime: true, "UNIQ_KEY_IDX": true,
 }
 
 // SendMessage stores each message of the request as a 4.x send would:
@@ -156,15 +154,20 @@ func (p *Proxy) sendRequest(m *rmqpb.Message, topic string, writeQueues int) (*b
 		if strings.TrimSpace(g) == "" || len(g) >= 64 || hasControl(g) {
 			return nil, status(rmqpb.Code_ILLEGAL_MESSAGE_GROUP, "message group "+quote(g)+" is blank, 64 bytes or longer, or contains a control character")
 		}
-		props[propShardingKey] = g
+		props[record.PropertyShardingKey] = g
 	}
 	if tc := sp.GetTraceContext(); tc != "" {
 		props[propTraceContext] = tc
 	}
 	if dt := sp.GetDeliveryTimestamp(); dt != nil {
 		// A timer message: the broker holds it in its timer store until
-		// then (broker/timer), to the timerPrecisionMs.
-		props[propTimerDeliver] = strconv.FormatInt(dt.AsTime().UnixMilli(), 10)
+		// then (broker/timer), to the timerPrecisionMs. Its limit is the
+		// broker's timerMaxDelaySec (the Java proxy's maxDelayTimeMills).
+		ms := dt.AsTime().UnixMilli()
+		if maxDelay := p.b.Timer().Config().MaxDelay.Milliseconds(); ms-p.cfg.Now().UnixMilli() > maxDelay {
+			return nil, status(rmqpb.Code_ILLEGAL_DELIVERY_TIME, "the max delay time of message is too large, max is "+strconv.FormatInt(maxDelay, 10))
+		}
+		props[record.PropertyTimerDeliverMS] = strconv.FormatInt(ms, 10)
 	}
 	born := p.cfg.Now().UnixMilli()
 	if bt := sp.GetBornTimestamp(); bt != nil && bt.IsValid() {

@@ -35,10 +35,11 @@
 //
 // # Crash safety
 //
-// A checkpoint is taken in this order: sync the CommitLog (the deliveries
-// it counts are durable), sync the TimerLog, save the checkpoint with its
-// redo list atomically, then write the redo list into the wheel file and
-// sync it. Recovery truncates the TimerLog to the checkpoint's end,
+// A checkpoint is a snapshot of the state, written by a goroutine of its
+// own while delivery goes on, in this order: sync the CommitLog (the
+// deliveries it counts are durable), sync the TimerLog, save the
+// checkpoint with its redo list atomically, then write the redo list into
+// the wheel file and sync it. Recovery truncates the TimerLog to the checkpoint's end,
 // re-applies the redo list (so the wheel never points past the TimerLog),
 // enqueues again from the checkpoint's queue offset and delivers again
 // from its slot. Every delivery carries TIMER_SOURCE_OFFSET; recovery

@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/rocketstore/rocketstore/admin"
+	"github.com/rocketstore/rocketstore/record"
 )
 
 type clusterRow struct {
@@ -192,7 +193,7 @@ func topicClusterRows(ctx context.Context, c *admin.Client, topics []string) ([]
 	}
 	rows := []topicListRow{}
 	for _, t := range topics {
-		if strings.HasPrefix(t, "%RETRY%") || strings.HasPrefix(t, "%DLQ%") {
+		if strings.HasPrefix(t, record.RetryGroupTopicPrefix) || strings.HasPrefix(t, record.DLQGroupTopicPrefix) {
 			continue
 		}
 		cluster, groups := "", []string(nil)

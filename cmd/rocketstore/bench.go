@@ -35,14 +35,14 @@ type benchOptions struct {
 	replicated bool
 	// replicatedMore are further producer counts for it.
 	replicatedMore []int
-	// replicatedTime and replicatedRepeats size each replicated run.
-	replicatedTime    time.Duration
-	replicatedRepeats int
 	// timers runs the timer exactness workload instead (bench.Timers).
 	timers   bench.TimerOptions
 	timersOn bool
 	// timersPending runs bench.TimersPending instead, with this count.
 	timersPending int
+	// replicatedTime and replicatedRepeats size each replicated run.
+	replicatedTime    time.Duration
+	replicatedRepeats int
 }
 
 func newBenchCmd() *cobra.Command {
