@@ -224,6 +224,7 @@ func startBlackholeTopology(t *testing.T, bin string, lab *netLab) *blackholeTop
 	for i := range 3 {
 		r := &replica{dir: filepath.Join(root, fmt.Sprintf("n%d", i+1)), cfg: filepath.Join(root, fmt.Sprintf("n%d.yaml", i+1)),
 			ns: bh.nsAddr[i], broker: fmt.Sprintf("%s:%d", lab.ips[i], brokerPort)}
+		r.log = r.dir + ".log"
 		conf := fmt.Sprintf(`brokerName: broker-j
 brokerIP1: %s
 listenPort: %d
