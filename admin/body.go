@@ -197,6 +197,21 @@ type GetConsumerStatusBody struct {
 	ConsumerTable     map[string]MQMap[int64] `json:"consumerTable"`
 }
 
+// TimerMetrics is the body of GET_TIMER_METRICS (61), RocketMQ 5.x's
+// TimerMetricsSerializeWrapper: the pending timer messages of each real
+// topic.
+type TimerMetrics struct {
+	TimingCount map[string]TimerMetric `json:"timingCount"`
+	DataVersion DataVersion            `json:"dataVersion"`
+}
+
+// TimerMetric is one topic's pending timer messages and the time (ms) of
+// the count.
+type TimerMetric struct {
+	Count     int64 `json:"count"`
+	TimeStamp int64 `json:"timeStamp"`
+}
+
 // DataVersion orders versions of a config table.
 type DataVersion struct {
 	Timestamp int64 `json:"timestamp"`

@@ -28,6 +28,7 @@ const (
 	CodeGetBrokerConfig                int32 = 26
 	CodeGetBrokerRuntimeInfo           int32 = 28
 	CodeGetAllConsumerOffset           int32 = 43
+	CodeGetTimerMetrics                int32 = 61
 	CodeSearchOffsetByTimestamp        int32 = 29
 	CodeGetMaxOffset                   int32 = 30
 	CodeGetMinOffset                   int32 = 31
@@ -307,6 +308,17 @@ func (c *Client) RuntimeInfo(ctx context.Context, addr string) (map[string]strin
 	}
 	var kv KVTable
 	return kv.Table, decode(resp, &kv)
+}
+
+// TimerMetrics asks a broker for its pending timer messages by topic
+// (GET_TIMER_METRICS, RocketMQ 5.x).
+func (c *Client) TimerMetrics(ctx context.Context, addr string) (*TimerMetrics, error) {
+	resp, err := c.Invoke(ctx, addr, CodeGetTimerMetrics, nil)
+	if err != nil {
+		return nil, err
+	}
+	var tm TimerMetrics
+	return &tm, decode(resp, &tm)
 }
 
 // AllTopicConfig asks a broker for its topic table.

@@ -179,7 +179,7 @@ func summarize(runs []replRun) Result {
 			p50, p99 = append(p50, run.Latency.P50), append(p99, run.Latency.P99)
 		}
 	}
-	note := fmt.Sprintf("%d runs of %.1f s: msgs/s min/median/max %.0f/%.0f/%.0f", len(runs), r.Seconds, sp.min, sp.med, sp.max)
+	note := fmt.Sprintf("%d × %.1f s: msgs/s min/median/max %.0f/%.0f/%.0f", len(runs), r.Seconds, sp.min, sp.med, sp.max)
 	if len(p50) > 0 {
 		a, b := spreadOf(p50), spreadOf(p99)
 		note += fmt.Sprintf("; p50 µs %.0f/%.0f/%.0f, p99 µs %.0f/%.0f/%.0f", a.min, a.med, a.max, b.min, b.med, b.max)

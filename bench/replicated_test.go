@@ -8,13 +8,13 @@ import (
 )
 
 // TestReplicatedSmoke runs the replicated workload briefly, at two producer
-// counts and twice each: both rows of each are measured with the same
-// producers, the ratio is set, and each node's writes are counted (the
-// figure itself is BENCHMARKS' job).
+// counts: both rows of each are measured with the same producers, the
+// ratio is set, and each node's writes are counted (the figure itself is
+// BENCHMARKS' job; TestSummarize covers the repeats).
 func TestReplicatedSmoke(t *testing.T) {
 	rs, err := Replicated(context.Background(), ReplicatedOptions{Dir: t.TempDir(), Bodies: []int{128},
-		Producers: 4, MoreProducers: []int{8}, Warmup: 200 * time.Millisecond, Time: 500 * time.Millisecond,
-		Repeats: 2, FileSize: 8 << 20})
+		Producers: 4, MoreProducers: []int{8}, Warmup: 100 * time.Millisecond, Time: 500 * time.Millisecond,
+		Repeats: 1, FileSize: 8 << 20})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -29,8 +29,8 @@ func TestReplicatedSmoke(t *testing.T) {
 		}
 		// The single node counts its CommitLog syncs; each replica its
 		// Raft log's bytes and fsyncs beside its CommitLog.
-		if !strings.Contains(single.Note, "2 runs") || !strings.Contains(single.Note, "CommitLog syncs") {
-			t.Errorf("single-node note %q: want 2 runs and its CommitLog syncs", single.Note)
+		if !strings.Contains(single.Note, "1 × ") || !strings.Contains(single.Note, "CommitLog syncs") {
+			t.Errorf("single-node note %q: want 1 run and its CommitLog syncs", single.Note)
 		}
 		for _, n := range []string{"n1 ", "n2 ", "n3 "} {
 			if !strings.Contains(repl.Note, n) {
@@ -54,5 +54,24 @@ func TestSpreadOf(t *testing.T) {
 	}
 	if v[0] != 3 {
 		t.Fatalf("spreadOf sorted its input: %v", v)
+	}
+}
+
+// TestSummarize: the row of repeated runs is the median run, its note the
+// spread of rates and latencies and the median run's writes a message.
+func TestSummarize(t *testing.T) {
+	run := func(rate, p50 float64, clBytes int64) replRun {
+		return replRun{Result: Result{Msgs: 1000, Seconds: 10, MsgsPerS: rate, Latency: &Latency{P50: p50, P99: 10 * p50}},
+			nodes: []nodeWrites{{commitLog: clBytes, raftBytes: 2000, raftSyncs: 50, clSyncs: -1}}}
+	}
+	r := summarize([]replRun{run(300, 3, 3000), run(100, 1, 1000), run(200, 2, 2000)})
+	if r.MsgsPerS != 200 {
+		t.Fatalf("row rate %.0f, want the median run's 200", r.MsgsPerS)
+	}
+	for _, want := range []string{"3 × 10.0 s", "min/median/max 100/200/300", "p50 µs 1/2/3", "p99 µs 10/20/30",
+		"n1 4 B/msg (CommitLog 2 + Raft log 2), Raft log fsyncs 5/s"} {
+		if !strings.Contains(r.Note, want) {
+			t.Errorf("note %q lacks %q", r.Note, want)
+		}
 	}
 }

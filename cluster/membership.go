@@ -42,8 +42,7 @@ import (
 //
 // where STATUS is 0 (ok; op 6's body is JSON GroupInfo), 1 (failed, a
 // text), 2 (not the leader; the body is the leader's Raft address, empty
-// when unknown) or 3 (refused for good, a text). Op 7, a leadership
-// transfer, is in transfer.go.
+// when unknown) or 3 (refused for good, a text).
 const (
 	opJoin   = 4
 	opRemove = 5
@@ -137,8 +136,6 @@ func (n *Node) admin(op byte, payload []byte) ([]byte, error) {
 			return nil, err
 		}
 		return nil, n.RemoveServer(r.ID)
-	case opTransfer:
-		return nil, n.transferAnswer(payload)
 	}
 	return nil, fmt.Errorf("unknown op %d", op)
 }
@@ -460,9 +457,7 @@ func (dial dialFunc) admin(ctx context.Context, addr string, op byte, payload []
 }
 
 // isAdminOp reports the ops whose request carries a payload.
-func isAdminOp(op byte) bool {
-	return op == opJoin || op == opRemove || op == opInfo || op == opTransfer
-}
+func isAdminOp(op byte) bool { return op == opJoin || op == opRemove || op == opInfo }
 
 // serveAdmin reads a membership request's payload and answers it.
 func (n *Node) serveAdmin(c net.Conn, br *bufio.Reader, op byte, size int64) error {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/rocketstore/rocketstore/admin"
 	"github.com/rocketstore/rocketstore/record"
+	"github.com/rocketstore/rocketstore/remoting"
 )
 
 func (c *Console) routes() {
@@ -231,7 +232,31 @@ func (c *Console) topic(r *http.Request, cl *admin.Client) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return map[string]any{"topic": topic, "queues": queues, "groups": groups}, nil
+	timers, err := timersPending(ctx, cl, brokers, topic)
+	if err != nil {
+		return nil, err
+	}
+	return map[string]any{"topic": topic, "queues": queues, "groups": groups, "timersPending": timers}, nil
+}
+
+// timersPending sums the topic's pending timer messages over its brokers
+// (GET_TIMER_METRICS); nil when none of them serves it (RocketMQ 4.x).
+func timersPending(ctx context.Context, cl *admin.Client, brokers map[string]string, topic string) (*int64, error) {
+	var total *int64
+	for _, addr := range brokers {
+		tm, err := cl.TimerMetrics(ctx, addr)
+		if admin.IsCode(err, remoting.CodeRequestCodeNotSupported) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		if total == nil {
+			total = new(int64)
+		}
+		*total += tm.TimingCount[topic].Count
+	}
+	return total, nil
 }
 
 // consumersOf asks the topic's brokers which groups consume it.

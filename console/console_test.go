@@ -19,6 +19,7 @@ import (
 
 	"github.com/rocketstore/rocketstore/acl"
 	"github.com/rocketstore/rocketstore/admin"
+	"github.com/rocketstore/rocketstore/broker"
 	"github.com/rocketstore/rocketstore/console"
 	"github.com/rocketstore/rocketstore/console/internal/consoletest"
 	"github.com/rocketstore/rocketstore/record"
@@ -388,4 +389,37 @@ func TestConsoleReplyTopicIsSystem(t *testing.T) {
 		}
 	}
 	t.Fatalf("no reply topic listed: %+v", topics)
+}
+
+// TestConsoleTopicTimers: the topic page counts the topic's pending
+// timer messages, as the broker's timer service does (GET_TIMER_METRICS),
+// and 0 for a topic without any.
+func TestConsoleTopicTimers(t *testing.T) {
+	e := newEnv(t, console.Config{})
+	for _, name := range []string{"Later", "Now"} {
+		e.post("/api/topic", console.CreateTopic{Topic: name, ReadQueueNums: 1, WriteQueueNums: 1, Perm: 6}, nil)
+	}
+	for range 2 {
+		r := e.n.Broker.SendMessage(context.Background(), &broker.SendRequest{ProducerGroup: "PG", Topic: "Later",
+			Properties: "TIMER_DELAY_SEC\x013600", Body: []byte("b")})
+		if r.Code != broker.Success {
+			t.Fatalf("send: %+v", r)
+		}
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for e.n.Broker.Timer().Pending()["Later"] < 2 {
+		if time.Now().After(deadline) {
+			t.Fatalf("pending timers %v, want Later's 2", e.n.Broker.Timer().Pending())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	for topic, want := range map[string]int64{"Later": 2, "Now": 0} {
+		var page struct {
+			TimersPending *int64 `json:"timersPending"`
+		}
+		e.get("/api/topic?topic="+topic, &page)
+		if page.TimersPending == nil || *page.TimersPending != want {
+			t.Errorf("topic %s: timers pending %v, want %d", topic, page.TimersPending, want)
+		}
+	}
 }

@@ -8,6 +8,7 @@ const (
 	codeGetBrokerRuntimeInfo           int32 = 28
 	codeGetAllConsumerOffset           int32 = 43
 	codeGetAllDelayOffset              int32 = 45
+	codeGetTimerMetrics                int32 = 61 // RocketMQ 5.x
 	codePutKVConfig                    int32 = 100
 	codeGetKVConfig                    int32 = 101
 	codeDeleteKVConfig                 int32 = 102

@@ -53,6 +53,7 @@ func (s *Server) register() {
 		codeUpdateBrokerConfig:              s.updateConfig,
 		codeGetBrokerConfig:                 s.getBrokerConfig,
 		codeGetBrokerRuntimeInfo:            s.getBrokerRuntimeInfo,
+		codeGetTimerMetrics:                 s.getTimerMetrics,
 		codeGetAllConsumerOffset:            s.getAllConsumerOffset,
 		codeGetAllDelayOffset:               s.getAllDelayOffset,
 		codePutKVConfig:                     s.putKVConfig,

@@ -3,6 +3,7 @@ package server
 import (
 	"time"
 
+	"github.com/rocketstore/rocketstore/broker/timer"
 	"github.com/rocketstore/rocketstore/engine"
 	"github.com/rocketstore/rocketstore/remoting"
 )
@@ -58,9 +59,13 @@ type State struct {
 	// Clients returns the consumer groups with online clients and the
 	// online (group, client) registrations.
 	Clients func() (groups, consumers int)
+	// Timer is the broker's timer message service (pending timers,
+	// deliveries and their lateness); nil: none.
+	Timer *timer.Service
 }
 
 // attachMetrics hands the server's state to its metrics.
 func (s *Server) attachMetrics() {
-	s.metrics.Attach(State{Store: s.b.Store(), HeldPulls: s.heldPulls, Remoting: s.RemotingStats, Clients: s.clients.counts})
+	s.metrics.Attach(State{Store: s.b.Store(), HeldPulls: s.heldPulls, Remoting: s.RemotingStats, Clients: s.clients.counts,
+		Timer: s.b.Timer()})
 }

@@ -11,8 +11,9 @@ import (
 // sendMessage answers SEND_MESSAGE (10), SEND_MESSAGE_V2 (310) and
 // SEND_BATCH_MESSAGE (320): ext msgId, queueId and queueOffset on success.
 func (s *Server) sendMessage(ctx context.Context, c *remoting.Conn, req *remoting.RemotingCommand) (*remoting.RemotingCommand, error) {
-	sr, err := sendHeader(req)
-	if err != nil {
+	var sendReq broker.SendRequest // on the stack: SendMessage keeps no pointer to it
+	sr := &sendReq
+	if err := readSendHeader(req, sr); err != nil {
 		return s.refuse(req, c, err)
 	}
 	if req.Code == remoting.CodeSendBatchMessage && !sr.Batch {

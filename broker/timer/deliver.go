@@ -131,11 +131,16 @@ func (s *Service) deliverSlot(ctx context.Context, p *preparedSlot) error {
 		if m == nil || s.delivered[u.OffsetPy] {
 			continue
 		}
-		m.Properties[record.PropertyTimerDequeueMS] = strconv.FormatInt(s.cfg.Now(), 10)
-		if err := s.put(ctx, m); err != nil {
+		now := s.cfg.Now()
+		m.Properties[record.PropertyTimerDequeueMS] = strconv.FormatInt(now, 10)
+		stored, err := s.put(ctx, m)
+		if err != nil {
 			return err
 		}
 		s.delivered[u.OffsetPy] = true
+		if stored {
+			s.lateness.observe(now - u.SlotTime())
+		}
 	}
 	// The slot is done: its messages leave the counts and the memory.
 	for i, u := range p.units {
@@ -176,9 +181,8 @@ func (s *Service) recalls(units []record.TimerUnit) map[string]bool {
 }
 
 // put stores a delivered message; a message the store refuses for good
-// is dropped.
-func (s *Service) put(ctx context.Context, m *record.Message) error {
-	var err error
+// is dropped (stored false, no error).
+func (s *Service) put(ctx context.Context, m *record.Message) (stored bool, err error) {
 	if s.cfg.Put != nil {
 		_, err = s.cfg.Put(ctx, m)
 	} else {
@@ -186,12 +190,12 @@ func (s *Service) put(ctx context.Context, m *record.Message) error {
 	}
 	if errors.Is(err, engine.ErrMessageIllegal) {
 		s.cfg.Logger.Error("timer: delivered message refused; dropped", "topic", m.Topic, "err", err)
-		return nil
+		return false, nil
 	}
 	if err != nil {
-		return fmt.Errorf("timer: deliver to %s/%d: %w", m.Topic, m.QueueID, err)
+		return false, fmt.Errorf("timer: deliver to %s/%d: %w", m.Topic, m.QueueID, err)
 	}
-	return nil
+	return true, nil
 }
 
 // timeUp builds the delivered message (TimerMessageStore.convert): its

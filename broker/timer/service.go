@@ -37,6 +37,7 @@ type Service struct {
 	saving    *saveJob      // the checkpoint in flight
 	next      *preparedSlot // the next slot, read ahead
 	standby   bool          // the last step found the service on standby
+	lateness  Lateness      // of the deliveries since Start
 
 	// mu guards the copies other goroutines read.
 	mu struct {
@@ -268,20 +269,21 @@ func (s *Service) publish() {
 	s.mu.pending = maps.Clone(s.st.pending)
 	s.mu.readTime = s.st.readTime
 	s.mu.stats = Stats{Pending: s.pendingTotal(), DirtySlots: len(s.wheel.dirty) + len(s.wheel.saving), Delivered: len(s.delivered),
-		LogBytes: s.log.diskBytes(), WheelBytes: s.wheel.seg.Size()}
+		LogBytes: s.log.diskBytes(), WheelBytes: s.wheel.seg.Size(), Lateness: s.lateness}
 	if s.next != nil {
 		s.mu.stats.ReadAheadBytes = s.next.bytes
 	}
 }
 
-// Stats returns the timer store's footprint as of the last step.
+// Stats returns the timer store's footprint and the deliveries' lateness
+// as of the last step.
 func (s *Service) Stats() Stats {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.mu.stats
 }
 
-// Stats is the timer store's footprint.
+// Stats is the timer store's footprint and its deliveries.
 type Stats struct {
 	// Pending is the count of pending messages.
 	Pending int64
@@ -294,6 +296,10 @@ type Stats struct {
 	// LogBytes and WheelBytes are the sizes of the TimerLog and wheel
 	// files.
 	LogBytes, WheelBytes int64
+	// Lateness is the lateness of the messages delivered since the
+	// service started; its Count is the deliveries (a message the store
+	// refused for good is dropped and not counted).
+	Lateness Lateness
 }
 
 // MemoryBytes estimates the heap the service holds for its state (map

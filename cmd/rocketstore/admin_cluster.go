@@ -16,7 +16,7 @@ func newAdminClusterCmd(g *adminGlobals) *cobra.Command {
 	var raftAddr string
 	cmd := &cobra.Command{
 		Use:   "cluster COMMAND --raft HOST:PORT",
-		Short: "Membership and leadership of a replicated broker group: members, add-node, remove-node, transfer-leader",
+		Short: "Membership of a replicated broker group: members, add-node, remove-node",
 		Long: `cluster changes and shows the membership of a replicated broker group (raft: in
 the config). --raft is any member's Raft address (raft.bind): a follower points the
 request to the leader. A node to add is started first with an empty --dir and
@@ -98,29 +98,6 @@ only needed when its peers list names none of the group's nodes.`,
 			})
 		},
 	}
-	var to string
-	transfer := &cobra.Command{
-		Use:   "transfer-leader --raft HOST:PORT [--to ID]",
-		Short: "Hand the leadership to another member (before stopping the leader for maintenance)",
-		Long: `transfer-leader has the leader bring a follower up to date and start an election at
-once, so that sends pause for about one replication round instead of an election timeout.
-Without --to, Raft picks the most up-to-date follower. Stop the old leader afterwards.`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, cancel := ctx()
-			defer cancel()
-			d, err := tf.dialer()
-			if err != nil {
-				return err
-			}
-			if err := d.TransferLeader(c, raftAddr, to); err != nil {
-				return failed(tf.hint(err))
-			}
-			fmt.Fprintln(cmd.OutOrStdout(), "leadership transferred (admin cluster members shows the new leader)")
-			return nil
-		},
-	}
-	transfer.Flags().StringVar(&to, "to", "", "the member (raft.nodeId) to lead; empty: Raft's pick")
-	cmd.AddCommand(add, remove, members, transfer)
+	cmd.AddCommand(add, remove, members)
 	return cmd
 }

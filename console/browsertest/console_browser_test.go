@@ -243,6 +243,7 @@ func TestConsoleInBrowser(t *testing.T) {
 	run("topic page",
 		chromedp.Navigate(f.url+"#/topic/Orders"),
 		waitText("#queues tbody", "10"),
+		waitText("#topic-timers", "0"),
 		waitText("#topic-groups", "Billing"))
 	run("groups page",
 		chromedp.Navigate(f.url+"#/groups"),

@@ -248,6 +248,7 @@ async function topicPage(name) {
     table("queues", ["Broker", { label: "Queue", num: true }, { label: "Min offset", num: true }, { label: "Max offset", num: true }, "Last stored"],
       t.queues.map((q) => el("tr", {}, el("td", {}, q.broker), el("td", { class: "num" }, q.queueId),
         el("td", { class: "num" }, q.minOffset), el("td", { class: "num" }, q.maxOffset), el("td", {}, fmtTime(q.lastUpdated))))),
+    t.timersPending == null ? null : el("p", {}, "Timer messages pending: ", el("span", { id: "topic-timers", class: "num" }, t.timersPending)),
     el("h2", {}, "Consumer groups"),
     t.groups.length ? el("ul", { id: "topic-groups" }, t.groups.map((g) => el("li", {}, link("#/group/" + enc(g), g)))) : el("p", { class: "muted" }, "None."),
     el("p", {}, link("#/messages?topic=" + enc(t.topic), "Search its messages")));

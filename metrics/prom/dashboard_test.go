@@ -21,8 +21,10 @@ import (
 func exported(t *testing.T) map[string]bool {
 	t.Helper()
 	m := prom.New(t.TempDir())
+	b, _ := timerBroker(t)
 	m.Attach(server.State{Store: damagedStore(t), HeldPulls: func() int { return 0 },
-		Remoting: func() remoting.Stats { return remoting.Stats{} }, Clients: func() (int, int) { return 0, 0 }})
+		Remoting: func() remoting.Stats { return remoting.Stats{} }, Clients: func() (int, int) { return 0, 0 },
+		Timer: b.Timer()})
 	m.AttachCluster(func() cluster.Status { return cluster.Status{State: "Follower", LastContactMs: 5} })
 	m.Request(10)
 	m.Put("SUCCESS", true, 1, 1, time.Millisecond)
@@ -85,7 +87,8 @@ func exprs(v any) []string {
 
 // TestDashboardUsesExportedMetrics: every expression of the Grafana
 // dashboard in docs/ names only series that /metrics exports, and
-// every documented Raft and cluster series is on it.
+// every documented Raft and cluster series, the pending timers and their
+// lateness are on it.
 func TestDashboardUsesExportedMetrics(t *testing.T) {
 	names := exported(t)
 	if got := unknownMetrics("rate(rocketstore_nope_total[1m])", names); !slices.Equal(got, []string{"rocketstore_nope_total"}) {
@@ -113,7 +116,8 @@ func TestDashboardUsesExportedMetrics(t *testing.T) {
 		}
 	}
 	for n := range names {
-		if (strings.HasPrefix(n, "rocketstore_raft_") || strings.HasPrefix(n, "rocketstore_cluster_")) &&
+		if (strings.HasPrefix(n, "rocketstore_raft_") || strings.HasPrefix(n, "rocketstore_cluster_") ||
+			n == "rocketstore_timer_messages_pending" || n == "rocketstore_timer_delivery_lateness_seconds_bucket") &&
 			!used[n] && n != "rocketstore_raft_last_log_index" && n != "rocketstore_raft_commit_index" &&
 			n != "rocketstore_raft_last_snapshot_index" && n != "rocketstore_cluster_scrub_runs_total" {
 			t.Errorf("the dashboard does not show %s", n)

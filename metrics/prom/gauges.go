@@ -65,6 +65,9 @@ func (m *Metrics) Attach(s server.State) {
 			g("rocketstore_consumer_groups", "Consumer groups with online clients.", func() float64 { g, _ := s.Clients(); return float64(g) }),
 			g("rocketstore_consumers", "Online (group, client) registrations.", func() float64 { _, n := s.Clients(); return float64(n) }),
 		)
+		if s.Timer != nil {
+			m.Registry.MustRegister(&timerCollector{svc: s.Timer})
+		}
 		if m.dir != "" {
 			m.Registry.MustRegister(g("rocketstore_disk_used_bytes", "Bytes allocated by the store directory's files.", m.diskUse))
 		}
