@@ -383,6 +383,15 @@ func (r *replica) setLeader(cmd *exec.Cmd, v bool) {
 	}
 }
 
+// expectExit marks replica i as stopping, so that its exit is not
+// reported as a death of its own (a power cut kills its disk first).
+func (g *jepsenGroup) expectExit(i int) {
+	r := g.reps[i]
+	r.mu.Lock()
+	r.stopping = true
+	r.mu.Unlock()
+}
+
 // kill SIGKILLs replica i and waits for it to exit.
 func (g *jepsenGroup) kill(i int) {
 	r := g.reps[i]
