@@ -84,6 +84,28 @@ func TestBrokerStatsCountWhatClientsDid(t *testing.T) {
 			put, sent, got, consumed, pulled)
 	}
 
+	// The client's last offset commit is a oneway request sent by its
+	// Shutdown (of what it processed, which may be less than it received):
+	// wait until the broker's committed offsets stop moving, or that commit
+	// could land after the reset below and undo it.
+	committed := func() (sum int64) {
+		for q := range int32(4) {
+			if off, err := adm.ConsumerOffset(context.Background(), n.BrokerAddr, "StatsGroup", "StatsTopic", q); err == nil {
+				sum += off
+			}
+		}
+		return sum
+	}
+	for last, deadline := int64(-1), time.Now().Add(10*time.Second); ; time.Sleep(300 * time.Millisecond) {
+		now := committed()
+		if now > 0 && now == last {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("committed offsets of StatsGroup still moving 10 s after the consumer's shutdown (%d)", now)
+		}
+		last = now
+	}
 	// Consume it all again from offset 0: the second delivery adds up.
 	for q := range int32(4) {
 		if err := adm.UpdateConsumerOffset(context.Background(), n.BrokerAddr, "StatsGroup", "StatsTopic", q, 0); err != nil {
