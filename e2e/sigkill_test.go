@@ -23,37 +23,7 @@ import (
 // directory, and every send the client saw acknowledged is then consumed.
 func TestSIGKILLRestartLosesNothingAcknowledged(t *testing.T) {
 	t.Parallel()
-	bin := filepath.Join(t.TempDir(), "rocketstore")
-	build := exec.Command("go", "build", "-o", bin, "./cmd/rocketstore")
-	build.Dir = ".." // the library module, with the command's own dependencies
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
-	}
-	dir := t.TempDir()
-	cfg := filepath.Join(t.TempDir(), "broker.yaml")
-	if err := os.WriteFile(cfg, []byte("flushDiskType: SYNC_FLUSH\nmapedFileSizeCommitLog: 1048576\nmessageIndexEnable: false\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	addr := freeAddr(t)
-	start := func() *exec.Cmd {
-		cmd := exec.Command(bin, "serve", "--dir", dir, "--listen", addr, "--config", cfg, "--log-level", "warn")
-		cmd.Stderr = os.Stderr
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		deadline := time.Now().Add(20 * time.Second)
-		for {
-			if c, err := net.Dial("tcp", addr); err == nil {
-				c.Close()
-				return cmd
-			}
-			if time.Now().After(deadline) {
-				cmd.Process.Kill()
-				t.Fatal("server did not start listening")
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
-	}
+	start, addr := serveProcess(t, "flushDiskType: SYNC_FLUSH\nmapedFileSizeCommitLog: 1048576\nmessageIndexEnable: false\n")
 	srv := start()
 	p := newProducer(t, addr)
 	var mu sync.Mutex
@@ -115,4 +85,38 @@ func freeAddr(t testing.TB) string {
 	}
 	defer l.Close()
 	return l.Addr().String()
+}
+
+// serveProcess builds the command and returns a start function for
+// `rocketstore serve` on a new store directory at addr, with the broker
+// YAML yaml: each call starts a process on that same store and returns
+// once its port answers.
+func serveProcess(t *testing.T, yaml string) (start func() *exec.Cmd, addr string) {
+	t.Helper()
+	bin := buildRocketstore(t)
+	dir := t.TempDir()
+	cfg := filepath.Join(t.TempDir(), "broker.yaml")
+	if err := os.WriteFile(cfg, []byte(yaml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	addr = freeAddr(t)
+	return func() *exec.Cmd {
+		cmd := exec.Command(bin, "serve", "--dir", dir, "--listen", addr, "--config", cfg, "--log-level", "warn")
+		cmd.Stderr = os.Stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		deadline := time.Now().Add(20 * time.Second)
+		for {
+			if c, err := net.Dial("tcp", addr); err == nil {
+				c.Close()
+				return cmd
+			}
+			if time.Now().After(deadline) {
+				cmd.Process.Kill()
+				t.Fatal("server did not start listening")
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}, addr
 }

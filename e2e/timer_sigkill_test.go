@@ -3,10 +3,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"net"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strconv"
 	"syscall"
 	"testing"
@@ -23,37 +19,7 @@ import (
 // once, not before its time, and soon after the restart.
 func TestTimersSurviveSIGKILL(t *testing.T) {
 	t.Parallel()
-	bin := filepath.Join(t.TempDir(), "rocketstore")
-	build := exec.Command("go", "build", "-o", bin, "./cmd/rocketstore")
-	build.Dir = ".."
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
-	}
-	dir := t.TempDir()
-	cfg := filepath.Join(t.TempDir(), "broker.yaml")
-	if err := os.WriteFile(cfg, []byte("flushDiskType: SYNC_FLUSH\nmapedFileSizeCommitLog: 1048576\nmessageIndexEnable: false\ntimerPrecisionMs: 100\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	addr := freeAddr(t)
-	start := func() *exec.Cmd {
-		cmd := exec.Command(bin, "serve", "--dir", dir, "--listen", addr, "--config", cfg, "--log-level", "warn")
-		cmd.Stderr = os.Stderr
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		deadline := time.Now().Add(20 * time.Second)
-		for {
-			if c, err := net.Dial("tcp", addr); err == nil {
-				c.Close()
-				return cmd
-			}
-			if time.Now().After(deadline) {
-				cmd.Process.Kill()
-				t.Fatal("server did not start listening")
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
-	}
+	start, addr := serveProcess(t, "flushDiskType: SYNC_FLUSH\nmapedFileSizeCommitLog: 1048576\nmessageIndexEnable: false\ntimerPrecisionMs: 100\n")
 	srv := start()
 	p := newProducer(t, addr)
 	due := map[string]int64{}
