@@ -16,7 +16,6 @@ import (
 
 	"github.com/apache/rocketmq-client-go/v2/consumer"
 	"github.com/apache/rocketmq-client-go/v2/primitive"
-	"github.com/apache/rocketmq-client-go/v2/producer"
 )
 
 // TestClusterBlackhole runs the README's topology on hosts that vanish
@@ -341,16 +340,8 @@ func brokerQueue(broker string, queue int) int64 {
 // each acknowledged position with its group, and as okSends only the
 // sends acknowledged by broker-j, whose leader the nemesis attacks.
 func runGroupsProducer(t *testing.T, nsList string, p int, h *history, stop chan struct{}) {
-	prod, err := producer.NewDefaultProducer(
-		producer.WithNsResolver(primitive.NewPassthroughResolver(strings.Split(nsList, ";"))),
-		producer.WithGroupName(instance("bh-pg")), producer.WithInstanceName(instance("bp")),
-		producer.WithRetry(2), producer.WithSendMsgTimeout(sendTimeout))
-	if err != nil {
-		t.Error(err)
-		return
-	}
-	if err := prod.Start(); err != nil {
-		t.Error(err)
+	prod := startHistoryProducer(t, nsList, "bh-pg", "bp")
+	if prod == nil {
 		return
 	}
 	defer prod.Shutdown()

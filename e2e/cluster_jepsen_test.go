@@ -20,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	rocketmq "github.com/apache/rocketmq-client-go/v2"
 	"github.com/apache/rocketmq-client-go/v2/consumer"
 	"github.com/apache/rocketmq-client-go/v2/primitive"
 	"github.com/apache/rocketmq-client-go/v2/producer"
@@ -671,17 +672,28 @@ type history struct {
 
 const sendTimeout = 3 * time.Second
 
-func runProducer(t *testing.T, nsList string, p int, h *history, stop chan struct{}) {
+// startHistoryProducer starts an official-client producer of the
+// history's sends (group and instance names made unique to the run), or
+// reports the error and returns nil.
+func startHistoryProducer(t *testing.T, nsList, group, inst string) rocketmq.Producer {
 	prod, err := producer.NewDefaultProducer(
 		producer.WithNsResolver(primitive.NewPassthroughResolver(strings.Split(nsList, ";"))),
-		producer.WithGroupName(instance("jepsen-pg")), producer.WithInstanceName(instance("jp")),
+		producer.WithGroupName(instance(group)), producer.WithInstanceName(instance(inst)),
 		producer.WithRetry(2), producer.WithSendMsgTimeout(sendTimeout))
 	if err != nil {
 		t.Error(err)
-		return
+		return nil
 	}
 	if err := prod.Start(); err != nil {
 		t.Error(err)
+		return nil
+	}
+	return prod
+}
+
+func runProducer(t *testing.T, nsList string, p int, h *history, stop chan struct{}) {
+	prod := startHistoryProducer(t, nsList, "jepsen-pg", "jp")
+	if prod == nil {
 		return
 	}
 	defer prod.Shutdown()
