@@ -23,6 +23,24 @@ func init() {
 	}
 }
 
+// adminBody answers SUCCESS with v in fastjson form, as the Java name
+// server writes its bodies.
+func adminBody(req *remoting.RemotingCommand, v any) (*remoting.RemotingCommand, error) {
+	body, err := admin.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	resp := req.NewResponse(remoting.CodeSuccess, "")
+	resp.Body = body
+	return resp, nil
+}
+
+// topicNames returns the in-process broker's topics, sorted.
+func (s *Server) topicNames() []string {
+	all, _ := s.b.Topics().All()
+	return slices.Sorted(maps.Keys(all))
+}
+
 // getTopicsByCluster answers GET_TOPICS_BY_CLUSTER (224): header
 // cluster; the topics of the cluster's brokers.
 func (s *Server) getTopicsByCluster(_ context.Context, _ *remoting.Conn, req *remoting.RemotingCommand) (*remoting.RemotingCommand, error) {

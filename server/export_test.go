@@ -1,4 +1,4 @@
 package server
 
 // SampleStats takes one statistics sample now (the sampler's tick).
-func SampleStats(s *Server) { s.sampleStats() }
+func SampleStats(s *Server) { s.admin.Sample() }

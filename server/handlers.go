@@ -8,6 +8,7 @@ import (
 
 	"github.com/rocketstore/rocketstore/broker"
 	"github.com/rocketstore/rocketstore/remoting"
+	"github.com/rocketstore/rocketstore/server/adminapi"
 )
 
 // handlerFunc is the signature of every request handler.
@@ -48,57 +49,36 @@ func (s *Server) register() {
 		// name server: the broker registry (namesrv.go)
 		codeRegisterBroker:   s.registerBroker,
 		codeUnregisterBroker: s.unregisterBroker,
-		// admin (admin_*.go)
-		codeGetAllTopicConfig:               s.getAllTopicConfig,
-		codeUpdateBrokerConfig:              s.updateConfig,
-		codeGetBrokerConfig:                 s.getBrokerConfig,
-		codeGetBrokerRuntimeInfo:            s.getBrokerRuntimeInfo,
-		codeGetTimerMetrics:                 s.getTimerMetrics,
-		codeGetAllConsumerOffset:            s.getAllConsumerOffset,
-		codeGetAllDelayOffset:               s.getAllDelayOffset,
-		codePutKVConfig:                     s.putKVConfig,
-		codeGetKVConfig:                     s.getKVConfig,
-		codeDeleteKVConfig:                  s.deleteKVConfig,
-		codeUpdateAndCreateSubscriptionGrp:  s.updateAndCreateSubscriptionGroup,
-		codeGetAllSubscriptionGroupConfig:   s.getAllSubscriptionGroup,
-		codeGetTopicStatsInfo:               s.getTopicStatsInfo,
-		codeGetConsumerConnectionList:       s.getConsumerConnectionList,
-		codeGetProducerConnectionList:       s.getProducerConnectionList,
-		codeWipeWritePermOfBroker:           s.writePermHandler(false),
-		codeAddWritePermOfBroker:            s.writePermHandler(true),
-		codeDeleteSubscriptionGroup:         s.deleteSubscriptionGroup,
-		codeGetConsumeStats:                 s.getConsumeStats,
-		codeGetKVListByNamespace:            s.getKVListByNamespace,
-		codeInvokeBrokerToResetOffset:       s.invokeBrokerToResetOffset,
-		codeInvokeBrokerToGetConsumerStatus: s.invokeBrokerToGetConsumerStatus,
-		codeGetTopicsByCluster:              s.getTopicsByCluster,
-		codeQueryTopicConsumeByWho:          s.queryTopicConsumeByWho,
-		codeQueryConsumeTimeSpan:            s.queryConsumeTimeSpan,
-		codeGetSystemTopicListFromNs:        s.getSystemTopicListFromNs,
-		codeGetSystemTopicListFromBroker:    s.getSystemTopicListFromBroker,
-		remoting.CodeGetConsumerRunningInfo: s.getConsumerRunningInfo,
-		codeQueryCorrectionOffset:           s.queryCorrectionOffset,
-		remoting.CodeConsumeMessageDirectly: s.consumeMessageDirectly,
-		codeCloneGroupOffset:                s.cloneGroupOffset,
-		codeViewBrokerStatsData:             s.viewBrokerStatsData,
-		codeGetBrokerConsumeStats:           s.getBrokerConsumeStats,
-		codeUpdateNamesrvConfig:             s.updateConfig,
-		codeGetNamesrvConfig:                s.getNamesrvConfig,
-		codeQueryConsumeQueue:               s.queryConsumeQueue,
-		codeQueryDataVersion:                s.queryDataVersion,
-		codeCheckClientConfig:               s.checkClientConfig,
-		codeSendReplyMessage:                s.sendReplyMessage,
-		codeSendReplyMessageV2:              s.sendReplyMessage,
-		remoting.CodeEndTransaction:         s.endTransaction,
-		remoting.CodeRecallMessage:          s.recallMessage,
+		// name server admin (admin_namesrv.go, admin_kv.go)
+		codePutKVConfig:              s.putKVConfig,
+		codeGetKVConfig:              s.getKVConfig,
+		codeDeleteKVConfig:           s.deleteKVConfig,
+		codeWipeWritePermOfBroker:    s.writePermHandler(false),
+		codeAddWritePermOfBroker:     s.writePermHandler(true),
+		codeGetKVListByNamespace:     s.getKVListByNamespace,
+		codeGetTopicsByCluster:       s.getTopicsByCluster,
+		codeGetSystemTopicListFromNs: s.getSystemTopicListFromNs,
+		codeQueryDataVersion:         s.queryDataVersion,
+		// clients
+		codeCheckClientConfig:        s.checkClientConfig,
+		codeSendReplyMessage:         s.sendReplyMessage,
+		codeSendReplyMessageV2:       s.sendReplyMessage,
+		remoting.CodeEndTransaction:  s.endTransaction,
+		remoting.CodeRecallMessage:   s.recallMessage,
 	} {
 		if !s.plays(code) {
 			continue
 		}
 		s.mux.RegisterFunc(code, h)
 	}
-	for code := range unsupportedAdminCodes {
-		s.mux.RegisterFunc(code, s.unsupportedAdmin)
+	// The broker's admin codes (package adminapi).
+	for code, h := range s.admin.Handlers() {
+		if s.plays(code) {
+			s.mux.RegisterFunc(code, h)
+		}
+	}
+	for code, h := range adminapi.Unsupported() {
+		s.mux.RegisterFunc(code, h)
 	}
 }
 

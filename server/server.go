@@ -14,6 +14,7 @@ import (
 	"github.com/rocketstore/rocketstore/broker/transaction"
 	"github.com/rocketstore/rocketstore/internal/faultlog"
 	"github.com/rocketstore/rocketstore/remoting"
+	"github.com/rocketstore/rocketstore/server/adminapi"
 	"github.com/rocketstore/rocketstore/server/namesrv"
 )
 
@@ -41,11 +42,11 @@ type Server struct {
 	routes     *namesrv.RouteTable // name-server role: registered brokers
 	reg        *registrar          // broker role with NamesrvAddr: registration
 
-	// Admin state (admin_*.go).
+	// admin answers the broker's admin codes; clientTable keeps the
+	// consumer details they report (admin_clients.go).
+	admin       *adminapi.API
 	clientTable *clientTable
-	stats       *statsTable
-	kv          *kvTable
-	statsDone   chan struct{}
+	kv          *kvTable // the name server's KV config (admin_kv.go)
 	storeDir    string
 
 	// Held pulls. Invariant: once closing is set under pullMu no pull is
@@ -90,6 +91,7 @@ func New(b *broker.Broker, cfg Config) (*Server, error) {
 	}
 	s.sec = sec
 	s.initRoles()
+	s.initAdmin()
 	s.register()
 	if b != nil { // nil in the name-server-only role
 		b.SetTransactionChecker(transaction.CheckerFunc(s.checkTransactionState))
