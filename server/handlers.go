@@ -60,11 +60,11 @@ func (s *Server) register() {
 		codeGetSystemTopicListFromNs: s.getSystemTopicListFromNs,
 		codeQueryDataVersion:         s.queryDataVersion,
 		// clients
-		codeCheckClientConfig:        s.checkClientConfig,
-		codeSendReplyMessage:         s.sendReplyMessage,
-		codeSendReplyMessageV2:       s.sendReplyMessage,
-		remoting.CodeEndTransaction:  s.endTransaction,
-		remoting.CodeRecallMessage:   s.recallMessage,
+		codeCheckClientConfig:       s.checkClientConfig,
+		codeSendReplyMessage:        s.sendReplyMessage,
+		codeSendReplyMessageV2:      s.sendReplyMessage,
+		remoting.CodeEndTransaction: s.endTransaction,
+		remoting.CodeRecallMessage:  s.recallMessage,
 	} {
 		if !s.plays(code) {
 			continue
