@@ -39,7 +39,6 @@ func (h adminHost) Refuse(req *remoting.RemotingCommand, c *remoting.Conn, err e
 // routes the API's codes, startAdmin starts its sampler.
 func (s *Server) initAdmin() {
 	s.clientTable = newClientTable()
-	s.kv = newKVTable()
 	s.admin = adminapi.New(adminapi.Config{Broker: s.b, ClusterName: s.cfg.ClusterName, BrokerName: s.cfg.BrokerName,
 		Now: s.cfg.Now, Logger: s.log}, adminHost{s})
 }

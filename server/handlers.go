@@ -18,11 +18,6 @@ type handlerFunc = func(ctx context.Context, c *remoting.Conn, req *remoting.Rem
 // answers all others REQUEST_CODE_NOT_SUPPORTED.
 func (s *Server) register() {
 	for code, h := range map[int32]handlerFunc{
-		// name server
-		remoting.CodeGetRouteInfoByTopic:        s.getRouteInfo,
-		remoting.CodeGetBrokerClusterInfo:       s.getClusterInfo,
-		remoting.CodeGetAllTopicListFromNamesrv: s.getAllTopicList,
-		remoting.CodeDeleteTopicInNamesrv:       s.deleteTopicInNamesrv,
 		// producer
 		remoting.CodeSendMessage:      s.sendMessage,
 		remoting.CodeSendMessageV2:    s.sendMessage,
@@ -46,19 +41,6 @@ func (s *Server) register() {
 		remoting.CodeUpdateAndCreateTopic: s.updateAndCreateTopic,
 		remoting.CodeDeleteTopicInBroker:  s.deleteTopicInBroker,
 		codeGetEarliestMsgStoretime:       s.getEarliestMsgStoretime,
-		// name server: the broker registry (namesrv.go)
-		codeRegisterBroker:   s.registerBroker,
-		codeUnregisterBroker: s.unregisterBroker,
-		// name server admin (admin_namesrv.go, admin_kv.go)
-		codePutKVConfig:              s.putKVConfig,
-		codeGetKVConfig:              s.getKVConfig,
-		codeDeleteKVConfig:           s.deleteKVConfig,
-		codeWipeWritePermOfBroker:    s.writePermHandler(false),
-		codeAddWritePermOfBroker:     s.writePermHandler(true),
-		codeGetKVListByNamespace:     s.getKVListByNamespace,
-		codeGetTopicsByCluster:       s.getTopicsByCluster,
-		codeGetSystemTopicListFromNs: s.getSystemTopicListFromNs,
-		codeQueryDataVersion:         s.queryDataVersion,
 		// clients
 		codeCheckClientConfig:       s.checkClientConfig,
 		codeSendReplyMessage:        s.sendReplyMessage,
@@ -70,6 +52,12 @@ func (s *Server) register() {
 			continue
 		}
 		s.mux.RegisterFunc(code, h)
+	}
+	// The name server's codes (package namesrv), in the name-server role.
+	if s.ns != nil {
+		for code, h := range s.ns.ByCode() {
+			s.mux.RegisterFunc(code, h)
+		}
 	}
 	// The broker's admin codes (package adminapi).
 	for code, h := range s.admin.Handlers() {

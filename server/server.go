@@ -40,13 +40,13 @@ type Server struct {
 	brokerAddr atomic.Pointer[string]
 	brokerID   atomic.Int64
 	routes     *namesrv.RouteTable // name-server role: registered brokers
+	ns         *namesrv.Handlers   // name-server role: its request codes
 	reg        *registrar          // broker role with NamesrvAddr: registration
 
 	// admin answers the broker's admin codes; clientTable keeps the
 	// consumer details they report (admin_clients.go).
 	admin       *adminapi.API
 	clientTable *clientTable
-	kv          *kvTable // the name server's KV config (admin_kv.go)
 	storeDir    string
 
 	// Held pulls. Invariant: once closing is set under pullMu no pull is

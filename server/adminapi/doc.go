@@ -9,7 +9,7 @@
 // builds an API over its broker with New, hands in what only it knows
 // through Host, and routes the codes of Handlers on its mux. The name
 // server's admin codes (KV config, write permission, topics by cluster) are
-// package server's, beside the name server's registry.
+// package namesrv's, beside the name server's registry.
 //
 // Codes: 21, 25, 26, 28, 43, 45, 61, 200-204, 207, 208, 300, 303, 305,
 // 307, 308, 309, 314, 315, 317, 321, 222 and 223 (sent on to the group's
