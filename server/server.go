@@ -235,12 +235,18 @@ func (s *Server) housekeeping() {
 		case <-s.stop:
 			return
 		case <-t.C:
-			s.clients.expire()
-			s.producers.expire(s.cfg.Now().Add(-s.cfg.ChannelExpiry))
-			s.locks.expire()
-			s.expireBrokers()
+			s.scan()
 		}
 	}
+}
+
+// scan expires what is silent at the clock's now: clients, producers,
+// locks and registered brokers.
+func (s *Server) scan() {
+	s.clients.expire()
+	s.producers.expire(s.cfg.Now().Add(-s.cfg.ChannelExpiry))
+	s.locks.expire()
+	s.expireBrokers()
 }
 
 // errShuttingDown is the remark of pulls answered by Shutdown.

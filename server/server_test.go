@@ -459,7 +459,8 @@ func TestQueryAndViewMessage(t *testing.T) {
 }
 
 func TestLockBatch(t *testing.T) {
-	e := newEnv(t, func(_ *broker.Config, sc *server.Config) { sc.LockExpiry = 500 * time.Millisecond })
+	clock := newFakeClock()
+	e := newEnv(t, func(_ *broker.Config, sc *server.Config) { sc.LockExpiry, sc.Now = 500*time.Millisecond, clock.Now })
 	body := func(client string, qids ...int) []byte {
 		var mqs []map[string]any
 		for _, q := range qids {
@@ -495,7 +496,7 @@ func TestLockBatch(t *testing.T) {
 		t.Fatalf("c2 after unlock %v", got)
 	}
 	// c1's lock on 0 expires without renewal.
-	time.Sleep(600 * time.Millisecond)
+	clock.Advance(600 * time.Millisecond)
 	if got := locked(e.call(remoting.CodeLockBatchMQ, body("c2", 0))); !slices.Equal(got, []int{0}) {
 		t.Fatalf("c2 after expiry %v", got)
 	}
