@@ -130,14 +130,28 @@ func TestSendAutoCreatesAndAnswersOffsets(t *testing.T) {
 	}
 }
 
+// waitDispatched waits until queue topic/qid holds n messages (at most
+// 5 s). Each round waits for the CommitLog written so far to be
+// dispatched and then, while the queue is short, for the next record, so
+// that messages the broker puts later (delayed deliveries, transaction
+// commits) are awaited on the dispatcher's progress, not by polling.
 func waitDispatched(t testing.TB, b *broker.Broker, topic string, qid int32, n int64) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for b.Store().MaxOffsetInQueue(topic, qid) < n {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s/%d has %d messages, want %d", topic, qid, b.Store().MaxOffsetInQueue(topic, qid), n)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	st := b.Store()
+	for {
+		end := st.CommitLog().MaxOffset()
+		err := st.WaitDispatched(ctx, end)
+		if err == nil && st.MaxOffsetInQueue(topic, qid) >= n {
+			return
 		}
-		time.Sleep(2 * time.Millisecond)
+		if err == nil {
+			err = st.WaitDispatched(ctx, end+1)
+		}
+		if err != nil {
+			t.Fatalf("%s/%d has %d messages, want %d: %v", topic, qid, st.MaxOffsetInQueue(topic, qid), n, err)
+		}
 	}
 }
 
