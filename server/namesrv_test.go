@@ -449,7 +449,7 @@ func TestNameServerOnlyServesKVConfig(t *testing.T) {
 		t.Fatalf("kv %v", resp.ExtFields)
 	}
 	// Codes that read a local broker are not served without one. (205, 224
-	// and 322 are name-server codes: admin_namesrv.go answers them from the
+	// and 322 are name-server codes: package namesrv answers them from the
 	// registered brokers.)
 	for _, code := range []int32{remoting.CodeHeartBeat, remoting.CodePullMessage} {
 		wantCode(t, call(t, cl, code, nil, "brokerName", "b", "cluster", "c"), remoting.CodeRequestCodeNotSupported)
