@@ -59,4 +59,12 @@
 // the same connection with the request's opaque. Shutdown answers every
 // held pull (SYSTEM_BUSY, so that clients back off and reconnect), lets running requests finish, and closes the
 // connections; it does not close the broker, which the caller owns.
+//
+// Time: one clock, Config.Now (a func() time.Time, the injection style of
+// this package and of adminapi and namesrv, which are handed it). Client,
+// lock and broker expiry, the limits' windows and the admin statistics
+// read it; the tickers that run the scans are real time, so a test that
+// moves a fake Config.Now runs a scan itself (export_test.go) instead of
+// sleeping until the next tick. The store's record times are the broker's
+// clock (engine.Config.Now, milliseconds), not this one.
 package server
