@@ -23,12 +23,7 @@ func TestRequestReply(t *testing.T) {
 	closed := make(chan struct{}, 4)
 	e := newEnv(t, func(_ *broker.Config, sc *server.Config) {
 		// Called after the server forgot the connection's producers.
-		sc.Remoting.OnClose = func(*remoting.Conn, error) {
-			select {
-			case closed <- struct{}{}:
-			default:
-			}
-		}
+		sc.Remoting.OnClose = func(*remoting.Conn, error) { signal(closed) }
 	})
 	pushed := make(chan *remoting.RemotingCommand, 1)
 	requester := e.dial(remoting.HandlerFunc(func(_ context.Context, _ *remoting.Conn, req *remoting.RemotingCommand) (*remoting.RemotingCommand, error) {
