@@ -1,7 +1,6 @@
 package server
 
 import (
-	"context"
 	"maps"
 	"slices"
 	"strconv"
@@ -9,36 +8,36 @@ import (
 
 	"github.com/rocketstore/rocketstore/broker/config"
 	"github.com/rocketstore/rocketstore/record"
-	"github.com/rocketstore/rocketstore/remoting"
 	"github.com/rocketstore/rocketstore/server/namesrv"
 )
 
 // localBroker shows the in-process broker to the name server's handlers
 // in the single-node default (Server.isLocalBroker).
-type localBroker struct{ s *Server }
+func (s *Server) localBroker() *namesrv.Local {
+	return &namesrv.Local{
+		Route:      s.localRoute,
+		BrokerData: s.brokerData,
+		TopicNames: s.topicNames,
+		DataVersion: func() config.DataVersion {
+			_, v := s.b.Topics().All()
+			return v
+		},
+		SetWritePerm: s.setLocalWritePerm,
+		DeleteTopic:  s.deleteTopicInBroker,
+	}
+}
 
-var _ namesrv.Local = localBroker{}
-
-func (l localBroker) Route(topic string) (namesrv.TopicRouteData, bool) { return l.s.localRoute(topic) }
-
-func (l localBroker) BrokerData() namesrv.BrokerData { return l.s.brokerData() }
-
-// TopicNames returns the broker's topics, sorted.
-func (l localBroker) TopicNames() []string {
-	all, _ := l.s.b.Topics().All()
+// topicNames returns the in-process broker's topics, sorted.
+func (s *Server) topicNames() []string {
+	all, _ := s.b.Topics().All()
 	return slices.Sorted(maps.Keys(all))
 }
 
-func (l localBroker) DataVersion() config.DataVersion {
-	_, v := l.s.b.Topics().All()
-	return v
-}
-
-// SetWritePerm adds or removes the write permission of every topic of
+// setLocalWritePerm adds or removes the write permission of every topic of
 // the in-process broker but the system ones, and returns how many
 // changed: in the single-node default the route is its topic table.
-func (l localBroker) SetWritePerm(add bool) (int, error) {
-	all, _ := l.s.b.Topics().All()
+func (s *Server) setLocalWritePerm(add bool) (int, error) {
+	all, _ := s.b.Topics().All()
 	n := 0
 	for _, name := range slices.Sorted(maps.Keys(all)) {
 		tc := all[name]
@@ -53,7 +52,7 @@ func (l localBroker) SetWritePerm(add bool) (int, error) {
 			continue
 		}
 		tc.Perm = perm
-		if err := l.s.b.Topics().Update(tc); err != nil {
+		if err := s.b.Topics().Update(tc); err != nil {
 			return n, err
 		}
 		n++
@@ -61,31 +60,21 @@ func (l localBroker) SetWritePerm(add bool) (int, error) {
 	return n, nil
 }
 
-func (l localBroker) DeleteTopic(ctx context.Context, c *remoting.Conn, req *remoting.RemotingCommand) (*remoting.RemotingCommand, error) {
-	return l.s.deleteTopicInBroker(ctx, c, req)
-}
-
 // namesrvHost decodes the name server's bodies with the server's lenient
 // decoder (lenient.go), which the broker front shares.
-type namesrvHost struct{ s *Server }
-
-var _ namesrv.Host = namesrvHost{}
-
-func (h namesrvHost) ParseRegisterBody(body []byte, compressed bool) (map[string]config.TopicConfig, config.DataVersion, error) {
-	parse := parseRegisterBody
-	if compressed {
-		parse = parseCompressedRegisterBody
+func (s *Server) namesrvHost() namesrv.Host {
+	return namesrv.Host{
+		ParseRegisterBody: func(body []byte, compressed bool) (map[string]config.TopicConfig, config.DataVersion, error) {
+			parse := parseRegisterBody
+			if compressed {
+				parse = parseCompressedRegisterBody
+			}
+			rb, err := parse(body)
+			return rb.topics, rb.dataVersion, err
+		},
+		ParseDataVersion: parseDataVersionBody,
+		Refuse:           s.refuse,
 	}
-	rb, err := parse(body)
-	return rb.topics, rb.dataVersion, err
-}
-
-func (h namesrvHost) ParseDataVersion(body []byte) (config.DataVersion, error) {
-	return parseDataVersionBody(body)
-}
-
-func (h namesrvHost) Refuse(req *remoting.RemotingCommand, c *remoting.Conn, err error) (*remoting.RemotingCommand, error) {
-	return h.s.refuse(req, c, err)
 }
 
 // brokerData is the in-process broker's group, with its one member.

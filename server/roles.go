@@ -23,9 +23,9 @@ func (s *Server) initRoles() {
 		s.routes = namesrv.NewRouteTable(s.cfg.Now, s.cfg.BrokerExpiry)
 		nc := namesrv.Config{Routes: s.routes, Logger: s.log}
 		if s.isLocalBroker() {
-			nc.Local = localBroker{s}
+			nc.Local = s.localBroker()
 		}
-		s.ns = namesrv.NewHandlers(nc, namesrvHost{s})
+		s.ns = namesrv.NewHandlers(nc, s.namesrvHost())
 	}
 	if s.cfg.Role.hasBroker() && len(s.cfg.NamesrvAddr) > 0 {
 		s.reg = newRegistrar(s, s.cfg.NamesrvAddr)

@@ -294,15 +294,6 @@ func waitHeld(t testing.TB, b *broker.Broker, n int) {
 	}
 }
 
-func isClosed(cl *remoting.Client) bool {
-	select {
-	case <-cl.Conn().Done():
-		return true
-	default:
-		return false
-	}
-}
-
 // signal sends on ch without blocking (a full buffer already signals).
 func signal(ch chan<- struct{}) {
 	select {

@@ -44,26 +44,31 @@ type Consumer struct {
 
 // Host is what the API needs from the server that owns the connections:
 // the clients' registrations, the advertised address and the server's
-// decoding of request bodies.
-type Host interface {
+// decoding of request bodies. Every field must be set.
+//
+// A struct of funcs rather than an interface: an interface value would
+// make the server's whole method set reachable to the deadcode gate's
+// analysis (through the reflection a value in an interface allows), and
+// hide the server's dead methods from it.
+type Host struct {
 	// BrokerAddr is the address routes advertise.
-	BrokerAddr() string
+	BrokerAddr func() string
 	// StoreDir is the store's directory ("" for a store not on disk).
-	StoreDir() string
+	StoreDir func() string
 	// Consumers returns the group's online consumers, sorted by client id.
-	Consumers(group string) []Consumer
+	Consumers func(group string) []Consumer
 	// ConsumerGroupsOnline returns the groups with an online consumer,
 	// sorted.
-	ConsumerGroupsOnline() []string
+	ConsumerGroupsOnline func() []string
 	// ProducerConnections returns a producer group's connections, false
 	// when no producer of the group sent a heartbeat.
-	ProducerConnections(group string) ([]admin.Connection, bool)
+	ProducerConnections func(group string) ([]admin.Connection, bool)
 	// ParseSubscriptionGroup decodes a SubscriptionGroupConfig body as the
 	// Java broker's fastjson does.
-	ParseSubscriptionGroup(body []byte) (config.SubscriptionGroupConfig, error)
+	ParseSubscriptionGroup func(body []byte) (config.SubscriptionGroupConfig, error)
 	// Refuse answers a request whose body cannot be used, logging the
 	// field and value.
-	Refuse(req *remoting.RemotingCommand, c *remoting.Conn, err error) (*remoting.RemotingCommand, error)
+	Refuse func(req *remoting.RemotingCommand, c *remoting.Conn, err error) (*remoting.RemotingCommand, error)
 }
 
 // HandlerFunc is the signature of every handler (remoting.Mux.RegisterFunc's).

@@ -13,25 +13,25 @@ import (
 )
 
 // fakeHost knows one producer group, PG.
-type fakeHost struct{}
-
-func (fakeHost) BrokerAddr() string             { return "127.0.0.1:10911" }
-func (fakeHost) StoreDir() string               { return "" }
-func (fakeHost) Consumers(string) []Consumer    { return nil }
-func (fakeHost) ConsumerGroupsOnline() []string { return nil }
-func (fakeHost) ParseSubscriptionGroup([]byte) (config.SubscriptionGroupConfig, error) {
-	return config.SubscriptionGroupConfig{}, nil
-}
-
-func (fakeHost) ProducerConnections(group string) ([]admin.Connection, bool) {
-	if group != "PG" {
-		return nil, false
+func fakeHost() Host {
+	return Host{
+		BrokerAddr:           func() string { return "127.0.0.1:10911" },
+		StoreDir:             func() string { return "" },
+		Consumers:            func(string) []Consumer { return nil },
+		ConsumerGroupsOnline: func() []string { return nil },
+		ParseSubscriptionGroup: func([]byte) (config.SubscriptionGroupConfig, error) {
+			return config.SubscriptionGroupConfig{}, nil
+		},
+		ProducerConnections: func(group string) ([]admin.Connection, bool) {
+			if group != "PG" {
+				return nil, false
+			}
+			return []admin.Connection{{ClientID: "p-1", ClientAddr: "127.0.0.1:5000", Language: "JAVA", Version: 401}}, true
+		},
+		Refuse: func(req *remoting.RemotingCommand, _ *remoting.Conn, err error) (*remoting.RemotingCommand, error) {
+			return badRequest(req, err)
+		},
 	}
-	return []admin.Connection{{ClientID: "p-1", ClientAddr: "127.0.0.1:5000", Language: "JAVA", Version: 401}}, true
-}
-
-func (fakeHost) Refuse(req *remoting.RemotingCommand, _ *remoting.Conn, err error) (*remoting.RemotingCommand, error) {
-	return badRequest(req, err)
 }
 
 func call(t *testing.T, h HandlerFunc, code int32, kv ...string) *remoting.RemotingCommand {
@@ -51,7 +51,7 @@ func call(t *testing.T, h HandlerFunc, code int32, kv ...string) *remoting.Remot
 // the host's connections of the group, and SYSTEM_ERROR naming a group
 // no producer of which sent a heartbeat.
 func TestProducerConnectionsFromHost(t *testing.T) {
-	a := New(Config{}, fakeHost{})
+	a := New(Config{}, fakeHost())
 	h := a.Handlers()[codeGetProducerConnectionList]
 	resp := call(t, h, codeGetProducerConnectionList, "producerGroup", "PG")
 	var pc struct {
@@ -101,7 +101,7 @@ func TestSeriesWindow(t *testing.T) {
 // TestCloseIsIdempotent: the server's Shutdown and Close both stop the
 // API; the second call returns at once.
 func TestCloseIsIdempotent(t *testing.T) {
-	a := New(Config{}, fakeHost{}) // no broker: the sampler samples nothing
+	a := New(Config{}, fakeHost()) // no broker: the sampler samples nothing
 	a.Start()
 	a.Close()
 	a.Close()

@@ -13,37 +13,42 @@ import (
 
 // Local is the in-process broker that the single-node default (both roles
 // and no name server to register with) shows in the routes without a
-// registration.
-type Local interface {
+// registration. Every field must be set.
+//
+// Local and Host are structs of funcs rather than interfaces: an interface
+// value would make the server's whole method set reachable to the
+// deadcode gate's analysis (through the reflection a value in an
+// interface allows), and hide the server's dead methods from it.
+type Local struct {
 	// Route returns the broker's route of topic, false when it has no
 	// such topic.
-	Route(topic string) (TopicRouteData, bool)
-	// BrokerData is the broker's group: cluster, name and address.
-	BrokerData() BrokerData
+	Route func(topic string) (TopicRouteData, bool)
+	// BrokerData is the broker's group: cluster, name and its one address.
+	BrokerData func() BrokerData
 	// TopicNames returns the broker's topics.
-	TopicNames() []string
+	TopicNames func() []string
 	// DataVersion is the version of the broker's topic table.
-	DataVersion() config.DataVersion
+	DataVersion func() config.DataVersion
 	// SetWritePerm adds or removes the write permission of the broker's
 	// topics but the system ones and returns how many changed.
-	SetWritePerm(add bool) (int, error)
+	SetWritePerm func(add bool) (int, error)
 	// DeleteTopic answers req as DELETE_TOPIC_IN_BROKER: the topic leaves
 	// the broker.
-	DeleteTopic(ctx context.Context, c *remoting.Conn, req *remoting.RemotingCommand) (*remoting.RemotingCommand, error)
+	DeleteTopic func(ctx context.Context, c *remoting.Conn, req *remoting.RemotingCommand) (*remoting.RemotingCommand, error)
 }
 
 // Host decodes the registration bodies as the Java name server's fastjson
 // does, and refuses what it cannot use; the server package has that
-// decoder, which its broker front shares.
-type Host interface {
+// decoder, which its broker front shares. Every field must be set.
+type Host struct {
 	// ParseRegisterBody decodes a REGISTER_BROKER body, zlib-compressed
 	// or not; topics is nil when the body sends no topic table.
-	ParseRegisterBody(body []byte, compressed bool) (topics map[string]config.TopicConfig, dv config.DataVersion, err error)
+	ParseRegisterBody func(body []byte, compressed bool) (topics map[string]config.TopicConfig, dv config.DataVersion, err error)
 	// ParseDataVersion decodes a DataVersion body (QUERY_DATA_VERSION).
-	ParseDataVersion(body []byte) (config.DataVersion, error)
+	ParseDataVersion func(body []byte) (config.DataVersion, error)
 	// Refuse answers a request whose header or body cannot be used,
 	// logging the field and value.
-	Refuse(req *remoting.RemotingCommand, c *remoting.Conn, err error) (*remoting.RemotingCommand, error)
+	Refuse func(req *remoting.RemotingCommand, c *remoting.Conn, err error) (*remoting.RemotingCommand, error)
 }
 
 // Config is what the name server's handlers answer from.
@@ -52,7 +57,7 @@ type Config struct {
 	Routes *RouteTable
 	// Local is the in-process broker in the single-node default; nil
 	// otherwise.
-	Local Local
+	Local *Local
 	// Logger receives registrations and the changes the codes make.
 	Logger *slog.Logger
 }
@@ -64,7 +69,7 @@ type HandlerFunc = func(ctx context.Context, c *remoting.Conn, req *remoting.Rem
 // (DefaultRequestProcessor's) over a RouteTable and the KV config.
 type Handlers struct {
 	routes *RouteTable
-	local  Local
+	local  *Local
 	log    *slog.Logger
 	host   Host
 	kv     *kvTable

@@ -12,55 +12,54 @@ import (
 )
 
 // fakeHost decodes every registration body to one topic table.
-type fakeHost struct{ topics map[string]config.TopicConfig }
-
-func (h fakeHost) ParseRegisterBody([]byte, bool) (map[string]config.TopicConfig, config.DataVersion, error) {
-	return h.topics, config.DataVersion{Counter: 1}, nil
+func fakeHost(topics map[string]config.TopicConfig) Host {
+	return Host{
+		ParseRegisterBody: func([]byte, bool) (map[string]config.TopicConfig, config.DataVersion, error) {
+			return topics, config.DataVersion{Counter: 1}, nil
+		},
+		ParseDataVersion: func([]byte) (config.DataVersion, error) { return config.DataVersion{}, errors.New("not used") },
+		Refuse: func(req *remoting.RemotingCommand, _ *remoting.Conn, err error) (*remoting.RemotingCommand, error) {
+			return badRequest(req, err)
+		},
+	}
 }
 
-func (fakeHost) ParseDataVersion([]byte) (config.DataVersion, error) {
-	return config.DataVersion{}, errors.New("not used")
-}
-
-func (fakeHost) Refuse(req *remoting.RemotingCommand, _ *remoting.Conn, err error) (*remoting.RemotingCommand, error) {
-	return badRequest(req, err)
-}
-
-// fakeLocal is an in-process broker "local" with topics T and L.
+// fakeLocal is an in-process broker "local" with topics T and L; it
+// records the topics deleted and the write permissions changed.
 type fakeLocal struct {
 	deleted []string
 	wiped   int
 }
 
-func (l *fakeLocal) Route(topic string) (TopicRouteData, bool) {
-	if topic != "T" && topic != "L" {
-		return TopicRouteData{}, false
+func (l *fakeLocal) local() *Local {
+	bd := func() BrokerData {
+		return BrokerData{Cluster: "C", BrokerName: "local", BrokerAddrs: map[string]string{"0": "127.0.0.1:9"}}
 	}
-	return TopicRouteData{QueueDatas: []QueueData{{BrokerName: "local", ReadQueueNums: 1, WriteQueueNums: 1, Perm: 6}},
-		BrokerDatas: []BrokerData{l.BrokerData()}}, true
-}
-
-func (l *fakeLocal) BrokerData() BrokerData {
-	return BrokerData{Cluster: "C", BrokerName: "local", BrokerAddrs: map[string]string{"0": "127.0.0.1:9"}}
-}
-
-func (l *fakeLocal) TopicNames() []string { return []string{"L", "T"} }
-
-func (l *fakeLocal) DataVersion() config.DataVersion { return config.DataVersion{Counter: 7} }
-
-func (l *fakeLocal) SetWritePerm(bool) (int, error) { l.wiped += 2; return 2, nil }
-
-func (l *fakeLocal) DeleteTopic(_ context.Context, _ *remoting.Conn, req *remoting.RemotingCommand) (*remoting.RemotingCommand, error) {
-	l.deleted = append(l.deleted, req.ExtFields["topic"])
-	return req.NewResponse(remoting.CodeSuccess, ""), nil
+	return &Local{
+		Route: func(topic string) (TopicRouteData, bool) {
+			if topic != "T" && topic != "L" {
+				return TopicRouteData{}, false
+			}
+			return TopicRouteData{QueueDatas: []QueueData{{BrokerName: "local", ReadQueueNums: 1, WriteQueueNums: 1, Perm: 6}},
+				BrokerDatas: []BrokerData{bd()}}, true
+		},
+		BrokerData:   bd,
+		TopicNames:   func() []string { return []string{"L", "T"} },
+		DataVersion:  func() config.DataVersion { return config.DataVersion{Counter: 7} },
+		SetWritePerm: func(bool) (int, error) { l.wiped += 2; return 2, nil },
+		DeleteTopic: func(_ context.Context, _ *remoting.Conn, req *remoting.RemotingCommand) (*remoting.RemotingCommand, error) {
+			l.deleted = append(l.deleted, req.ExtFields["topic"])
+			return req.NewResponse(remoting.CodeSuccess, ""), nil
+		},
+	}
 }
 
 // newHandlers returns handlers whose registered broker-a holds T; local
 // is the in-process broker, or nil.
-func newHandlers(t *testing.T, local Local) *Handlers {
+func newHandlers(t *testing.T, local *Local) *Handlers {
 	t.Helper()
 	rt := NewRouteTable(func() time.Time { return time.Unix(1_700_000_000, 0) }, 120*time.Second)
-	h := NewHandlers(Config{Routes: rt, Local: local}, fakeHost{topics: map[string]config.TopicConfig{"T": config.NewTopicConfig("T")}})
+	h := NewHandlers(Config{Routes: rt, Local: local}, fakeHost(map[string]config.TopicConfig{"T": config.NewTopicConfig("T")}))
 	resp := h.call(t, CodeRegisterBroker, "brokerName", "broker-a", "brokerAddr", "127.0.0.1:1", "clusterName", "C",
 		"haServerAddr", "", "brokerId", "0")
 	if resp.Code != remoting.CodeSuccess {
@@ -100,7 +99,7 @@ func routeOf(t *testing.T, h *Handlers, topic string) (TopicRouteData, int32) {
 // topics have a route without a registration; without Local only the
 // registered groups route.
 func TestRouteMergesLocalBroker(t *testing.T) {
-	h := newHandlers(t, &fakeLocal{})
+	h := newHandlers(t, (&fakeLocal{}).local())
 	rd, _ := routeOf(t, h, "T")
 	if len(rd.QueueDatas) != 2 || rd.QueueDatas[0].BrokerName != "broker-a" || rd.QueueDatas[1].BrokerName != "local" {
 		t.Fatalf("route of T: %+v", rd.QueueDatas)
@@ -124,7 +123,7 @@ func TestRouteMergesLocalBroker(t *testing.T) {
 // the topic from the in-process broker too.
 func TestDeleteTopicInNamesrvReachesLocalBroker(t *testing.T) {
 	local := &fakeLocal{}
-	h := newHandlers(t, local)
+	h := newHandlers(t, local.local())
 	if resp := h.call(t, remoting.CodeDeleteTopicInNamesrv, "topic", "T"); resp.Code != remoting.CodeSuccess {
 		t.Fatalf("delete: %d %s", resp.Code, resp.Remark)
 	}
@@ -140,7 +139,7 @@ func TestDeleteTopicInNamesrvReachesLocalBroker(t *testing.T) {
 // in-process broker's name counts the local topics it changed.
 func TestWipeWritePermCountsBothSides(t *testing.T) {
 	local := &fakeLocal{}
-	h := newHandlers(t, local)
+	h := newHandlers(t, local.local())
 	resp := h.call(t, codeWipeWritePermOfBroker, "brokerName", "local")
 	if resp.Code != remoting.CodeSuccess || resp.ExtFields["wipeTopicCount"] != "2" || local.wiped != 2 {
 		t.Fatalf("wipe local: %d %v, local changed %d", resp.Code, resp.ExtFields, local.wiped)
