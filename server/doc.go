@@ -39,8 +39,8 @@
 // Layers: this package is the broker front (connections, clients, sends,
 // pulls, offsets, locks, security, the registrar) and the assembly of the
 // roles; server/adminapi and server/namesrv import neither it nor each
-// other, and reach the server's state only through the small interfaces
-// they declare (adminapi.Host, namesrv.Host, namesrv.Local). Metrics come
+// other, and reach the server's state only through the funcs they declare
+// (adminapi.Host, namesrv.Host, namesrv.Local). Metrics come
 // in as the Metrics interface, which cmd/rocketstore fills with package
 // metrics/prom, so that an embedder of this package does not link the
 // Prometheus client.
