@@ -22,13 +22,13 @@ type Metrics struct {
 	// Registry holds every metric, the Go runtime's and the process's.
 	Registry *prometheus.Registry
 
-	requests    *prometheus.CounterVec // by request code
+	requests *prometheus.CounterVec // by request code
 	// byCode holds requests' counter of each code below
 	// requestCodesCached once seen: Request runs once a request, and
 	// the vector's lookup (the code formatted, the label hashed, a map
 	// read under a lock) was a few per cent of serve's CPU under the
 	// official client's load.
-	byCode [requestCodesCached]atomic.Pointer[prometheus.Counter]
+	byCode      [requestCodesCached]atomic.Pointer[prometheus.Counter]
 	puts        *prometheus.CounterVec // send requests by response code
 	putMessages prometheus.Counter
 	putBytes    prometheus.Counter
