@@ -7,10 +7,11 @@
 # Needs only Debian's apt repositories: the upstream CMake files fetch toml11,
 # spdlog and googletest from GitHub (FetchContent); they are replaced here by
 # Debian's libtoml11-dev / libspdlog-dev (find_package), and tests are off.
-# One source change: the fault FIFO is read in chunks of 100 bytes, and a
+# Two source changes: the fault FIFO is read in chunks of 100 bytes, and a
 # longer command (a torn-write fault naming a file under a temporary
 # directory) was cut short and registered on the wrong name; the chunk is
-# 4096 bytes here.
+# 4096 bytes here. And lfs_truncate could return a stale errno from an
+# uninitialised result (see "patch source").
 #
 # Result:
 #   OUTDIR/bin/lazyfs            the FUSE binary (RUNPATH $ORIGIN/../lib)
@@ -79,6 +80,14 @@ grep -q FetchContent "$SRC/libs/libpcache/CMakeLists.txt" \
 # ---------------------------------------------------------------- patch source
 grep -q '^#define MAX_READ_CHUNK 100$' "$SRC/lazyfs/src/main.cpp" || die "main.cpp: MAX_READ_CHUNK is not the expected 100"
 sed -i 's/^#define MAX_READ_CHUNK 100$/#define MAX_READ_CHUNK 4096/' "$SRC/lazyfs/src/main.cpp"
+# lfs_truncate returns -errno when its local res is -1, but on the path
+# where the file's content is cached and grows (ftruncate to a larger size,
+# which is how a new segment is sized when fallocate is not supported) res
+# is never assigned: the answer depends on stack garbage, and an ftruncate
+# that worked failed now and then with a stale errno (ENOENT).
+awk '/^int LazyFS::lfs_truncate \(/ {f=1} f && $0 == "    int res;" {$0="    int res = 0;"; f=0; n++} {print} END {exit n != 1}' \
+    "$SRC/lazyfs/src/lazyfs.cpp" > "$SRC/lazyfs/src/lazyfs.cpp.new" || die "lazyfs.cpp: lfs_truncate's res is not the expected uninitialised int"
+mv "$SRC/lazyfs/src/lazyfs.cpp.new" "$SRC/lazyfs/src/lazyfs.cpp"
 
 # ---------------------------------------------------------------- patch CMake
 # Top-level project that builds both parts; no network, rpath to ../lib.
@@ -149,7 +158,7 @@ BUILD="$OUT/build"
 JOBS=$(nproc 2>/dev/null || echo 2)
 # Unpacked sources keep the archive's mtimes: if the tarball changed, start the
 # build tree afresh so make cannot mistake old objects for up to date.
-SUM="$TARBALL_SHA256 fifo-chunk-4096"
+SUM="$TARBALL_SHA256 fifo-chunk-4096 truncate-res-0"
 if [ "$(cat "$OUT/.tarball.sha256" 2>/dev/null)" != "$SUM" ]; then rm -rf "$BUILD"; fi
 cmake -S "$SRC" -B "$BUILD" \
     -DCMAKE_BUILD_TYPE= -DCMAKE_CXX_FLAGS="-O2 -g" \
