@@ -12,8 +12,8 @@
 //
 // The frames are the index: fixed-size segment files (format.go) of
 // CRC-checked frames, scanned at Open to rebuild the index in memory.
-// StoreLogs writes the records, then the frames, and syncs in that order,
-// so that a frame on disk always has its records on disk; a frame torn by
+// StoreLogs writes and syncs the records, then writes and syncs the
+// frames, so that a frame on disk always has its records on disk; a frame torn by
 // a power cut ends the log, and the records past the last whole frame are
 // truncated at Open: they belong to a StoreLogs that never returned, which
 // Raft never counted. DeleteRange of the head (compaction) appends a head

@@ -14,19 +14,21 @@ import (
 
 const (
 	testDir         = "raft"
-	testRecordsSize = 1 << 20
+	testRecordsSize = 64 << 10
 )
 
 // harness is a Store on fsys with its fileRecords.
 type harness struct {
 	fsys    backend.FS
 	segSize int64
-	s       *Store
-	recs    *fileRecords
+	// framesFirst opens the broken variant brokenFramesFirst.
+	framesFirst bool
+	s           *Store
+	recs        *fileRecords
 }
 
-func openHarness(fsys backend.FS, segSize int64) (*harness, error) {
-	h := &harness{fsys: fsys, segSize: segSize}
+func openHarness(fsys backend.FS, segSize int64, framesFirst bool) (*harness, error) {
+	h := &harness{fsys: fsys, segSize: segSize, framesFirst: framesFirst}
 	return h, h.open()
 }
 
@@ -35,7 +37,7 @@ func (h *harness) open() error {
 	if err != nil {
 		return err
 	}
-	s, err := Open(Options{FS: h.fsys, Dir: testDir, Records: recs, SegmentSize: h.segSize})
+	s, err := Open(Options{FS: h.fsys, Dir: testDir, Records: recs, SegmentSize: h.segSize, brokenFramesFirst: h.framesFirst})
 	if err != nil {
 		return errors.Join(err, recs.Close())
 	}

@@ -12,7 +12,8 @@ import (
 // frame); stale segments after it are removed, stale bytes after it in its
 // segment zeroed, and records past the last record frame truncated.
 func Open(opts Options) (*Store, error) {
-	s := &Store{fs: opts.FS, dir: opts.Dir, recs: opts.Records, segSize: opts.SegmentSize}
+	s := &Store{fs: opts.FS, dir: opts.Dir, recs: opts.Records, segSize: opts.SegmentSize,
+		brokenNoZeroTail: opts.brokenNoZeroTail, brokenFramesFirst: opts.brokenFramesFirst}
 	if s.fs == nil {
 		return nil, errors.New("raftlog: no file system")
 	}
@@ -36,8 +37,6 @@ type recovery struct {
 	// recEnd is the records' end the last record or head frame gives,
 	// -1 for none.
 	recEnd int64
-	// term is the last entry's term: terms never go down along a log.
-	term uint64
 }
 
 func (s *Store) recover() error {
@@ -61,7 +60,7 @@ func (s *Store) recover() error {
 			break
 		}
 	}
-	if len(s.segs) > 0 {
+	if len(s.segs) > 0 && !s.brokenNoZeroTail {
 		if err := s.zeroTail(); err != nil {
 			return err
 		}
@@ -95,7 +94,7 @@ func (s *Store) scan(g *segment, rc *recovery) {
 	size := g.f.Size()
 	for g.end < size {
 		fr, n, err := decodeFrame(g.f.View(g.end, size-g.end))
-		if err != nil || !s.follows(fr, rc) {
+		if err != nil || !s.follows(fr) {
 			break
 		}
 		switch fr.typ {
@@ -111,7 +110,6 @@ func (s *Store) scan(g *segment, rc *recovery) {
 			s.ents = append(s.ents, entryRef{seg: g, pos: g.end})
 			s.next = fr.index + 1
 			g.lastIndex = fr.index
-			rc.term = fr.term
 			if fr.typ == frameRecord {
 				off, size := fr.recordBody()
 				rc.recEnd = off + int64(size)
@@ -126,19 +124,25 @@ func (s *Store) scan(g *segment, rc *recovery) {
 }
 
 // follows reports whether an entry frame continues the log: the next
-// index (any, in a log that never held one), a term no lower.
-func (s *Store) follows(fr frame, rc *recovery) bool {
+// index (any, in a log that never held one).
+func (s *Store) follows(fr frame) bool {
 	if fr.typ != frameRecord && fr.typ != frameSide {
 		return true
 	}
-	return (s.next == 0 || fr.index == s.next) && fr.term >= rc.term
+	return s.next == 0 || fr.index == s.next
 }
 
-// applyHead drops the entries before first.
+// applyHead drops the entries before first; in a log emptied earlier in
+// the scan, it is where the next entry goes. Before any frame that set
+// the next index (the segments before this one were compacted away), it
+// only says where the log starts: the entry frames that follow have
+// indexes from first on.
 func (s *Store) applyHead(first uint64) {
 	switch {
+	case s.next == 0:
+		s.first = first
 	case len(s.ents) == 0 || first >= s.next:
-		s.ents, s.first, s.next = nil, first, max(first, s.next)
+		s.ents, s.first, s.next = nil, first, first
 	case first > s.first:
 		s.ents = s.ents[first-s.first:]
 		s.first = first

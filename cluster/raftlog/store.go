@@ -23,6 +23,13 @@ type Options struct {
 	Records Records
 	// SegmentSize is the size of a frame segment (DefaultSegmentSize).
 	SegmentSize int64
+
+	// brokenNoZeroTail is the broken variant of the crash tests: Open
+	// leaves what follows the last frame as it is.
+	brokenNoZeroTail bool
+	// brokenFramesFirst is the broken variant in which StoreLogs writes
+	// the frames before the records are synced.
+	brokenFramesFirst bool
 }
 
 // ErrClosed reports use of a closed Store.
@@ -43,7 +50,8 @@ type Store struct {
 	first uint64
 	// next is the index the next entry must have; 0 while the log has
 	// never held one (any index is then accepted).
-	next uint64
+	next                                uint64
+	brokenNoZeroTail, brokenFramesFirst bool
 	// err is the first write error: after it the state on disk is
 	// unknown, so the store refuses further writes.
 	err    error
@@ -185,37 +193,40 @@ func (s *Store) checkAppend(logs []*raft.Log) error {
 	return nil
 }
 
-// appendLocked writes the records, then the frames, then syncs both in
-// that order: a frame on disk always has its records on disk.
+// appendLocked writes and syncs the records, then writes and syncs the
+// frames. The records are synced before any frame is written, not merely
+// before the frames are synced: the kernel may write a dirty frame page
+// back at any time, and a frame on disk must always have its records on
+// disk.
 func (s *Store) appendLocked(logs []*raft.Log) error {
+	recStart := s.recordsEnd()
+	if err := s.appendRecords(logs, !s.brokenFramesFirst); err != nil {
+		return err
+	}
 	var buf []byte
 	if len(s.ents) == 0 && logs[0].Index != s.next {
 		// A log emptied by compaction (or a new one) restarting at
 		// another index: the head frame tells recovery where.
-		buf = appendHead(buf, logs[0].Index, s.recordsEnd())
+		// It names the records' end before this call's records,
+		// which its own record frames then extend.
+		buf = appendHead(buf, logs[0].Index, recStart)
 		if err := s.writeFrame(buf, 0); err != nil {
 			return err
 		}
 	}
 	refs := make([]entryRef, 0, len(logs))
 	for _, l := range logs {
-		off, recs, ok := recordsOf(l)
-		asRecords := ok && s.recs != nil
-		if asRecords {
-			if err := s.recs.Append(recs, off); err != nil {
-				return fmt.Errorf("raftlog: entry %d's records at %d: %w", l.Index, off, err)
-			}
-		}
-		buf = appendFrame(buf[:0], l, asRecords)
+		_, _, ok := recordsOf(l)
+		buf = appendFrame(buf[:0], l, ok && s.recs != nil)
 		if err := s.writeFrame(buf, l.Index); err != nil {
 			return err
 		}
 		tail := s.tail()
 		refs = append(refs, entryRef{seg: tail, pos: tail.end - int64(len(buf))})
 	}
-	if s.recs != nil {
+	if s.brokenFramesFirst && s.recs != nil {
 		if err := s.recs.Sync(); err != nil {
-			return fmt.Errorf("raftlog: sync records: %w", err)
+			return err
 		}
 	}
 	if err := s.tail().sync(); err != nil {
@@ -226,6 +237,29 @@ func (s *Store) appendLocked(logs []*raft.Log) error {
 	}
 	s.ents = append(s.ents, refs...)
 	s.next = logs[len(logs)-1].Index + 1
+	return nil
+}
+
+// appendRecords appends the records entries' bytes, and syncs them.
+func (s *Store) appendRecords(logs []*raft.Log, sync bool) error {
+	if s.recs == nil {
+		return nil
+	}
+	wrote := false
+	for _, l := range logs {
+		if off, recs, ok := recordsOf(l); ok {
+			if err := s.recs.Append(recs, off); err != nil {
+				return fmt.Errorf("raftlog: entry %d's records at %d: %w", l.Index, off, err)
+			}
+			wrote = true
+		}
+	}
+	if !wrote || !sync {
+		return nil
+	}
+	if err := s.recs.Sync(); err != nil {
+		return fmt.Errorf("raftlog: sync records: %w", err)
+	}
 	return nil
 }
 

@@ -63,7 +63,7 @@ func TestLogStoreContract(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			h, err := openHarness(memfs.New(afero.NewMemMapFs()), 0)
+			h, err := openHarness(memfs.New(afero.NewMemMapFs()), 0, false)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -100,7 +100,7 @@ func TestLogStoreContract(t *testing.T) {
 // TestGetLogOfGoneRecords: an entry whose records the CommitLog no longer
 // keeps is not found, so that Raft sends a snapshot instead.
 func TestGetLogOfGoneRecords(t *testing.T) {
-	h, err := openHarness(memfs.New(afero.NewMemMapFs()), 0)
+	h, err := openHarness(memfs.New(afero.NewMemMapFs()), 0, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -146,7 +146,7 @@ func TestNoRecordsStoresSideEntries(t *testing.T) {
 // rest readable across a reopen.
 func TestCompactionRemovesSegments(t *testing.T) {
 	fsys := memfs.New(afero.NewMemMapFs())
-	h, err := openHarness(fsys, 512)
+	h, err := openHarness(fsys, 512, false)
 	if err != nil {
 		t.Fatal(err)
 	}
