@@ -248,7 +248,8 @@ func (pc *powerCut) stopServe() {
 		t.Fatalf("round %d: serve did not stop within 60 s of SIGTERM", pc.round)
 	}
 	if st := pc.srv.ProcessState; st == nil || !st.Success() {
-		t.Errorf("round %d: serve exited with %v on SIGTERM", pc.round, st)
+		b, _ := os.ReadFile(pc.srvLog)
+		t.Errorf("round %d: serve exited with %v on SIGTERM; its log, last lines:\n%s", pc.round, st, tail(string(b), 15))
 	}
 	pc.srv = nil
 }
