@@ -23,7 +23,10 @@
 // an engine/internal/ package (raft-wal's small API over internals is the
 // model, its package split is not): they share the Store's locks, lifecycle
 // and failure state field by field, and a package boundary would export
-// those fields to each other without hiding anything more from users.
+// those fields to each other without hiding anything more from users. The
+// module's own packages reach the operations users must not call
+// (replicated puts, repair, manual flush and dispatch, abandon) through
+// internal/engineops (ops.go).
 //
 // # Durability
 //
@@ -101,8 +104,9 @@
 // Records of a topic deleted below the offset recorded in DeletedTopicsFile
 // are never dispatched, so a crash does not bring its queues back.
 // RecoveryReport (Store.Recovery) says what recovery found and did.
-// RepairDamaged rewrites a damaged range with bytes a replica holds
-// (package cluster), and its placeholder units with the real ones.
+// RepairDamaged (an operation of internal/engineops, out of the API)
+// rewrites a damaged range with bytes a replica holds (package cluster),
+// and its placeholder units with the real ones.
 //
 // # Concurrency
 //
