@@ -13,9 +13,13 @@
 //
 // Codes: 21, 25, 26, 28, 43, 45, 61, 200-204, 207, 208, 300, 303, 305,
 // 307, 308, 309, 314, 315, 317, 321, 222 and 223 (sent on to the group's
-// clients), and the name server's config codes 318 and 319; the admin codes that RocketMQ 4.x brokers do not serve
-// either (Unsupported) are answered REQUEST_CODE_NOT_SUPPORTED with what to
-// use instead.
+// clients), and the name server's config codes 318 and 319. The admin
+// codes that RocketMQ 4.x brokers do not serve either (Unsupported) are
+// answered REQUEST_CODE_NOT_SUPPORTED with what to use instead.
+//
+// Time: Config.Now, a func() time.Time, the server's clock; the sampler's
+// tick is real time, and tests take a sample at their clock's time with
+// Sample.
 //
 // Concurrency: the handlers run in the remoting server's request
 // goroutines and are safe for concurrent use. Start runs one sampler
