@@ -68,13 +68,17 @@ func (t *GRPCTarget) Producer(i int) (LoadProducer, error) {
 	}
 	ctx, cancel := context.WithCancel(callCtx(context.Background(), "bench-producer-"+strconv.Itoa(i)))
 	return &grpcProducer{t: t, conn: conn, cl: rmqpb.NewMessagingServiceClient(conn), ctx: ctx, cancel: cancel,
-		first: int32(i * t.queues())}, nil
+		first: int32(i * t.queues()), sends: make(chan grpcSend)}, nil
 }
 
-// grpcProducer sends each message in its own SendMessage call, from a
-// goroutine of its own (the calls pipeline over the connection's HTTP/2
-// streams); the completions are serialized (doneMu), as LoadProducer
-// promises them.
+// grpcProducer sends each message in its own SendMessage call on a
+// goroutine of a pool that grows to the sends in flight (the calls
+// pipeline over the connection's HTTP/2 streams), as the remoting driver
+// keeps its window in flight on one connection; the completions are
+// serialized (doneMu), as LoadProducer promises them. A send handed to a
+// waiting goroutine runs on its grown stack: a goroutine a send cost the
+// driver more CPU than the calls themselves, on the cores the server
+// shares.
 type grpcProducer struct {
 	t      *GRPCTarget
 	conn   *grpc.ClientConn
@@ -83,8 +87,15 @@ type grpcProducer struct {
 	cancel context.CancelFunc
 	first  int32 // the stream's first queue
 	n      int32
+	sends  chan grpcSend // to an idle sender; unbuffered
 	wg     sync.WaitGroup
 	doneMu sync.Mutex
+}
+
+// grpcSend is one message to send and its completion.
+type grpcSend struct {
+	m    *rmqpb.Message
+	done func(error)
 }
 
 func (p *grpcProducer) Send(body []byte, done func(error)) error {
@@ -97,18 +108,34 @@ func (p *grpcProducer) Send(body []byte, done func(error)) error {
 	m := &rmqpb.Message{Topic: &rmqpb.Resource{Name: p.t.Topic}, Body: append([]byte(nil), body...),
 		SystemProperties: &rmqpb.SystemProperties{Tag: &tag, MessageId: fmt.Sprintf("B%015X", p.t.msgID.Add(1)),
 			QueueId: qid, BornTimestamp: timestamppb.Now(), MessageType: rmqpb.MessageType_NORMAL}}
-	p.wg.Add(1)
-	go func() {
-		defer p.wg.Done()
-		r, err := p.cl.SendMessage(p.ctx, &rmqpb.SendMessageRequest{Messages: []*rmqpb.Message{m}})
+	s := grpcSend{m: m, done: done}
+	select {
+	case p.sends <- s:
+	default:
+		p.wg.Add(1)
+		go p.sender(s)
+	}
+	return nil
+}
+
+// sender sends s, then every send handed to it, until the producer
+// closes.
+func (p *grpcProducer) sender(s grpcSend) {
+	defer p.wg.Done()
+	for {
+		r, err := p.cl.SendMessage(p.ctx, &rmqpb.SendMessageRequest{Messages: []*rmqpb.Message{s.m}})
 		if err == nil && r.GetStatus().GetCode() != rmqpb.Code_OK {
 			err = fmt.Errorf("bench: send answered %s: %s", r.GetStatus().GetCode(), r.GetStatus().GetMessage())
 		}
 		p.doneMu.Lock()
-		defer p.doneMu.Unlock()
-		done(err)
-	}()
-	return nil
+		s.done(err)
+		p.doneMu.Unlock()
+		select {
+		case s = <-p.sends:
+		case <-p.ctx.Done():
+			return
+		}
+	}
 }
 
 func (p *grpcProducer) Close() error {

@@ -240,6 +240,12 @@ type jepsenGroup struct {
 // replicas' store directories (the power-cut test puts each on its own
 // LazyFS). The logs stay beside the default directories either way.
 func startJepsenGroup(t *testing.T, bin string, dirs []string) *jepsenGroup {
+	return startJepsenGroupConf(t, bin, dirs, "")
+}
+
+// startJepsenGroupConf starts the group with extra top-level lines in
+// each replica's broker config.
+func startJepsenGroupConf(t *testing.T, bin string, dirs []string, extra string) *jepsenGroup {
 	g := &jepsenGroup{bin: bin}
 	var binds []string
 	src := map[string]int{}
@@ -265,7 +271,7 @@ func startJepsenGroup(t *testing.T, bin string, dirs []string) *jepsenGroup {
 		}
 		port := freePort(t, "127.0.0.1")
 		r.broker = fmt.Sprintf("127.0.0.1:%d", port)
-		conf := fmt.Sprintf(`brokerName: broker-j
+		conf := extra + fmt.Sprintf(`brokerName: broker-j
 listenPort: %d
 namesrvAddr: %s
 flushDiskType: SYNC_FLUSH

@@ -40,22 +40,12 @@ func TestForeignFilesInQueueDirectories(t *testing.T) {
 			var logged bytes.Buffer
 			cfg := hooks.Manual(engine.Config{CommitLogFileSize: 64 << 10,
 				Logger: slog.New(slog.NewTextHandler(&logged, &slog.HandlerOptions{Level: slog.LevelWarn}))})
-			s, err := engine.Open(memfs.New(afs), cfg)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for i := range 3 {
-				if _, err := s.Put(context.Background(), &engine.Message{Topic: "T", Body: fmt.Appendf(nil, "m%d", i)}); err != nil {
-					t.Fatal(err)
-				}
-			}
-			if _, err := engineops.Of(s).Dispatch(); err != nil {
-				t.Fatal(err)
-			}
+			s := openDispatched(t, afs, cfg, 3)
 			if err := s.Close(); err != nil {
 				t.Fatal(err)
 			}
 			var content []byte
+			var err error
 			if tc.copyOf != "" {
 				if content, err = afero.ReadFile(afs, tc.copyOf); err != nil {
 					t.Fatal(err)
@@ -98,18 +88,7 @@ func TestForeignFilesInQueueDirectories(t *testing.T) {
 func TestShortFileBeforeDataRefused(t *testing.T) {
 	afs := afero.NewMemMapFs()
 	cfg := hooks.Manual(engine.Config{CommitLogFileSize: 64 << 10, ConsumeQueueUnits: 4})
-	s, err := engine.Open(memfs.New(afs), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := range 6 {
-		if _, err := s.Put(context.Background(), &engine.Message{Topic: "T", Body: fmt.Appendf(nil, "m%d", i)}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if _, err := engineops.Of(s).Dispatch(); err != nil {
-		t.Fatal(err)
-	}
+	s := openDispatched(t, afs, cfg, 6)
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -150,18 +129,7 @@ func TestEmptyQueueFilesAfterPowerCut(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			afs := afero.NewMemMapFs()
 			cfg := hooks.Manual(engine.Config{CommitLogFileSize: 64 << 10, ConsumeQueueUnits: tc.units})
-			s, err := engine.Open(memfs.New(afs), cfg)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for i := range 6 {
-				if _, err := s.Put(context.Background(), &engine.Message{Topic: "T", Body: fmt.Appendf(nil, "m%d", i)}); err != nil {
-					t.Fatal(err)
-				}
-			}
-			if _, err := engineops.Of(s).Dispatch(); err != nil {
-				t.Fatal(err)
-			}
+			s := openDispatched(t, afs, cfg, 6)
 			if err := s.FlushCommitLog(0); err != nil {
 				t.Fatal(err)
 			}
@@ -177,7 +145,7 @@ func TestEmptyQueueFilesAfterPowerCut(t *testing.T) {
 				}
 			}
 
-			s, err = engine.Open(memfs.New(afs), cfg)
+			s, err := engine.Open(memfs.New(afs), cfg)
 			if err != nil {
 				t.Fatalf("open with empty %v: %v", tc.empty, err)
 			}
@@ -208,4 +176,23 @@ func TestEmptyQueueFilesAfterPowerCut(t *testing.T) {
 			}
 		})
 	}
+}
+
+// openDispatched opens a store on afs, puts n messages m0, m1, ... into
+// T and dispatches them.
+func openDispatched(t *testing.T, afs afero.Fs, cfg engine.Config, n int) *engine.Store {
+	t.Helper()
+	s, err := engine.Open(memfs.New(afs), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range n {
+		if _, err := s.Put(context.Background(), &engine.Message{Topic: "T", Body: fmt.Appendf(nil, "m%d", i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := engineops.Of(s).Dispatch(); err != nil {
+		t.Fatal(err)
+	}
+	return s
 }

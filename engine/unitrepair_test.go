@@ -112,22 +112,7 @@ func readAt(t *testing.T, afs afero.Fs, name string, off int64, n int) []byte {
 // following NextBeginOffset, and returns the bodies it got.
 func pullAll(t *testing.T, s *engine.Store, q int32) []string {
 	t.Helper()
-	var got []string
-	for off, pulls := int64(0), 0; off < s.MaxOffsetInQueue("T", q); pulls++ {
-		if pulls > 10*damagedQueueMessages {
-			t.Fatalf("T/%d: no progress at offset %d", q, off)
-		}
-		r, err := s.GetMessage("T", q, off, 16, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, m := range r.Messages {
-			got = append(got, recordBody(m.Record))
-		}
-		off = r.NextBeginOffset
-		r.Release()
-	}
-	return got
+	return pullAllFiltered(t, s, q, nil)
 }
 
 // recordBody is the body of rec, or a description of the bytes served

@@ -162,7 +162,7 @@ type untagged struct{}
 func (untagged) IsMatchedByConsumeQueue(tagsCode int64) bool { return tagsCode == 0 }
 func (untagged) IsMatchedByCommitLog(map[string]string) bool { return true }
 
-// pullAllFiltered is pullAll with filter f.
+// pullAllFiltered is pullAll with filter f (nil: every message).
 func pullAllFiltered(t *testing.T, s *engine.Store, q int32, f record.MessageFilter) []string {
 	t.Helper()
 	var got []string

@@ -67,14 +67,7 @@ func newQueueCrashCase(t *testing.T, cfgHook func(*hooks.Engine)) (int64, int64,
 	if from := r.Recovery().ScanFrom; from < 4096 {
 		t.Fatalf("recovery scanned from %d, inside T/0's CommitLog file: the case cannot tell lost units from rebuilt ones", from)
 	}
-	end := r.MaxOffsetInQueue("T", 0)
-	if err := r.Close(); err != nil {
-		t.Fatal(err)
-	}
-	vr, err := verify.Run(rfs, verify.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	end, vr := closeAndVerify(t, r, rfs)
 	return n, end, vr
 }
 

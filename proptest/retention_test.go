@@ -9,6 +9,7 @@ import (
 
 	"github.com/rocketstore/rocketstore/internal/engineops"
 
+	"github.com/rocketstore/rocketstore/backend"
 	"github.com/rocketstore/rocketstore/crashsim"
 	"github.com/rocketstore/rocketstore/engine"
 	"github.com/rocketstore/rocketstore/internal/hooks"
@@ -67,6 +68,14 @@ func retentionCase(t *testing.T, cfgHook func(*hooks.Engine)) (int64, int64, ver
 	if err != nil {
 		t.Fatalf("recovery: %v", err)
 	}
+	end, vr := closeAndVerify(t, r, rfs)
+	return n, end, vr
+}
+
+// closeAndVerify closes the recovered store r, returns where its queue
+// T/0 ends, and verifies its files on rfs.
+func closeAndVerify(t *testing.T, r *engine.Store, rfs backend.FS) (int64, verify.Report) {
+	t.Helper()
 	end := r.MaxOffsetInQueue("T", 0)
 	if err := r.Close(); err != nil {
 		t.Fatal(err)
@@ -75,7 +84,7 @@ func retentionCase(t *testing.T, cfgHook func(*hooks.Engine)) (int64, int64, ver
 	if err != nil {
 		t.Fatal(err)
 	}
-	return n, end, vr
+	return end, vr
 }
 
 // TestRetentionSyncsQueuesBeforeDeletingCommitLog: a clean round deleted

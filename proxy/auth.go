@@ -44,9 +44,10 @@ func newCallInfo(ctx context.Context) *callInfo {
 			ci.remote = ta.AddrPort()
 		}
 	}
-	md, _ := metadata.FromIncomingContext(ctx)
+	// ValueFromIncomingContext copies one key's values, where
+	// FromIncomingContext would copy the whole metadata of every request.
 	first := func(k string) string {
-		if v := md.Get(k); len(v) > 0 {
+		if v := metadata.ValueFromIncomingContext(ctx, k); len(v) > 0 {
 			return v[0]
 		}
 		return ""

@@ -17,14 +17,15 @@ const conflictPrefix = "org.apache.rocketmq.proxy.common.ProxyException: "
 // the topic's message.type, as RocketMQ 5.x's ProducerProcessor does
 // (enableTopicMessageTypeCheck, on by default): it checks the first
 // message of the request only, skips retry and dead-letter topics, and
-// the refusal fails the whole request. The type is read from the stored
-// properties (TopicMessageType.parseFromMessageProperty), not from the
-// client's declared type.
-func checkMessageType(tc config.TopicConfig, first []byte) *rmqpb.Status {
+// the refusal fails the whole request. The type is read from the
+// properties to be stored (TopicMessageType.parseFromMessageProperty),
+// not from the client's declared type: props is the map sendRequest
+// encodes, without empty values (which the encoding drops).
+func checkMessageType(tc config.TopicConfig, props map[string]string) *rmqpb.Status {
 	if strings.HasPrefix(tc.TopicName, record.RetryGroupTopicPrefix) || strings.HasPrefix(tc.TopicName, record.DLQGroupTopicPrefix) {
 		return nil
 	}
-	if err := config.CheckMessageType(tc.MessageType(), config.MessageTypeOf(record.ParseProperties(first))); err != nil {
+	if err := config.CheckMessageType(tc.MessageType(), config.MessageTypeOf(props)); err != nil {
 		return status(rmqpb.Code_MESSAGE_PROPERTY_CONFLICT_WITH_TYPE, conflictPrefix+err.Error())
 	}
 	return nil

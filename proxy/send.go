@@ -60,9 +60,9 @@ func (p *Proxy) SendMessage(ctx context.Context, req *rmqpb.SendMessageRequest) 
 	codes := map[rmqpb.Code]bool{}
 	ci := infoFrom(ctx)
 	for i, m := range msgs {
-		sr, st := p.sendRequest(m, topic, tc.WriteQueueNums)
+		sr, props, st := p.sendRequest(m, topic, tc.WriteQueueNums)
 		if i == 0 && st == nil {
-			if st := checkMessageType(tc, []byte(sr.Properties)); st != nil {
+			if st := checkMessageType(tc, props); st != nil {
 				return &rmqpb.SendMessageResponse{Status: st}, nil
 			}
 		}
@@ -99,38 +99,42 @@ func (p *Proxy) sendOne(ctx context.Context, m *rmqpb.Message, sr *broker.SendRe
 }
 
 // sendRequest builds the broker's send request from a 5.x message, with
-// SendMessageActivity's checks and codes.
-func (p *Proxy) sendRequest(m *rmqpb.Message, topic string, writeQueues int) (*broker.SendRequest, *rmqpb.Status) {
+// SendMessageActivity's checks and codes, and returns the properties its
+// Properties encode (for checkMessageType, which would otherwise parse
+// them back).
+func (p *Proxy) sendRequest(m *rmqpb.Message, topic string, writeQueues int) (*broker.SendRequest, map[string]string, *rmqpb.Status) {
 	sp := m.GetSystemProperties()
 	switch {
 	case m.GetTopic().GetName() != topic:
-		return nil, status(rmqpb.Code_MESSAGE_CORRUPTED, "topic in message is not same")
+		return nil, nil, status(rmqpb.Code_MESSAGE_CORRUPTED, "topic in message is not same")
 	case len(m.GetBody()) == 0:
-		return nil, status(rmqpb.Code_MESSAGE_BODY_EMPTY, "message body cannot be empty")
+		return nil, nil, status(rmqpb.Code_MESSAGE_BODY_EMPTY, "message body cannot be empty")
 	case len(m.GetBody()) > int(p.maxBodySize()):
-		return nil, status(rmqpb.Code_MESSAGE_BODY_TOO_LARGE, "message body cannot exceed the max "+strconv.Itoa(int(p.maxBodySize())))
+		return nil, nil, status(rmqpb.Code_MESSAGE_BODY_TOO_LARGE, "message body cannot exceed the max "+strconv.Itoa(int(p.maxBodySize())))
 	case strings.TrimSpace(sp.GetMessageId()) == "":
-		return nil, status(rmqpb.Code_ILLEGAL_MESSAGE_ID, "message id cannot be empty")
+		return nil, nil, status(rmqpb.Code_ILLEGAL_MESSAGE_ID, "message id cannot be empty")
 	}
 	props := make(map[string]string, len(m.GetUserProperties())+8)
 	for k, v := range m.GetUserProperties() {
 		if systemProperties[k] {
-			return nil, status(rmqpb.Code_ILLEGAL_MESSAGE_PROPERTY_KEY, "property is used by system: "+k)
+			return nil, nil, status(rmqpb.Code_ILLEGAL_MESSAGE_PROPERTY_KEY, "property is used by system: "+k)
 		}
 		if hasControl(k) || hasControl(v) {
-			return nil, status(rmqpb.Code_ILLEGAL_MESSAGE_PROPERTY_KEY, "the key or value of property "+quote(k)+" contains a control character")
+			return nil, nil, status(rmqpb.Code_ILLEGAL_MESSAGE_PROPERTY_KEY, "the key or value of property "+quote(k)+" contains a control character")
 		}
-		props[k] = v
+		if k != "" && v != "" { // as the encoding drops them
+			props[k] = v
+		}
 	}
 	if tag := sp.GetTag(); tag != "" {
 		if strings.TrimSpace(tag) == "" || strings.Contains(tag, "|") || hasControl(tag) {
-			return nil, status(rmqpb.Code_ILLEGAL_MESSAGE_TAG, "tag "+quote(tag)+" is blank or contains '|' or a control character")
+			return nil, nil, status(rmqpb.Code_ILLEGAL_MESSAGE_TAG, "tag "+quote(tag)+" is blank or contains '|' or a control character")
 		}
 		props[record.PropertyTags] = tag
 	}
 	for _, k := range sp.GetKeys() {
 		if strings.TrimSpace(k) == "" || hasControl(k) {
-			return nil, status(rmqpb.Code_ILLEGAL_MESSAGE_KEY, "key "+quote(k)+" is blank or contains a control character")
+			return nil, nil, status(rmqpb.Code_ILLEGAL_MESSAGE_KEY, "key "+quote(k)+" is blank or contains a control character")
 		}
 	}
 	if len(sp.GetKeys()) > 0 {
@@ -152,7 +156,7 @@ func (p *Proxy) sendRequest(m *rmqpb.Message, topic string, writeQueues int) (*b
 	}
 	if g := sp.GetMessageGroup(); g != "" {
 		if strings.TrimSpace(g) == "" || len(g) >= 64 || hasControl(g) {
-			return nil, status(rmqpb.Code_ILLEGAL_MESSAGE_GROUP, "message group "+quote(g)+" is blank, 64 bytes or longer, or contains a control character")
+			return nil, nil, status(rmqpb.Code_ILLEGAL_MESSAGE_GROUP, "message group "+quote(g)+" is blank, 64 bytes or longer, or contains a control character")
 		}
 		props[record.PropertyShardingKey] = g
 	}
@@ -165,7 +169,7 @@ func (p *Proxy) sendRequest(m *rmqpb.Message, topic string, writeQueues int) (*b
 		// broker's timerMaxDelaySec (the Java proxy's maxDelayTimeMills).
 		ms := dt.AsTime().UnixMilli()
 		if maxDelay := p.b.Timer().Config().MaxDelay.Milliseconds(); ms-p.cfg.Now().UnixMilli() > maxDelay {
-			return nil, status(rmqpb.Code_ILLEGAL_DELIVERY_TIME, "the max delay time of message is too large, max is "+strconv.FormatInt(maxDelay, 10))
+			return nil, nil, status(rmqpb.Code_ILLEGAL_DELIVERY_TIME, "the max delay time of message is too large, max is "+strconv.FormatInt(maxDelay, 10))
 		}
 		props[record.PropertyTimerDeliverMS] = strconv.FormatInt(ms, 10)
 	}
@@ -178,7 +182,17 @@ func (p *Proxy) sendRequest(m *rmqpb.Message, topic string, writeQueues int) (*b
 		qid = int32(rand.IntN(max(1, writeQueues)))
 	}
 	return &broker.SendRequest{ProducerGroup: topic, Topic: topic, QueueID: qid, SysFlag: sysFlag, BornTimestamp: born,
-		Properties: string(record.AppendProperties(nil, props)), ReconsumeTimes: sp.GetDeliveryAttempt(), Body: m.GetBody()}, nil
+		Properties: encodeProperties(props), ReconsumeTimes: sp.GetDeliveryAttempt(), Body: m.GetBody()}, props, nil
+}
+
+// encodeProperties is RocketMQ's encoding of props, into a buffer of
+// its size (appending to nil grew it three or four times a message).
+func encodeProperties(props map[string]string) string {
+	n := 0
+	for k, v := range props {
+		n += len(k) + len(v) + 2
+	}
+	return string(record.AppendProperties(make([]byte, 0, n), props))
 }
 
 func hasControl(s string) bool {

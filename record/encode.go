@@ -230,3 +230,16 @@ func appendHost(b []byte, h netip.AddrPort) []byte {
 	}
 	return be.AppendUint32(b, uint32(h.Port()))
 }
+
+// AppendMessageExt appends m in the v1 CommitLog record format, as a pull
+// body carries it: re-encoding a decoded record gives back its bytes.
+func AppendMessageExt(dst []byte, m *MessageExt) ([]byte, error) {
+	var enc Encoder
+	p, err := enc.Prepare(&m.Message, m.StoreHost, len(m.Body))
+	if err != nil {
+		return dst, err
+	}
+	head, body, tail := enc.Encode(p, Stamp{QueueOffset: m.QueueOffset,
+		PhysicalOffset: m.CommitLogOffset, StoreTimestamp: m.StoreTimestamp, StoreHost: m.StoreHost})
+	return append(append(append(dst, head...), body...), tail...), nil
+}

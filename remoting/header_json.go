@@ -654,6 +654,15 @@ func (d *jsonDecoder) number() (isInt bool, err error) {
 	return isInt, nil
 }
 
+// jsonPlain marks the bytes a JSON string holds as they are: printable
+// ASCII other than '"' and '\\'.
+var jsonPlain = func() (t [256]bool) {
+	for c := ' '; c < utf8.RuneSelf; c++ {
+		t[c] = c != '"' && c != '\\'
+	}
+	return t
+}()
+
 // scanString consumes the string at pos (which is '"') and returns its
 // contents still escaped, whether it has escapes and whether it has bytes
 // beyond ASCII.
@@ -661,6 +670,15 @@ func (d *jsonDecoder) scanString() (raw string, escaped, high bool, err error) {
 	s := d.s
 	start := d.pos + 1
 	for i := start; i < len(s); {
+		// Most of a header is plain ASCII: skip it a byte at a time
+		// without the cases below (the properties value of a send is
+		// its longest string).
+		for i < len(s) && jsonPlain[s[i]] {
+			i++
+		}
+		if i >= len(s) {
+			break
+		}
 		c := s[i]
 		switch {
 		case c == '"':

@@ -7,8 +7,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/rocketstore/rocketstore/admin"
 	"github.com/rocketstore/rocketstore/remoting"
+	"github.com/rocketstore/rocketstore/server/adminapi"
 )
 
 // clientInfo is what the admin codes report about a client: the header
@@ -76,37 +76,27 @@ func (s *Server) adminConnClosed(c *remoting.Conn) {
 	}
 }
 
-// consumerMember is one online consumer of a group.
-type consumerMember struct {
-	clientID string
-	conn     *remoting.Conn
-	info     clientInfo
-}
-
-// consumerMembers returns the group's online consumers, sorted by id.
-func (s *Server) consumerMembers(group string) []consumerMember {
+// consumerMembers returns the group's online consumers with their
+// heartbeat details, sorted by id.
+func (s *Server) consumerMembers(group string) []adminapi.Consumer {
 	r := s.clients
 	r.mu.Lock()
-	out := make([]consumerMember, 0, len(r.groups[group]))
+	out := make([]adminapi.Consumer, 0, len(r.groups[group]))
 	for id, m := range r.groups[group] {
-		out = append(out, consumerMember{clientID: id, conn: m.conn})
+		out = append(out, adminapi.Consumer{ClientID: id, Conn: m.conn})
 	}
 	r.mu.Unlock()
 	t := s.clientTable
 	t.mu.Lock()
 	for i := range out {
-		if ci := t.consumers[group][out[i].clientID]; ci != nil {
-			out[i].info = *ci
+		if ci := t.consumers[group][out[i].ClientID]; ci != nil {
+			out[i].Language, out[i].Version = ci.language, ci.version
+			out[i].ConsumeType, out[i].MessageModel, out[i].ConsumeFromWhere = ci.consumeType, ci.messageModel, ci.consumeFromWhere
 		}
 	}
 	t.mu.Unlock()
-	slices.SortFunc(out, func(a, b consumerMember) int { return strings.Compare(a.clientID, b.clientID) })
+	slices.SortFunc(out, func(a, b adminapi.Consumer) int { return strings.Compare(a.ClientID, b.ClientID) })
 	return out
-}
-
-// producerConnections returns a producer group's connections.
-func (s *Server) producerConnections(group string) ([]admin.Connection, bool) {
-	return s.producers.connections(group)
 }
 
 // ConsumerGroupsOnline returns the consumer groups with an online client, sorted.

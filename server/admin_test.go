@@ -10,7 +10,9 @@ import (
 	"time"
 
 	"github.com/rocketstore/rocketstore/admin"
+	"github.com/rocketstore/rocketstore/broker"
 	"github.com/rocketstore/rocketstore/remoting"
+	"github.com/rocketstore/rocketstore/server"
 )
 
 // fakeConsumer is a consumer client that answers the broker's calls as
@@ -18,6 +20,9 @@ import (
 type fakeConsumer struct {
 	mu    sync.Mutex
 	calls map[int32][]*remoting.RemotingCommand
+	// reset receives a value for each RESET_CONSUMER_CLIENT_OFFSET (220,
+	// one-way, so the broker's answer comes before it arrives).
+	reset chan struct{}
 }
 
 func (f *fakeConsumer) Handle(_ context.Context, _ *remoting.Conn, req *remoting.RemotingCommand) (*remoting.RemotingCommand, error) {
@@ -41,6 +46,7 @@ func (f *fakeConsumer) Handle(_ context.Context, _ *remoting.Conn, req *remoting
 		resp.Body = []byte(`{"messageQueueTable":{{"brokerName":"broker-a","queueId":0,"topic":"` + req.ExtFields["topic"] + `"}:7}}`)
 		return resp, nil
 	case 220:
+		signal(f.reset)
 		return nil, nil // one-way
 	}
 	return req.NewResponse(remoting.CodeRequestCodeNotSupported, ""), nil
@@ -61,8 +67,8 @@ type adminEnv struct {
 	ccl      *remoting.Client
 }
 
-func newAdminEnv(t *testing.T) *adminEnv {
-	e := newEnv(t)
+func newAdminEnv(t *testing.T, mod ...func(*broker.Config, *server.Config)) *adminEnv {
+	e := newEnv(t, mod...)
 	wantCode(t, e.call(remoting.CodeUpdateAndCreateTopic, nil, "topic", "T", "readQueueNums", "4", "writeQueueNums", "4", "perm", "6"), 0)
 	for i, q := range []int{0, 0, 0, 1} {
 		wantCode(t, e.send("T", q, "body-"+strconv.Itoa(i), props("KEYS", "k"+strconv.Itoa(i), "TAGS", "tg")), 0)
@@ -70,7 +76,7 @@ func newAdminEnv(t *testing.T) *adminEnv {
 	waitDispatched(t, e.b, "T", 0, 3)
 	waitDispatched(t, e.b, "T", 1, 1)
 	wantCode(t, e.call(remoting.CodeUpdateConsumerOffset, nil, "consumerGroup", "G", "topic", "T", "queueId", "0", "commitOffset", "1"), 0)
-	fc := &fakeConsumer{}
+	fc := &fakeConsumer{reset: make(chan struct{}, 4)}
 	ccl := e.dial(fc)
 	t.Cleanup(func() { _ = ccl.Close() })
 	body, _ := json.Marshal(map[string]any{
@@ -151,7 +157,11 @@ func TestAdminTopicStatsAndConsumeStats(t *testing.T) {
 }
 
 func TestAdminConnections(t *testing.T) {
-	e := newAdminEnv(t)
+	closed := make(chan struct{}, 4)
+	e := newAdminEnv(t, func(_ *broker.Config, sc *server.Config) {
+		// Called after the server forgot the connection's clients.
+		sc.Remoting.OnClose = func(*remoting.Conn, error) { signal(closed) }
+	})
 	resp := e.call(203, nil, "consumerGroup", "G")
 	wantCode(t, resp, 0)
 	checkShape(t, "ConsumerConnection", resp.Body)
@@ -175,8 +185,9 @@ func TestAdminConnections(t *testing.T) {
 
 	// The producer leaves with its connection.
 	_ = e.ccl.Close()
-	waitFor(t, func() bool { return e.call(204, nil, "producerGroup", "PG").Code == remoting.CodeSystemError })
-	waitFor(t, func() bool { return e.call(203, nil, "consumerGroup", "G").Code == 206 })
+	receive(t, closed, "the client's connection closed")
+	wantCode(t, e.call(204, nil, "producerGroup", "PG"), remoting.CodeSystemError)
+	wantCode(t, e.call(203, nil, "consumerGroup", "G"), 206)
 }
 
 func TestAdminCallsThroughTheClientConnection(t *testing.T) {
@@ -213,7 +224,7 @@ func TestAdminCallsThroughTheClientConnection(t *testing.T) {
 	if len(rb.OffsetTable) != 4 || rb.OffsetTable[admin.MessageQueue{Topic: "T", BrokerName: "broker-a", QueueID: 0}] != 0 {
 		t.Fatalf("reset body %+v", rb)
 	}
-	waitFor(t, func() bool { return len(e.consumer.got(220)) == 1 })
+	receive(t, e.consumer.reset, "RESET_CONSUMER_CLIENT_OFFSET at C1")
 	if r := e.consumer.got(220)[0]; r.ExtFields["group"] != "G" || !strings.HasPrefix(string(r.Body), `{"offsetTable":{{"brokerName":"broker-a","queueId":0,"topic":"T"}:0`) {
 		t.Fatalf("reset request %v %s", r.ExtFields, r.Body)
 	}
@@ -316,15 +327,14 @@ func TestAdminRuntimeAndStats(t *testing.T) {
 		}
 	}
 	// The runtime info counts what was put (4 messages in T), and the
-	// sampler's series of T appears within its tick.
+	// sampler's series of T appears at its next tick.
 	decodeBody(t, e.call(28, nil), &kv)
 	if kv.Table["msgPutTotalTodayNow"] != "4" {
 		t.Fatalf("msgPutTotalTodayNow %q, want 4", kv.Table["msgPutTotalTodayNow"])
 	}
-	waitFor(t, func() bool {
-		resp = e.call(315, nil, "statsName", "TOPIC_PUT_NUMS", "statsKey", "T")
-		return resp.Code == 0
-	})
+	server.SampleStats(e.s)
+	resp = e.call(315, nil, "statsName", "TOPIC_PUT_NUMS", "statsKey", "T")
+	wantCode(t, resp, 0)
 	checkShape(t, "BrokerStatsData", resp.Body)
 	wantCode(t, e.call(315, nil, "statsName", "TOPIC_PUT_NUMS", "statsKey", "Nope"), remoting.CodeSystemError)
 }

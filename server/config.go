@@ -48,7 +48,7 @@ type Config struct {
 	Metrics Metrics
 	// Security configures ACL, TLS and client limits (none by default).
 	Security Security
-	// Now returns the current time (time.Now).
+	// Now is the server's one clock (nil: time.Now); package doc, "Time".
 	Now func() time.Time
 
 	// Role is what the server answers: the name server and the broker

@@ -5,9 +5,6 @@
 //
 // Roles and codes:
 //
-//	name server  REGISTER_BROKER 103, UNREGISTER_BROKER 104,
-//	             GET_ROUTEINFO_BY_TOPIC 105, GET_BROKER_CLUSTER_INFO 106,
-//	             GET_ALL_TOPIC_LIST_FROM_NAMESERVER 206, DELETE_TOPIC_IN_NAMESRV 216
 //	producer     SEND_MESSAGE 10, SEND_MESSAGE_V2 310, SEND_BATCH_MESSAGE 320
 //	consumer     PULL_MESSAGE 11 (long polling), QUERY_CONSUMER_OFFSET 14,
 //	             UPDATE_CONSUMER_OFFSET 15, SEARCH_OFFSET_BY_TIMESTAMP 29,
@@ -18,10 +15,12 @@
 //	             UPDATE_AND_CREATE_TOPIC 17, DELETE_TOPIC_IN_BROKER 215
 //	to clients   NOTIFY_CONSUMER_IDS_CHANGED 40 (one-way) when a group's
 //	             membership changes
-//	admin        mqadmin's and the dashboard's codes (admin_*.go; bodies in
-//	             package admin): 21, 25, 26, 28, 43, 45, 200-204, 207, 208,
-//	             222, 223, 300, 303, 305, 307, 308, 309, 314, 315, 317, 321;
-//	             name server: 100-102, 205, 219, 224, 304, 318, 319, 322, 327
+//	admin        mqadmin's and the dashboard's codes, answered by package
+//	             adminapi (bodies in package admin): 21, 25, 26, 28, 43,
+//	             45, 61, 200-204, 207, 208, 222, 223, 300, 303, 305, 307,
+//	             308, 309, 314, 315, 317, 321; name server 318, 319
+//	name server  package namesrv's handlers: 103-106, 206, 216 and the
+//	             admin codes 100-102, 205, 219, 224, 304, 322, 327
 //
 // Every other code is answered REQUEST_CODE_NOT_SUPPORTED (3). A request
 // whose header lacks a required field, or has one that does not parse, is
@@ -33,9 +32,18 @@
 // Config.Role runs both roles (the default), the broker only, or the name
 // server only. A broker with Config.NamesrvAddr registers with those name
 // servers (registrar.go); a name server keeps the registered broker groups
-// and merges their queues into each topic's route (the registry is package
-// server/namesrv; its request handlers are route.go, register.go and
-// admin_namesrv.go).
+// and merges their queues into each topic's route (package server/namesrv,
+// registry and handlers; namesrvlocal.go shows it the in-process broker in
+// the single-node default).
+//
+// Layers: this package is the broker front (connections, clients, sends,
+// pulls, offsets, locks, security, the registrar) and the assembly of the
+// roles; server/adminapi and server/namesrv import neither it nor each
+// other, and reach the server's state only through the small interfaces
+// they declare (adminapi.Host, namesrv.Host, namesrv.Local). Metrics come
+// in as the Metrics interface, which cmd/rocketstore fills with package
+// metrics/prom, so that an embedder of this package does not link the
+// Prometheus client.
 //
 // Clients are tracked by heartbeat: a client is registered in the groups
 // of its heartbeat and expires when its connection closes or when it has
@@ -51,4 +59,12 @@
 // the same connection with the request's opaque. Shutdown answers every
 // held pull (SYSTEM_BUSY, so that clients back off and reconnect), lets running requests finish, and closes the
 // connections; it does not close the broker, which the caller owns.
+//
+// Time: one clock, Config.Now (a func() time.Time, the injection style of
+// this package and of adminapi and namesrv, which are handed it). Client,
+// lock and broker expiry, the limits' windows and the admin statistics
+// read it; the tickers that run the scans are real time, so a test that
+// moves a fake Config.Now runs a scan itself (export_test.go) instead of
+// sleeping until the next tick. The store's record times are the broker's
+// clock (engine.Config.Now, milliseconds), not this one.
 package server

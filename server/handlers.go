@@ -8,6 +8,7 @@ import (
 
 	"github.com/rocketstore/rocketstore/broker"
 	"github.com/rocketstore/rocketstore/remoting"
+	"github.com/rocketstore/rocketstore/server/adminapi"
 )
 
 // handlerFunc is the signature of every request handler.
@@ -17,11 +18,6 @@ type handlerFunc = func(ctx context.Context, c *remoting.Conn, req *remoting.Rem
 // answers all others REQUEST_CODE_NOT_SUPPORTED.
 func (s *Server) register() {
 	for code, h := range map[int32]handlerFunc{
-		// name server
-		remoting.CodeGetRouteInfoByTopic:        s.getRouteInfo,
-		remoting.CodeGetBrokerClusterInfo:       s.getClusterInfo,
-		remoting.CodeGetAllTopicListFromNamesrv: s.getAllTopicList,
-		remoting.CodeDeleteTopicInNamesrv:       s.deleteTopicInNamesrv,
 		// producer
 		remoting.CodeSendMessage:      s.sendMessage,
 		remoting.CodeSendMessageV2:    s.sendMessage,
@@ -45,60 +41,32 @@ func (s *Server) register() {
 		remoting.CodeUpdateAndCreateTopic: s.updateAndCreateTopic,
 		remoting.CodeDeleteTopicInBroker:  s.deleteTopicInBroker,
 		codeGetEarliestMsgStoretime:       s.getEarliestMsgStoretime,
-		// name server: the broker registry (namesrv.go)
-		codeRegisterBroker:   s.registerBroker,
-		codeUnregisterBroker: s.unregisterBroker,
-		// admin (admin_*.go)
-		codeGetAllTopicConfig:               s.getAllTopicConfig,
-		codeUpdateBrokerConfig:              s.updateConfig,
-		codeGetBrokerConfig:                 s.getBrokerConfig,
-		codeGetBrokerRuntimeInfo:            s.getBrokerRuntimeInfo,
-		codeGetTimerMetrics:                 s.getTimerMetrics,
-		codeGetAllConsumerOffset:            s.getAllConsumerOffset,
-		codeGetAllDelayOffset:               s.getAllDelayOffset,
-		codePutKVConfig:                     s.putKVConfig,
-		codeGetKVConfig:                     s.getKVConfig,
-		codeDeleteKVConfig:                  s.deleteKVConfig,
-		codeUpdateAndCreateSubscriptionGrp:  s.updateAndCreateSubscriptionGroup,
-		codeGetAllSubscriptionGroupConfig:   s.getAllSubscriptionGroup,
-		codeGetTopicStatsInfo:               s.getTopicStatsInfo,
-		codeGetConsumerConnectionList:       s.getConsumerConnectionList,
-		codeGetProducerConnectionList:       s.getProducerConnectionList,
-		codeWipeWritePermOfBroker:           s.writePermHandler(false),
-		codeAddWritePermOfBroker:            s.writePermHandler(true),
-		codeDeleteSubscriptionGroup:         s.deleteSubscriptionGroup,
-		codeGetConsumeStats:                 s.getConsumeStats,
-		codeGetKVListByNamespace:            s.getKVListByNamespace,
-		codeInvokeBrokerToResetOffset:       s.invokeBrokerToResetOffset,
-		codeInvokeBrokerToGetConsumerStatus: s.invokeBrokerToGetConsumerStatus,
-		codeGetTopicsByCluster:              s.getTopicsByCluster,
-		codeQueryTopicConsumeByWho:          s.queryTopicConsumeByWho,
-		codeQueryConsumeTimeSpan:            s.queryConsumeTimeSpan,
-		codeGetSystemTopicListFromNs:        s.getSystemTopicListFromNs,
-		codeGetSystemTopicListFromBroker:    s.getSystemTopicListFromBroker,
-		remoting.CodeGetConsumerRunningInfo: s.getConsumerRunningInfo,
-		codeQueryCorrectionOffset:           s.queryCorrectionOffset,
-		remoting.CodeConsumeMessageDirectly: s.consumeMessageDirectly,
-		codeCloneGroupOffset:                s.cloneGroupOffset,
-		codeViewBrokerStatsData:             s.viewBrokerStatsData,
-		codeGetBrokerConsumeStats:           s.getBrokerConsumeStats,
-		codeUpdateNamesrvConfig:             s.updateConfig,
-		codeGetNamesrvConfig:                s.getNamesrvConfig,
-		codeQueryConsumeQueue:               s.queryConsumeQueue,
-		codeQueryDataVersion:                s.queryDataVersion,
-		codeCheckClientConfig:               s.checkClientConfig,
-		codeSendReplyMessage:                s.sendReplyMessage,
-		codeSendReplyMessageV2:              s.sendReplyMessage,
-		remoting.CodeEndTransaction:         s.endTransaction,
-		remoting.CodeRecallMessage:          s.recallMessage,
+		// clients
+		codeCheckClientConfig:       s.checkClientConfig,
+		codeSendReplyMessage:        s.sendReplyMessage,
+		codeSendReplyMessageV2:      s.sendReplyMessage,
+		remoting.CodeEndTransaction: s.endTransaction,
+		remoting.CodeRecallMessage:  s.recallMessage,
 	} {
 		if !s.plays(code) {
 			continue
 		}
 		s.mux.RegisterFunc(code, h)
 	}
-	for code := range unsupportedAdminCodes {
-		s.mux.RegisterFunc(code, s.unsupportedAdmin)
+	// The name server's codes (package namesrv), in the name-server role.
+	if s.ns != nil {
+		for code, h := range s.ns.ByCode() {
+			s.mux.RegisterFunc(code, h)
+		}
+	}
+	// The broker's admin codes (package adminapi).
+	for code, h := range s.admin.Handlers() {
+		if s.plays(code) {
+			s.mux.RegisterFunc(code, h)
+		}
+	}
+	for code, h := range adminapi.Unsupported() {
+		s.mux.RegisterFunc(code, h)
 	}
 }
 

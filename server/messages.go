@@ -38,19 +38,6 @@ func (s *Server) consumerSendMsgBack(ctx context.Context, _ *remoting.Conn, req 
 	return reply(req, res.Code, res.Remark), nil
 }
 
-// appendRecord appends m in the v1 CommitLog record format, as a pull
-// body carries it: re-encoding a decoded record gives back its bytes.
-func appendRecord(dst []byte, m *record.MessageExt) ([]byte, error) {
-	var enc record.Encoder
-	p, err := enc.Prepare(&m.Message, m.StoreHost, len(m.Body))
-	if err != nil {
-		return dst, err
-	}
-	head, body, tail := enc.Encode(p, record.Stamp{QueueOffset: m.QueueOffset,
-		PhysicalOffset: m.CommitLogOffset, StoreTimestamp: m.StoreTimestamp, StoreHost: m.StoreHost})
-	return append(append(append(dst, head...), body...), tail...), nil
-}
-
 // queryMessage answers QUERY_MESSAGE (12): the messages of topic whose
 // KEYS or UNIQ_KEY is key, stored in [beginTimestamp, endTimestamp], as
 // concatenated records; QUERY_NOT_FOUND (22) when there is none.
@@ -79,7 +66,7 @@ func (s *Server) queryMessage(_ context.Context, _ *remoting.Conn, req *remoting
 	resp.SetExtInt("indexLastUpdateTimestamp", res.IndexLastUpdateTimestamp)
 	resp.SetExtInt("indexLastUpdatePhyOffset", res.IndexLastUpdatePhyOffset)
 	for _, m := range res.Messages {
-		if resp.Body, err = appendRecord(resp.Body, m); err != nil {
+		if resp.Body, err = record.AppendMessageExt(resp.Body, m); err != nil {
 			return nil, err
 		}
 	}
@@ -103,7 +90,7 @@ func (s *Server) viewMessageByID(_ context.Context, _ *remoting.Conn, req *remot
 		return req.NewResponse(remoting.CodeSystemError, err.Error()), nil
 	}
 	resp := req.NewResponse(remoting.CodeSuccess, "")
-	if resp.Body, err = appendRecord(nil, m); err != nil {
+	if resp.Body, err = record.AppendMessageExt(nil, m); err != nil {
 		return nil, err
 	}
 	return resp, nil

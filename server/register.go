@@ -1,15 +1,11 @@
 package server
 
 import (
-	"context"
 	"errors"
-	"fmt"
-	"hash/crc32"
 	"strings"
 
 	"github.com/rocketstore/rocketstore/broker/config"
 	"github.com/rocketstore/rocketstore/remoting"
-	"github.com/rocketstore/rocketstore/server/namesrv"
 )
 
 // topicFilterTypes is TopicFilterType by ordinal.
@@ -78,64 +74,6 @@ func parseTopicConfig(o jobj, name string) config.TopicConfig {
 	tc.TopicSysFlag = int(o.int("topicSysFlag", 32, 0))
 	tc.Order = o.boolean("order", false)
 	return tc
-}
-
-// bodyCRC32 is RocketMQ's UtilAll.crc32: CRC-32 (IEEE) masked to 31 bits.
-func bodyCRC32(b []byte) int32 { return int32(crc32.ChecksumIEEE(b) & 0x7FFFFFFF) }
-
-// registerBroker answers REGISTER_BROKER (103): header brokerName,
-// brokerAddr, clusterName, haServerAddr, brokerId, compressed, bodyCrc32;
-// body RegisterBrokerBody. The answer's ext haServerAddr and masterAddr
-// tell a slave its master.
-func (s *Server) registerBroker(_ context.Context, c *remoting.Conn, req *remoting.RemotingCommand) (*remoting.RemotingCommand, error) {
-	f := req.Fields()
-	r := namesrv.Registration{Name: f.String("brokerName"), Addr: f.String("brokerAddr"), Cluster: f.String("clusterName"),
-		HAServerAddr: f.String("haServerAddr"), ID: f.Int64("brokerId"), Conn: c}
-	compressed := f.OptBool("compressed", false)
-	crc := f.OptInt32("bodyCrc32", 0)
-	if err := f.Err(); err != nil {
-		return s.refuse(req, c, err)
-	}
-	switch {
-	case r.ID < 0:
-		return s.refuse(req, c, fmt.Errorf("%w: brokerId %d < 0", remoting.ErrBadField, r.ID))
-	case crc != 0 && crc != bodyCRC32(req.Body):
-		return s.refuse(req, c, fmt.Errorf("crc32 not match: header bodyCrc32 %d, body %d", crc, bodyCRC32(req.Body)))
-	}
-	parse := parseRegisterBody
-	if compressed && len(req.Body) > 0 {
-		parse = parseCompressedRegisterBody
-	}
-	rb, err := parse(req.Body)
-	if err != nil {
-		return s.refuse(req, c, err)
-	}
-	r.Topics, r.DataVersion = rb.topics, rb.dataVersion
-	master, ha := s.routes.Register(r)
-	s.log.Debug("broker registered", "cluster", r.Cluster, "brokerName", r.Name, "brokerId", r.ID,
-		"brokerAddr", r.Addr, "topics", len(r.Topics), "remote", peerString(c))
-	resp := req.NewResponse(remoting.CodeSuccess, "")
-	resp.Body = s.orderTopicConfig()
-	if master != "" {
-		resp.SetExt("masterAddr", master)
-	}
-	if ha != "" {
-		resp.SetExt("haServerAddr", ha)
-	}
-	return resp, nil
-}
-
-// unregisterBroker answers UNREGISTER_BROKER (104): header brokerName,
-// brokerAddr, clusterName, brokerId.
-func (s *Server) unregisterBroker(_ context.Context, c *remoting.Conn, req *remoting.RemotingCommand) (*remoting.RemotingCommand, error) {
-	f := req.Fields()
-	name, addr, cluster, id := f.String("brokerName"), f.String("brokerAddr"), f.String("clusterName"), f.Int64("brokerId")
-	if err := f.Err(); err != nil {
-		return s.refuse(req, c, err)
-	}
-	s.routes.Unregister(cluster, name, addr, id)
-	s.log.Info("broker unregistered", "cluster", cluster, "brokerName", name, "brokerId", id, "brokerAddr", addr)
-	return req.NewResponse(remoting.CodeSuccess, ""), nil
 }
 
 // refuse answers a request the server cannot use with SYSTEM_ERROR and

@@ -7,11 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"maps"
 	"strconv"
 	"strings"
 
-	"github.com/rocketstore/rocketstore/admin"
 	"github.com/rocketstore/rocketstore/broker/config"
 )
 
@@ -128,24 +126,4 @@ func (b *boundedReader) Read(p []byte) (int, error) {
 	n, err := b.r.Read(p)
 	b.left -= int64(n)
 	return n, err
-}
-
-// orderTopicConfig returns the ORDER_TOPIC_CONFIG namespace of the KV
-// config as a KVTable, the body of a REGISTER_BROKER answer; nil when the
-// namespace is empty (the Java name server answers a null body then).
-func (s *Server) orderTopicConfig() []byte {
-	if s.kv == nil {
-		return nil
-	}
-	s.kv.mu.Lock()
-	t := maps.Clone(s.kv.table["ORDER_TOPIC_CONFIG"])
-	s.kv.mu.Unlock()
-	if len(t) == 0 {
-		return nil
-	}
-	b, err := admin.Marshal(admin.KVTable{Table: t})
-	if err != nil {
-		return nil
-	}
-	return b
 }

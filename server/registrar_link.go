@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/rocketstore/rocketstore/remoting"
+	"github.com/rocketstore/rocketstore/server/namesrv"
 )
 
 // nsLink is the broker's link to one name server: its connection, the
@@ -113,11 +114,11 @@ func (l *nsLink) await(ctx context.Context, gen uint64) {
 }
 
 func (l *nsLink) register(ctx context.Context, round *regRound) error {
-	req := remoting.NewRequest(codeRegisterBroker, round.body)
+	req := remoting.NewRequest(namesrv.CodeRegisterBroker, round.body)
 	l.r.header(req, round.addr, round.id)
 	req.SetExt("haServerAddr", l.r.s.cfg.HAServerAddr)
 	req.SetExtBool("compressed", false)
-	req.SetExtInt("bodyCrc32", int64(bodyCRC32(round.body)))
+	req.SetExtInt("bodyCrc32", int64(namesrv.BodyCRC32(round.body)))
 	resp, err := l.invoke(ctx, req)
 	if err != nil {
 		if ctx.Err() == nil {
@@ -130,7 +131,7 @@ func (l *nsLink) register(ctx context.Context, round *regRound) error {
 }
 
 func (l *nsLink) unregister(ctx context.Context, addr string, id int64) {
-	req := remoting.NewRequest(codeUnregisterBroker, nil)
+	req := remoting.NewRequest(namesrv.CodeUnregisterBroker, nil)
 	l.r.header(req, addr, id)
 	if _, err := l.invoke(ctx, req); err != nil {
 		l.r.s.log.Warn("unregister broker from name server", "namesrv", l.addr, "err", err)

@@ -6,8 +6,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rocketstore/rocketstore/broker"
 	"github.com/rocketstore/rocketstore/record"
 	"github.com/rocketstore/rocketstore/remoting"
+	"github.com/rocketstore/rocketstore/server"
 )
 
 func producerHeartbeat(t *testing.T, cl *remoting.Client, clientID, group string) {
@@ -18,7 +20,11 @@ func producerHeartbeat(t *testing.T, cl *remoting.Client, clientID, group string
 }
 
 func TestRequestReply(t *testing.T) {
-	e := newEnv(t)
+	closed := make(chan struct{}, 4)
+	e := newEnv(t, func(_ *broker.Config, sc *server.Config) {
+		// Called after the server forgot the connection's producers.
+		sc.Remoting.OnClose = func(*remoting.Conn, error) { signal(closed) }
+	})
 	pushed := make(chan *remoting.RemotingCommand, 1)
 	requester := e.dial(remoting.HandlerFunc(func(_ context.Context, _ *remoting.Conn, req *remoting.RemotingCommand) (*remoting.RemotingCommand, error) {
 		if req.Code != 326 {
@@ -64,15 +70,13 @@ func TestRequestReply(t *testing.T) {
 		t.Fatalf("remark %q", resp.Remark)
 	}
 	_ = requester.Close()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		resp = e.call(325, []byte("late"), "a", "RG", "b", "DefaultCluster_REPLY_TOPIC", "c", "TBW102", "d", "4",
-			"e", "0", "f", "0", "g", "1", "h", "0", "i", replyProps, "j", "0", "k", "false")
-		if resp.Code == remoting.CodeSystemError || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(10 * time.Millisecond)
+	select {
+	case <-closed:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the server did not see the requester's connection close")
 	}
+	resp = e.call(325, []byte("late"), "a", "RG", "b", "DefaultCluster_REPLY_TOPIC", "c", "TBW102", "d", "4",
+		"e", "0", "f", "0", "g", "1", "h", "0", "i", replyProps, "j", "0", "k", "false")
 	wantCode(t, resp, remoting.CodeSystemError)
 	// A refused topic fails the send checks before any push.
 	resp = e.call(324, nil, "producerGroup", "RG", "topic", "SCHEDULE_TOPIC_XXXX", "defaultTopic", "TBW102",

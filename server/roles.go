@@ -11,45 +11,40 @@ import (
 // broker's registration with its name servers, and which request codes
 // the server answers.
 
-// Name-server request codes of the broker registry (Java RequestCode).
-const (
-	codeRegisterBroker   int32 = 103
-	codeUnregisterBroker int32 = 104
-)
-
-// nameServerCodes are the request codes the name-server role answers;
-// every other registered code belongs to the broker role.
-var nameServerCodes = map[int32]bool{
-	remoting.CodeGetRouteInfoByTopic:        true,
-	remoting.CodeGetBrokerClusterInfo:       true,
-	remoting.CodeGetAllTopicListFromNamesrv: true,
-	remoting.CodeDeleteTopicInNamesrv:       true,
-	codeRegisterBroker:                      true,
-	codeUnregisterBroker:                    true,
-}
+// nameServerConfigCodes are the name server's config codes
+// (UPDATE_NAMESRV_CONFIG 318, GET_NAMESRV_CONFIG 319), answered by package
+// adminapi as the broker's config codes are; the name-server role routes
+// them and every code of namesrv.Handlers, the broker role the others.
+var nameServerConfigCodes = map[int32]bool{318: true, 319: true}
 
 func (s *Server) initRoles() {
 	s.brokerID.Store(s.cfg.BrokerID)
 	if s.cfg.Role.hasNameServer() {
 		s.routes = namesrv.NewRouteTable(s.cfg.Now, s.cfg.BrokerExpiry)
+		nc := namesrv.Config{Routes: s.routes, Logger: s.log}
+		if s.isLocalBroker() {
+			nc.Local = localBroker{s}
+		}
+		s.ns = namesrv.NewHandlers(nc, namesrvHost{s})
 	}
 	if s.cfg.Role.hasBroker() && len(s.cfg.NamesrvAddr) > 0 {
 		s.reg = newRegistrar(s, s.cfg.NamesrvAddr)
 	}
 }
 
-// plays reports whether the server answers request code.
+// plays reports whether the server answers request code of the broker
+// role or of package adminapi.
 func (s *Server) plays(code int32) bool {
-	if nameServerCodes[code] {
+	if nameServerConfigCodes[code] {
 		return s.cfg.Role.hasNameServer()
 	}
 	return s.cfg.Role.hasBroker()
 }
 
-// localBroker reports whether the name-server role shows the in-process
+// isLocalBroker reports whether the name-server role shows the in-process
 // broker without a registration: both roles and no name server to
 // register with, the single-node default.
-func (s *Server) localBroker() bool {
+func (s *Server) isLocalBroker() bool {
 	return s.cfg.Role == RoleBoth && len(s.cfg.NamesrvAddr) == 0
 }
 

@@ -14,6 +14,7 @@ import (
 	"github.com/rocketstore/rocketstore/broker/transaction"
 	"github.com/rocketstore/rocketstore/internal/faultlog"
 	"github.com/rocketstore/rocketstore/remoting"
+	"github.com/rocketstore/rocketstore/server/adminapi"
 	"github.com/rocketstore/rocketstore/server/namesrv"
 )
 
@@ -39,13 +40,13 @@ type Server struct {
 	brokerAddr atomic.Pointer[string]
 	brokerID   atomic.Int64
 	routes     *namesrv.RouteTable // name-server role: registered brokers
+	ns         *namesrv.Handlers   // name-server role: its request codes
 	reg        *registrar          // broker role with NamesrvAddr: registration
 
-	// Admin state (admin_*.go).
+	// admin answers the broker's admin codes; clientTable keeps the
+	// consumer details they report (admin_clients.go).
+	admin       *adminapi.API
 	clientTable *clientTable
-	stats       *statsTable
-	kv          *kvTable
-	statsDone   chan struct{}
 	storeDir    string
 
 	// Held pulls. Invariant: once closing is set under pullMu no pull is
@@ -90,6 +91,7 @@ func New(b *broker.Broker, cfg Config) (*Server, error) {
 	}
 	s.sec = sec
 	s.initRoles()
+	s.initAdmin()
 	s.register()
 	if b != nil { // nil in the name-server-only role
 		b.SetTransactionChecker(transaction.CheckerFunc(s.checkTransactionState))
@@ -233,12 +235,18 @@ func (s *Server) housekeeping() {
 		case <-s.stop:
 			return
 		case <-t.C:
-			s.clients.expire()
-			s.producers.expire(s.cfg.Now().Add(-s.cfg.ChannelExpiry))
-			s.locks.expire()
-			s.expireBrokers()
+			s.scan()
 		}
 	}
+}
+
+// scan expires what is silent at the clock's now: clients, producers,
+// locks and registered brokers.
+func (s *Server) scan() {
+	s.clients.expire()
+	s.producers.expire(s.cfg.Now().Add(-s.cfg.ChannelExpiry))
+	s.locks.expire()
+	s.expireBrokers()
 }
 
 // errShuttingDown is the remark of pulls answered by Shutdown.

@@ -7,7 +7,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -130,14 +129,28 @@ func TestSendAutoCreatesAndAnswersOffsets(t *testing.T) {
 	}
 }
 
+// waitDispatched waits until queue topic/qid holds n messages (at most
+// 5 s). Each round waits for the CommitLog written so far to be
+// dispatched and then, while the queue is short, for the next record, so
+// that messages the broker puts later (delayed deliveries, transaction
+// commits) are awaited on the dispatcher's progress, not by polling.
 func waitDispatched(t testing.TB, b *broker.Broker, topic string, qid int32, n int64) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for b.Store().MaxOffsetInQueue(topic, qid) < n {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s/%d has %d messages, want %d", topic, qid, b.Store().MaxOffsetInQueue(topic, qid), n)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	st := b.Store()
+	for {
+		end := st.CommitLog().MaxOffset()
+		err := st.WaitDispatched(ctx, end)
+		if err == nil && st.MaxOffsetInQueue(topic, qid) >= n {
+			return
 		}
-		time.Sleep(2 * time.Millisecond)
+		if err == nil {
+			err = st.WaitDispatched(ctx, end+1)
+		}
+		if err != nil {
+			t.Fatalf("%s/%d has %d messages, want %d: %v", topic, qid, st.MaxOffsetInQueue(topic, qid), n, err)
+		}
 	}
 }
 
@@ -210,15 +223,18 @@ func TestDelayedSend(t *testing.T) {
 }
 
 func TestHeartbeatConsumerListNotifyAndExpiry(t *testing.T) {
-	e := newEnv(t, func(_ *broker.Config, sc *server.Config) { sc.ChannelExpiry = time.Second })
-	var mu sync.Mutex
-	notified := 0
+	clock := newFakeClock()
+	closed := make(chan struct{}, 8)
+	e := newEnv(t, func(_ *broker.Config, sc *server.Config) {
+		sc.ChannelExpiry, sc.Now = time.Second, clock.Now
+		// Called after the server forgot the connection's clients.
+		sc.Remoting.OnClose = func(*remoting.Conn, error) { signal(closed) }
+	})
+	notified := make(chan struct{}, 8)
 	h := remoting.NewMux()
 	h.RegisterFunc(remoting.CodeNotifyConsumerIDsChanged, func(_ context.Context, _ *remoting.Conn, req *remoting.RemotingCommand) (*remoting.RemotingCommand, error) {
-		mu.Lock()
-		defer mu.Unlock()
 		if req.ExtFields["consumerGroup"] == "G" {
-			notified++
+			signal(notified)
 		}
 		return nil, nil
 	})
@@ -237,11 +253,23 @@ func TestHeartbeatConsumerListNotifyAndExpiry(t *testing.T) {
 	}
 	// c2's connection closes: it leaves, c1 is notified.
 	_ = c2.Close()
-	waitFor(t, func() bool { return len(e.s.ConsumerIDs("G")) == 1 })
-	waitFor(t, func() bool { mu.Lock(); defer mu.Unlock(); return notified >= 2 }) // c2 joined, c2 left
+	receive(t, closed, "c2's connection closed")
+	if ids := e.s.ConsumerIDs("G"); len(ids) != 1 {
+		t.Fatalf("after c2 closed: %v", ids)
+	}
+	receive(t, notified, "c1 notified that c2 joined")
+	receive(t, notified, "c1 notified that c2 left")
 	// c1 stops sending heartbeats: it expires and its connection closes.
-	waitFor(t, func() bool { return len(e.s.ConsumerIDs("G")) == 0 })
-	waitFor(t, func() bool { return c1.Conn().Err() != nil || isClosed(c1) })
+	clock.Advance(2 * time.Second)
+	server.Housekeep(e.s)
+	if ids := e.s.ConsumerIDs("G"); len(ids) != 0 {
+		t.Fatalf("after c1's expiry: %v", ids)
+	}
+	select {
+	case <-c1.Conn().Done():
+	case <-time.After(5 * time.Second):
+		t.Fatal("the expired client's connection is still open")
+	}
 	// Bad bodies.
 	wantCode(t, e.call(remoting.CodeHeartBeat, []byte("{")), remoting.CodeSystemError)
 	wantCode(t, e.call(remoting.CodeHeartBeat, []byte(`{"clientID":""}`)), remoting.CodeSystemError)
@@ -256,6 +284,16 @@ func TestHeartbeatConsumerListNotifyAndExpiry(t *testing.T) {
 	wantCode(t, e.call(remoting.CodeUnregisterClient, nil), remoting.CodeSystemError)
 }
 
+// waitHeld waits until the broker holds n pulls (at most 5 s).
+func waitHeld(t testing.TB, b *broker.Broker, n int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := b.WaitHeldPulls(ctx, n); err != nil {
+		t.Fatalf("%d pulls held, want %d: %v", b.HeldPulls(), n, err)
+	}
+}
+
 func isClosed(cl *remoting.Client) bool {
 	select {
 	case <-cl.Conn().Done():
@@ -265,14 +303,21 @@ func isClosed(cl *remoting.Client) bool {
 	}
 }
 
-func waitFor(t testing.TB, cond func() bool) {
+// signal sends on ch without blocking (a full buffer already signals).
+func signal(ch chan<- struct{}) {
+	select {
+	case ch <- struct{}{}:
+	default:
+	}
+}
+
+// receive waits for one value on ch (at most 5 s).
+func receive(t testing.TB, ch <-chan struct{}, what string) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not met in 5 s")
-		}
-		time.Sleep(5 * time.Millisecond)
+	select {
+	case <-ch:
+	case <-time.After(5 * time.Second):
+		t.Fatalf("timed out waiting for %s", what)
 	}
 }
 
@@ -316,7 +361,7 @@ func TestPullFoundHeldAndWoken(t *testing.T) {
 	go func() {
 		got <- call(t, e.cl, remoting.CodePullMessage, nil, pullReq("G", "P", 0, 2, 2|4, 10000)...)
 	}()
-	waitFor(t, func() bool { return e.b.HeldPulls() == 1 })
+	waitHeld(t, e.b, 1)
 	wantCode(t, e.send("P", 0, "a2", props("TAGS", "A")), remoting.CodeSuccess)
 	select {
 	case resp = <-got:
@@ -369,7 +414,7 @@ func TestShutdownAnswersHeldPulls(t *testing.T) {
 			got <- resp
 		}()
 	}
-	waitFor(t, func() bool { return e.b.HeldPulls() == n })
+	waitHeld(t, e.b, n)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if err := e.s.Shutdown(ctx); err != nil {
@@ -397,7 +442,7 @@ func TestHeldPullsPerConnectionAreBounded(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	waitFor(t, func() bool { return e.b.HeldPulls() == 2 })
+	waitHeld(t, e.b, 2)
 	start := time.Now()
 	wantCode(t, e.call(remoting.CodePullMessage, nil, pullReq("G", "B", 0, 1, 2|4, 30000)...), remoting.CodePullNotFound)
 	if time.Since(start) > time.Second {
@@ -446,11 +491,9 @@ func TestQueryAndViewMessage(t *testing.T) {
 	wantCode(t, e.call(remoting.CodeViewMessageByID, nil, "offset", "-3"), remoting.CodeSystemError)
 	wantCode(t, e.call(remoting.CodeViewMessageByID, nil, "offset", "7"), remoting.CodeSystemError)
 	end := strconv.FormatInt(time.Now().Add(time.Minute).UnixMilli(), 10)
-	var q *remoting.RemotingCommand
-	waitFor(t, func() bool {
-		q = e.call(remoting.CodeQueryMessage, nil, "topic", "Q", "key", "order-1", "maxNum", "32", "beginTimestamp", "0", "endTimestamp", end)
-		return q.Code == remoting.CodeSuccess
-	})
+	// The index is a dispatcher of the same pass: dispatched is indexed.
+	q := e.call(remoting.CodeQueryMessage, nil, "topic", "Q", "key", "order-1", "maxNum", "32", "beginTimestamp", "0", "endTimestamp", end)
+	wantCode(t, q, remoting.CodeSuccess)
 	if ms := records(t, q.Body); len(ms) != 1 || string(ms[0].Body) != "find me" || q.ExtFields["indexLastUpdateTimestamp"] == "" {
 		t.Fatalf("query %v %d", q.ExtFields, len(ms))
 	}
@@ -459,7 +502,8 @@ func TestQueryAndViewMessage(t *testing.T) {
 }
 
 func TestLockBatch(t *testing.T) {
-	e := newEnv(t, func(_ *broker.Config, sc *server.Config) { sc.LockExpiry = 500 * time.Millisecond })
+	clock := newFakeClock()
+	e := newEnv(t, func(_ *broker.Config, sc *server.Config) { sc.LockExpiry, sc.Now = 500*time.Millisecond, clock.Now })
 	body := func(client string, qids ...int) []byte {
 		var mqs []map[string]any
 		for _, q := range qids {
@@ -495,7 +539,7 @@ func TestLockBatch(t *testing.T) {
 		t.Fatalf("c2 after unlock %v", got)
 	}
 	// c1's lock on 0 expires without renewal.
-	time.Sleep(600 * time.Millisecond)
+	clock.Advance(600 * time.Millisecond)
 	if got := locked(e.call(remoting.CodeLockBatchMQ, body("c2", 0))); !slices.Equal(got, []int{0}) {
 		t.Fatalf("c2 after expiry %v", got)
 	}

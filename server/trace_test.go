@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"strconv"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -60,7 +61,11 @@ func TestTraceTopicAndNotAllowedSendTopics(t *testing.T) {
 }
 
 func TestGetEarliestMsgStoretime(t *testing.T) {
-	e := newEnv(t)
+	// The store's clock moves 1 ms a reading, so that the two messages
+	// have different store times.
+	var ms atomic.Int64
+	ms.Store(time.Now().UnixMilli())
+	e := newEnv(t, func(bc *broker.Config, _ *server.Config) { bc.Store.Now = func() int64 { return ms.Add(1) } })
 	get := func(topic string, qid int) int64 {
 		t.Helper()
 		resp := e.call(32, nil, "topic", topic, "queueId", strconv.Itoa(qid))
@@ -74,9 +79,8 @@ func TestGetEarliestMsgStoretime(t *testing.T) {
 	if v := get("Nope", 0); v != -1 {
 		t.Fatalf("unknown queue: %d", v)
 	}
-	before := time.Now().UnixMilli()
+	before := ms.Load()
 	wantCode(t, e.send("E", 1, "first", ""), remoting.CodeSuccess)
-	time.Sleep(5 * time.Millisecond)
 	wantCode(t, e.send("E", 1, "second", ""), remoting.CodeSuccess)
 	waitDispatched(t, e.b, "E", 1, 2)
 	m, err := e.b.Store().LookMessageByOffset(0)

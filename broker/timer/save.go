@@ -25,9 +25,11 @@ type saveJob struct {
 func (s *Service) startCheckpoint() {
 	// Every delivery after this point lands past it. Deliveries that
 	// recovery found and that are still to be skipped must be found
-	// again after another crash: the scan start stays.
+	// again after another crash, and so must those another leader made
+	// while this service stood by (its read time and queue offset did
+	// not move past them): the scan start stays.
 	scanFrom := s.store.CommitLog().MaxOffset()
-	if len(s.delivered) > 0 {
+	if len(s.delivered) > 0 || s.standby {
 		scanFrom = s.st.scanFrom
 	}
 	redo := s.wheel.detach()

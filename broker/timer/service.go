@@ -36,8 +36,13 @@ type Service struct {
 	lastCkpt  int64         // ms, clock time of the last checkpoint
 	saving    *saveJob      // the checkpoint in flight
 	next      *preparedSlot // the next slot, read ahead
-	standby   bool          // the last step found the service on standby
-	lateness  Lateness      // of the deliveries since Start
+	// standby is set while the service may not have seen every delivery
+	// the CommitLog holds: from Start on a replica (until a step finds it
+	// leading) and from a step that found it on standby. The first step
+	// as leader then looks for them, and no checkpoint moves the scan
+	// start past them meanwhile.
+	standby  bool
+	lateness Lateness // of the deliveries since Start
 
 	// mu guards the copies other goroutines read.
 	mu struct {
@@ -98,6 +103,7 @@ func (s *Service) Start(store *engine.Store) error {
 		s.store = nil
 		return err
 	}
+	s.standby = s.cfg.Standby != nil
 	ctx, cancel := context.WithCancel(context.Background())
 	s.cancel, s.done = cancel, make(chan struct{})
 	if s.cfg.svc.Manual {

@@ -3,6 +3,7 @@ package timer
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strconv"
 	"sync/atomic"
 	"testing"
@@ -231,5 +232,51 @@ func TestElectionSkipsDeliveriesOfTheFormerLeader(t *testing.T) {
 	}
 	if got["a"] != 1 || got["b"] != 1 || len(got) != 2 {
 		t.Fatalf("delivered %v", got)
+	}
+}
+
+// TestStandbyRestartSkipsDeliveriesOfTheFormerLeader: a replica on
+// standby is stopped cleanly (its Close takes a checkpoint) after the
+// former leader delivered a; restarted and then elected, it does not
+// deliver a again. Its checkpoints must keep the CommitLog scan start: a
+// standby service has not delivered (nor enqueued) what the CommitLog
+// gained since, whether or not a step of its own found it on standby.
+func TestStandbyRestartSkipsDeliveriesOfTheFormerLeader(t *testing.T) {
+	for _, stepped := range []bool{false, true} {
+		t.Run(fmt.Sprintf("stepped=%v", stepped), func(t *testing.T) {
+			e := &env{t: t, fs: newCrashFS(t, nil), chooser: loseAll{}}
+			e.init(hooks.Timer{}, 1000, time.Hour)
+			var standby atomic.Bool
+			standby.Store(true)
+			e.cfg.Standby = standby.Load
+			e.open()
+			t.Cleanup(e.close)
+			a := e.sendAt("a", startClock+1000)
+			e.sendAt("b", startClock+1000)
+			e.step(2 * time.Second)
+			if stepped {
+				e.advance()
+			}
+			// The former leader delivered a.
+			ext, err := e.store.LookMessageByOffset(a.WroteOffset)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := e.store.Put(context.Background(), timeUp(ext, record.TimerUnit{OffsetPy: a.WroteOffset})); err != nil {
+				t.Fatal(err)
+			}
+			e.flush()
+			e.close()
+			e.open()
+			standby.Store(false)
+			e.advance()
+			got := map[string]int{}
+			for _, m := range e.delivered() {
+				got[m.key]++
+			}
+			if got["a"] != 1 || got["b"] != 1 || len(got) != 2 {
+				t.Fatalf("delivered %v, want a and b once each", got)
+			}
+		})
 	}
 }

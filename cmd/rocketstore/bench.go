@@ -83,6 +83,8 @@ the ratio. Temporary stores are removed; a default run takes a few minutes,
 	f.BoolVar(&o.server.consumers, "server-consumers", true, "--server: one long-polling consumer per producer stream")
 	f.BoolVar(&o.server.timeline, "server-timeline", false, "--server: also print each run's send→consume latency by send time, 100 ms a line")
 	f.BoolVar(&o.server.grpc, "server-grpc", false, "--server: also load rocketstore through its 5.x gRPC endpoint (one SendMessage a message; consumers receive and ack), alternating with remoting, and print the ratios")
+	f.StringVar(&o.server.echoListen, "server-grpc-echo-listen", "", "serve bench's gRPC echo bound on `ADDR` until interrupted (bench --server --server-grpc starts it)")
+	_ = f.MarkHidden("server-grpc-echo-listen")
 	f.IntVar(&o.server.repeat, "server-repeat", 1, "--server: run every configuration this many times (alternating the systems)")
 	f.BoolVar(&o.timersOn, "timers", false, "instead: send timer messages due within a window and check every one is delivered once, never early, and how late")
 	f.IntVar(&o.timers.Count, "timers-count", 100_000, "--timers: how many timer messages")
@@ -109,6 +111,9 @@ func runBench(cmd *cobra.Command, o benchOptions) error {
 	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt)
 	defer stop()
 	stderr := cmd.ErrOrStderr()
+	if o.server.echoListen != "" {
+		return serveGRPCEcho(ctx, o.server.echoListen)
+	}
 	if o.server.on {
 		return runServerBench(ctx, cmd.OutOrStdout(), stderr, o)
 	}

@@ -31,6 +31,9 @@ type serverBenchOptions struct {
 	repeat    int
 	timeline  bool
 	grpc      bool
+	// echoListen serves the gRPC echo bound instead (a child of the
+	// --server-grpc run).
+	echoListen string
 }
 
 // runServerBench runs the server load (bench.RunServerLoad) against a
@@ -87,6 +90,10 @@ func runServerBench(ctx context.Context, stdout, stderr io.Writer, o benchOption
 							fmt.Fprintf(stderr, "server load: rocketstore gRPC %d B %s %d×%d, %d queues a stream\n",
 								size, flush, so.conns, so.window, q)
 							r := serverLoadRocketstore(ctx, stderr, o.tmp, o.out, q, b, true, l)
+							results = append(results, r)
+							failed = failed || r.Err != ""
+							fmt.Fprintf(stderr, "server load: gRPC echo bound %d B %d×%d\n", size, so.conns, so.window)
+							r = serverLoadGRPCEcho(ctx, q, l)
 							results = append(results, r)
 							failed = failed || r.Err != ""
 						}

@@ -41,8 +41,8 @@ func (s spread) String(format string) string {
 // writeServerSummary prints, for each configuration, min/median/max of
 // msgs/s and server CPU µs/msg over the repeats that succeeded, then
 // rocketstore's gRPC figures over its remoting ones on the same load
-// (the medians' ratios, and the range of the per-repeat ratios: repeat i
-// of gRPC ran right after repeat i of remoting).
+// (the range of the per-repeat ratios: repeat i of gRPC ran right after
+// repeat i of remoting), and the gRPC echo bound's over remoting's.
 func writeServerSummary(w io.Writer, rs []bench.ServerResult) {
 	var keys []serverKey
 	rates, cpus := map[serverKey][]float64{}, map[serverKey][]float64{}
@@ -68,6 +68,7 @@ func writeServerSummary(w io.Writer, rs []bench.ServerResult) {
 	var loads []loadKey
 	grpcRate, remRate := map[loadKey][]float64{}, map[loadKey][]float64{}
 	grpcCPU, remCPU := map[loadKey][]float64{}, map[loadKey][]float64{}
+	echoRate, echoCPU := map[loadKey][]float64{}, map[loadKey][]float64{}
 	for _, k := range keys {
 		l := loadKey{k.body, k.conns, k.window, k.flush, k.consumers}
 		switch k.system {
@@ -78,24 +79,40 @@ func writeServerSummary(w io.Writer, rs []bench.ServerResult) {
 			grpcRate[l], grpcCPU[l] = rates[k], cpus[k]
 		case "rocketstore":
 			remRate[l], remCPU[l] = rates[k], cpus[k]
+		case systemGRPCEcho:
+			echoRate[l], echoCPU[l] = rates[k], cpus[k]
 		}
 	}
 	if len(loads) == 0 {
 		return
 	}
-	fmt.Fprintln(w, "\n| body | flush | conns × window | consumers | gRPC/remoting msgs/s min / median / max | gRPC/remoting server CPU µs/msg min / median / max |")
-	fmt.Fprintln(w, "|--:|---|---|---|---|---|")
+	fmt.Fprintln(w, "\n| body | flush | conns × window | consumers | gRPC/remoting msgs/s min / median / max | gRPC/remoting server CPU µs/msg min / median / max | echo bound/remoting msgs/s | echo bound/remoting server CPU µs/msg |")
+	fmt.Fprintln(w, "|--:|---|---|---|---|---|---|---|")
 	for _, l := range loads {
 		n := min(len(grpcRate[l]), len(remRate[l]))
 		if n == 0 {
 			continue
 		}
-		var rr, cr []float64
-		for i := range n {
-			rr = append(rr, grpcRate[l][i]/remRate[l][i])
-			cr = append(cr, grpcCPU[l][i]/remCPU[l][i])
+		rr, cr := ratios(grpcRate[l][:n], remRate[l][:n]), ratios(grpcCPU[l][:n], remCPU[l][:n])
+		// The echo bound runs sends only, also for a load with consumers.
+		e := l
+		e.consumers = false
+		er, ec := "–", "–"
+		if m := min(len(echoRate[e]), n); m > 0 {
+			er = spreadOf(ratios(echoRate[e][:m], remRate[l][:m])).String("%.2f")
+			ec = spreadOf(ratios(echoCPU[e][:m], remCPU[l][:m])).String("%.2f")
 		}
-		fmt.Fprintf(w, "| %d B | %s | %d × %d | %v | %s | %s |\n", l.body, l.flush, l.conns, l.window, l.consumers,
-			spreadOf(rr).String("%.2f"), spreadOf(cr).String("%.2f"))
+		fmt.Fprintf(w, "| %d B | %s | %d × %d | %v | %s | %s | %s | %s |\n", l.body, l.flush, l.conns, l.window, l.consumers,
+			spreadOf(rr).String("%.2f"), spreadOf(cr).String("%.2f"), er, ec)
 	}
+}
+
+// ratios divides a[i] by b[i]: repeat i of one system over repeat i of
+// the other (they ran one after the other).
+func ratios(a, b []float64) []float64 {
+	out := make([]float64, len(a))
+	for i := range a {
+		out[i] = a[i] / b[i]
+	}
+	return out
 }

@@ -26,7 +26,7 @@ import (
 func newServeCmd() *cobra.Command {
 	var (
 		dir, listen, configFile, metricsAddr, logLevel, logFormat, role string
-		consoleFlag, grpcListen                                         string
+		consoleFlag, grpcListen, pprofAddr                              string
 		shutdownTimeout                                                 time.Duration
 	)
 	cmd := &cobra.Command{
@@ -53,6 +53,10 @@ Everything binds to loopback unless told otherwise: --listen defaults to
 127.0.0.1:9876, and --metrics given only a port (":9100" or "9100") binds
 127.0.0.1; name 0.0.0.0 or an interface address to expose it (the metrics
 endpoint has no authentication).
+
+--pprof ADDR serves Go's profiler (net/http/pprof) at http://ADDR/debug/pprof/,
+off by default and on loopback only (a bare port binds 127.0.0.1); e.g.
+go tool pprof -top http://127.0.0.1:6060/debug/pprof/profile?seconds=10
 
 The Go garbage collector runs with GOGC=400 unless the GOGC environment variable
 is set (a broker's live heap is small; see BENCHMARKS.md).
@@ -90,6 +94,13 @@ finish, consumer offsets are persisted and the store is flushed and closed.`,
 				return &exitCodeError{code: exitError, err: err}
 			}
 			nc.Server.Logger = logger
+			if pprofAddr != "" {
+				stopPprof, err := startPprof(pprofAddr, logger) // serve_pprof.go
+				if err != nil {
+					return &exitCodeError{code: exitError, err: err}
+				}
+				defer stopPprof()
+			}
 			applyOpenFileLimit(&nc, logger) // serve_fdlimit.go
 			nc.Broker.Store.Logger = logger
 			var metrics *prom.Metrics
@@ -124,6 +135,7 @@ finish, consumer offsets are persisted and the store is flushed and closed.`,
 	f.StringVar(&role, "role", "both", "roles to run: both (name server and broker), broker (registers with namesrvAddr) or namesrv")
 	f.StringVar(&grpcListen, "grpc-listen", defaultGRPCListen, "RocketMQ 5.x gRPC endpoint (MessagingService); \"\" turns it off")
 	f.StringVar(&consoleFlag, "console", "", "serve the web console at http://ADDR/ (e.g. 127.0.0.1:8080; a bare port listens on loopback)")
+	f.StringVar(&pprofAddr, "pprof", "", "serve Go's profiler at http://ADDR/debug/pprof/ (loopback only; a bare port binds 127.0.0.1)")
 	f.StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	f.StringVar(&logFormat, "log-format", "text", "log format: text or json")
 	f.DurationVar(&shutdownTimeout, "shutdown-timeout", 30*time.Second, "how long a graceful shutdown may take")

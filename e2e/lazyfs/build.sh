@@ -22,9 +22,10 @@
 #
 # Then: ROCKETSTORE_LAZYFS=OUTDIR go test -run PowerCut ./... (in e2e/).
 #
-# Idempotent: re-running re-unpacks the source and rebuilds (incrementally
-# where the build tree is still valid).  Set LAZYFS_SKIP_APT=1 to skip apt-get
-# (it is also skipped when every package is already installed).
+# Idempotent: re-running with the same tarball and script keeps the last
+# build; otherwise it unpacks the source again and rebuilds.  Set LAZYFS_SKIP_APT=1 to skip apt-get
+# (it is also skipped when every package is already installed); set
+# LAZYFS_APT_ONLY=1 to install the packages and stop.
 set -Eeuo pipefail
 
 die() { echo "build.sh: ERROR: $*" >&2; exit 1; }
@@ -62,9 +63,24 @@ else
     echo "build.sh: all packages already installed (${PKGS[*]})"
 fi
 
+if [ "${LAZYFS_APT_ONLY:-0}" = 1 ]; then
+    exit 0
+fi
+
 # FUSE's allow_other needs user_allow_other for non-root users; harmless for root.
 if [ -w /etc/fuse.conf ] && ! grep -q '^[[:space:]]*user_allow_other' /etc/fuse.conf; then
     echo "user_allow_other" >> /etc/fuse.conf
+fi
+
+# ---------------------------------------------------------------- cache
+# The build is a function of the tarball and of this script (its patches):
+# when both are what the last build used, that build stands. Unpacking
+# again would give the patched files new mtimes and recompile them.
+SUM="$TARBALL_SHA256 $(sha256sum "${BASH_SOURCE[0]}" | cut -d' ' -f1)"
+if [ "$(cat "$OUT/.tarball.sha256" 2>/dev/null)" = "$SUM" ] && [ -x "$OUT/bin/lazyfs" ] && [ -x "$OUT/bin/lazyfs-run" ] \
+    && ! ldd "$OUT/bin/lazyfs" | grep -q 'not found'; then
+    echo "build.sh: OK (cached): $OUT/bin/lazyfs"
+    exit 0
 fi
 
 # ---------------------------------------------------------------- source
@@ -156,9 +172,9 @@ fi
 # ---------------------------------------------------------------- build
 BUILD="$OUT/build"
 JOBS=$(nproc 2>/dev/null || echo 2)
-# Unpacked sources keep the archive's mtimes: if the tarball changed, start the
-# build tree afresh so make cannot mistake old objects for up to date.
-SUM="$TARBALL_SHA256 fifo-chunk-4096 truncate-res-0"
+# Unpacked sources keep the archive's mtimes: if the tarball or a patch
+# changed, start the build tree afresh so make cannot mistake old objects
+# for up to date.
 if [ "$(cat "$OUT/.tarball.sha256" 2>/dev/null)" != "$SUM" ]; then rm -rf "$BUILD"; fi
 cmake -S "$SRC" -B "$BUILD" \
     -DCMAKE_BUILD_TYPE= -DCMAKE_CXX_FLAGS="-O2 -g" \

@@ -218,3 +218,23 @@ func TestScrapeCluster(t *testing.T) {
 		t.Error("last contact exported before any contact")
 	}
 }
+
+// TestRequestCountsByCode: Request counts every request under its code,
+// the first of a code as well as the later ones (which take the cached
+// counter), and codes beyond the cache too.
+func TestRequestCountsByCode(t *testing.T) {
+	m := prom.New("")
+	for range 3 {
+		m.Request(10)
+	}
+	m.Request(11)
+	m.Request(-1)
+	m.Request(5000)
+	m.Request(5000)
+	got := scrape(t, m)
+	for code, want := range map[string]float64{"10": 3, "11": 1, "-1": 1, "5000": 2} {
+		if v := valueOf(t, got, `rocketstore_requests_total{code="`+code+`"}`); v != want {
+			t.Errorf("requests of code %s = %v, want %v", code, v, want)
+		}
+	}
+}

@@ -5,11 +5,17 @@
 // (BROKER_CHANNEL_EXPIRED_TIME, 120 s). Unlike RocketMQ's it forgets no
 // broker because its connection closed (RouteTable.ConnClosed says why).
 //
-// It also holds the name server's JSON bodies (wire.go). The request
-// handlers that decode REGISTER_BROKER and answer routes are the server
-// package's, which merges the in-process broker into the routes in the
-// single-node default.
+// It also holds the name server's JSON bodies (wire.go) and its request
+// handlers (Handlers, DefaultRequestProcessor's): routes, cluster info and
+// topic lists (routehandlers.go), REGISTER_BROKER and UNREGISTER_BROKER
+// (registerhandlers.go), the admin codes that read or change the registry
+// (adminhandlers.go) and the KV config (kvconfig.go). Package server
+// routes them in the name-server role and hands in two things: the
+// lenient JSON decoding of the bodies, which its broker front shares
+// (Host), and in the single-node default the in-process broker, merged
+// into the routes without a registration (Local).
 //
-// Concurrency: a RouteTable is safe for concurrent use; every method
-// takes its lock for the call only, and returned values are copies.
+// Concurrency: a RouteTable and Handlers are safe for concurrent use;
+// every method takes its lock for the call only, and returned values are
+// copies.
 package namesrv

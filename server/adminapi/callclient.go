@@ -1,4 +1,4 @@
-package server
+package adminapi
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 
 	"github.com/rocketstore/rocketstore/admin"
 	"github.com/rocketstore/rocketstore/engine"
+	"github.com/rocketstore/rocketstore/record"
 	"github.com/rocketstore/rocketstore/remoting"
 )
 
@@ -23,10 +24,10 @@ const (
 )
 
 // findConsumer returns the connection of a group's online client.
-func (s *Server) findConsumer(group, clientID string) (*remoting.Conn, bool) {
-	for _, m := range s.consumerMembers(group) {
-		if m.clientID == clientID {
-			return m.conn, true
+func (a *API) findConsumer(group, clientID string) (*remoting.Conn, bool) {
+	for _, m := range a.host.Consumers(group) {
+		if m.ClientID == clientID {
+			return m.Conn, true
 		}
 	}
 	return nil, false
@@ -35,8 +36,8 @@ func (s *Server) findConsumer(group, clientID string) (*remoting.Conn, bool) {
 // callConsumer forwards req to one client of group as a new request with
 // the same header and body, and answers with the client's response
 // (AdminBrokerProcessor.callConsumer).
-func (s *Server) callConsumer(ctx context.Context, code int32, req *remoting.RemotingCommand, group, clientID string) (*remoting.RemotingCommand, error) {
-	conn, ok := s.findConsumer(group, clientID)
+func (a *API) callConsumer(ctx context.Context, code int32, req *remoting.RemotingCommand, group, clientID string) (*remoting.RemotingCommand, error) {
+	conn, ok := a.findConsumer(group, clientID)
 	if !ok {
 		return req.NewResponse(remoting.CodeSystemError, fmt.Sprintf("The Consumer <%s> <%s> not online", group, clientID)), nil
 	}
@@ -64,25 +65,25 @@ func (s *Server) callConsumer(ctx context.Context, code int32, req *remoting.Rem
 // getConsumerRunningInfo answers GET_CONSUMER_RUNNING_INFO (307): header
 // consumerGroup, clientId, jstackEnable; the client's ConsumerRunningInfo,
 // asked over its own connection.
-func (s *Server) getConsumerRunningInfo(ctx context.Context, _ *remoting.Conn, req *remoting.RemotingCommand) (*remoting.RemotingCommand, error) {
+func (a *API) getConsumerRunningInfo(ctx context.Context, _ *remoting.Conn, req *remoting.RemotingCommand) (*remoting.RemotingCommand, error) {
 	f := req.Fields()
 	group, clientID := f.String("consumerGroup"), f.String("clientId")
 	if err := f.Err(); err != nil {
 		return badRequest(req, err)
 	}
-	return s.callConsumer(ctx, remoting.CodeGetConsumerRunningInfo, req, group, clientID)
+	return a.callConsumer(ctx, remoting.CodeGetConsumerRunningInfo, req, group, clientID)
 }
 
 // consumeMessageDirectly answers CONSUME_MESSAGE_DIRECTLY (309): header
 // consumerGroup, clientId, msgId (an offset message id); the client
 // consumes the message and answers a ConsumeMessageDirectlyResult.
-func (s *Server) consumeMessageDirectly(ctx context.Context, _ *remoting.Conn, req *remoting.RemotingCommand) (*remoting.RemotingCommand, error) {
+func (a *API) consumeMessageDirectly(ctx context.Context, _ *remoting.Conn, req *remoting.RemotingCommand) (*remoting.RemotingCommand, error) {
 	f := req.Fields()
 	group, clientID, msgID := f.String("consumerGroup"), f.String("clientId"), f.String("msgId")
 	if err := f.Err(); err != nil {
 		return badRequest(req, err)
 	}
-	m, err := s.b.Store().LookMessageByMsgID(msgID)
+	m, err := a.b.Store().LookMessageByMsgID(msgID)
 	if err != nil {
 		if errors.Is(err, engine.ErrNotFound) {
 			return req.NewResponse(remoting.CodeSystemError, "no message with id "+msgID), nil
@@ -90,33 +91,33 @@ func (s *Server) consumeMessageDirectly(ctx context.Context, _ *remoting.Conn, r
 		return badRequest(req, fmt.Errorf("msgId %q: %w", msgID, err))
 	}
 	fwd := req.Clone()
-	fwd.SetExt("brokerName", s.cfg.BrokerName)
-	if fwd.Body, err = appendRecord(nil, m); err != nil {
+	fwd.SetExt("brokerName", a.cfg.BrokerName)
+	if fwd.Body, err = record.AppendMessageExt(nil, m); err != nil {
 		return nil, err
 	}
-	return s.callConsumer(ctx, remoting.CodeConsumeMessageDirectly, fwd, group, clientID)
+	return a.callConsumer(ctx, remoting.CodeConsumeMessageDirectly, fwd, group, clientID)
 }
 
 // ResetOffsetPlan computes the offsets a group's queues of topic move to
 // for a reset to timestamp (ms; -1 means the max offsets): a queue moves
 // only back in time unless force (Broker2Client.resetOffset). It fails
 // when the topic does not exist or the group has no offset for a queue.
-func (s *Server) ResetOffsetPlan(topic, group string, timestamp int64, force bool) (admin.MQMap[int64], error) {
-	tc, ok := s.b.Topics().Get(topic)
+func (a *API) ResetOffsetPlan(topic, group string, timestamp int64, force bool) (admin.MQMap[int64], error) {
+	tc, ok := a.b.Topics().Get(topic)
 	if !ok {
 		return nil, fmt.Errorf("[reset-offset] reset offset failed, no topic in this broker. topic=%s", topic)
 	}
-	st := s.b.Store()
+	st := a.b.Store()
 	// RocketMQ refuses a group without an offset for every queue; a
 	// group that never consumed some queue is common (an idle queue), so
 	// only a group without any offset for the topic is refused, and a
 	// queue without one moves to the target.
-	if len(s.b.Offsets().QueryAll(group, topic)) == 0 {
+	if len(a.b.Offsets().QueryAll(group, topic)) == 0 {
 		return nil, fmt.Errorf("THe consumer group <%s> not exist (it has no offset for topic %s)", group, topic)
 	}
 	table := admin.MQMap[int64]{}
 	for i := range int32(tc.WriteQueueNums) {
-		cur := s.b.Offsets().Query(group, topic, i)
+		cur := a.b.Offsets().Query(group, topic, i)
 		if cur == -1 {
 			cur = 1<<63 - 1
 		}
@@ -124,13 +125,13 @@ func (s *Server) ResetOffsetPlan(topic, group string, timestamp int64, force boo
 		if timestamp == -1 {
 			to = st.MaxOffsetInQueue(topic, i)
 		} else {
-			to = s.b.SearchOffsetByTimestamp(topic, i, timestamp)
+			to = a.b.SearchOffsetByTimestamp(topic, i, timestamp)
 		}
 		to = max(to, 0)
 		if !force && to >= cur {
 			to = cur
 		}
-		table[admin.MessageQueue{Topic: topic, BrokerName: s.cfg.BrokerName, QueueID: i}] = to
+		table[admin.MessageQueue{Topic: topic, BrokerName: a.cfg.BrokerName, QueueID: i}] = to
 	}
 	return table, nil
 }
@@ -142,18 +143,18 @@ func (s *Server) ResetOffsetPlan(topic, group string, timestamp int64, force boo
 // offsets; the answer is the same ResetOffsetBody. No client online:
 // CONSUMER_NOT_ONLINE (206), and the tools then update the offsets on the
 // broker (UPDATE_CONSUMER_OFFSET), as mqadmin's resetOffsetByTime does.
-func (s *Server) invokeBrokerToResetOffset(ctx context.Context, _ *remoting.Conn, req *remoting.RemotingCommand) (*remoting.RemotingCommand, error) {
+func (a *API) invokeBrokerToResetOffset(ctx context.Context, _ *remoting.Conn, req *remoting.RemotingCommand) (*remoting.RemotingCommand, error) {
 	f := req.Fields()
 	topic, group, ts := f.String("topic"), f.String("group"), f.Int64("timestamp")
 	force := f.OptBool("isForce", false)
 	if err := f.Err(); err != nil {
 		return badRequest(req, err)
 	}
-	table, err := s.ResetOffsetPlan(topic, group, ts, force)
+	table, err := a.ResetOffsetPlan(topic, group, ts, force)
 	if err != nil {
 		return req.NewResponse(remoting.CodeSystemError, err.Error()), nil
 	}
-	members := s.consumerMembers(group)
+	members := a.host.Consumers(group)
 	if len(members) == 0 {
 		return req.NewResponse(codeConsumerNotOnline, fmt.Sprintf(
 			"Consumer not online, so can not reset offset, Group: %s Topic: %s Timestamp: %d", group, topic, ts)), nil
@@ -168,16 +169,16 @@ func (s *Server) invokeBrokerToResetOffset(ctx context.Context, _ *remoting.Conn
 		out.SetExt("group", group)
 		out.SetExtInt("timestamp", ts)
 		out.SetExtBool("isForce", force)
-		if err := m.conn.InvokeOneway(ctx, out); err != nil {
-			s.log.Warn("reset offset: client unreachable", "group", group, "clientID", m.clientID, "err", err)
+		if err := m.Conn.InvokeOneway(ctx, out); err != nil {
+			a.log.Warn("reset offset: client unreachable", "group", group, "clientID", m.ClientID, "err", err)
 		}
 	}
 	// The broker's own offsets move too, so that a client that restarts
 	// before committing, and the tools, see the reset.
 	for mq, off := range table {
-		s.b.Offsets().Commit("reset-offset", group, topic, mq.QueueID, off)
+		a.b.Offsets().Commit("reset-offset", group, topic, mq.QueueID, off)
 	}
-	s.log.Info("consumer offsets reset", "group", group, "topic", topic, "timestamp", ts, "clients", len(members))
+	a.log.Info("consumer offsets reset", "group", group, "topic", topic, "timestamp", ts, "clients", len(members))
 	resp := req.NewResponse(remoting.CodeSuccess, "")
 	resp.Body = body
 	return resp, nil
@@ -189,38 +190,38 @@ func (s *Server) invokeBrokerToResetOffset(ctx context.Context, _ *remoting.Conn
 // each client with GET_CONSUMER_STATUS_FROM_CLIENT (221) and answers a
 // GetConsumerStatusBody whose consumerTable maps client id to the
 // client's offsets.
-func (s *Server) invokeBrokerToGetConsumerStatus(ctx context.Context, _ *remoting.Conn, req *remoting.RemotingCommand) (*remoting.RemotingCommand, error) {
+func (a *API) invokeBrokerToGetConsumerStatus(ctx context.Context, _ *remoting.Conn, req *remoting.RemotingCommand) (*remoting.RemotingCommand, error) {
 	f := req.Fields()
 	topic, group := f.String("topic"), f.String("group")
 	only := f.OptString("clientAddr", "")
 	if err := f.Err(); err != nil {
 		return badRequest(req, err)
 	}
-	members := s.consumerMembers(group)
+	members := a.host.Consumers(group)
 	if len(members) == 0 {
 		return req.NewResponse(remoting.CodeSystemError, fmt.Sprintf("No Any Consumer online in the consumer group: [%s]", group)), nil
 	}
 	out := admin.GetConsumerStatusBody{MessageQueueTable: admin.MQMap[int64]{}, ConsumerTable: map[string]admin.MQMap[int64]{}}
 	for _, m := range members {
-		if only != "" && only != m.clientID {
+		if only != "" && only != m.ClientID {
 			continue
 		}
 		q := remoting.NewRequest(codeGetConsumerStatusFromClient, nil)
 		q.SetExt("topic", topic)
 		q.SetExt("group", group)
 		cctx, cancel := context.WithTimeout(ctx, clientCallTimeout)
-		resp, err := m.conn.Invoke(cctx, q)
+		resp, err := m.Conn.Invoke(cctx, q)
 		cancel()
 		if err != nil || resp.Code != remoting.CodeSuccess || len(resp.Body) == 0 {
-			s.log.Warn("get consumer status: no answer", "group", group, "clientID", m.clientID, "err", err)
+			a.log.Warn("get consumer status: no answer", "group", group, "clientID", m.ClientID, "err", err)
 			continue
 		}
 		var body admin.GetConsumerStatusBody
 		if err := admin.Unmarshal(resp.Body, &body); err != nil {
-			s.log.Warn("get consumer status: bad body", "group", group, "clientID", m.clientID, "err", err)
+			a.log.Warn("get consumer status: bad body", "group", group, "clientID", m.ClientID, "err", err)
 			continue
 		}
-		out.ConsumerTable[m.clientID] = body.MessageQueueTable
+		out.ConsumerTable[m.ClientID] = body.MessageQueueTable
 	}
 	return adminBody(req, out)
 }

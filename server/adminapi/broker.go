@@ -1,4 +1,4 @@
-package server
+package adminapi
 
 import (
 	"context"
@@ -36,16 +36,16 @@ func adminBody(req *remoting.RemotingCommand, v any) (*remoting.RemotingCommand,
 
 // RuntimeInfo returns the broker's runtime information, the KVTable of
 // GET_BROKER_RUNTIME_INFO (28), with RocketMQ's key names.
-func (s *Server) RuntimeInfo() map[string]string {
-	now := s.cfg.Now()
-	st := s.b.Store()
-	putTotal, getTotal := s.b.Stats().Totals()
-	morning, yesterday := s.mornings()
+func (a *API) RuntimeInfo() map[string]string {
+	now := a.cfg.Now()
+	st := a.b.Store()
+	putTotal, getTotal := a.b.Stats().Totals()
+	morning, yesterday := a.mornings()
 	m := map[string]string{
 		"brokerVersionDesc":               BrokerVersionDesc,
 		"brokerVersion":                   strconv.Itoa(BrokerVersion),
-		"bootTimestamp":                   strconv.FormatInt(s.stats.boot.UnixMilli(), 10),
-		"runtime":                         runtimeDesc(now.Sub(s.stats.boot)),
+		"bootTimestamp":                   strconv.FormatInt(a.stats.boot.UnixMilli(), 10),
+		"runtime":                         runtimeDesc(now.Sub(a.stats.boot)),
 		"startAcceptSendRequestTimeStamp": "0",
 		"msgPutTotalTodayNow":             strconv.FormatInt(putTotal, 10),
 		"msgGetTotalTodayNow":             strconv.FormatInt(getTotal, 10),
@@ -53,22 +53,22 @@ func (s *Server) RuntimeInfo() map[string]string {
 		"msgGetTotalTodayMorning":         strconv.FormatInt(morning.got, 10),
 		"msgPutTotalYesterdayMorning":     strconv.FormatInt(yesterday.put, 10),
 		"msgGetTotalYesterdayMorning":     strconv.FormatInt(yesterday.got, 10),
-		"putTps":                          tpsTriple(func(d time.Duration) float64 { p, _, _, _ := s.rates(d); return p }),
-		"getTransferedTps":                tpsTriple(func(d time.Duration) float64 { _, g, _, _ := s.rates(d); return g }),
-		"getTotalTps":                     tpsTriple(func(d time.Duration) float64 { _, g, _, _ := s.rates(d); return g }),
+		"putTps":                          tpsTriple(func(d time.Duration) float64 { p, _, _, _ := a.rates(d); return p }),
+		"getTransferedTps":                tpsTriple(func(d time.Duration) float64 { _, g, _, _ := a.rates(d); return g }),
+		"getTotalTps":                     tpsTriple(func(d time.Duration) float64 { _, g, _, _ := a.rates(d); return g }),
 		"commitLogMinOffset":              strconv.FormatInt(st.CommitLog().MinOffset(), 10),
 		"commitLogMaxOffset":              strconv.FormatInt(st.CommitLog().MaxOffset(), 10),
 		"remainHowManyDataToFlush":        humanBytes(uint64(max(0, st.CommitLog().MaxOffset()-st.CommitLog().FlushedWhere()))),
 		"dispatchBehindBytes":             strconv.FormatInt(st.DispatchBehindBytes(), 10),
 		"pageCacheLockTimeMills":          "0",
-		"earliestMessageTimeStamp":        strconv.FormatInt(s.earliestMessageTime(), 10),
+		"earliestMessageTimeStamp":        strconv.FormatInt(a.earliestMessageTime(), 10),
 		"sendThreadPoolQueueSize":         "0",
 		"pullThreadPoolQueueSize":         "0",
 		"queryThreadPoolQueueSize":        "0",
-		"brokerName":                      s.cfg.BrokerName,
-		"brokerAddr":                      s.BrokerAddr(),
+		"brokerName":                      a.cfg.BrokerName,
+		"brokerAddr":                      a.host.BrokerAddr(),
 	}
-	if total, free, ok := diskSpace(s.storeDir); ok {
+	if total, free, ok := diskSpace(a.host.StoreDir()); ok {
 		m["commitLogDirCapacity"] = fmt.Sprintf("Total : %s, Free : %s.", humanBytes(total), humanBytes(free))
 		m["commitLogDiskRatio"] = strconv.FormatFloat(float64(total-free)/float64(total), 'f', -1, 64)
 	}
@@ -89,8 +89,8 @@ func diskSpace(dir string) (total, free uint64, ok bool) {
 
 // earliestMessageTime is the store time of the oldest message in the
 // CommitLog, or 0 when it is empty.
-func (s *Server) earliestMessageTime() int64 {
-	st := s.b.Store()
+func (a *API) earliestMessageTime() int64 {
+	st := a.b.Store()
 	m, err := st.LookMessageByOffset(st.CommitLog().MinOffset())
 	if err != nil {
 		return 0
@@ -99,29 +99,29 @@ func (s *Server) earliestMessageTime() int64 {
 }
 
 // getBrokerRuntimeInfo answers GET_BROKER_RUNTIME_INFO (28): KVTable.
-func (s *Server) getBrokerRuntimeInfo(_ context.Context, _ *remoting.Conn, req *remoting.RemotingCommand) (*remoting.RemotingCommand, error) {
-	return adminBody(req, admin.KVTable{Table: s.RuntimeInfo()})
+func (a *API) getBrokerRuntimeInfo(_ context.Context, _ *remoting.Conn, req *remoting.RemotingCommand) (*remoting.RemotingCommand, error) {
+	return adminBody(req, admin.KVTable{Table: a.RuntimeInfo()})
 }
 
 // brokerConfig is the broker's settings under broker.conf names.
-func (s *Server) brokerConfig() map[string]string {
-	sc := s.b.Store().Config()
+func (a *API) brokerConfig() map[string]string {
+	sc := a.b.Store().Config()
 	levels := make([]string, len(sc.DelayLevels))
 	for i, d := range sc.DelayLevels {
 		levels[i] = delayLevelString(d)
 	}
 	return map[string]string{
-		"brokerName":             s.cfg.BrokerName,
-		"brokerClusterName":      s.cfg.ClusterName,
+		"brokerName":             a.cfg.BrokerName,
+		"brokerClusterName":      a.cfg.ClusterName,
 		"brokerId":               "0",
 		"brokerRole":             "ASYNC_MASTER",
-		"storePathRootDir":       s.storeDir,
+		"storePathRootDir":       a.host.StoreDir(),
 		"flushDiskType":          sc.FlushDiskType.String(),
 		"mapedFileSizeCommitLog": strconv.FormatInt(sc.CommitLogFileSize, 10),
 		"maxMessageSize":         strconv.Itoa(sc.MaxMessageSize),
 		"messageDelayLevel":      strings.Join(levels, " "),
-		"brokerIP1":              hostOf(s.BrokerAddr()),
-		"listenPort":             portOf(s.BrokerAddr()),
+		"brokerIP1":              hostOf(a.host.BrokerAddr()),
+		"listenPort":             portOf(a.host.BrokerAddr()),
 	}
 }
 
@@ -163,10 +163,10 @@ func properties(m map[string]string) []byte {
 
 // getBrokerConfig answers GET_BROKER_CONFIG (26): the settings as
 // properties text, ext version = the config's DataVersion JSON.
-func (s *Server) getBrokerConfig(_ context.Context, _ *remoting.Conn, req *remoting.RemotingCommand) (*remoting.RemotingCommand, error) {
+func (a *API) getBrokerConfig(_ context.Context, _ *remoting.Conn, req *remoting.RemotingCommand) (*remoting.RemotingCommand, error) {
 	resp := req.NewResponse(remoting.CodeSuccess, "")
-	resp.Body = properties(s.brokerConfig())
-	v, _ := json.Marshal(admin.DataVersion{Timestamp: s.stats.boot.UnixMilli()})
+	resp.Body = properties(a.brokerConfig())
+	v, _ := json.Marshal(admin.DataVersion{Timestamp: a.stats.boot.UnixMilli()})
 	resp.SetExt("version", string(v))
 	return resp, nil
 }
@@ -179,7 +179,7 @@ const errConfigAtStart = "rocketstore reads its configuration at start and does 
 // updateBrokerConfig answers UPDATE_BROKER_CONFIG (25) and
 // UPDATE_NAMESRV_CONFIG (318): SYSTEM_ERROR, naming the keys, when the
 // body sets anything (an empty update succeeds, as in RocketMQ).
-func (s *Server) updateConfig(_ context.Context, _ *remoting.Conn, req *remoting.RemotingCommand) (*remoting.RemotingCommand, error) {
+func (a *API) updateConfig(_ context.Context, _ *remoting.Conn, req *remoting.RemotingCommand) (*remoting.RemotingCommand, error) {
 	keys := parseProperties(req.Body)
 	if len(keys) == 0 {
 		return req.NewResponse(remoting.CodeSuccess, ""), nil
@@ -203,10 +203,10 @@ func parseProperties(b []byte) map[string]string {
 
 // getNamesrvConfig answers GET_NAMESRV_CONFIG (319): the name server's
 // settings as properties text.
-func (s *Server) getNamesrvConfig(_ context.Context, _ *remoting.Conn, req *remoting.RemotingCommand) (*remoting.RemotingCommand, error) {
+func (a *API) getNamesrvConfig(_ context.Context, _ *remoting.Conn, req *remoting.RemotingCommand) (*remoting.RemotingCommand, error) {
 	resp := req.NewResponse(remoting.CodeSuccess, "")
 	resp.Body = properties(map[string]string{
-		"listenPort":                  portOf(s.BrokerAddr()),
+		"listenPort":                  portOf(a.host.BrokerAddr()),
 		"clusterTest":                 "false",
 		"orderMessageEnable":          "false",
 		"scanNotActiveBrokerInterval": "5000",
@@ -218,13 +218,13 @@ func (s *Server) getNamesrvConfig(_ context.Context, _ *remoting.Conn, req *remo
 // statsName, statsKey; BrokerStatsData of the last minute, hour and day.
 // The names are TOPIC_PUT_NUMS (key topic), GROUP_GET_NUMS (key
 // topic@group), BROKER_PUT_NUMS and BROKER_GET_NUMS (key cluster name).
-func (s *Server) viewBrokerStatsData(_ context.Context, _ *remoting.Conn, req *remoting.RemotingCommand) (*remoting.RemotingCommand, error) {
+func (a *API) viewBrokerStatsData(_ context.Context, _ *remoting.Conn, req *remoting.RemotingCommand) (*remoting.RemotingCommand, error) {
 	f := req.Fields()
 	name, key := f.String("statsName"), f.String("statsKey")
 	if err := f.Err(); err != nil {
 		return badRequest(req, err)
 	}
-	d, ok := s.brokerStatsData(name, key)
+	d, ok := a.brokerStatsData(name, key)
 	if !ok {
 		return req.NewResponse(remoting.CodeSystemError, fmt.Sprintf("The stats <%s> <%s> not exist", name, key)), nil
 	}

@@ -1,39 +1,29 @@
-package server
+package namesrv
 
 import (
 	"context"
 	"maps"
 	"slices"
-	"strings"
 
 	"github.com/rocketstore/rocketstore/admin"
-	"github.com/rocketstore/rocketstore/record"
 	"github.com/rocketstore/rocketstore/remoting"
 )
 
 // The name server's admin codes (DefaultRequestProcessor's): they answer
 // from the route table of registered brokers and, in the single-node
-// default (localBroker), from the in-process broker too.
-
-func init() {
-	for _, c := range []int32{codePutKVConfig, codeGetKVConfig, codeDeleteKVConfig, codeGetKVListByNamespace,
-		codeWipeWritePermOfBroker, codeAddWritePermOfBroker, codeGetTopicsByCluster, codeGetSystemTopicListFromNs,
-		codeUpdateNamesrvConfig, codeGetNamesrvConfig, codeQueryDataVersion} {
-		nameServerCodes[c] = true
-	}
-}
+// default, from the in-process broker too (Local).
 
 // getTopicsByCluster answers GET_TOPICS_BY_CLUSTER (224): header
 // cluster; the topics of the cluster's brokers.
-func (s *Server) getTopicsByCluster(_ context.Context, _ *remoting.Conn, req *remoting.RemotingCommand) (*remoting.RemotingCommand, error) {
+func (h *Handlers) getTopicsByCluster(_ context.Context, _ *remoting.Conn, req *remoting.RemotingCommand) (*remoting.RemotingCommand, error) {
 	f := req.Fields()
 	cluster := f.String("cluster")
 	if err := f.Err(); err != nil {
 		return badRequest(req, err)
 	}
-	topics := s.routes.TopicsOfCluster(cluster)
-	if s.localBroker() && cluster == s.cfg.ClusterName {
-		topics = append(topics, s.topicNames()...)
+	topics := h.routes.TopicsOfCluster(cluster)
+	if h.local != nil && cluster == h.local.BrokerData().Cluster {
+		topics = append(topics, h.local.TopicNames()...)
 	}
 	slices.Sort(topics)
 	topics = slices.Compact(topics)
@@ -46,8 +36,8 @@ func (s *Server) getTopicsByCluster(_ context.Context, _ *remoting.Conn, req *re
 // getSystemTopicListFromNs answers GET_SYSTEM_TOPIC_LIST_FROM_NS (304): as
 // RouteInfoManager.getSystemTopicList, the cluster and broker names (each
 // is a topic of the brokers), with a broker address.
-func (s *Server) getSystemTopicListFromNs(_ context.Context, _ *remoting.Conn, req *remoting.RemotingCommand) (*remoting.RemotingCommand, error) {
-	ci := s.routes.ClusterInfo()
+func (h *Handlers) getSystemTopicListFromNs(_ context.Context, _ *remoting.Conn, req *remoting.RemotingCommand) (*remoting.RemotingCommand, error) {
+	ci := h.routes.ClusterInfo()
 	set := map[string]bool{}
 	addr := ""
 	for c, names := range ci.ClusterAddrTable {
@@ -59,60 +49,34 @@ func (s *Server) getSystemTopicListFromNs(_ context.Context, _ *remoting.Conn, r
 			}
 		}
 	}
-	if s.localBroker() {
-		set[s.cfg.ClusterName], set[s.cfg.BrokerName] = true, true
-		addr = s.BrokerAddr()
+	if h.local != nil {
+		bd := h.local.BrokerData()
+		set[bd.Cluster], set[bd.BrokerName] = true, true
+		addr = h.localAddr()
 	}
 	return adminBody(req, admin.TopicList{TopicList: slices.Sorted(maps.Keys(set)), BrokerAddr: addr})
-}
-
-// setLocalWritePerm adds or removes the write permission of every topic of
-// the in-process broker but the system ones, and returns how many
-// changed: in the single-node default the route is its topic table.
-func (s *Server) setLocalWritePerm(add bool) (int, error) {
-	all, _ := s.b.Topics().All()
-	n := 0
-	for _, name := range slices.Sorted(maps.Keys(all)) {
-		tc := all[name]
-		if systemTopics[name] || strings.HasPrefix(name, "rmq_sys_") {
-			continue
-		}
-		perm := tc.Perm &^ record.PermWrite
-		if add {
-			perm = tc.Perm | record.PermWrite
-		}
-		if perm == tc.Perm {
-			continue
-		}
-		tc.Perm = perm
-		if err := s.b.Topics().Update(tc); err != nil {
-			return n, err
-		}
-		n++
-	}
-	return n, nil
 }
 
 // writePermHandler answers WIPE_WRITE_PERM_OF_BROKER (205) and
 // ADD_WRITE_PERM_OF_BROKER (327): header brokerName; ext wipeTopicCount
 // or addTopicCount. Producers stop (or resume) sending to the broker
 // group, whose routes lose (or regain) the write permission.
-func (s *Server) writePermHandler(add bool) handlerFunc {
+func (h *Handlers) writePermHandler(add bool) HandlerFunc {
 	return func(_ context.Context, c *remoting.Conn, req *remoting.RemotingCommand) (*remoting.RemotingCommand, error) {
 		f := req.Fields()
 		name := f.String("brokerName")
 		if err := f.Err(); err != nil {
 			return badRequest(req, err)
 		}
-		n := s.routes.SetWritePerm(name, add)
-		if s.localBroker() && name == s.cfg.BrokerName {
-			local, err := s.setLocalWritePerm(add)
+		n := h.routes.SetWritePerm(name, add)
+		if h.local != nil && name == h.local.BrokerData().BrokerName {
+			local, err := h.local.SetWritePerm(add)
 			if err != nil {
 				return req.NewResponse(remoting.CodeSystemError, err.Error()), nil
 			}
 			n += local
 		}
-		s.log.Info("broker write permission changed", "brokerName", name, "add", add, "topics", n, "remote", peerString(c))
+		h.log.Info("broker write permission changed", "brokerName", name, "add", add, "topics", n, "remote", c.RemoteAddrString())
 		resp := req.NewResponse(remoting.CodeSuccess, "")
 		if add {
 			resp.SetExtInt("addTopicCount", int64(n))
@@ -127,7 +91,7 @@ func (s *Server) writePermHandler(add bool) handlerFunc {
 // body the broker's DataVersion; ext changed tells whether it differs from
 // the version the broker last registered (always true for an unknown
 // broker), and the body is that registered version.
-func (s *Server) queryDataVersion(_ context.Context, c *remoting.Conn, req *remoting.RemotingCommand) (*remoting.RemotingCommand, error) {
+func (h *Handlers) queryDataVersion(_ context.Context, c *remoting.Conn, req *remoting.RemotingCommand) (*remoting.RemotingCommand, error) {
 	f := req.Fields()
 	addr := f.OptString("brokerAddr", "")
 	if err := f.Err(); err != nil {
@@ -135,16 +99,15 @@ func (s *Server) queryDataVersion(_ context.Context, c *remoting.Conn, req *remo
 	}
 	var got admin.DataVersion
 	if len(req.Body) > 0 {
-		dv, err := parseDataVersionBody(req.Body)
+		dv, err := h.host.ParseDataVersion(req.Body)
 		if err != nil {
-			return s.refuse(req, c, err)
+			return h.host.Refuse(req, c, err)
 		}
 		got = admin.DataVersion{Timestamp: dv.Timestamp, Counter: dv.Counter}
 	}
-	have, ok := s.routes.DataVersion(addr)
-	if !ok && s.localBroker() && (addr == "" || addr == s.BrokerAddr()) {
-		_, have = s.b.Topics().All()
-		ok = true
+	have, ok := h.routes.DataVersion(addr)
+	if !ok && h.local != nil && (addr == "" || addr == h.localAddr()) {
+		have, ok = h.local.DataVersion(), true
 	}
 	resp := req.NewResponse(remoting.CodeSuccess, "")
 	if ok {
@@ -156,4 +119,13 @@ func (s *Server) queryDataVersion(_ context.Context, c *remoting.Conn, req *remo
 	}
 	resp.SetExtBool("changed", !ok || got != admin.DataVersion{Timestamp: have.Timestamp, Counter: have.Counter})
 	return resp, nil
+}
+
+// localAddr is the in-process broker's address, the one member of its
+// BrokerData.
+func (h *Handlers) localAddr() string {
+	for _, a := range h.local.BrokerData().BrokerAddrs {
+		return a
+	}
+	return ""
 }

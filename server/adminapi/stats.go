@@ -1,4 +1,4 @@
-package server
+package adminapi
 
 import (
 	"fmt"
@@ -117,15 +117,16 @@ func (t *statsTable) get(name, key string) (*series, bool) {
 	return s, ok
 }
 
-// sampleStats records every counter once.
-func (s *Server) sampleStats() {
-	if s.b == nil { // name-server-only role: no store to sample
+// Sample records every counter once (the sampler's tick; tests call it to
+// sample at a time of their clock).
+func (a *API) Sample() {
+	if a.b == nil { // name-server-only role: no store to sample
 		return
 	}
-	now := s.cfg.Now()
+	now := a.cfg.Now()
 	at := now.UnixMilli()
 	counts := map[string]int64{}
-	bs := s.b.Stats()
+	bs := a.b.Stats()
 	for topic, n := range bs.TopicPuts() {
 		counts[statsTopicPutNums+"@"+topic] = n
 	}
@@ -133,9 +134,9 @@ func (s *Server) sampleStats() {
 		counts[statsGroupGetNums+"@"+k] = n
 	}
 	put, got := bs.Totals()
-	counts[statsBrokerPutNums+"@"+s.cfg.ClusterName] = put
-	counts[statsBrokerGetNums+"@"+s.cfg.ClusterName] = got
-	t := s.stats
+	counts[statsBrokerPutNums+"@"+a.cfg.ClusterName] = put
+	counts[statsBrokerGetNums+"@"+a.cfg.ClusterName] = got
+	t := a.stats
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.recordMorning(now, dayTotals{put, got})
@@ -156,36 +157,24 @@ func (s *Server) sampleStats() {
 
 // statsLoop samples once a second until the server stops (silent
 // producers expire with the other clients, in housekeeping).
-func (s *Server) statsLoop() {
-	defer close(s.statsDone)
-	s.sampleStats()
+func (a *API) statsLoop() {
+	defer close(a.statsDone)
+	a.Sample()
 	t := time.NewTicker(time.Second)
 	defer t.Stop()
 	for {
 		select {
-		case <-s.stop:
+		case <-a.stop:
 			return
 		case <-t.C:
-			s.sampleStats()
+			a.Sample()
 		}
 	}
 }
 
-// startAdmin starts the admin services; stopAdmin waits for them after
-// s.stop closed.
-func (s *Server) startAdmin() {
-	s.clientTable = newClientTable()
-	s.stats = newStatsTable(s.cfg.Now())
-	s.kv = newKVTable()
-	s.statsDone = make(chan struct{})
-	go s.statsLoop()
-}
-
-func (s *Server) stopAdmin() { <-s.statsDone }
-
 // brokerStatsData answers VIEW_BROKER_STATS_DATA for one series.
-func (s *Server) brokerStatsData(name, key string) (admin.BrokerStatsData, bool) {
-	t := s.stats
+func (a *API) brokerStatsData(name, key string) (admin.BrokerStatsData, bool) {
+	t := a.stats
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	sr, ok := t.get(name, key)
@@ -201,15 +190,15 @@ func (s *Server) brokerStatsData(name, key string) (admin.BrokerStatsData, bool)
 
 // rates returns the put and get rates over d (messages per second) and
 // the totals of the last sample.
-func (s *Server) rates(d time.Duration) (putTps, getTps float64, putTotal, getTotal int64) {
-	t := s.stats
+func (a *API) rates(d time.Duration) (putTps, getTps float64, putTotal, getTotal int64) {
+	t := a.stats
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if sr, ok := t.get(statsBrokerPutNums, s.cfg.ClusterName); ok {
+	if sr, ok := t.get(statsBrokerPutNums, a.cfg.ClusterName); ok {
 		_, putTps = sr.window(d)
 		putTotal = sr.secs[len(sr.secs)-1].value
 	}
-	if sr, ok := t.get(statsBrokerGetNums, s.cfg.ClusterName); ok {
+	if sr, ok := t.get(statsBrokerGetNums, a.cfg.ClusterName); ok {
 		_, getTps = sr.window(d)
 		getTotal = sr.secs[len(sr.secs)-1].value
 	}
@@ -248,8 +237,8 @@ func humanBytes(b uint64) string {
 
 // mornings returns the broker totals recorded at the last two midnights
 // (0 before the broker saw one).
-func (s *Server) mornings() (today, yesterday dayTotals) {
-	s.stats.mu.Lock()
-	defer s.stats.mu.Unlock()
-	return s.stats.morning, s.stats.yesterdayMorning
+func (a *API) mornings() (today, yesterday dayTotals) {
+	a.stats.mu.Lock()
+	defer a.stats.mu.Unlock()
+	return a.stats.morning, a.stats.yesterdayMorning
 }

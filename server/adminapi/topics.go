@@ -1,9 +1,7 @@
-package server
+package adminapi
 
 import (
 	"context"
-	"maps"
-	"slices"
 
 	"github.com/rocketstore/rocketstore/admin"
 	"github.com/rocketstore/rocketstore/broker/config"
@@ -18,8 +16,8 @@ func toAdminTopic(tc config.TopicConfig) admin.TopicConfig {
 
 // getAllTopicConfig answers GET_ALL_TOPIC_CONFIG (21):
 // TopicConfigSerializeWrapper.
-func (s *Server) getAllTopicConfig(_ context.Context, _ *remoting.Conn, req *remoting.RemotingCommand) (*remoting.RemotingCommand, error) {
-	all, v := s.b.Topics().All()
+func (a *API) getAllTopicConfig(_ context.Context, _ *remoting.Conn, req *remoting.RemotingCommand) (*remoting.RemotingCommand, error) {
+	all, v := a.b.Topics().All()
 	w := admin.TopicConfigSerializeWrapper{TopicConfigTable: make(map[string]admin.TopicConfig, len(all)),
 		DataVersion: admin.DataVersion{Timestamp: v.Timestamp, Counter: v.Counter}}
 	for n, tc := range all {
@@ -30,19 +28,19 @@ func (s *Server) getAllTopicConfig(_ context.Context, _ *remoting.Conn, req *rem
 
 // TopicStats returns the offsets of each write queue of topic, or false
 // when the broker has no such topic (GET_TOPIC_STATS_INFO).
-func (s *Server) TopicStats(topic string) (admin.TopicStatsTable, bool) {
-	tc, ok := s.b.Topics().Get(topic)
+func (a *API) TopicStats(topic string) (admin.TopicStatsTable, bool) {
+	tc, ok := a.b.Topics().Get(topic)
 	if !ok {
 		return admin.TopicStatsTable{}, false
 	}
-	st := s.b.Store()
+	st := a.b.Store()
 	t := admin.TopicStatsTable{OffsetTable: admin.MQMap[admin.TopicOffset]{}}
 	for i := range int32(tc.WriteQueueNums) {
-		mq := admin.MessageQueue{Topic: topic, BrokerName: s.cfg.BrokerName, QueueID: i}
+		mq := admin.MessageQueue{Topic: topic, BrokerName: a.cfg.BrokerName, QueueID: i}
 		minOff, maxOff := max(0, st.MinOffsetInQueue(topic, i)), max(0, st.MaxOffsetInQueue(topic, i))
 		var ts int64
 		if maxOff > 0 {
-			ts, _ = s.storeTimestamp(topic, i, maxOff-1)
+			ts, _ = a.storeTimestamp(topic, i, maxOff-1)
 		}
 		t.OffsetTable[mq] = admin.TopicOffset{MinOffset: minOff, MaxOffset: maxOff, LastUpdateTimestamp: ts}
 	}
@@ -50,8 +48,8 @@ func (s *Server) TopicStats(topic string) (admin.TopicStatsTable, bool) {
 }
 
 // storeTimestamp is the store time of the message at a queue offset.
-func (s *Server) storeTimestamp(topic string, qid int32, off int64) (int64, bool) {
-	st := s.b.Store()
+func (a *API) storeTimestamp(topic string, qid int32, off int64) (int64, bool) {
+	st := a.b.Store()
 	phy, err := st.CommitLogOffsetInQueue(topic, qid, off)
 	if err != nil {
 		return 0, false
@@ -65,23 +63,17 @@ func (s *Server) storeTimestamp(topic string, qid int32, off int64) (int64, bool
 
 // getTopicStatsInfo answers GET_TOPIC_STATS_INFO (202): header topic;
 // TopicStatsTable, or TOPIC_NOT_EXIST.
-func (s *Server) getTopicStatsInfo(_ context.Context, _ *remoting.Conn, req *remoting.RemotingCommand) (*remoting.RemotingCommand, error) {
+func (a *API) getTopicStatsInfo(_ context.Context, _ *remoting.Conn, req *remoting.RemotingCommand) (*remoting.RemotingCommand, error) {
 	f := req.Fields()
 	topic := f.String("topic")
 	if err := f.Err(); err != nil {
 		return badRequest(req, err)
 	}
-	t, ok := s.TopicStats(topic)
+	t, ok := a.TopicStats(topic)
 	if !ok {
 		return req.NewResponse(remoting.CodeTopicNotExist, "topic["+topic+"] not exist"), nil
 	}
 	return adminBody(req, t)
-}
-
-// topicNames returns the broker's topics, sorted.
-func (s *Server) topicNames() []string {
-	all, _ := s.b.Topics().All()
-	return slices.Sorted(maps.Keys(all))
 }
 
 // systemTopics is TopicValidator.getSystemTopicSet() of RocketMQ 4.9.4.
@@ -92,6 +84,6 @@ func systemTopicList() []string {
 }
 
 // getSystemTopicListFromBroker answers GET_SYSTEM_TOPIC_LIST_FROM_BROKER (305).
-func (s *Server) getSystemTopicListFromBroker(_ context.Context, _ *remoting.Conn, req *remoting.RemotingCommand) (*remoting.RemotingCommand, error) {
+func (a *API) getSystemTopicListFromBroker(_ context.Context, _ *remoting.Conn, req *remoting.RemotingCommand) (*remoting.RemotingCommand, error) {
 	return adminBody(req, admin.TopicList{TopicList: systemTopicList()})
 }

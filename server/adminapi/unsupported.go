@@ -1,4 +1,4 @@
-package server
+package adminapi
 
 import (
 	"context"
@@ -20,8 +20,18 @@ var unsupportedAdminCodes = map[int32]string{
 	218: "DELETE_KV_CONFIG_BY_VALUE (218) was removed from RocketMQ 4.x; use DELETE_KV_CONFIG (102)",
 }
 
+// Unsupported returns the handler of each admin code that RocketMQ 4.x
+// does not serve either; the server routes them whatever its role.
+func Unsupported() map[int32]HandlerFunc {
+	m := make(map[int32]HandlerFunc, len(unsupportedAdminCodes))
+	for code := range unsupportedAdminCodes {
+		m[code] = unsupportedAdmin
+	}
+	return m
+}
+
 // unsupportedAdmin answers an admin code rocketstore does not serve.
-func (s *Server) unsupportedAdmin(_ context.Context, _ *remoting.Conn, req *remoting.RemotingCommand) (*remoting.RemotingCommand, error) {
+func unsupportedAdmin(_ context.Context, _ *remoting.Conn, req *remoting.RemotingCommand) (*remoting.RemotingCommand, error) {
 	why, ok := unsupportedAdminCodes[req.Code]
 	if !ok {
 		why = fmt.Sprintf(" request type %d not supported", req.Code)

@@ -1,0 +1,198 @@
+package raftlog
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+)
+
+// Open opens the store in opts.Dir, creating it, and rebuilds the index
+// from the frames: the log is the frames up to the first that is torn,
+// zero, out of order or not followed (a segment's end without a roll
+// frame); stale segments after it are removed, stale bytes after it in its
+// segment zeroed, and records past the last record frame truncated.
+func Open(opts Options) (*Store, error) {
+	s := &Store{fs: opts.FS, dir: opts.Dir, recs: opts.Records, segSize: opts.SegmentSize,
+		brokenNoZeroTail: opts.brokenNoZeroTail, brokenFramesFirst: opts.brokenFramesFirst}
+	if s.fs == nil {
+		return nil, errors.New("raftlog: no file system")
+	}
+	if s.segSize == 0 {
+		s.segSize = DefaultSegmentSize
+	}
+	if s.segSize < 4*headerSize {
+		return nil, fmt.Errorf("raftlog: segment size %d below %d", s.segSize, 4*headerSize)
+	}
+	if err := s.fs.MkdirAll(s.dir); err != nil {
+		return nil, err
+	}
+	if err := s.recover(); err != nil {
+		return nil, errors.Join(err, s.Close())
+	}
+	return s, nil
+}
+
+// recovery is the scan's state.
+type recovery struct {
+	// recEnd is the records' end the last record or head frame gives,
+	// -1 for none.
+	recEnd int64
+}
+
+func (s *Store) recover() error {
+	seqs, err := s.segmentSeqs()
+	if err != nil {
+		return err
+	}
+	rc := &recovery{recEnd: -1}
+	for i, seq := range seqs {
+		f, err := s.fs.Open(segName(s.dir, seq))
+		if err != nil {
+			return err
+		}
+		g := &segment{seq: seq, f: f}
+		s.segs = append(s.segs, g)
+		s.scan(g, rc)
+		if !g.full {
+			if err := s.dropStale(seqs[i+1:]); err != nil {
+				return err
+			}
+			break
+		}
+	}
+	if len(s.segs) > 0 && !s.brokenNoZeroTail {
+		if err := s.zeroTail(); err != nil {
+			return err
+		}
+	}
+	return s.reconcileRecords(rc.recEnd)
+}
+
+// segmentSeqs lists the segments, which must be numbered without a gap.
+func (s *Store) segmentSeqs() ([]uint64, error) {
+	names, err := s.fs.List(s.dir)
+	if err != nil {
+		return nil, err
+	}
+	var seqs []uint64
+	for _, name := range names {
+		if seq, ok := parseSegName(name); ok {
+			seqs = append(seqs, seq)
+		}
+	}
+	slices.Sort(seqs)
+	for i := 1; i < len(seqs); i++ {
+		if seqs[i] != seqs[i-1]+1 {
+			return nil, fmt.Errorf("%w: %s: segment %d follows %d", ErrCorrupt, s.dir, seqs[i], seqs[i-1])
+		}
+	}
+	return seqs, nil
+}
+
+// scan reads g's frames into the index until the log or the segment ends.
+func (s *Store) scan(g *segment, rc *recovery) {
+	size := g.f.Size()
+	for g.end < size {
+		fr, n, err := decodeFrame(g.f.View(g.end, size-g.end))
+		if err != nil || !s.follows(fr) {
+			break
+		}
+		switch fr.typ {
+		case frameRoll:
+			g.full = true
+		case frameHead:
+			s.applyHead(fr.index)
+			rc.recEnd = fr.headBody()
+		default:
+			if len(s.ents) == 0 {
+				s.first = fr.index
+			}
+			s.ents = append(s.ents, entryRef{seg: g, pos: g.end})
+			s.next = fr.index + 1
+			g.lastIndex = fr.index
+			if fr.typ == frameRecord {
+				off, size := fr.recordBody()
+				rc.recEnd = off + int64(size)
+			}
+		}
+		g.end += int64(n)
+		if g.full {
+			break
+		}
+	}
+	g.synced = g.end
+}
+
+// follows reports whether an entry frame continues the log: the next
+// index (any, in a log that never held one).
+func (s *Store) follows(fr frame) bool {
+	if fr.typ != frameRecord && fr.typ != frameSide {
+		return true
+	}
+	return s.next == 0 || fr.index == s.next
+}
+
+// applyHead drops the entries before first; in a log emptied earlier in
+// the scan, it is where the next entry goes. Before any frame that set
+// the next index (the segments before this one were compacted away), it
+// only says where the log starts: the entry frames that follow have
+// indexes from first on.
+func (s *Store) applyHead(first uint64) {
+	switch {
+	case s.next == 0:
+		s.first = first
+	case len(s.ents) == 0 || first >= s.next:
+		s.ents, s.first, s.next = nil, first, first
+	case first > s.first:
+		s.ents = s.ents[first-s.first:]
+		s.first = first
+	}
+}
+
+// dropStale removes the segments after the log's end, newest first.
+func (s *Store) dropStale(seqs []uint64) error {
+	for i := len(seqs) - 1; i >= 0; i-- {
+		if err := s.fs.Remove(segName(s.dir, seqs[i])); err != nil {
+			return err
+		}
+		if err := s.fs.SyncDir(s.dir); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// zeroTail zeroes whatever follows the last frame in the tail segment (a
+// torn frame, frames that do not follow), so that new frames are never
+// followed by stale ones.
+func (s *Store) zeroTail() error {
+	t := s.tail()
+	rest := t.f.View(t.end, t.f.Size()-t.end)
+	i := slices.IndexFunc(rest, func(b byte) bool { return b != 0 })
+	if i < 0 {
+		return nil
+	}
+	j := len(rest)
+	for rest[j-1] == 0 {
+		j--
+	}
+	end := t.end
+	t.end += int64(j)
+	return t.zeroFrom(end)
+}
+
+// reconcileRecords truncates the records past the end the frames give:
+// they belong to a StoreLogs that never returned. Records short of it
+// lost bytes that Raft counted, which is corruption.
+func (s *Store) reconcileRecords(end int64) error {
+	if s.recs == nil || end < 0 {
+		return nil
+	}
+	switch have := s.recs.End(); {
+	case have > end:
+		return s.recs.Truncate(end)
+	case have < end:
+		return fmt.Errorf("%w: %s: the frames index records up to %d, the records end at %d", ErrCorrupt, s.dir, end, have)
+	}
+	return nil
+}

@@ -1,0 +1,337 @@
+package raftlog
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/rocketstore/rocketstore/backend"
+)
+
+// DefaultSegmentSize is the size of a frame segment file.
+const DefaultSegmentSize = 4 << 20
+
+// Options configures a Store.
+type Options struct {
+	// FS holds the frame segments, in Dir.
+	FS  backend.FS
+	Dir string
+	// Records holds the records entries' bytes. Nil stores every entry
+	// as a side entry (the whole entry in its frame).
+	Records Records
+	// SegmentSize is the size of a frame segment (DefaultSegmentSize).
+	SegmentSize int64
+
+	// brokenNoZeroTail is the broken variant of the crash tests: Open
+	// leaves what follows the last frame as it is.
+	brokenNoZeroTail bool
+	// brokenFramesFirst is the broken variant in which StoreLogs writes
+	// the frames before the records are synced.
+	brokenFramesFirst bool
+}
+
+// ErrClosed reports use of a closed Store.
+var ErrClosed = errors.New("raftlog: store closed")
+
+// Store is a raft.LogStore over frame segments and Records.
+type Store struct {
+	fs      backend.FS
+	dir     string
+	recs    Records
+	segSize int64
+
+	mu sync.RWMutex
+	// segs are the frame segments, oldest first; the last is the tail.
+	segs []*segment
+	// ents[i] is where the frame of entry first+i is.
+	ents  []entryRef
+	first uint64
+	// next is the index the next entry must have; 0 while the log has
+	// never held one (any index is then accepted).
+	next                                uint64
+	brokenNoZeroTail, brokenFramesFirst bool
+	// err is the first write error: after it the state on disk is
+	// unknown, so the store refuses further writes.
+	err    error
+	closed bool
+}
+
+// entryRef locates an entry's frame.
+type entryRef struct {
+	seg *segment
+	pos int64
+}
+
+var (
+	_ raft.LogStore          = (*Store)(nil)
+	_ raft.MonotonicLogStore = (*Store)(nil)
+)
+
+// FirstIndex returns the first index in the log, 0 when it is empty.
+func (s *Store) FirstIndex() (uint64, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.closed {
+		return 0, ErrClosed
+	}
+	if len(s.ents) == 0 {
+		return 0, nil
+	}
+	return s.first, nil
+}
+
+// LastIndex returns the last index in the log, 0 when it is empty.
+func (s *Store) LastIndex() (uint64, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.closed {
+		return 0, ErrClosed
+	}
+	if len(s.ents) == 0 {
+		return 0, nil
+	}
+	return s.first + uint64(len(s.ents)) - 1, nil
+}
+
+// IsMonotonic reports that the store refuses gaps, so that Raft empties it
+// after installing a snapshot (raft.MonotonicLogStore).
+func (s *Store) IsMonotonic() bool { return true }
+
+// GetLog reads entry index into l; raft.ErrLogNotFound when the log does
+// not hold it or its records are gone.
+func (s *Store) GetLog(index uint64, l *raft.Log) error {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.closed {
+		return ErrClosed
+	}
+	if len(s.ents) == 0 || index < s.first || index-s.first >= uint64(len(s.ents)) {
+		return raft.ErrLogNotFound
+	}
+	ref := s.ents[index-s.first]
+	fr, err := ref.seg.frameAt(ref.pos)
+	if err != nil {
+		return err
+	}
+	if fr.typ == frameSide {
+		fr.sideLog(l)
+		return nil
+	}
+	off, size := fr.recordBody()
+	data := make([]byte, RecordsHeaderSize+size)
+	data[0] = KindRecords
+	putOffset(data, off)
+	if err := s.recs.ReadAt(data[RecordsHeaderSize:], off); err != nil {
+		if errors.Is(err, ErrGone) {
+			return raft.ErrLogNotFound
+		}
+		return fmt.Errorf("raftlog: entry %d's records at %d: %w", index, off, err)
+	}
+	*l = raft.Log{Index: fr.index, Term: fr.term, Type: raft.LogCommand, Data: data, AppendedAt: appendedAtTime(fr.appendedAt)}
+	return nil
+}
+
+// StoreLog stores one entry.
+func (s *Store) StoreLog(l *raft.Log) error { return s.StoreLogs([]*raft.Log{l}) }
+
+// StoreLogs appends entries, which must follow the last one without a gap
+// (or start anywhere in an empty log), and returns once they are durable.
+func (s *Store) StoreLogs(logs []*raft.Log) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.writable(); err != nil {
+		return err
+	}
+	if len(logs) == 0 {
+		return nil
+	}
+	if err := s.checkAppend(logs); err != nil {
+		return err
+	}
+	if err := s.appendLocked(logs); err != nil {
+		s.err = err
+		return err
+	}
+	return nil
+}
+
+func (s *Store) writable() error {
+	if s.closed {
+		return ErrClosed
+	}
+	if s.err != nil {
+		return fmt.Errorf("raftlog: refused after an earlier write error: %w", s.err)
+	}
+	return nil
+}
+
+// checkAppend refuses gaps, and records that do not follow the Records'
+// end, before anything is written.
+func (s *Store) checkAppend(logs []*raft.Log) error {
+	want := s.next
+	if len(s.ents) == 0 {
+		want = logs[0].Index
+	}
+	end := int64(-1)
+	if s.recs != nil {
+		end = s.recs.End()
+	}
+	for _, l := range logs {
+		if l.Index != want {
+			return fmt.Errorf("raftlog: entry %d stored where %d is next", l.Index, want)
+		}
+		want++
+		if off, recs, ok := recordsOf(l); ok && s.recs != nil {
+			if off != end {
+				return fmt.Errorf("raftlog: entry %d's records at %d, the records end at %d", l.Index, off, end)
+			}
+			end += int64(len(recs))
+		}
+	}
+	return nil
+}
+
+// appendLocked writes and syncs the records, then writes and syncs the
+// frames. The records are synced before any frame is written, not merely
+// before the frames are synced: the kernel may write a dirty frame page
+// back at any time, and a frame on disk must always have its records on
+// disk.
+func (s *Store) appendLocked(logs []*raft.Log) error {
+	recStart := s.recordsEnd()
+	if err := s.appendRecords(logs, !s.brokenFramesFirst); err != nil {
+		return err
+	}
+	var buf []byte
+	if len(s.ents) == 0 && logs[0].Index != s.next {
+		// A log emptied by compaction (or a new one) restarting at
+		// another index: the head frame tells recovery where.
+		// It names the records' end before this call's records,
+		// which its own record frames then extend.
+		buf = appendHead(buf, logs[0].Index, recStart)
+		if err := s.writeFrame(buf, 0); err != nil {
+			return err
+		}
+	}
+	refs := make([]entryRef, 0, len(logs))
+	for _, l := range logs {
+		_, _, ok := recordsOf(l)
+		buf = appendFrame(buf[:0], l, ok && s.recs != nil)
+		if err := s.writeFrame(buf, l.Index); err != nil {
+			return err
+		}
+		tail := s.tail()
+		refs = append(refs, entryRef{seg: tail, pos: tail.end - int64(len(buf))})
+	}
+	if s.brokenFramesFirst && s.recs != nil {
+		if err := s.recs.Sync(); err != nil {
+			return err
+		}
+	}
+	if err := s.tail().sync(); err != nil {
+		return err
+	}
+	if len(s.ents) == 0 {
+		s.first = logs[0].Index
+	}
+	s.ents = append(s.ents, refs...)
+	s.next = logs[len(logs)-1].Index + 1
+	return nil
+}
+
+// appendRecords appends the records entries' bytes, and syncs them.
+func (s *Store) appendRecords(logs []*raft.Log, sync bool) error {
+	if s.recs == nil {
+		return nil
+	}
+	wrote := false
+	for _, l := range logs {
+		if off, recs, ok := recordsOf(l); ok {
+			if err := s.recs.Append(recs, off); err != nil {
+				return fmt.Errorf("raftlog: entry %d's records at %d: %w", l.Index, off, err)
+			}
+			wrote = true
+		}
+	}
+	if !wrote || !sync {
+		return nil
+	}
+	if err := s.recs.Sync(); err != nil {
+		return fmt.Errorf("raftlog: sync records: %w", err)
+	}
+	return nil
+}
+
+func (s *Store) tail() *segment { return s.segs[len(s.segs)-1] }
+
+func (s *Store) recordsEnd() int64 {
+	if s.recs == nil {
+		return -1
+	}
+	return s.recs.End()
+}
+
+// writeFrame appends one frame (of entry index, 0 for a marker) to the
+// tail, rolling to a new segment when it does not fit.
+func (s *Store) writeFrame(b []byte, index uint64) error {
+	if len(s.segs) == 0 || !s.tail().fits(len(b)) {
+		if err := s.roll(len(b)); err != nil {
+			return err
+		}
+	}
+	t := s.tail()
+	if err := t.write(b); err != nil {
+		return err
+	}
+	if index > t.lastIndex {
+		t.lastIndex = index
+	}
+	return nil
+}
+
+// roll closes the tail with a roll frame and starts a segment that holds
+// at least n bytes. The roll frame and the tail's frames are synced, and
+// the new file's directory entry too, before any frame goes to the new
+// segment: recovery follows a segment only past a durable roll frame.
+func (s *Store) roll(n int) error {
+	seq := uint64(1)
+	if len(s.segs) > 0 {
+		t := s.tail()
+		if !t.full {
+			if err := t.write(appendRoll(nil)); err != nil {
+				return err
+			}
+			t.full = true
+		}
+		if err := t.sync(); err != nil {
+			return err
+		}
+		seq = t.seq + 1
+	}
+	size := max(s.segSize, int64(n)+headerSize)
+	f, err := s.fs.Create(segName(s.dir, seq), size)
+	if err != nil {
+		return err
+	}
+	if err := s.fs.SyncDir(s.dir); err != nil {
+		return errors.Join(err, f.Close())
+	}
+	s.segs = append(s.segs, &segment{seq: seq, f: f})
+	return nil
+}
+
+// Close closes the segments; later calls return ErrClosed.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil
+	}
+	s.closed = true
+	var errs []error
+	for _, g := range s.segs {
+		errs = append(errs, g.f.Close())
+	}
+	return errors.Join(errs...)
+}
