@@ -74,7 +74,9 @@ var followerSeries = []struct {
 	{"rocketstore_raft_follower_lag_entries", "On the leader: entries of its log the follower has not confirmed (last log index - match index).",
 		func(f *cluster.FollowerStatus) (float64, bool) { return float64(f.LagEntries), true }},
 	{"rocketstore_raft_follower_last_contact_seconds", "On the leader: time since the follower last answered it (absent until a first answer in this term).",
-		func(f *cluster.FollowerStatus) (float64, bool) { return float64(f.LastContactMs) / 1000, f.LastContactMs >= 0 }},
+		func(f *cluster.FollowerStatus) (float64, bool) {
+			return float64(f.LastContactMs) / 1000, f.LastContactMs >= 0
+		}},
 }
 
 // followerDescs are followerSeries' descriptors, in the same order.

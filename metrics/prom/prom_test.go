@@ -189,10 +189,10 @@ func TestScrapeCluster(t *testing.T) {
 		"rocketstore_raft_commit_index": 118, "rocketstore_raft_applied_index": 115, "rocketstore_raft_apply_lag_entries": 3,
 		"rocketstore_raft_last_snapshot_index": 64, "rocketstore_raft_last_contact_seconds": 0,
 		"rocketstore_raft_elections_started_total": 3, "rocketstore_raft_elections_won_total": 2,
-		"rocketstore_raft_snapshot_installs_total": 1,
+		"rocketstore_raft_snapshot_installs_total":             1,
 		`rocketstore_raft_follower_match_index{follower="n2"}`: 117, `rocketstore_raft_follower_lag_entries{follower="n2"}`: 3,
 		`rocketstore_raft_follower_last_contact_seconds{follower="n2"}`: 0.25,
-		`rocketstore_raft_follower_match_index{follower="n3"}`: 0, `rocketstore_raft_follower_lag_entries{follower="n3"}`: 120,
+		`rocketstore_raft_follower_match_index{follower="n3"}`:          0, `rocketstore_raft_follower_lag_entries{follower="n3"}`: 120,
 		"rocketstore_cluster_applied_offset_bytes": 4096, "rocketstore_cluster_repaired_records_total": 3,
 		"rocketstore_cluster_scrub_runs_total": 9, "rocketstore_cluster_scrubbed_bytes_total": 18432,
 	} {
