@@ -41,8 +41,12 @@ func TestDiskFootprint(t *testing.T) {
 		t.Fatalf("the docs' small.yaml sets\n%s\ncluster-demo's smallFootprint sets\n%s", got, want)
 	}
 	measured := map[string]int64{}
+	var defaults map[string]int64 // the parts of the defaults' store
 	record := func(row string, total int64, parts map[string]int64) {
 		measured[row] = total
+		if row == "defaults" {
+			defaults = parts
+		}
 		t.Logf("%-48s %15s B  %v", row, commas(total), parts)
 	}
 	record(measureServe(t, "", false))
@@ -62,6 +66,9 @@ func TestDiskFootprint(t *testing.T) {
 	readme := readDoc(t, "../../README.md")
 	checkRounded(t, "README.md", readme, `takes (\d+(?:\.\d+)?) GB of disk`, 1e9, measured["defaults"])
 	checkRounded(t, "README.md", readme, `has an (\d+) MB setup for trials`, 1e6, measured["`small.yaml` below"])
+	checkRounded(t, "README.md", readme, `(\d+) MB message index`, 1e6, defaults["index"])
+	checkRounded(t, "README.md", readme, `(\d+) MB a ConsumeQueue`, 1e6, defaults["consumequeue"])
+	checkRounded(t, "README.md", readme, `(\d+) MB timer wheel`, 1e6, defaults["timerwheel"])
 	checkRounded(t, "docs/configuration.md", doc, `already\s+takes (\d+(?:\.\d+)?) GB`, 1e9, measured["defaults"])
 	checkRounded(t, "docs/configuration.md", doc, `footprint to (\d+) MB`, 1e6, measured["`small.yaml` below"])
 }
