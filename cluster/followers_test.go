@@ -22,14 +22,16 @@ func TestElectionsCounted(t *testing.T) {
 			t.Errorf("%s won more elections than it started: %+v", g.peers[i].ID, before[i])
 		}
 	}
-	if before[l].ElectionsWon != 1 || before[l].ElectionsStarted < 1 || started < 1 {
+	// At least one: on a loaded machine leadership may have moved already.
+	if before[l].ElectionsWon < 1 || before[l].ElectionsStarted < 1 || started < 1 {
 		t.Fatalf("leader %s: %+v (elections started in the group: %d)", g.peers[l].ID, before[l], started)
 	}
 
 	g.stop(l)
 	l2 := g.leader()
 	after := g.nodes[l2].Status()
-	if after.ElectionsWon != before[l2].ElectionsWon+1 || after.ElectionsStarted < before[l2].ElectionsStarted+1 {
+	if after.ElectionsWon < before[l2].ElectionsWon+1 || after.ElectionsStarted < before[l2].ElectionsStarted+1 ||
+		after.ElectionsStarted < after.ElectionsWon {
 		t.Fatalf("new leader %s: before %+v, after %+v", g.peers[l2].ID, before[l2], after)
 	}
 }
