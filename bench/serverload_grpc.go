@@ -76,9 +76,9 @@ func (t *GRPCTarget) Producer(i int) (LoadProducer, error) {
 // pipeline over the connection's HTTP/2 streams), as the remoting driver
 // keeps its window in flight on one connection; the completions are
 // serialized (doneMu), as LoadProducer promises them. A send handed to a
-// waiting goroutine runs on its grown stack: a goroutine a send cost the
-// driver more CPU than the calls themselves, on the cores the server
-// shares.
+// waiting goroutine runs on its grown stack, where a goroutine a send
+// would start small and grow its stack by copying, on the cores the
+// server shares.
 type grpcProducer struct {
 	t      *GRPCTarget
 	conn   *grpc.ClientConn

@@ -102,7 +102,8 @@ func BenchmarkClientLoad(b *testing.B) {
 }
 
 // serveChild builds `rocketstore serve` from this checkout (or takes the
-// binary ROCKETSTORE_SERVE_BIN names, e.g. to profile it with perf) and
+// binary ROCKETSTORE_SERVE_BIN names, e.g. to profile it with perf; with
+// ROCKETSTORE_SERVE_PPROF=ADDR it serves Go's profiler there) and
 // runs it on a fresh directory with the given flush ("async" or "sync")
 // until the test ends; it returns the address, the process id and the
 // address of its Prometheus metrics.
@@ -123,8 +124,12 @@ func serveChild(t testing.TB, flush string) (addr string, pid int, metrics strin
 		t.Fatal(err)
 	}
 	addr, metrics = freeAddr(t), freeAddr(t)
-	cmd := exec.Command(bin, "serve", "--dir", filepath.Join(dir, "data"), "--listen", addr, "--config", cfg,
-		"--metrics", metrics, "--log-level", "warn")
+	args := []string{"serve", "--dir", filepath.Join(dir, "data"), "--listen", addr, "--config", cfg,
+		"--metrics", metrics, "--log-level", "warn"}
+	if pp := os.Getenv("ROCKETSTORE_SERVE_PPROF"); pp != "" {
+		args = append(args, "--pprof", pp) // to profile serve under the load: go tool pprof http://PP/debug/pprof/profile
+	}
+	cmd := exec.Command(bin, args...)
 	cmd.Stderr = os.Stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

@@ -268,6 +268,9 @@ func TestSendAndPull(t *testing.T) {
 		s.Property("color") != "red" || s.BornTimestamp != 1700000000123 {
 		t.Errorf("stored message %+v", s.Properties)
 	}
+	if s.BornHost.Addr().String() != "127.0.0.1" || s.BornHost.Port() == 0 {
+		t.Errorf("stored born host %v, want the client's loopback address", s.BornHost)
+	}
 	sp := pulled[0].GetSystemProperties()
 	if sp.GetMessageId() != "0102ABCDEF" || sp.GetTag() != "TagA" || strings.Join(sp.GetKeys(), ",") != "k1,k2" ||
 		pulled[0].GetUserProperties()["color"] != "red" || sp.GetBornTimestamp().AsTime().UnixMilli() != 1700000000123 ||

@@ -67,7 +67,7 @@ func (p *Proxy) PullMessage(req *rmqpb.PullMessageRequest, stream grpc.ServerStr
 	pr := &broker.PullRequest{ConsumerGroup: group, Topic: mq.GetTopic().GetName(), QueueID: mq.GetId(),
 		QueueOffset: req.GetOffset(), MaxMsgNums: batch, SysFlag: broker.FlagSubscription,
 		Subscription: expr, ExpressionType: exprType, SubVersion: time.Now().UnixMilli(),
-		ClientHost: infoFrom(ctx).remote.String()}
+		ClientHost: remoteOf(ctx).String()}
 	if wait > 0 {
 		pr.SysFlag |= broker.FlagSuspend
 		pr.SuspendTimeoutMillis = wait.Milliseconds()
@@ -119,7 +119,7 @@ func (p *Proxy) UpdateOffset(ctx context.Context, req *rmqpb.UpdateOffsetRequest
 	if st := p.pullQueue(ctx, group, mq); st != nil {
 		return &rmqpb.UpdateOffsetResponse{Status: st}, nil
 	}
-	code, remark := p.b.UpdateConsumerOffset(infoFrom(ctx).remote.String(), group, mq.GetTopic().GetName(), mq.GetId(), req.GetOffset())
+	code, remark := p.b.UpdateConsumerOffset(remoteOf(ctx).String(), group, mq.GetTopic().GetName(), mq.GetId(), req.GetOffset())
 	if code != broker.Success {
 		return &rmqpb.UpdateOffsetResponse{Status: brokerStatus(code, remark)}, nil
 	}

@@ -3,6 +3,7 @@ package proxy
 import (
 	"context"
 	"math/rand/v2"
+	"net/netip"
 	"strconv"
 	"strings"
 	"unicode"
@@ -58,7 +59,7 @@ func (p *Proxy) SendMessage(ctx context.Context, req *rmqpb.SendMessageRequest) 
 	}
 	entries := make([]*rmqpb.SendResultEntry, 0, len(msgs))
 	codes := map[rmqpb.Code]bool{}
-	ci := infoFrom(ctx)
+	remote := remoteOf(ctx)
 	for i, m := range msgs {
 		sr, props, st := p.sendRequest(m, topic, tc.WriteQueueNums)
 		if i == 0 && st == nil {
@@ -66,7 +67,7 @@ func (p *Proxy) SendMessage(ctx context.Context, req *rmqpb.SendMessageRequest) 
 				return &rmqpb.SendMessageResponse{Status: st}, nil
 			}
 		}
-		e := p.sendOne(ctx, m, sr, st, ci)
+		e := p.sendOne(ctx, m, sr, st, remote)
 		entries = append(entries, e)
 		codes[e.GetStatus().GetCode()] = true
 	}
@@ -81,11 +82,11 @@ func (p *Proxy) SendMessage(ctx context.Context, req *rmqpb.SendMessageRequest) 
 
 // sendOne stores one message from its send request, or answers the
 // status that refused the message.
-func (p *Proxy) sendOne(ctx context.Context, m *rmqpb.Message, sr *broker.SendRequest, st *rmqpb.Status, ci *callInfo) *rmqpb.SendResultEntry {
+func (p *Proxy) sendOne(ctx context.Context, m *rmqpb.Message, sr *broker.SendRequest, st *rmqpb.Status, remote netip.AddrPort) *rmqpb.SendResultEntry {
 	if st != nil {
 		return &rmqpb.SendResultEntry{Status: st}
 	}
-	sr.BornHost, sr.Cluster = ci.remote, p.cfg.ClusterName
+	sr.BornHost, sr.Cluster = remote, p.cfg.ClusterName
 	res := p.b.SendMessage(ctx, sr)
 	if res.Code != broker.Success {
 		return &rmqpb.SendResultEntry{Status: brokerStatus(res.Code, res.Remark)}

@@ -82,7 +82,7 @@ the ratio. Temporary stores are removed; a default run takes a few minutes,
 	f.DurationVar(&o.server.duration, "server-duration", 5*time.Second, "--server: how long each run sends")
 	f.BoolVar(&o.server.consumers, "server-consumers", true, "--server: one long-polling consumer per producer stream")
 	f.BoolVar(&o.server.timeline, "server-timeline", false, "--server: also print each run's send→consume latency by send time, 100 ms a line")
-	f.BoolVar(&o.server.grpc, "server-grpc", false, "--server: also load rocketstore through its 5.x gRPC endpoint (one SendMessage a message; consumers receive and ack), alternating with remoting, and print the ratios")
+	f.BoolVar(&o.server.grpc, "server-grpc", false, "--server: also load rocketstore through its 5.x gRPC endpoint (one SendMessage a message; consumers receive and ack), alternating with remoting, then a gRPC echo server that stores nothing (the bound of any grpc-go server), and print the ratios")
 	f.StringVar(&o.server.echoListen, "server-grpc-echo-listen", "", "serve bench's gRPC echo bound on `ADDR` until interrupted (bench --server --server-grpc starts it)")
 	_ = f.MarkHidden("server-grpc-echo-listen")
 	f.IntVar(&o.server.repeat, "server-repeat", 1, "--server: run every configuration this many times (alternating the systems)")

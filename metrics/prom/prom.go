@@ -30,10 +30,12 @@ type Metrics struct {
 	// official client's load.
 	byCode      [requestCodesCached]atomic.Pointer[prometheus.Counter]
 	puts        *prometheus.CounterVec // send requests by response code
+	putsBy      resultCounters         // puts' counters, by result
 	putMessages prometheus.Counter
 	putBytes    prometheus.Counter
 	putLatency  prometheus.Histogram
 	pulls       *prometheus.CounterVec // pull answers by response code
+	pullsBy     resultCounters         // pulls' counters, by result
 	pulledMsgs  prometheus.Counter
 	sendBacks   *prometheus.CounterVec
 	notifies    prometheus.Counter
@@ -96,7 +98,7 @@ func (m *Metrics) Request(code int32) {
 
 // Put records a send request's answer.
 func (m *Metrics) Put(result string, stored bool, msgs, bodyBytes int, took time.Duration) {
-	m.puts.WithLabelValues(result).Inc()
+	m.putsBy.inc(m.puts, result)
 	if stored {
 		m.putMessages.Add(float64(msgs))
 		m.putBytes.Add(float64(bodyBytes))
@@ -106,7 +108,7 @@ func (m *Metrics) Put(result string, stored bool, msgs, bodyBytes int, took time
 
 // Pull records a pull's answer.
 func (m *Metrics) Pull(result string, msgs int) {
-	m.pulls.WithLabelValues(result).Inc()
+	m.pullsBy.inc(m.pulls, result)
 	m.pulledMsgs.Add(float64(msgs))
 }
 
@@ -115,3 +117,20 @@ func (m *Metrics) SendBack(result string) { m.sendBacks.WithLabelValues(result).
 
 // ConsumerIDsChanged counts a group membership change notified to clients.
 func (m *Metrics) ConsumerIDsChanged() { m.notifies.Inc() }
+
+// resultCounters keeps a vector's counter of each result once seen, for
+// the counters of every send and pull: the vector's own lookup hashes the
+// label and reads a map under a lock. Results are response code names, a
+// small fixed set, so the cache stays small.
+type resultCounters struct{ m sync.Map } // result → prometheus.Counter
+
+// inc counts one answer with result in vec.
+func (rc *resultCounters) inc(vec *prometheus.CounterVec, result string) {
+	if c, ok := rc.m.Load(result); ok {
+		c.(prometheus.Counter).Inc()
+		return
+	}
+	c := vec.WithLabelValues(result)
+	rc.m.Store(result, c) // racing stores hold the same counter
+	c.Inc()
+}

@@ -238,3 +238,28 @@ func TestRequestCountsByCode(t *testing.T) {
 		}
 	}
 }
+
+// TestPutAndPullCountsByResult: each put and pull answer counts under its
+// result, the first of a result as well as the later ones.
+func TestPutAndPullCountsByResult(t *testing.T) {
+	m := prom.New("")
+	m.Put("SUCCESS", true, 1, 10, 0)
+	m.Put("SUCCESS", true, 1, 10, 0)
+	m.Put("TOPIC_NOT_EXIST", false, 0, 10, 0)
+	for range 3 {
+		m.Pull("PULL_NOT_FOUND", 0)
+	}
+	m.Pull("SUCCESS", 4)
+	got := scrape(t, m)
+	for series, want := range map[string]float64{
+		`rocketstore_put_requests_total{result="SUCCESS"}`:         2,
+		`rocketstore_put_requests_total{result="TOPIC_NOT_EXIST"}`: 1,
+		`rocketstore_pulls_total{result="PULL_NOT_FOUND"}`:         3,
+		`rocketstore_pulls_total{result="SUCCESS"}`:                1,
+		`rocketstore_pulled_messages_total`:                        4,
+	} {
+		if v := valueOf(t, got, series); v != want {
+			t.Errorf("%s = %v, want %v", series, v, want)
+		}
+	}
+}
