@@ -31,7 +31,7 @@ type Status struct {
 	AppliedOffset int64 `json:"appliedOffset"`
 	// ElectionsStarted counts the times this node became a candidate
 	// since it started (a candidate whose election times out stands
-	// again without becoming one anew: Term counts those rounds), and
+	// again without becoming one anew, and is not counted again), and
 	// ElectionsWon the times it became the leader. SnapshotInstalls
 	// counts the leader's snapshots it installed.
 	ElectionsStarted int64 `json:"electionsStarted"`
