@@ -21,6 +21,10 @@ type MemberStatus struct {
 	// reachable leader).
 	LagEntries int64 `json:"lagEntries"`
 	LagBytes   int64 `json:"lagBytes"`
+	// LeaderView is the leader's view of the member (its confirmed
+	// entries, lag and last answer; nil for the leader, or without a
+	// reachable leader).
+	LeaderView *FollowerStatus `json:"leaderView,omitempty"`
 	// Health is "ok", "no contact with the leader" (StaleContact without
 	// a heartbeat) or "unreachable: " and the reason.
 	Health string `json:"health"`
@@ -65,6 +69,11 @@ func (d Dialer) Members(ctx context.Context, raftAddr string) (GroupInfo, []Memb
 			if s := rows[i].Status; s != nil {
 				rows[i].LagEntries = max(0, int64(leader.AppliedIndex)-int64(s.AppliedIndex))
 				rows[i].LagBytes = max(0, leader.AppliedOffset-s.AppliedOffset)
+			}
+			for j := range leader.Followers {
+				if leader.Followers[j].ID == rows[i].ID {
+					rows[i].LeaderView = &leader.Followers[j]
+				}
 			}
 		}
 	}

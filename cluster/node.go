@@ -118,6 +118,10 @@ type Node struct {
 
 	repaired atomic.Int64
 	counters statusCounters
+	// followers is the leader's view of its followers (followers.go),
+	// kept when tracked: Raft's transport is wrapped to feed it.
+	followers *followerTracker
+	tracked   bool
 	// ask sends one repair request to a replica (askPeer over TCP).
 	ask func(ctx context.Context, addr string, op byte, off, size int64) ([]byte, error)
 	// adminCall sends one membership request (membership.go).
@@ -281,9 +285,13 @@ func (n *Node) openRaft(raftDir string) error {
 			return errors.Join(fmt.Errorf("cluster: bootstrap: %w", err), n.closeWAL())
 		}
 	}
-	if n.raft, err = raft.NewRaft(rc, f, n.wal, n.wal, n.snaps, c.Transport); err != nil {
+	n.followers = newFollowerTracker(time.Now)
+	trans := trackFollowers(c.Transport, n.followers)
+	_, n.tracked = trans.(*trackedTransport)
+	if n.raft, err = raft.NewRaft(rc, f, n.wal, n.wal, n.snaps, trans); err != nil {
 		return errors.Join(err, n.closeWAL())
 	}
+	n.observeElections()
 	if existing {
 		if err := n.checkMembership(); err != nil {
 			return errors.Join(err, n.shutdownRaft())
@@ -412,7 +420,6 @@ func (n *Node) lead() {
 	}
 	cancel()
 	n.leadTerm.Store(term)
-	n.counters.electionsWon.Add(1)
 	n.writable.Store(true)
 	n.addConfiguredPeers()
 	n.b.Schedule().Wake()

@@ -29,8 +29,12 @@ type Status struct {
 	// AppliedOffset is the CommitLog offset up to which the node applied
 	// the log (its committed prefix).
 	AppliedOffset int64 `json:"appliedOffset"`
-	// ElectionsWon counts the times this node became the leader since it
-	// started; SnapshotInstalls the leader's snapshots it installed.
+	// ElectionsStarted counts the times this node became a candidate
+	// since it started (a candidate whose election times out stands
+	// again without becoming one anew, and is not counted again), and
+	// ElectionsWon the times it became the leader. SnapshotInstalls
+	// counts the leader's snapshots it installed.
+	ElectionsStarted int64 `json:"electionsStarted"`
 	ElectionsWon     int64 `json:"electionsWon"`
 	SnapshotInstalls int64 `json:"snapshotInstalls"`
 	// Repaired counts the CommitLog records rewritten from a replica (at
@@ -40,34 +44,58 @@ type Status struct {
 	Repaired      int64 `json:"repaired"`
 	ScrubRuns     int64 `json:"scrubRuns"`
 	ScrubbedBytes int64 `json:"scrubbedBytes"`
+	// Followers is, on the leader, its view of every other member (nil
+	// on a follower, and on a leader whose transport is not tracked).
+	Followers []FollowerStatus `json:"followers,omitempty"`
 }
 
 // statusCounters are the counters of Status the node keeps itself (Raft
 // keeps the rest).
 type statusCounters struct {
-	electionsWon, scrubRuns, scrubbedBytes atomic.Int64
+	electionsStarted, electionsWon, scrubRuns, scrubbedBytes atomic.Int64
 }
 
 // Status returns the node's state now.
 func (n *Node) Status() Status {
 	st := n.raft.Stats()
 	u := func(k string) uint64 { v, _ := strconv.ParseUint(st[k], 10, 64); return v }
+	state := n.raft.State()
 	s := Status{
-		State:             n.raft.State().String(),
+		State:             state.String(),
 		Term:              u("term"),
 		LastLogIndex:      u("last_log_index"),
 		CommitIndex:       u("commit_index"),
 		AppliedIndex:      u("applied_index"),
 		LastSnapshotIndex: u("last_snapshot_index"),
-		LastContactMs:     lastContactMs(n.raft.State(), st["last_contact"]),
+		LastContactMs:     lastContactMs(state, st["last_contact"]),
 		AppliedOffset:     n.AppliedOffset(),
+		ElectionsStarted:  n.counters.electionsStarted.Load(),
 		ElectionsWon:      n.counters.electionsWon.Load(),
 		SnapshotInstalls:  n.fsm.installs.Load(),
 		Repaired:          n.Repaired(),
 		ScrubRuns:         n.counters.scrubRuns.Load(),
 		ScrubbedBytes:     n.counters.scrubbedBytes.Load(),
 	}
+	if state == raft.Leader && n.tracked {
+		s.Followers = n.followers.view(n.otherMembers(), s.Term, s.LastLogIndex)
+	}
 	return s
+}
+
+// otherMembers are the group's members but this node (none when the
+// configuration cannot be read: Raft is shutting down).
+func (n *Node) otherMembers() []raft.ServerID {
+	fut := n.raft.GetConfiguration()
+	if fut.Error() != nil {
+		return nil
+	}
+	var ids []raft.ServerID
+	for _, m := range fut.Configuration().Servers {
+		if m.ID != raft.ServerID(n.ccfg.NodeID) {
+			ids = append(ids, m.ID)
+		}
+	}
+	return ids
 }
 
 // lastContactMs reads Raft's last_contact stat: "never", "0" on the

@@ -34,7 +34,8 @@ func TestStatusReportsRaftAndRepairs(t *testing.T) {
 	waitFor(t, "the background scrub to repair the record", func() bool { return g.nodes[f].Status().Repaired >= 1 })
 
 	ls := g.nodes[l].Status()
-	if ls.State != "Leader" || ls.ElectionsWon < 1 || ls.LastContactMs != 0 || ls.Term < 1 ||
+	if ls.State != "Leader" || ls.ElectionsWon < 1 || ls.ElectionsStarted < ls.ElectionsWon || len(ls.Followers) != 2 ||
+		ls.LastContactMs != 0 || ls.Term < 1 ||
 		ls.AppliedIndex == 0 || ls.CommitIndex < ls.AppliedIndex || ls.LastLogIndex < ls.CommitIndex || ls.AppliedOffset != end {
 		t.Fatalf("leader status %+v (applied offset want %d)", ls, end)
 	}
@@ -48,7 +49,7 @@ func TestStatusReportsRaftAndRepairs(t *testing.T) {
 	if fs == nil {
 		t.Fatal("QueryGroup carries no status")
 	}
-	if fs.State != "Follower" || fs.ElectionsWon != 0 || fs.Term != ls.Term || fs.LastContactMs < 0 ||
+	if fs.State != "Follower" || fs.ElectionsWon != 0 || fs.Followers != nil || fs.Term != ls.Term || fs.LastContactMs < 0 ||
 		fs.LastContactMs > 10_000 || fs.AppliedOffset != end || fs.Repaired < 1 || fs.ScrubRuns < 1 || fs.ScrubbedBytes <= 0 {
 		t.Fatalf("follower status %+v (leader's %+v)", *fs, ls)
 	}
@@ -67,11 +68,12 @@ func TestStatusReportsRaftAndRepairs(t *testing.T) {
 	for _, r := range rows {
 		switch r.ID {
 		case g.peers[l].ID:
-			if r.Role != "leader" || r.Health != "ok" || r.Status == nil || r.LagEntries != 0 || r.LagBytes != 0 {
+			if r.Role != "leader" || r.Health != "ok" || r.Status == nil || r.LagEntries != 0 || r.LagBytes != 0 || r.LeaderView != nil {
 				t.Errorf("leader row %+v", r)
 			}
 		case g.peers[f].ID:
-			if r.Role != "follower" || r.Health != "ok" || r.Status == nil || r.LagBytes != 0 {
+			if r.Role != "follower" || r.Health != "ok" || r.Status == nil || r.LagBytes != 0 ||
+				r.LeaderView == nil || r.LeaderView.MatchIndex == 0 {
 				t.Errorf("follower row %+v", r)
 			}
 		default:

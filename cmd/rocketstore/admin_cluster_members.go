@@ -19,11 +19,16 @@ type membersView struct {
 func printMembers(tw *tabwriter.Writer, gi cluster.GroupInfo, rows []cluster.MemberStatus) {
 	fmt.Fprintf(tw, "group %s (brokerName %s, CommitLog file size %d); asked %s, applied to %d; leader %s\n",
 		gi.GroupID, gi.BrokerName, gi.CommitLogFileSize, gi.NodeID, gi.Applied, gi.Leader)
-	fmt.Fprintln(tw, "#NodeId\t#Raft address\t#Role\t#Term\t#Applied index\t#Lag entries\t#Lag bytes\t#Last contact\t#Health")
+	fmt.Fprintln(tw, "#NodeId\t#Raft address\t#Role\t#Term\t#Elections started/won\t#Applied index\t#Confirmed to leader"+
+		"\t#Lag entries\t#Lag bytes\t#Last contact\t#Health")
 	for _, r := range rows {
-		term, applied, lagE, lagB, contact := "-", "-", "-", "-", "-"
+		term, elections, applied, confirmed, lagE, lagB, contact := "-", "-", "-", "-", "-", "-", "-"
+		if v := r.LeaderView; v != nil {
+			confirmed = fmt.Sprint(v.MatchIndex)
+		}
 		if s := r.Status; s != nil {
 			term, applied = fmt.Sprint(s.Term), fmt.Sprint(s.AppliedIndex)
+			elections = fmt.Sprintf("%d/%d", s.ElectionsStarted, s.ElectionsWon)
 			lagE, lagB = fmt.Sprint(r.LagEntries), fmt.Sprint(r.LagBytes)
 			switch {
 			case r.Role == "leader":
@@ -33,6 +38,7 @@ func printMembers(tw *tabwriter.Writer, gi cluster.GroupInfo, rows []cluster.Mem
 				contact = (time.Duration(s.LastContactMs) * time.Millisecond).String() + " ago"
 			}
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, r.Addr, r.Role, term, applied, lagE, lagB, contact, r.Health)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, r.Addr, r.Role, term, elections, applied, confirmed,
+			lagE, lagB, contact, r.Health)
 	}
 }

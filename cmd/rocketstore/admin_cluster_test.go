@@ -32,9 +32,11 @@ func TestAdminClusterMembers(t *testing.T) {
 	if !strings.Contains(out.String(), "brokerName broker-a") || !strings.Contains(out.String(), "leader "+addr) {
 		t.Fatalf("members header:\n%s", out.String())
 	}
-	// #NodeId #Raft address #Role #Term #Applied index #Lag entries #Lag bytes #Last contact #Health
-	if f := strings.Fields(lastLine(out.String())); len(f) != 9 || f[0] != "n1" || f[1] != addr || f[2] != "leader" ||
-		f[3] == "0" || f[3] == "-" || f[4] == "0" || f[4] == "-" || f[5] != "0" || f[6] != "0" || f[7] != "-" || f[8] != "ok" {
+	// #NodeId #Raft address #Role #Term #Elections started/won #Applied index #Confirmed to leader
+	// #Lag entries #Lag bytes #Last contact #Health
+	if f := strings.Fields(lastLine(out.String())); len(f) != 11 || f[0] != "n1" || f[1] != addr || f[2] != "leader" ||
+		f[3] == "0" || f[3] == "-" || f[4] != "1/1" || f[5] == "0" || f[5] == "-" || f[6] != "-" || f[7] != "0" || f[8] != "0" ||
+		f[9] != "-" || f[10] != "ok" {
 		t.Fatalf("members row %q:\n%s", f, out.String())
 	}
 

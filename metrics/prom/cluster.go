@@ -8,7 +8,8 @@ import (
 
 // AttachCluster registers the rocketstore_raft_* and rocketstore_cluster_*
 // series of a replica, read from status once per scrape (Raft's stats
-// take its locks: one read serves every series); later calls do nothing.
+// take its locks: one read serves every series), the leader's
+// rocketstore_raft_follower_* among them; later calls do nothing.
 func (m *Metrics) AttachCluster(status func() cluster.Status) {
 	m.clusterOnce.Do(func() { m.Registry.MustRegister(&clusterCollector{status: status}) })
 }
@@ -37,6 +38,8 @@ var clusterSeries = []struct {
 		func(s *cluster.Status) (float64, bool) { return float64(s.LastSnapshotIndex), true }},
 	{"rocketstore_raft_last_contact_seconds", "Time since a follower last heard from the leader (0 on the leader; absent until a first contact).", prometheus.GaugeValue,
 		func(s *cluster.Status) (float64, bool) { return float64(s.LastContactMs) / 1000, s.LastContactMs >= 0 }},
+	{"rocketstore_raft_elections_started_total", "Times this node became a candidate (started an election) since it started.", prometheus.CounterValue,
+		func(s *cluster.Status) (float64, bool) { return float64(s.ElectionsStarted), true }},
 	{"rocketstore_raft_elections_won_total", "Times this node became the group's leader since it started.", prometheus.CounterValue,
 		func(s *cluster.Status) (float64, bool) { return float64(s.ElectionsWon), true }},
 	{"rocketstore_raft_snapshot_installs_total", "Leader snapshots (its CommitLog) installed on this node to catch it up.", prometheus.CounterValue,
@@ -60,10 +63,38 @@ var clusterDescs = func() []*prometheus.Desc {
 	return out
 }()
 
+// followerSeries are the leader's series of each follower (label
+// follower: its node id), each with its value in a FollowerStatus.
+var followerSeries = []struct {
+	name, help string
+	value      func(f *cluster.FollowerStatus) (float64, bool)
+}{
+	{"rocketstore_raft_follower_match_index", "On the leader: newest Raft entry the follower confirmed to hold in this term.",
+		func(f *cluster.FollowerStatus) (float64, bool) { return float64(f.MatchIndex), true }},
+	{"rocketstore_raft_follower_lag_entries", "On the leader: entries of its log the follower has not confirmed (last log index - match index).",
+		func(f *cluster.FollowerStatus) (float64, bool) { return float64(f.LagEntries), true }},
+	{"rocketstore_raft_follower_last_contact_seconds", "On the leader: time since the follower last answered it (absent until a first answer in this term).",
+		func(f *cluster.FollowerStatus) (float64, bool) {
+			return float64(f.LastContactMs) / 1000, f.LastContactMs >= 0
+		}},
+}
+
+// followerDescs are followerSeries' descriptors, in the same order.
+var followerDescs = func() []*prometheus.Desc {
+	out := make([]*prometheus.Desc, len(followerSeries))
+	for i, s := range followerSeries {
+		out[i] = prometheus.NewDesc(s.name, s.help, []string{"follower"}, nil)
+	}
+	return out
+}()
+
 type clusterCollector struct{ status func() cluster.Status }
 
 func (c *clusterCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range clusterDescs {
+		ch <- d
+	}
+	for _, d := range followerDescs {
 		ch <- d
 	}
 }
@@ -73,6 +104,14 @@ func (c *clusterCollector) Collect(ch chan<- prometheus.Metric) {
 	for i, series := range clusterSeries {
 		if v, ok := series.value(&s); ok {
 			ch <- prometheus.MustNewConstMetric(clusterDescs[i], series.kind, v)
+		}
+	}
+	for i := range s.Followers {
+		f := &s.Followers[i]
+		for j, series := range followerSeries {
+			if v, ok := series.value(f); ok {
+				ch <- prometheus.MustNewConstMetric(followerDescs[j], prometheus.GaugeValue, v, f.ID)
+			}
 		}
 	}
 }

@@ -178,15 +178,21 @@ func TestScrape(t *testing.T) {
 func TestScrapeCluster(t *testing.T) {
 	m := prom.New("")
 	st := cluster.Status{State: "Leader", Term: 7, LastLogIndex: 120, CommitIndex: 118, AppliedIndex: 115,
-		LastSnapshotIndex: 64, LastContactMs: 0, AppliedOffset: 4096, ElectionsWon: 2, SnapshotInstalls: 1,
-		Repaired: 3, ScrubRuns: 9, ScrubbedBytes: 18432}
+		LastSnapshotIndex: 64, LastContactMs: 0, AppliedOffset: 4096, ElectionsStarted: 3, ElectionsWon: 2, SnapshotInstalls: 1,
+		Repaired: 3, ScrubRuns: 9, ScrubbedBytes: 18432,
+		Followers: []cluster.FollowerStatus{{ID: "n2", MatchIndex: 117, LagEntries: 3, LastContactMs: 250},
+			{ID: "n3", LagEntries: 120, LastContactMs: -1}}}
 	m.AttachCluster(func() cluster.Status { return st })
 	got := scrape(t, m)
 	for name, want := range map[string]float64{
 		"rocketstore_raft_leader": 1, "rocketstore_raft_term": 7, "rocketstore_raft_last_log_index": 120,
 		"rocketstore_raft_commit_index": 118, "rocketstore_raft_applied_index": 115, "rocketstore_raft_apply_lag_entries": 3,
 		"rocketstore_raft_last_snapshot_index": 64, "rocketstore_raft_last_contact_seconds": 0,
-		"rocketstore_raft_elections_won_total": 2, "rocketstore_raft_snapshot_installs_total": 1,
+		"rocketstore_raft_elections_started_total": 3, "rocketstore_raft_elections_won_total": 2,
+		"rocketstore_raft_snapshot_installs_total":             1,
+		`rocketstore_raft_follower_match_index{follower="n2"}`: 117, `rocketstore_raft_follower_lag_entries{follower="n2"}`: 3,
+		`rocketstore_raft_follower_last_contact_seconds{follower="n2"}`: 0.25,
+		`rocketstore_raft_follower_match_index{follower="n3"}`:          0, `rocketstore_raft_follower_lag_entries{follower="n3"}`: 120,
 		"rocketstore_cluster_applied_offset_bytes": 4096, "rocketstore_cluster_repaired_records_total": 3,
 		"rocketstore_cluster_scrub_runs_total": 9, "rocketstore_cluster_scrubbed_bytes_total": 18432,
 	} {
@@ -194,7 +200,13 @@ func TestScrapeCluster(t *testing.T) {
 			t.Errorf("%s = %v, want %v", name, v, want)
 		}
 	}
+	if _, ok := got[`rocketstore_raft_follower_last_contact_seconds{follower="n3"}`]; ok {
+		t.Error("a follower's last contact exported before it answered")
+	}
 	st = cluster.Status{State: "Follower", LastContactMs: 1500}
+	if _, ok := scrape(t, m)[`rocketstore_raft_follower_lag_entries{follower="n2"}`]; ok {
+		t.Error("a follower exports the leader's view of followers")
+	}
 	if v := valueOf(t, scrape(t, m), "rocketstore_raft_last_contact_seconds"); v != 1.5 {
 		t.Errorf("last contact %v s, want 1.5", v)
 	}
