@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"math/rand/v2"
 	"net"
 	"os"
 	"path/filepath"
@@ -146,7 +147,7 @@ func measureServe(t *testing.T, config string, replica bool) (string, int64, map
 func measureDemo(t *testing.T) (one, all int64, parts map[string]int64) {
 	t.Helper()
 	dir := t.TempDir()
-	port := freePort(t)
+	port := demoBasePort(t)
 	log := slog.New(slog.DiscardHandler)
 	var nodes []*clusterNode
 	defer func() {
@@ -160,7 +161,7 @@ func measureDemo(t *testing.T) (one, all int64, parts map[string]int64) {
 	for i := 1; i <= 3; i++ {
 		name := filepath.Join(dir, fmt.Sprintf("n%d.yaml", i))
 		// The demo's fixed broker ports (10911, ...) may be taken here.
-		conf := regexp.MustCompile(`listenPort: \d+`).ReplaceAllString(demoConfig(i, port), fmt.Sprintf("listenPort: %d", freePort(t)))
+		conf := regexp.MustCompile(`listenPort: \d+`).ReplaceAllString(demoConfig(i, port), fmt.Sprintf("listenPort: %d", port+3000+i-1))
 		if err := os.WriteFile(name, []byte(conf), 0o644); err != nil {
 			t.Fatal(err)
 		}
@@ -330,4 +331,42 @@ func commas(n int64) string {
 		s = s[:i] + "," + s[i:]
 	}
 	return s
+}
+
+// demoBasePort returns a base port for demoConfig whose derived ports
+// (name servers at base+0..2, Raft at base+1000..1002, gRPC at
+// base+2000..2002, and brokers at base+3000..3002 here) are all free now.
+// The base is drawn below the kernel's ephemeral range (32768 and up by
+// default), so that no connection of a test running beside this one is
+// handed one of them between this check and the bind; a port free from
+// the ephemeral range alone would not say that of base+1000.
+func demoBasePort(t *testing.T) int {
+	t.Helper()
+	for range 50 {
+		base := 20000 + rand.IntN(8000)
+		if portsFree(base, base+1, base+2, base+1000, base+1001, base+1002, base+2000, base+2001, base+2002,
+			base+3000, base+3001, base+3002) {
+			return base
+		}
+	}
+	t.Fatal("no free run of demo ports in 20000-31002")
+	return 0
+}
+
+// portsFree reports whether every port can be bound on 127.0.0.1.
+func portsFree(ports ...int) bool {
+	var lns []net.Listener
+	defer func() {
+		for _, ln := range lns {
+			ln.Close()
+		}
+	}()
+	for _, p := range ports {
+		ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", p))
+		if err != nil {
+			return false
+		}
+		lns = append(lns, ln)
+	}
+	return true
 }
