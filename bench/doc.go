@@ -7,13 +7,18 @@
 // engine figure is shown beside the physical bound measured in the same
 // run, on the same bytes:
 //
-//   - async put: memcpy of the same records into a fresh mapped file (mmap)
-//     or a fresh heap buffer (memfs); on mmap both the put and the bound
-//     start on page cache that was just in use (warmPageCache);
-//   - sync-flush put: a pwrite + fdatasync loop with the batch size the
-//     engine's group commit actually achieved (counted by a wrapper FS),
-//     run in slices alternating with the workload's, so that both see the
-//     same disk when other processes share it;
+//   - async put: memcpy of the same records into a write-prefaulted
+//     mapping (mmap) or a fresh heap buffer (memfs), after each of
+//     Spec.PutPairs runs; on mmap both the put and the bound start on page
+//     cache that was just in use (warmPageCache);
+//   - sync-flush put: pwrite + msync on a file of the mmap backend, the
+//     CommitLog's own I/O, with the batch size the engine's group commit
+//     actually achieved (counted by a wrapper FS), run in slices
+//     alternating with the workload's, so that both see the same disk
+//     when other processes share it.
+//
+// A put's ratio is the median of its alternating pairs', with their min
+// and max (Bound.RatioMin, Bound.RatioMax).
 //   - catch-up read: a copy of the same CommitLog bytes out of a fresh
 //     mapping (the backlog is read after its flush, which drops the
 //     store's page-table entries of the pages it syncs);

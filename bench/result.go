@@ -30,9 +30,44 @@ type Bound struct {
 	Name     string  `json:"name"`
 	MsgsPerS float64 `json:"msgs_per_s"` // at the engine's record size
 	MBPerS   float64 `json:"mb_per_s"`   // bytes actually moved
-	// Ratio is the engine's figure over the bound's (msgs/s).
-	Ratio float64 `json:"ratio"`
-	Note  string  `json:"note,omitempty"`
+	// Ratio is the engine's figure over the bound's (msgs/s). When the
+	// workload and its bound alternated (Pairs > 1), it is the median of
+	// the pairs' ratios, and RatioMin and RatioMax are their extremes.
+	Ratio    float64 `json:"ratio"`
+	RatioMin float64 `json:"ratio_min,omitempty"`
+	RatioMax float64 `json:"ratio_max,omitempty"`
+	Pairs    int     `json:"pairs,omitempty"`
+	Note     string  `json:"note,omitempty"`
+}
+
+// setRatios sets the ratio from the workload/bound ratios of alternating
+// pairs: their median, min and max. Without pairs it leaves b as it is.
+func (b *Bound) setRatios(ratios []float64) {
+	if len(ratios) == 0 {
+		return
+	}
+	sp := spreadOf(ratios)
+	b.Ratio, b.RatioMin, b.RatioMax, b.Pairs = sp.med, sp.min, sp.max, len(ratios)
+}
+
+// ratioCell renders the ratio: min / median / max of its pairs when it
+// has several. It is marked when the workload beat its bound beyond
+// noise: when even the pair least favourable to the workload is over
+// 100 % (a single ratio: when it is). A median over 100 % with pairs
+// under it is the disk's or the cores' noise: the workload and its bound
+// do the same I/O (sync puts are the CommitLog's pwrite+msync and little
+// else), and slices tens of milliseconds long met different disks.
+func (b *Bound) ratioCell() (cell string, over bool) {
+	cell = pct(b.Ratio)
+	low := b.Ratio
+	if b.Pairs > 1 {
+		cell = fmt.Sprintf("%s / %s / %s", strings.TrimSuffix(pct(b.RatioMin), " %"), strings.TrimSuffix(pct(b.Ratio), " %"), pct(b.RatioMax))
+		low = b.RatioMin
+	}
+	if low > 1 {
+		return cell + " †", true
+	}
+	return cell, false
 }
 
 // Peer is the NATS JetStream figure of the same workload.
@@ -153,7 +188,8 @@ func (rep *Report) WriteMarkdown(w io.Writer) error {
 	b.WriteString("| workload | backend | msgs/s | MB/s | latency µs p50 / p99 / p99.9 / max | bound | bound msgs/s | ÷ bound | NATS msgs/s | × NATS | notes |\n")
 	b.WriteString("|---|---|--:|--:|--:|---|--:|--:|--:|--:|---|\n")
 	rows := append([]Result(nil), rep.Results...)
-	over := false // a ratio above 100 % was printed
+	over := false       // a ratio above 100 % was printed
+	alternated := false // a ratio of alternating pairs was printed
 	for _, r := range rows {
 		lat, bound, bmsgs, bratio, peer, pratio := "", "", "", "", "", ""
 		if r.Latency != nil {
@@ -161,21 +197,20 @@ func (rep *Report) WriteMarkdown(w io.Writer) error {
 		}
 		if r.Bound != nil {
 			bound = r.Bound.Name
+			alternated = alternated || r.Bound.Pairs > 1
 			if r.Bound.MsgsPerS > 0 {
 				bmsgs = num(r.Bound.MsgsPerS)
-				bratio = pct(r.Bound.Ratio)
-				if r.Bound.Ratio > 1 {
-					bratio, over = bratio+" †", true
-				}
+				var o bool
+				bratio, o = r.Bound.ratioCell()
+				over = over || o
 			}
 		}
 		if p := r.Physical; p != nil && p.MsgsPerS > 0 {
 			bound += "; " + p.Name
-			bmsgs += " / " + num(p.MsgsPerS)
-			bratio += " / " + pct(p.Ratio)
-			if p.Ratio > 1 {
-				bratio, over = bratio+" †", true
-			}
+			bmsgs += "; " + num(p.MsgsPerS)
+			cell, o := p.ratioCell()
+			bratio += "; " + cell
+			over = over || o
 		}
 		if r.Peer != nil {
 			peer = num(r.Peer.MsgsPerS)
@@ -193,13 +228,16 @@ func (rep *Report) WriteMarkdown(w io.Writer) error {
 		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
 			r.Name(), r.Backend, num(r.MsgsPerS), mb(r.MBPerS), lat, bound, bmsgs, bratio, peer, pratio, note)
 	}
+	if alternated {
+		b.WriteString("\n÷ bound as min / median / max: the workload and its bound ran in alternation, and each pair gave a ratio.\n")
+	}
 	if over {
-		b.WriteString("\n† over 100 %: the workload and its bound met different conditions (another process's load on the cores " +
-			"or the disk changed between them); the figure is noise, rerun on a quiet machine.\n")
+		b.WriteString("\n† over 100 % in every pair: the workload beat its bound, which then did not measure what bounds it " +
+			"(or another process's load on the cores or the disk swamped every pair); report it.\n")
 	}
 	if rep.Spec.Quick {
-		b.WriteString("\n--quick is a smoke run: its runs last tens of milliseconds (sync puts: slices of 25 ms), too short for " +
-			"the ratios to be measurements; run without --quick for figures.\n")
+		fmt.Fprintf(&b, "\n--quick is a smoke run: its runs last tens of milliseconds (sync puts: slices of %v), too short for "+
+			"the ratios to be measurements; run without --quick for figures.\n", rep.Spec.SyncTime/syncSlices)
 	}
 	if rep.PeerStatus != "" {
 		fmt.Fprintf(&b, "\nNATS JetStream peer: %s\n", rep.PeerStatus)

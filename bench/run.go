@@ -1,10 +1,12 @@
 package bench
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"os"
 	"runtime"
+	"slices"
 	"strings"
 	"time"
 
@@ -67,10 +69,6 @@ func (e env) steps(backends []string) []step {
 	sp := e.spec
 	var steps []step
 	for _, be := range backends {
-		// memcpy bounds per body size, measured once: memcpy[body] pays
-		// first-touch faults, memcpy[-body] copies into a write-prefaulted
-		// mapping.
-		memcpy := map[int]*Bound{}
 		for _, flush := range []engine.FlushDiskType{engine.AsyncFlush, engine.SyncFlush} {
 			if flush == engine.SyncFlush && be == Memfs {
 				// memfs has no disk: a sync-flush figure would measure
@@ -86,17 +84,8 @@ func (e env) steps(backends []string) []step {
 							r, err := e.syncPut(ctx, body, p, sp.PutCount(body))
 							return []Result{r}, err
 						}
-						r, err := e.put(ctx, be, body, p, flush, sp.PutCount(body), sp.PutTime)
-						if err != nil {
-							return nil, err
-						}
-						b, err := e.putBound(&r, memcpy)
-						if err != nil {
-							r.Note = "bound: " + err.Error()
-						} else if b != nil {
-							r.Bound = b
-						}
-						return []Result{r.Result}, nil
+						r, err := e.putPairs(ctx, be, body, p, flush)
+						return []Result{r}, err
 					}})
 				}
 			}
@@ -125,39 +114,96 @@ func (e env) steps(backends []string) []step {
 	return steps
 }
 
-// putBound measures the bound of an async put run: memcpy of the same
-// records. (A sync run measures its bound itself, in slices alternating
-// with its own: syncPut.) On mmap the bound is the copy into a
-// write-prefaulted mapping; the copy into a fresh mapped file, which
-// takes every page fault inside the copy, is only a reference (in the
-// note): the store prefaults its mapping ahead of the writer on another
-// goroutine, so with a core to spare it is faster than that copy, and a
-// "bound" below the workload is no bound.
-func (e env) putBound(r *putRun, memcpy map[int]*Bound) (*Bound, error) {
-	if r.Msgs == 0 || r.recSize == 0 || r.Flush != "async" {
-		return nil, nil
-	}
-	if memcpy[r.Body] == nil {
-		best, err := e.bestMemcpy(r, false)
+// putPairs runs an async put and its bound (putBound) in alternation,
+// Spec.PutPairs times, and returns the median put run with the bound's
+// median and the min / median / max of the pairs' ratios. A bound measured
+// once, before or after, compared the workload with a machine whose page
+// cache and cores were in another state (a 1 KiB put at 144 % of a copy
+// measured once after the 128 B runs).
+func (e env) putPairs(ctx context.Context, be string, body, producers int, flush engine.FlushDiskType) (Result, error) {
+	sp := e.spec
+	var runs []putRun
+	var bounds, refs []Bound
+	var ratios []float64
+	boundErr := ""
+	for range max(sp.PutPairs, 1) {
+		r, err := e.put(ctx, be, body, producers, flush, sp.PutCount(body), sp.PutTime)
 		if err != nil {
-			return nil, err
+			return r.Result, err
 		}
-		memcpy[r.Body] = &best
-		if r.Backend == Mmap {
-			phys, err := e.bestMemcpy(r, true)
-			if err != nil {
-				return nil, err
-			}
-			memcpy[-r.Body] = &phys
+		runs = append(runs, r)
+		b, ref, err := e.putBound(&r)
+		if err != nil {
+			boundErr = "bound: " + err.Error()
+			continue
+		}
+		if b == nil {
+			continue
+		}
+		bounds = append(bounds, *b)
+		if ref != nil {
+			refs = append(refs, *ref)
+		}
+		ratios = append(ratios, r.MsgsPerS/b.MsgsPerS)
+	}
+	med := medianBy(runs, func(r putRun) float64 { return r.MsgsPerS })
+	res := med.Result
+	if len(runs) > 1 {
+		rates := make([]float64, len(runs))
+		for i, r := range runs {
+			rates[i] = r.MsgsPerS
+		}
+		s := spreadOf(rates)
+		res.Note = fmt.Sprintf("%d runs: msgs/s min/median/max %s/%s/%s", len(runs), num(s.min), num(s.med), num(s.max))
+	}
+	if len(bounds) > 0 {
+		b := medianBy(bounds, func(b Bound) float64 { return b.MsgsPerS })
+		b.setRatios(ratios)
+		res.Bound = &b
+		if len(refs) > 0 {
+			ref := medianBy(refs, func(b Bound) float64 { return b.MsgsPerS })
+			res.Note = strings.TrimSuffix(fmt.Sprintf("reference, not a bound: %s %s msgs/s, the store at %.2f× it (it prefaults ahead on another goroutine); %s",
+				ref.Name, num(ref.MsgsPerS), res.MsgsPerS/ref.MsgsPerS, res.Note), "; ")
 		}
 	}
-	b := *memcpy[r.Body]
-	if p := memcpy[-r.Body]; p != nil {
-		r.Note = fmt.Sprintf("reference: %s %s msgs/s (%s)", b.Name, num(b.MsgsPerS), pct(r.MsgsPerS/b.MsgsPerS))
-		b = *p
+	if boundErr != "" {
+		res.Note = strings.TrimSuffix(boundErr+"; "+res.Note, "; ")
 	}
-	b.Ratio = r.MsgsPerS / b.MsgsPerS
-	return &b, nil
+	return res, nil
+}
+
+// medianBy returns the element of v whose key is the median (the upper
+// one of an even count).
+func medianBy[T any](v []T, key func(T) float64) T {
+	s := slices.Clone(v)
+	slices.SortFunc(s, func(a, b T) int { return cmp.Compare(key(a), key(b)) })
+	return s[len(s)/2]
+}
+
+// putBound measures the bound of an async put run, just after it: memcpy
+// of the same records, best of three. (A sync run measures its bound
+// itself, in slices alternating with its own: syncPut.) On mmap the bound
+// is the copy into a write-prefaulted mapping; the copy into a fresh
+// mapped file, which takes every page fault inside the copy, is only a
+// reference (ref): the store prefaults its mapping ahead of the writer on
+// another goroutine, so with a core to spare it is faster than that copy,
+// and a "bound" below the workload is no bound.
+func (e env) putBound(r *putRun) (b, ref *Bound, err error) {
+	if r.Msgs == 0 || r.recSize == 0 || r.Flush != "async" {
+		return nil, nil, nil
+	}
+	best, err := e.bestMemcpy(r, r.Backend == Mmap)
+	if err != nil {
+		return nil, nil, err
+	}
+	if r.Backend != Mmap {
+		return &best, nil, nil
+	}
+	fresh, err := e.bestMemcpy(r, false)
+	if err != nil {
+		return nil, nil, err
+	}
+	return &best, &fresh, nil
 }
 
 // bestMemcpy is the best of three memcpy bounds for r's records: a bound is

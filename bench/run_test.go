@@ -44,13 +44,23 @@ func TestQuickRun(t *testing.T) {
 		if r.Bound != nil && (r.Bound.MsgsPerS <= 0 || r.Bound.Ratio <= 0) {
 			t.Errorf("%s %s: bad bound %+v", r.Name(), r.Backend, r.Bound)
 		}
+		// Every put ran in alternation with its bound: the ratio is the
+		// median of the pairs', between their min and max.
+		if r.Group == GroupPut && (r.Bound == nil || r.Bound.Pairs < 2 ||
+			!(r.Bound.RatioMin <= r.Bound.Ratio && r.Bound.Ratio <= r.Bound.RatioMax)) {
+			t.Errorf("%s %s: not alternated with its bound: %+v", r.Name(), r.Backend, r.Bound)
+		}
+		// The sync put's bound does the CommitLog's own I/O.
+		if r.Flush == "sync" && r.Bound != nil && !strings.HasPrefix(r.Bound.Name, "pwrite+msync") {
+			t.Errorf("%s: bound %q, want the store's pwrite+msync", r.Name(), r.Bound.Name)
+		}
 		if r.Backend == Mmap && (r.Group == GroupRecovery || r.Group == GroupCatchUp || r.Flush == "async") && r.Bound == nil {
 			t.Errorf("%s %s: no bound", r.Name(), r.Backend)
 		}
 		// The async put's bound is the physical one; the copy that takes
 		// the page faults is a reference the store may beat.
 		if r.Backend == Mmap && r.Flush == "async" && r.Bound != nil &&
-			(!strings.Contains(r.Bound.Name, "write-prefaulted") || !strings.HasPrefix(r.Note, "reference: memcpy → fresh mapped file")) {
+			(!strings.Contains(r.Bound.Name, "write-prefaulted") || !strings.HasPrefix(r.Note, "reference, not a bound: memcpy → fresh mapped file")) {
 			t.Errorf("%s: bound %q, note %q", r.Name(), r.Bound.Name, r.Note)
 		}
 	}
@@ -81,23 +91,31 @@ func TestRatioCells(t *testing.T) {
 			t.Errorf("pct(%v) = %q, want %q", r, got, want)
 		}
 	}
-	rep := &Report{Spec: Spec{Quick: true}, Results: []Result{
+	rep := &Report{Spec: Spec{Quick: true, SyncTime: 150 * time.Millisecond}, Results: []Result{
 		{Group: GroupPut, Backend: Mmap, Body: 128, Producers: 1, Flush: "sync", MsgsPerS: 1300,
 			Bound: &Bound{Name: "write+fdatasync", MsgsPerS: 1000, Ratio: 1.3}},
 		{Group: GroupPut, Backend: Mmap, Body: 128, Producers: 4, Flush: "sync", MsgsPerS: 900,
 			Bound: &Bound{Name: "write+fdatasync", MsgsPerS: 1000, Ratio: 0.9}},
+		{Group: GroupPut, Backend: Mmap, Body: 1024, Producers: 1, Flush: "sync", MsgsPerS: 900,
+			Bound: &Bound{Name: "pwrite+msync", MsgsPerS: 1000, Ratio: 0.9, RatioMin: 0.5, RatioMax: 1.2, Pairs: 6}},
+		// A median over 100 % with pairs under it is noise, not marked.
+		{Group: GroupPut, Backend: Mmap, Body: 1024, Producers: 4, Flush: "sync", MsgsPerS: 1100,
+			Bound: &Bound{Name: "pwrite+msync", MsgsPerS: 1000, Ratio: 1.1, RatioMin: 0.6, RatioMax: 1.9, Pairs: 6}},
+		// Every pair over 100 %: the bound is wrong.
+		{Group: GroupPut, Backend: Mmap, Body: 4096, Producers: 1, Flush: "sync", MsgsPerS: 1500,
+			Bound: &Bound{Name: "pwrite+msync", MsgsPerS: 1000, Ratio: 1.5, RatioMin: 1.2, RatioMax: 2.4, Pairs: 6}},
 	}}
 	var md bytes.Buffer
 	if err := rep.WriteMarkdown(&md); err != nil {
 		t.Fatal(err)
 	}
 	out := md.String()
-	for _, want := range []string{"| 130 % † |", "| 90 % |", "† over 100 %", "--quick is a smoke run"} {
+	for _, want := range []string{"| 130 % † |", "| 90 % |", "| 50 / 90 / 120 % |", "| 60 / 110 / 190 % |", "| 120 / 150 / 240 % † |", "min / median / max", "† over 100 % in every pair", "--quick is a smoke run", "slices of 25ms"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("table lacks %q:\n%s", want, out)
 		}
 	}
-	rep.Spec.Quick, rep.Results = false, rep.Results[1:]
+	rep.Spec.Quick, rep.Results = false, rep.Results[1:2]
 	md.Reset()
 	if err := rep.WriteMarkdown(&md); err != nil {
 		t.Fatal(err)

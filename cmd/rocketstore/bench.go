@@ -52,8 +52,9 @@ func newBenchCmd() *cobra.Command {
 		Short: "Measure throughput and latency against the machine's limits and NATS JetStream",
 		Long: `bench runs the put, end-to-end, dispatch-lag, catch-up-read and recovery
 workloads (package bench), each beside the physical bound measured in the same
-run (memcpy into a fresh mapped file, write+fdatasync, read+CRC32), and prints
-one Markdown table. With --peer it also runs the same produce/consume workloads
+run (memcpy into a mapping, pwrite+msync as the CommitLog syncs, read+CRC32), and
+prints one Markdown table. A put and its bound run in alternation, and its ratio
+is printed as min / median / max of the pairs'. With --peer it also runs the same produce/consume workloads
 on NATS JetStream (the nested module bench/nats, through "go run") and shows
 the ratio. Temporary stores are removed; a default run takes a few minutes,
 --quick a few seconds.`,
