@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/rocketstore/rocketstore/internal/units"
 )
 
 // Kind classifies a violation.
@@ -128,8 +130,11 @@ func (r *Report) Summary() string { return r.summaryAt(time.Now()) }
 // summaryAt is Summary with the checkpoint's ages counted up to now.
 func (r *Report) summaryAt(now time.Time) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "commitlog: %d files of %d bytes, offsets %d..%d, %d records (%d dispatchable), %d blank\n",
-		r.CommitLogFiles, r.CommitLogFileSize, r.MinOffset, r.MaxOffset, r.Records, r.Dispatchable, r.Blanks)
+	// Sizes in binary units as the rest of the command line prints them;
+	// offsets exact, since other commands take them.
+	fmt.Fprintf(&b, "commitlog: %d files of %s, offsets %d..%d (%s), %d records (%d dispatchable), %d blank\n",
+		r.CommitLogFiles, units.Size(r.CommitLogFileSize), r.MinOffset, r.MaxOffset, units.Size(r.MaxOffset-r.MinOffset),
+		r.Records, r.Dispatchable, r.Blanks)
 	fmt.Fprintf(&b, "consumequeue: %d queues, %d files, %d units\n", r.Queues, r.ConsumeQueueFiles, r.Units)
 	cp := r.Checkpoint
 	if cp.Present {

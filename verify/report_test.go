@@ -24,3 +24,15 @@ func TestSummaryShowsCheckpointTimesInHumanUnits(t *testing.T) {
 		t.Fatalf("a checkpoint ahead of now:\n%s", got)
 	}
 }
+
+// TestSummaryShowsSizesInHumanUnits: file sizes and the span of the log
+// read in binary units, as the rest of the command line prints them;
+// offsets stay exact, since other commands take them.
+func TestSummaryShowsSizesInHumanUnits(t *testing.T) {
+	r := &Report{CommitLogFiles: 2, CommitLogFileSize: 1 << 30, MinOffset: 1 << 30, MaxOffset: 1<<30 + 3<<19, Records: 7}
+	got := r.summaryAt(time.Now())
+	want := "commitlog: 2 files of 1.0 GiB, offsets 1073741824..1075314688 (1.5 MiB), 7 records"
+	if !strings.Contains(got, want) {
+		t.Fatalf("summary:\n%s\nwant\n%s", got, want)
+	}
+}

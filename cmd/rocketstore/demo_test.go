@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -67,6 +68,21 @@ func TestVerifyCommand(t *testing.T) {
 	if code, s := run("verify", "--dir", dir, "--progress"); code != exitOK || !strings.Contains(s, "verifying") {
 		t.Errorf("--progress: exit %d, no bar:\n%s", code, s)
 	}
+	// The demo's CommitLog files are 64 KiB: the summary says so in
+	// binary units, and --json gives the exact byte count.
+	if code, s := run("verify", "--dir", dir); code != exitOK || !strings.Contains(s, "files of 64.0 KiB, offsets 0..") {
+		t.Errorf("sizes not in human units: exit %d\n%s", code, s)
+	}
+	code, s := run("verify", "--dir", dir, "--json")
+	var js struct {
+		OK                bool  `json:"ok"`
+		CommitLogFileSize int64 `json:"commitLogFileSize"`
+		Records           int64 `json:"records"`
+		MaxOffset         int64 `json:"maxOffset"`
+	}
+	if err := json.Unmarshal([]byte(s), &js); code != exitOK || err != nil || !js.OK || js.CommitLogFileSize != 64<<10 || js.Records <= 0 || js.MaxOffset <= 0 {
+		t.Errorf("--json: exit %d, %v, %+v\n%s", code, err, js, s)
+	}
 	// Flip a byte in the body of the first record (offset 88 for IPv4
 	// hosts): a CRC violation, exit 1.
 	name := filepath.Join(dir, "commitlog", "00000000000000000000")
@@ -80,6 +96,9 @@ func TestVerifyCommand(t *testing.T) {
 	}
 	if code, s := run("verify", "--dir", dir); code != exitFailed || !strings.Contains(s, "commitlog/00000000000000000000@0: crc:") {
 		t.Errorf("damaged store: exit %d\n%s", code, s)
+	}
+	if code, s := run("verify", "--dir", dir, "--json"); code != exitFailed || !strings.Contains(s, `"kind": "crc"`) || !strings.Contains(s, `"ok": false`) {
+		t.Errorf("damaged store, --json: exit %d\n%s", code, s)
 	}
 	for _, args := range [][]string{
 		{"verify"},
@@ -133,5 +152,28 @@ func BenchmarkDemo(b *testing.B) {
 		if code := execute([]string{"demo", "--dir", b.TempDir()}, &out, &errOut); code != exitOK {
 			b.Fatalf("demo exit %d\n%s", code, errOut.String())
 		}
+	}
+}
+
+// TestStatsSizesInHumanUnits: stats prints sizes in binary units beside
+// the exact offsets, and its --json keeps the exact byte counts.
+func TestStatsSizesInHumanUnits(t *testing.T) {
+	dir := t.TempDir()
+	var out, errOut bytes.Buffer
+	if code := execute([]string{"demo", "--dir", dir, "--messages", "5"}, &out, &errOut); code != exitOK {
+		t.Fatalf("demo exit %d\n%s", code, errOut.String())
+	}
+	out.Reset()
+	if code := execute([]string{"stats", "--dir", dir}, &out, &errOut); code != exitOK ||
+		!strings.Contains(out.String(), "KiB), file size 64.0 KiB\n") {
+		t.Errorf("stats exit %d:\n%s%s", code, out.String(), errOut.String())
+	}
+	out.Reset()
+	var js struct {
+		CommitLogFile int64 `json:"commitLogFileSize"`
+	}
+	if code := execute([]string{"stats", "--dir", dir, "--json"}, &out, &errOut); code != exitOK ||
+		json.Unmarshal(out.Bytes(), &js) != nil || js.CommitLogFile != 64<<10 {
+		t.Errorf("stats --json exit %d:\n%s%s", code, out.String(), errOut.String())
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/rocketstore/rocketstore/broker/offset"
 	"github.com/rocketstore/rocketstore/broker/timer"
 	"github.com/rocketstore/rocketstore/engine"
+	"github.com/rocketstore/rocketstore/internal/units"
 )
 
 func newStatsCmd() *cobra.Command {
@@ -140,9 +141,10 @@ func cmpTopicQueue(t1 string, q1 int32, t2 string, q2 int32) int {
 }
 
 func printStats(out io.Writer, st *storeStats) error {
-	fmt.Fprintf(out, "store %s\n  commitlog offsets [%d, %d), file size %d\n", st.Dir, st.CommitLogMin, st.CommitLogMax, st.CommitLogFile)
+	fmt.Fprintf(out, "store %s\n  commitlog offsets [%d, %d) (%s), file size %s\n", st.Dir, st.CommitLogMin, st.CommitLogMax,
+		units.Size(st.CommitLogMax-st.CommitLogMin), units.Size(st.CommitLogFile))
 	if st.AbnormalExit {
-		fmt.Fprintf(out, "  last exit was not clean (recovered in memory; dropped %d non-zero bytes)\n", st.RecoveryDropped)
+		fmt.Fprintf(out, "  last exit was not clean (recovered in memory; dropped %s of non-zero bytes)\n", units.Size(int64(st.RecoveryDropped)))
 	}
 	tw := tabwriter.NewWriter(out, 2, 4, 2, ' ', 0)
 	fmt.Fprintf(tw, "\nTOPIC\tQUEUE\tMIN\tMAX\n")

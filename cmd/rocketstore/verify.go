@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -19,17 +20,21 @@ type verifyOptions struct {
 	dir           string
 	progress      bool
 	maxViolations int
+	json          bool
 }
 
 func newVerifyCmd() *cobra.Command {
 	var o verifyOptions
 	cmd := &cobra.Command{
-		Use:   "verify --dir DIR",
+		Use:   "verify --dir DIR [--json]",
 		Short: "Check a store directory offline",
 		Long: `verify checks a store directory without opening it as a store (nothing is
 written): every CommitLog record valid and contiguous, BLANK records only at
 file ends, every ConsumeQueue unit pointing at a matching record, no
 dispatchable record missing from its queue, and a sane checkpoint.
+
+Sizes print in binary units (64.0 MiB), offsets exactly; --json prints every
+count exactly (bytes, offsets, milliseconds since the epoch) for a program.
 
 Exit status: 0 clean, 1 violations found, 2 usage or I/O error (including a
 store that a running process holds).`,
@@ -42,6 +47,7 @@ store that a running process holds).`,
 	f.StringVar(&o.dir, "dir", "", "store directory (required)")
 	f.BoolVar(&o.progress, "progress", false, "show a progress bar even when stderr is not a terminal")
 	f.IntVar(&o.maxViolations, "max-violations", 1000, "list at most this many violations (all are counted)")
+	f.BoolVar(&o.json, "json", false, "print the report as JSON, every count exact")
 	cmd.MarkFlagRequired("dir")
 	return cmd
 }
@@ -72,17 +78,78 @@ func runVerify(out, errOut io.Writer, o verifyOptions) error {
 	if err != nil {
 		return fmt.Errorf("verify %s: %w", o.dir, err)
 	}
-	for _, v := range rep.Violations {
-		fmt.Fprintln(out, v)
+	if o.json {
+		enc := json.NewEncoder(out)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(verifyJSONOf(o.dir, &rep)); err != nil {
+			return err
+		}
+	} else {
+		for _, v := range rep.Violations {
+			fmt.Fprintln(out, v)
+		}
+		if n := rep.ViolationCount - len(rep.Violations); n > 0 {
+			fmt.Fprintf(out, "... and %d more\n", n)
+		}
+		fmt.Fprintf(out, "store %s\n%s", o.dir, rep.Summary())
 	}
-	if n := rep.ViolationCount - len(rep.Violations); n > 0 {
-		fmt.Fprintf(out, "... and %d more\n", n)
-	}
-	fmt.Fprintf(out, "store %s\n%s", o.dir, rep.Summary())
 	if !rep.OK() {
 		return &exitCodeError{code: exitFailed}
 	}
 	return nil
+}
+
+// verifyJSON is verify --json: the report with every count exact.
+type verifyJSON struct {
+	Dir                string              `json:"dir"`
+	OK                 bool                `json:"ok"`
+	Unclean            bool                `json:"unclean"`
+	CommitLogFiles     int                 `json:"commitLogFiles"`
+	CommitLogFileSize  int64               `json:"commitLogFileSize"`
+	MinOffset          int64               `json:"minOffset"`
+	MaxOffset          int64               `json:"maxOffset"`
+	Records            int64               `json:"records"`
+	Dispatchable       int64               `json:"dispatchable"`
+	Blanks             int                 `json:"blanks"`
+	LastStoreTimestamp int64               `json:"lastStoreTimestamp"`
+	Queues             int                 `json:"queues"`
+	ConsumeQueueFiles  int                 `json:"consumeQueueFiles"`
+	Units              int64               `json:"units"`
+	Checkpoint         *verifyCheckpoint   `json:"checkpoint"`
+	ViolationCount     int                 `json:"violationCount"`
+	Violations         []verifyViolationJS `json:"violations"`
+	Ignored            []string            `json:"ignored,omitempty"`
+}
+
+// verifyCheckpoint is the checkpoint's times, ms since the epoch (0:
+// never set); nil when there is no checkpoint file.
+type verifyCheckpoint struct {
+	PhysicMsgTimestamp int64 `json:"physicMsgTimestamp"`
+	LogicsMsgTimestamp int64 `json:"logicsMsgTimestamp"`
+	IndexMsgTimestamp  int64 `json:"indexMsgTimestamp"`
+}
+
+// verifyViolationJS is one listed violation.
+type verifyViolationJS struct {
+	Kind   string `json:"kind"`
+	File   string `json:"file"`
+	Offset int64  `json:"offset"`
+	Detail string `json:"detail"`
+}
+
+func verifyJSONOf(dir string, r *verify.Report) verifyJSON {
+	v := verifyJSON{Dir: dir, OK: r.OK(), Unclean: r.Unclean, CommitLogFiles: r.CommitLogFiles,
+		CommitLogFileSize: r.CommitLogFileSize, MinOffset: r.MinOffset, MaxOffset: r.MaxOffset,
+		Records: r.Records, Dispatchable: r.Dispatchable, Blanks: r.Blanks, LastStoreTimestamp: r.LastStoreTimestamp,
+		Queues: r.Queues, ConsumeQueueFiles: r.ConsumeQueueFiles, Units: r.Units,
+		ViolationCount: r.ViolationCount, Violations: []verifyViolationJS{}, Ignored: r.Ignored}
+	if cp := r.Checkpoint; cp.Present {
+		v.Checkpoint = &verifyCheckpoint{cp.PhysicMsgTimestamp, cp.LogicsMsgTimestamp, cp.IndexMsgTimestamp}
+	}
+	for _, x := range r.Violations {
+		v.Violations = append(v.Violations, verifyViolationJS{Kind: string(x.Kind), File: x.File, Offset: x.Offset, Detail: x.Detail})
+	}
+	return v
 }
 
 // checkStoreDir refuses a --dir that is not a directory with the reason,

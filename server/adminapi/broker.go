@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/rocketstore/rocketstore/admin"
+	"github.com/rocketstore/rocketstore/internal/units"
 	"github.com/rocketstore/rocketstore/remoting"
 )
 
@@ -58,7 +59,7 @@ func (a *API) RuntimeInfo() map[string]string {
 		"getTotalTps":                     tpsTriple(func(d time.Duration) float64 { _, g, _, _ := a.rates(d); return g }),
 		"commitLogMinOffset":              strconv.FormatInt(st.CommitLog().MinOffset(), 10),
 		"commitLogMaxOffset":              strconv.FormatInt(st.CommitLog().MaxOffset(), 10),
-		"remainHowManyDataToFlush":        humanBytes(uint64(max(0, st.CommitLog().MaxOffset()-st.CommitLog().FlushedWhere()))),
+		"remainHowManyDataToFlush":        units.Bytes(uint64(max(0, st.CommitLog().MaxOffset()-st.CommitLog().FlushedWhere()))),
 		"dispatchBehindBytes":             strconv.FormatInt(st.DispatchBehindBytes(), 10),
 		"pageCacheLockTimeMills":          "0",
 		"earliestMessageTimeStamp":        strconv.FormatInt(a.earliestMessageTime(), 10),
@@ -69,7 +70,7 @@ func (a *API) RuntimeInfo() map[string]string {
 		"brokerAddr":                      a.host.BrokerAddr(),
 	}
 	if total, free, ok := diskSpace(a.host.StoreDir()); ok {
-		m["commitLogDirCapacity"] = fmt.Sprintf("Total : %s, Free : %s.", humanBytes(total), humanBytes(free))
+		m["commitLogDirCapacity"] = fmt.Sprintf("Total : %s, Free : %s.", units.Bytes(total), units.Bytes(free))
 		m["commitLogDiskRatio"] = strconv.FormatFloat(float64(total-free)/float64(total), 'f', -1, 64)
 	}
 	return m

@@ -2,7 +2,6 @@ package adminapi
 
 import (
 	"fmt"
-	"strings"
 	"sync"
 	"time"
 
@@ -219,20 +218,6 @@ func runtimeDesc(d time.Duration) string {
 	min := ms / 60_000 % 60
 	sec := ms / 1000 % 60
 	return fmt.Sprintf("[ %d days, %d hours, %d minutes, %d seconds ]", day, hour, min, sec)
-}
-
-// humanBytes is MixAll.humanReadableByteCount(bytes, false).
-func humanBytes(b uint64) string {
-	if b < 1024 {
-		return fmt.Sprintf("%d B", b)
-	}
-	units := "KMGTPE"
-	v, i := float64(b), -1
-	for v >= 1024 && i < len(units)-1 {
-		v /= 1024
-		i++
-	}
-	return fmt.Sprintf("%.1f %siB", v, strings.TrimSpace(string(units[i])))
 }
 
 // mornings returns the broker totals recorded at the last two midnights
