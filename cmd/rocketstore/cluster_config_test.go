@@ -1,7 +1,9 @@
 package main
 
 import (
+	"bytes"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -184,5 +186,26 @@ func TestClusterDemoConfigIsSmall(t *testing.T) {
 	if nc.Broker.Store.CommitLogFileSize != 64<<20 || nc.Broker.Index.MaxHashSlotNum != 50000 ||
 		nc.Broker.Index.MaxIndexNum != 200000 || c.LogSegmentSize != 16<<20 || nc.Listen != "127.0.0.1:9876" {
 		t.Fatalf("store %+v, index %+v, raft log segment %d, listen %s", nc.Broker.Store, nc.Broker.Index, c.LogSegmentSize, nc.Listen)
+	}
+}
+
+// TestClusterDemoPortsFollowPort: every port of cluster-demo's replicas
+// derives from --port, the broker ports too (RocketMQ's 10911, 10921,
+// 10931 beside 9876), so that two demos, or a demo and a test, run side
+// by side on different --port values.
+func TestClusterDemoPortsFollowPort(t *testing.T) {
+	for _, c := range []struct{ port, broker1 int }{{9876, 10911}, {20000, 21035}} {
+		for i := 1; i <= 3; i++ {
+			conf := demoConfig(i, c.port)
+			want := fmt.Sprintf("listenPort: %d\n", c.broker1+10*(i-1))
+			if !strings.Contains(conf, want) {
+				t.Errorf("--port %d, n%d: config lacks %q:\n%s", c.port, i, want, conf)
+			}
+		}
+	}
+	var out, errOut bytes.Buffer
+	if code := execute([]string{"cluster-demo", "--port", "64000", "--dir", t.TempDir()}, &out, &errOut); code != exitError ||
+		!strings.Contains(errOut.String(), "within 1-65535") {
+		t.Errorf("--port 64000: exit %d\n%s%s", code, out.String(), errOut.String())
 	}
 }

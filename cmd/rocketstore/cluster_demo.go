@@ -29,11 +29,13 @@ func newClusterDemoCmd() *cobra.Command {
 		Short: "Run a 3-replica broker group on 127.0.0.1 and print the addresses for clients",
 		Long: `cluster-demo starts three replicas of broker group "broker-a" in this process,
 each with its own store directory (DIR/n1, DIR/n2, DIR/n3; DIR defaults to a new
-temporary directory), name server (--port, +1, +2), broker port (10911, 10921,
-10931), Raft port (--port+1000, +1, +2 ... on 127.0.0.1) and RocketMQ 5.x gRPC
-endpoint (--port+2000, +1, +2; routes name the leader's), with SYNC_FLUSH and
-small files (64 MiB CommitLog files, 4.2 MB index files, 16 MiB Raft log segments:
-about 90 MB of disk a replica instead of 1.6 GB). Every
+temporary directory) and, all on 127.0.0.1 and derived from --port, a name server
+(--port, +1, +2), a broker port (--port+1035, +1045, +1055: RocketMQ's 10911,
+10921, 10931 with the default 9876), a Raft port (--port+1000, +1001, +1002) and
+a RocketMQ 5.x gRPC endpoint (--port+2000, +2001, +2002; routes name the
+leader's), with SYNC_FLUSH and small files (64 MiB CommitLog files, 4.2 MB index
+files, 16 MiB Raft log segments): about 98 MB of disk a replica after a first
+message, 294 MB for the three, instead of 1.6 GB a replica. Every
 replica registers with the three name servers; the leader as brokerId 0, the others
 as their place in the group (n2 is 2, n3 is 3; n1 is 1 while it follows). It
 prints the name-server list to give clients and runs until SIGINT or SIGTERM.
@@ -49,6 +51,9 @@ the files are written into DIR.`,
 				if dir, err = os.MkdirTemp("", "rocketstore-cluster-*"); err != nil {
 					return err
 				}
+			}
+			if port < 1 || port+demoPortSpan > 65535 {
+				return fmt.Errorf("--port %d: the demo's ports run from it to port+%d, which must stay within 1-65535", port, demoPortSpan)
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
@@ -105,9 +110,19 @@ the files are written into DIR.`,
 		},
 	}
 	cmd.Flags().StringVar(&dir, "dir", "", "parent `DIR` of the replicas' store directories (default: a new temporary directory)")
-	cmd.Flags().IntVar(&port, "port", 9876, "first name-server port; the others follow, Raft ports start at port+1000")
+	cmd.Flags().IntVar(&port, "port", 9876, "first name-server port; the others follow; brokers at port+1035 (+10 each), Raft at port+1000, gRPC at port+2000")
 	return cmd
 }
+
+// demoPortSpan is how far above --port the demo's ports reach (the third
+// gRPC endpoint).
+const demoPortSpan = 2002
+
+// demoBrokerPort is replica i's (1-based) broker port: RocketMQ's 10911,
+// 10921, 10931 beside name servers from 9876, and as far from any other
+// --port. Ten apart, as RocketMQ's brokers on one host are (each also
+// takes its port-2 and port+1 there).
+func demoBrokerPort(port, i int) int { return port + 1035 + 10*(i-1) }
 
 // smallFootprint are the file sizes of a trial or a demo: about 70 MB of
 // disk for a fresh store instead of 1.5 GB (docs/configuration.md).
@@ -138,7 +153,7 @@ flushDiskType: SYNC_FLUSH
   peers: [%s]
   grpcEndpoints: [%s]
   logSegmentSize: 16777216
-`, 10911+10*(i-1), port+i-1, namesrvLine(strings.Join(ns, ";")), smallFootprint, i, port+1000+i-1, strings.Join(peers, ", "),
+`, demoBrokerPort(port, i), port+i-1, namesrvLine(strings.Join(ns, ";")), smallFootprint, i, port+1000+i-1, strings.Join(peers, ", "),
 		strings.Join(grpcs, ", "))
 }
 

@@ -83,6 +83,28 @@ func TestDiskFootprint(t *testing.T) {
 	checkRounded(t, "README.md", readme, `(\d+) MB timer wheel`, 1e6, defaults["timerwheel"])
 	checkRounded(t, "docs/configuration.md", doc, `already\s+takes (\d+(?:\.\d+)?) GB`, 1e9, measured["defaults"])
 	checkRounded(t, "docs/configuration.md", doc, `footprint to (\d+) MB`, 1e6, measured["`small.yaml` below"])
+	// cluster-demo's help states its footprint too.
+	help := strings.Join(strings.Fields(newClusterDemoCmd().Long), " ")
+	checkAbout(t, "cluster-demo --help", help, `about (\d+) MB of disk a replica`, 1e6, one)
+	checkAbout(t, "cluster-demo --help", help, `(\d+) MB for the three`, 1e6, all)
+}
+
+// checkAbout asserts that the figure pattern finds in text (in units of
+// unit bytes) is within footprintTolerance of got, or within the half unit
+// its rounding allows.
+func checkAbout(t *testing.T, name, text, pattern string, unit float64, got int64) {
+	t.Helper()
+	m := regexp.MustCompile(pattern).FindStringSubmatch(text)
+	if m == nil {
+		t.Fatalf("%s: no figure matching %q", name, pattern)
+	}
+	stated, err := strconv.ParseFloat(m[1], 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d, g := stated*unit-float64(got), float64(got); d > max(footprintTolerance*g, unit/2) || -d > max(footprintTolerance*g, unit/2) {
+		t.Errorf("%s states %q, measured %s B (%.1f)", name, m[0], commas(got), g/unit)
+	}
 }
 
 // measureServe starts serve's node on a new directory with config (the
@@ -160,9 +182,7 @@ func measureDemo(t *testing.T) (one, all int64, parts map[string]int64) {
 	var ns []string
 	for i := 1; i <= 3; i++ {
 		name := filepath.Join(dir, fmt.Sprintf("n%d.yaml", i))
-		// The demo's fixed broker ports (10911, ...) may be taken here.
-		conf := regexp.MustCompile(`listenPort: \d+`).ReplaceAllString(demoConfig(i, port), fmt.Sprintf("listenPort: %d", port+3000+i-1))
-		if err := os.WriteFile(name, []byte(conf), 0o644); err != nil {
+		if err := os.WriteFile(name, []byte(demoConfig(i, port)), 0o644); err != nil {
 			t.Fatal(err)
 		}
 		fc, rc, err := loadServeConfig(name)
@@ -335,7 +355,7 @@ func commas(n int64) string {
 
 // demoBasePort returns a base port for demoConfig whose derived ports
 // (name servers at base+0..2, Raft at base+1000..1002, gRPC at
-// base+2000..2002, and brokers at base+3000..3002 here) are all free now.
+// base+2000..2002, brokers at demoBrokerPort) are all free now.
 // The base is drawn below the kernel's ephemeral range (32768 and up by
 // default), so that no connection of a test running beside this one is
 // handed one of them between this check and the bind; a port free from
@@ -345,7 +365,7 @@ func demoBasePort(t *testing.T) int {
 	for range 50 {
 		base := 20000 + rand.IntN(8000)
 		if portsFree(base, base+1, base+2, base+1000, base+1001, base+1002, base+2000, base+2001, base+2002,
-			base+3000, base+3001, base+3002) {
+			demoBrokerPort(base, 1), demoBrokerPort(base, 2), demoBrokerPort(base, 3)) {
 			return base
 		}
 	}
