@@ -46,7 +46,7 @@ type Spec struct {
 }
 
 // DefaultSpec returns the default run (a few minutes on 2 cores) or, with
-// quick, a smoke run of a few seconds.
+// quick, a smoke run of about half a minute.
 func DefaultSpec(quick bool) Spec {
 	if quick {
 		return Spec{Quick: true, BodySizes: []int{128, 1024, 4096}, Producers: []int{1, 4},

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/rocketstore/rocketstore/cluster"
+	"github.com/rocketstore/rocketstore/internal/units"
 )
 
 // membersView is the --json document of `admin cluster members`: the
@@ -17,8 +18,8 @@ type membersView struct {
 
 // printMembers writes the members table.
 func printMembers(tw *tabwriter.Writer, gi cluster.GroupInfo, rows []cluster.MemberStatus) {
-	fmt.Fprintf(tw, "group %s (brokerName %s, CommitLog file size %d); asked %s, applied to %d; leader %s\n",
-		gi.GroupID, gi.BrokerName, gi.CommitLogFileSize, gi.NodeID, gi.Applied, gi.Leader)
+	fmt.Fprintf(tw, "group %s (brokerName %s, CommitLog file size %s); asked %s, applied to %d; leader %s\n",
+		gi.GroupID, gi.BrokerName, units.Size(gi.CommitLogFileSize), gi.NodeID, gi.Applied, gi.Leader)
 	fmt.Fprintln(tw, "#NodeId\t#Raft address\t#Role\t#Term\t#Elections started/won\t#Applied index\t#Confirmed to leader"+
 		"\t#Lag entries\t#Lag bytes\t#Last contact\t#Health")
 	for _, r := range rows {

@@ -57,12 +57,12 @@ prints one Markdown table. A put and its bound run in alternation, and its ratio
 is printed as min / median / max of the pairs'. With --peer it also runs the same produce/consume workloads
 on NATS JetStream (the nested module bench/nats, through "go run") and shows
 the ratio. Temporary stores are removed; a default run takes a few minutes,
---quick a few seconds.`,
+--quick about half a minute.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runBench(cmd, o) },
 	}
 	f := cmd.Flags()
-	f.BoolVar(&o.quick, "quick", false, "small sizes: a smoke run of a few seconds")
+	f.BoolVar(&o.quick, "quick", false, "small sizes: a smoke run of about half a minute")
 	f.StringVar(&o.out, "out", "", "also write bench.md and bench.json into `DIR`")
 	f.StringVar(&o.plot, "plot", "", "draw throughput and latency charts into `FILE.png` (with go run in the bench/plot module: needs the go toolchain and the repository)")
 	f.StringVar(&o.backend, "backend", "both", "backend to measure: mmap, memfs, both, or none (with --replicated: only the replicated group)")

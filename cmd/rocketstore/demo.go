@@ -15,6 +15,7 @@ import (
 
 	"github.com/rocketstore/rocketstore"
 	"github.com/rocketstore/rocketstore/backend/mmap"
+	"github.com/rocketstore/rocketstore/internal/units"
 	"github.com/rocketstore/rocketstore/verify"
 )
 
@@ -154,8 +155,8 @@ func (d *demo) writeAndConsume(ctx context.Context) (err error) {
 	}
 	defer closeInto(&err, s)
 	cfg := s.Config()
-	fmt.Fprintf(d.out, "opened: commitlog files of %d bytes, consume queue files of %d units, %s\n",
-		cfg.CommitLogFileSize, cfg.ConsumeQueueUnits, cfg.FlushDiskType)
+	fmt.Fprintf(d.out, "opened: commitlog files of %s, consume queue files of %d units, %s\n",
+		units.Size(cfg.CommitLogFileSize), cfg.ConsumeQueueUnits, cfg.FlushDiskType)
 	end, err := d.write(ctx, s)
 	if err != nil {
 		return err

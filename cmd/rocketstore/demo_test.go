@@ -17,6 +17,7 @@ func TestDemo(t *testing.T) {
 	}
 	for _, want := range []string{
 		"store directory: " + dir,
+		"opened: commitlog files of 64.0 KiB,",
 		"wrote 480 messages",
 		`filter "TagA || TagB"`,
 		"orders/0      40       27        27",
