@@ -9,7 +9,7 @@
 //
 //   - async put: memcpy of the same records into a write-prefaulted
 //     mapping (mmap) or a fresh heap buffer (memfs), after each of
-//     Spec.PutPairs runs; on mmap both the put and the bound start on page
+//     Spec.Pairs runs; on mmap both the put and the bound start on page
 //     cache that was just in use (warmPageCache);
 //   - sync-flush put: pwrite + msync on a file of the mmap backend, the
 //     CommitLog's own I/O, with the batch size the engine's group commit
@@ -17,8 +17,9 @@
 //     alternating with the workload's, so that both see the same disk
 //     when other processes share it.
 //
-// A put's ratio is the median of its alternating pairs', with their min
-// and max (Bound.RatioMin, Bound.RatioMax).
+// A put's, a catch-up's and a recovery's ratio is the median of its
+// alternating pairs', with their min and max (Bound.RatioMin,
+// Bound.RatioMax).
 //   - catch-up read: a copy of the same CommitLog bytes out of a fresh
 //     mapping (the backlog is read after its flush, which drops the
 //     store's page-table entries of the pages it syncs);

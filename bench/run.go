@@ -115,7 +115,7 @@ func (e env) steps(backends []string) []step {
 }
 
 // putPairs runs an async put and its bound (putBound) in alternation,
-// Spec.PutPairs times, and returns the median put run with the bound's
+// Spec.Pairs times, and returns the median put run with the bound's
 // median and the min / median / max of the pairs' ratios. A bound measured
 // once, before or after, compared the workload with a machine whose page
 // cache and cores were in another state (a 1 KiB put at 144 % of a copy
@@ -126,7 +126,7 @@ func (e env) putPairs(ctx context.Context, be string, body, producers int, flush
 	var bounds, refs []Bound
 	var ratios []float64
 	boundErr := ""
-	for range max(sp.PutPairs, 1) {
+	for range max(sp.Pairs, 1) {
 		r, err := e.put(ctx, be, body, producers, flush, sp.PutCount(body), sp.PutTime)
 		if err != nil {
 			return r.Result, err

@@ -44,8 +44,16 @@ func TestQuickRun(t *testing.T) {
 		if r.Bound != nil && (r.Bound.MsgsPerS <= 0 || r.Bound.Ratio <= 0) {
 			t.Errorf("%s %s: bad bound %+v", r.Name(), r.Backend, r.Bound)
 		}
-		// Every put ran in alternation with its bound: the ratio is the
-		// median of the pairs', between their min and max.
+		// Every put, catch-up and recovery (mmap) ran in alternation with
+		// its bounds: the ratio is the median of the pairs', between
+		// their min and max.
+		if r.Backend == Mmap && (r.Group == GroupCatchUp || r.Group == GroupRecovery) {
+			for _, b := range []*Bound{r.Bound, r.Physical} {
+				if b != nil && (b.Pairs < 2 || !(b.RatioMin <= b.Ratio && b.Ratio <= b.RatioMax)) {
+					t.Errorf("%s %s: not alternated with its bound: %+v", r.Name(), r.Backend, b)
+				}
+			}
+		}
 		if r.Group == GroupPut && (r.Bound == nil || r.Bound.Pairs < 2 ||
 			!(r.Bound.RatioMin <= r.Bound.Ratio && r.Bound.Ratio <= r.Bound.RatioMax)) {
 			t.Errorf("%s %s: not alternated with its bound: %+v", r.Name(), r.Backend, r.Bound)

@@ -20,9 +20,10 @@ type Spec struct {
 	PutBytes int64         `json:"put_bytes"`
 	PutMsgs  int           `json:"put_msgs"`
 	PutTime  time.Duration `json:"put_time"`
-	// PutPairs is how many times an async put run and its bound run in
-	// alternation: the table gives their ratios' min / median / max.
-	PutPairs int `json:"put_pairs"`
+	// Pairs is how many times an async put run, and the catch-up and
+	// recovery runs, alternate with their bounds: the table gives their
+	// ratios' min / median / max.
+	Pairs int `json:"pairs"`
 	// SyncTime bounds a sync-flush put run (its count is PutMsgs too); its
 	// bound runs as long again, in alternating slices.
 	SyncTime time.Duration `json:"sync_time"`
@@ -50,12 +51,12 @@ type Spec struct {
 func DefaultSpec(quick bool) Spec {
 	if quick {
 		return Spec{Quick: true, BodySizes: []int{128, 1024, 4096}, Producers: []int{1, 4},
-			PutBytes: 16 << 20, PutMsgs: 50_000, PutTime: 300 * time.Millisecond, PutPairs: 3, SyncTime: 300 * time.Millisecond,
+			PutBytes: 16 << 20, PutMsgs: 50_000, PutTime: 300 * time.Millisecond, Pairs: 3, SyncTime: 300 * time.Millisecond,
 			E2EMsgs: 20_000, LatencyRate: 20_000, LatencyTime: 200 * time.Millisecond, LagSamples: 2_000,
 			BacklogBytes: 32 << 20, BacklogBody: 1024, CommitLogFileSize: 64 << 20, MemfsFileSize: 16 << 20}
 	}
 	return Spec{BodySizes: []int{128, 1024, 4096}, Producers: []int{1, 4},
-		PutBytes: 256 << 20, PutMsgs: 2_000_000, PutTime: 3 * time.Second, PutPairs: 3, SyncTime: 1500 * time.Millisecond,
+		PutBytes: 256 << 20, PutMsgs: 2_000_000, PutTime: 3 * time.Second, Pairs: 3, SyncTime: 1500 * time.Millisecond,
 		E2EMsgs: 500_000, LatencyRate: 20_000, LatencyTime: 2 * time.Second, LagSamples: 20_000,
 		BacklogBytes: 1 << 30, BacklogBody: 1024, CommitLogFileSize: 1 << 30, MemfsFileSize: 16 << 20}
 }
