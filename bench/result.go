@@ -236,8 +236,8 @@ func (rep *Report) WriteMarkdown(w io.Writer) error {
 			"(or another process's load on the cores or the disk swamped every pair); report it.\n")
 	}
 	if rep.Spec.Quick {
-		fmt.Fprintf(&b, "\n--quick is a smoke run: its runs last tens of milliseconds (sync puts: slices of %v), too short for "+
-			"the ratios to be measurements; run without --quick for figures.\n", rep.Spec.SyncTime/syncSlices)
+		fmt.Fprintf(&b, "\n--quick is a smoke run: its runs last tens of milliseconds (sync puts: turns of %v), too short for "+
+			"the ratios to be measurements; run without --quick for figures.\n", rep.Spec.SyncTime/syncSlices/syncSubSlices)
 	}
 	if rep.PeerStatus != "" {
 		fmt.Fprintf(&b, "\nNATS JetStream peer: %s\n", rep.PeerStatus)

@@ -15,21 +15,30 @@ import (
 )
 
 // syncSlices is the number of slices a sync-flush put run and its bound
-// alternate in. A sync's latency is the disk's: on a machine whose disk
-// other processes also write, it moves by 2-3x from one second to the
-// next (one run here: 174 to 5365 syncs/s between slices of the same
-// bound), and a bound measured after the workload compared the workload
-// with a different disk (ratios from 21 % to 284 % in one afternoon).
-// Alternating slices put both under the same conditions, and the ratio
-// is the median of the slice pairs', with their min and max.
+// alternate in, each slice itself syncSubSlices shorter turns of each. A
+// sync's latency is the disk's: on a machine whose disk other processes
+// also write, it moves by 2-3x from one second to the next (one run
+// here: 174 to 5365 syncs/s between slices of the same bound), and a
+// bound measured after the workload compared the workload with a
+// different disk (ratios from 21 % to 284 % in one afternoon).
+// Alternating puts both under the same conditions; the ratio is the
+// median of the slices', with their min and max, each slice's the ratio
+// of its turns' sums.
 const syncSlices = 6
+
+// syncSubSlices is the turns of workload and bound in one slice: with
+// whole slices of 25-50 ms in turn, the disk of a loaded machine changed
+// between the two, and slice ratios ran from 2 % to 98× in one --quick
+// run; shorter turns follow it closer.
+const syncSubSlices = 5
 
 // syncPut runs the sync-flush put workload on mmap beside its bound,
 // pwrite+msync of chunks of the batch size the group commit reached,
-// alternating SyncTime/syncSlices slices of each. Each bound slice writes
-// the batch size of the workload slice just before it: group commit
-// batches change as a run goes on, and a bound held at the first slice's
-// batch paid more (or fewer) syncs per byte than the workload did.
+// alternating SyncTime/syncSlices/syncSubSlices turns of each. Each bound
+// turn writes the batch size of the workload turn just before it: group
+// commit batches change as a run goes on, and a bound held at the first
+// slice's batch paid more (or fewer) syncs per byte than the workload
+// did.
 func (e env) syncPut(ctx context.Context, body, producers, msgs int) (Result, error) {
 	stub := Result{Group: GroupPut, Backend: Mmap, Body: body, Producers: producers, Flush: FlushName(engine.SyncFlush)}
 	bs, err := e.openStore(Mmap, e.storeConfig(engine.SyncFlush))
@@ -41,7 +50,7 @@ func (e env) syncPut(ctx context.Context, body, producers, msgs int) (Result, er
 		return stub, err
 	}
 	per := (msgs + producers - 1) / producers
-	slice := e.spec.SyncTime / syncSlices
+	turn := e.spec.SyncTime / syncSlices / syncSubSlices
 	var (
 		n, logBytes int64
 		elapsed     time.Duration
@@ -54,37 +63,43 @@ func (e env) syncPut(ctx context.Context, body, producers, msgs int) (Result, er
 	}
 	defer fb.close()
 	for i := 0; i < syncSlices; i++ {
-		if err := fb.settle(); err != nil {
-			return stub, err
+		var wl, bw int64         // this slice's CommitLog and bound bytes
+		var wt, bt time.Duration // and their times
+		for range syncSubSlices {
+			if err := fb.settle(); err != nil {
+				return stub, err
+			}
+			// A sync put takes a disk round trip, so the clock is read
+			// after every one: turns end on time.
+			sn, sl, se, err := runProducers(ctx, bs, body, producers, per, 1, turn)
+			if err != nil {
+				return stub, err
+			}
+			n, logBytes, elapsed = n+sn, logBytes+sl, elapsed+se
+			wl, wt = wl+sl, wt+se
+			ds, db := bs.syncs.syncs.Load()-syncs, bs.syncs.bytes.Load()-sb
+			syncs, sb = syncs+ds, sb+db
+			if ds == 0 {
+				return stub, fmt.Errorf("bench: no CommitLog sync in slice %d (%v) of a sync-flush run", i+1, turn)
+			}
+			batch := int(float64(db)/float64(ds) + 0.5)
+			if err := fb.settle(); err != nil {
+				return stub, err
+			}
+			w0, t0 := fb.written, fb.elapsed
+			if err := fb.run(turn, batch); err != nil {
+				return stub, err
+			}
+			bw, bt = bw+fb.written-w0, bt+fb.elapsed-t0
 		}
-		// A sync put takes a disk round trip, so the clock is read
-		// after every one: slices end on time.
-		sn, sl, se, err := runProducers(ctx, bs, body, producers, per, 1, slice)
-		if err != nil {
-			return stub, err
-		}
-		n, logBytes, elapsed = n+sn, logBytes+sl, elapsed+se
-		ds, db := bs.syncs.syncs.Load()-syncs, bs.syncs.bytes.Load()-sb
-		syncs, sb = syncs+ds, sb+db
-		if ds == 0 {
-			return stub, fmt.Errorf("bench: no CommitLog sync in slice %d (%v) of a sync-flush run", i+1, slice)
-		}
-		batch := int(float64(db)/float64(ds) + 0.5)
-		if err := fb.settle(); err != nil {
-			return stub, err
-		}
-		w0, t0 := fb.written, fb.elapsed
-		if err := fb.run(slice, batch); err != nil {
-			return stub, err
-		}
-		// The slice pair's ratio, in CommitLog bytes per second.
-		if bw, bt := fb.written-w0, fb.elapsed-t0; bw > 0 && bt > 0 && se > 0 {
-			ratios = append(ratios, (float64(sl)/se.Seconds())/(float64(bw)/bt.Seconds()))
+		// The slice's ratio, in CommitLog bytes per second.
+		if bw > 0 && bt > 0 && wt > 0 {
+			ratios = append(ratios, (float64(wl)/wt.Seconds())/(float64(bw)/bt.Seconds()))
 		}
 	}
 	r := bs.putRun(Mmap, body, producers, engine.SyncFlush, n, logBytes, elapsed)
 	b := fb.bound(r.recSize)
-	b.Note = fmt.Sprintf("engine: %.0f syncs/s of %s; %d alternating slices", r.syncsPerSec, byteSize(int(r.syncBatch)), syncSlices)
+	b.Note = fmt.Sprintf("engine: %.0f syncs/s of %s; %d slices of %d alternating turns", r.syncsPerSec, byteSize(int(r.syncBatch)), syncSlices, syncSubSlices)
 	b.setRatios(ratios)
 	r.Bound = &b
 	return r.Result, nil
