@@ -49,6 +49,9 @@ type Broker struct {
 	arrivals  *pop.Arrivals // wakes long-polling pop receives
 	sqlCache  sqlCache
 	stats     Stats
+	// topicFaults: topics a send would create whose config could not be
+	// saved (a full disk), logged once a minute while it lasts.
+	topicFaults faultlog.Log
 
 	closed  atomic.Bool
 	stop    chan struct{}
@@ -81,6 +84,8 @@ func Open(fs backend.FS, cfg Config) (*Broker, error) {
 	}
 	b := &Broker{cfg: cfg, fs: fs, logger: cfg.Store.Logger, consumers: newConsumerManager(),
 		hold: longpoll.New(!cfg.ShortPolling), lock: lk}
+	b.topicFaults.Logger, b.topicFaults.Level = b.logger, slog.LevelError
+	b.topicFaults.Now = func() time.Time { return time.UnixMilli(b.cfg.Store.Now()) }
 	if err := b.loadConfig(); err != nil {
 		return nil, errors.Join(err, lk.Unlock())
 	}

@@ -317,6 +317,14 @@ func hasPropertyName(props, name string) bool {
 	return false
 }
 
+// topicNotCreated refuses a send whose topic could not be created (its
+// config not saved: a full disk): the producer is told, and so is the
+// operator, once a minute while it lasts.
+func (b *Broker) topicNotCreated(topic string, err error) (config.TopicConfig, *SendResult) {
+	b.topicFaults.Failed("send refused: the topic it creates could not be saved", err, "topic", topic)
+	return config.TopicConfig{}, &SendResult{Code: SystemError, Remark: fmt.Sprintf("create topic %s: %v", topic, err)}
+}
+
 // sendCheck is AbstractSendMessageProcessor.msgCheck.
 func (b *Broker) sendCheck(req *SendRequest) (config.TopicConfig, *SendResult) {
 	fail := func(code ResponseCode, format string, args ...any) (config.TopicConfig, *SendResult) {
@@ -349,17 +357,20 @@ func (b *Broker) sendCheck(req *SendRequest) (config.TopicConfig, *SendResult) {
 		var err error
 		tc, ok, err = b.topics.CreateInSendMessage(req.Topic, req.DefaultTopic, req.DefaultTopicQueueNums, sysFlag)
 		if err != nil {
-			return fail(SystemError, "create topic %s: %v", req.Topic, err)
+			return b.topicNotCreated(req.Topic, err)
 		}
 		if !ok && strings.HasPrefix(req.Topic, record.RetryGroupTopicPrefix) {
 			tc, err = b.topics.CreateInSendMessageBack(req.Topic, 1, record.PermRead|record.PermWrite, sysFlag)
 			if err != nil {
-				return fail(SystemError, "create topic %s: %v", req.Topic, err)
+				return b.topicNotCreated(req.Topic, err)
 			}
 			ok = true
 		}
 		if !ok {
 			return fail(TopicNotExist, "topic[%s] not exist, apply first please!", req.Topic)
+		}
+		if b.topicFaults.Failing() {
+			b.topicFaults.Resumed("topics created by sends are saved again", "topic", req.Topic)
 		}
 	}
 	if !config.IsWritable(tc.Perm) {

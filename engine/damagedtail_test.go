@@ -14,6 +14,7 @@ import (
 
 	"github.com/spf13/afero"
 
+	"github.com/rocketstore/rocketstore/backend"
 	"github.com/rocketstore/rocketstore/backend/memfs"
 	"github.com/rocketstore/rocketstore/engine"
 	"github.com/rocketstore/rocketstore/internal/hooks"
@@ -147,7 +148,8 @@ func TestDamagedLastRecordKeepsItsQueueOffset(t *testing.T) {
 // marker) nothing can be torn, so a damaged last record is damage: logged
 // at ERROR, kept on disk and skipped, its queue offset kept; the next put
 // goes after it. It used to be cut off as a torn write, with a WARN, and
-// its queue offset given to the next message.
+// its queue offset given to the next message; the broken variant (hooks
+// TornSyncedTail) does that again and must be caught.
 func TestDamagedLastRecordAfterCleanStop(t *testing.T) {
 	afs := afero.NewMemMapFs()
 	var logs bytes.Buffer
@@ -172,30 +174,50 @@ func TestDamagedLastRecordAfterCleanStop(t *testing.T) {
 	rec := readAt(t, afs, fmt.Sprintf("commitlog/%020d", 0), victim.WroteOffset, int(victim.WroteBytes))
 	writeAt(t, afs, fmt.Sprintf("commitlog/%020d", 0), victim.WroteOffset+int64(bytes.Index(rec, []byte("message 2"))), []byte("M"))
 
-	s, err = engine.Open(memfs.New(afs), cfg)
+	for _, broken := range []bool{false, true} {
+		logs.Reset()
+		cfg := cfg
+		hooks.EngineOf(&cfg).TornSyncedTail = broken
+		err := damagedTailKept(t, memfs.New(copyFs(t, afs)), cfg, victim, &logs)
+		t.Logf("TornSyncedTail=%v: %v", broken, err)
+		switch {
+		case broken && err == nil:
+			t.Fatal("with the damaged last record cut off as torn, the test still passed: it proves nothing")
+		case !broken && err != nil:
+			t.Fatal(err)
+		}
+	}
+}
+
+// damagedTailKept opens the store whose last record, victim, is damaged
+// and reports the first way it fails to keep it as damage.
+func damagedTailKept(t *testing.T, fs backend.FS, cfg engine.Config, victim engine.PutResult, logs *bytes.Buffer) error {
+	t.Helper()
+	s, err := engine.Open(fs, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	if d := s.Recovery().Damaged; len(d) != 1 || d[0].Offset != victim.WroteOffset || d[0].End != victim.WroteOffset+int64(victim.WroteBytes) {
-		t.Fatalf("recovery found damage %+v, want the record at [%d, %d)", d, victim.WroteOffset, victim.WroteOffset+int64(victim.WroteBytes))
+	victimEnd := victim.WroteOffset + int64(victim.WroteBytes)
+	if d := s.Recovery().Damaged; len(d) != 1 || d[0].Offset != victim.WroteOffset || d[0].End != victimEnd {
+		return fmt.Errorf("recovery found damage %+v, want the record at [%d, %d)", d, victim.WroteOffset, victimEnd)
 	}
-	if got := s.CommitLog().MaxOffset(); got != victim.WroteOffset+int64(victim.WroteBytes) {
-		t.Fatalf("the CommitLog ends at %d, want %d (the damaged record kept)", got, victim.WroteOffset+int64(victim.WroteBytes))
+	if got := s.CommitLog().MaxOffset(); got != victimEnd {
+		return fmt.Errorf("the CommitLog ends at %d, want %d (the damaged record kept)", got, victimEnd)
 	}
 	if !strings.Contains(logs.String(), "level=ERROR") {
-		t.Fatalf("no ERROR logged:\n%s", logs.String())
+		return fmt.Errorf("no ERROR logged:\n%s", logs.String())
 	}
 	if h := s.Health(); h.DamagedRecords != 1 {
-		t.Fatalf("health: %d damaged records, want 1", h.DamagedRecords)
+		return fmt.Errorf("health: %d damaged records, want 1", h.DamagedRecords)
 	}
 	res, err := s.Put(context.Background(), &engine.Message{Topic: "T", Body: []byte("after the restart")})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.QueueOffset != victim.QueueOffset+1 || res.WroteOffset != victim.WroteOffset+int64(victim.WroteBytes) {
-		t.Fatalf("put after the restart at queue offset %d, commitlog offset %d; want %d, %d",
-			res.QueueOffset, res.WroteOffset, victim.QueueOffset+1, victim.WroteOffset+int64(victim.WroteBytes))
+	if res.QueueOffset != victim.QueueOffset+1 || res.WroteOffset != victimEnd {
+		return fmt.Errorf("put after the restart at queue offset %d, commitlog offset %d; want %d, %d",
+			res.QueueOffset, res.WroteOffset, victim.QueueOffset+1, victimEnd)
 	}
 	if _, err := engineops.Of(s).Dispatch(); err != nil {
 		t.Fatal(err)
@@ -210,6 +232,7 @@ func TestDamagedLastRecordAfterCleanStop(t *testing.T) {
 		got = append(got, recordBody(m.Record))
 	}
 	if want := []string{"message 0", "message 1", "after the restart"}; !slices.Equal(got, want) || r.NextBeginOffset != 4 {
-		t.Fatalf("consumer got %q, next %d; want %q, 4", got, r.NextBeginOffset, want)
+		return fmt.Errorf("consumer got %q, next %d; want %q, 4", got, r.NextBeginOffset, want)
 	}
+	return nil
 }

@@ -69,7 +69,7 @@ func (s *Store) onDamage(files []*mappedFile, i int, pos int64, cause error) (re
 	off := mf.fileFromOffset + pos
 	if !ok {
 		end, synced := s.syncedTail(mf, pos)
-		if !synced || errors.Is(cause, record.ErrNoRecord) {
+		if !synced || errors.Is(cause, record.ErrNoRecord) || s.cfg.hooks.TornSyncedTail {
 			// The end of the data, or a tail torn by the crash.
 			return 0, true, nil
 		}

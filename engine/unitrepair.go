@@ -126,10 +126,19 @@ func (s *Store) repairUnits(cq *consumeQueue, k int64) error {
 		r.lostCount.Add(int64(len(lost)))
 	}
 	cause := fmt.Errorf("%w: %s/%d queue offsets [%d, %d)", errUnitMismatch, cq.topic, cq.queueID, lo+1, hi)
-	r.log.failed(s.cfg.Logger, "consume queue: units do not match their commitlog records; never served, rewritten from the commitlog",
-		errors.Join(cause, err), "topic", cq.topic, "queueId", cq.queueID, "from", lo+1, "to", hi,
-		"repaired", len(found), "lost", len(lost), "commitlogFrom", from, "commitlogTo", to)
-	return err
+	const msg = "consume queue: units do not match their commitlog records; never served, rewritten from the commitlog"
+	args := []any{"topic", cq.topic, "queueId", cq.queueID, "from", lo + 1, "to", hi,
+		"repaired", len(found), "lost", len(lost), "commitlogFrom", from, "commitlogTo", to}
+	if err != nil {
+		// A rewrite that fails (a full disk) is tried again by the next
+		// pull of the range: one line a fault interval.
+		r.log.failed(s.cfg.Logger, msg, errors.Join(cause, err), args...)
+		return err
+	}
+	// A range rewritten is damage found once: every one is logged, so
+	// that damage in one queue never silences another's.
+	s.cfg.Logger.Error(msg, append(args, "err", cause)...)
+	return nil
 }
 
 // rewriteUnitsFrom scans the CommitLog records in [from, to) for those of

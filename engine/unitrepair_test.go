@@ -186,8 +186,12 @@ func TestDamagedUnitsRepairedOnRead(t *testing.T) {
 		if h.UnitMismatches != 6 || h.UnitsRepaired != 6 || h.UnitsLost != 0 {
 			t.Fatalf("health: %d mismatches, %d repaired, %d lost; want 6, 6, 0", h.UnitMismatches, h.UnitsRepaired, h.UnitsLost)
 		}
-		if !strings.Contains(logs.String(), "level=ERROR") || !strings.Contains(logs.String(), "do not match") {
-			t.Fatalf("no ERROR logged for the damaged units:\n%s", logs.String())
+		// Each damaged range is logged, the second queue's as well as the
+		// first's: damage in one queue does not silence another's.
+		for _, where := range []string{"queueId=1 from=500 to=501", "queueId=3 from=200 to=205"} {
+			if !errorLineWith(logs.String(), "do not match", where) {
+				t.Fatalf("no ERROR logged for the damaged units of T (%s):\n%s", where, logs.String())
+			}
 		}
 		// The repair is on disk: the units are those of an intact store.
 		want := storeWithQueues(t, cfg)
@@ -198,6 +202,21 @@ func TestDamagedUnitsRepairedOnRead(t *testing.T) {
 			}
 		}
 	}
+}
+
+// errorLineWith reports whether logs has an ERROR line holding every one
+// of parts.
+func errorLineWith(logs string, parts ...string) bool {
+	for _, line := range strings.Split(logs, "\n") {
+		ok := strings.Contains(line, "level=ERROR")
+		for _, p := range parts {
+			ok = ok && strings.Contains(line, p)
+		}
+		if ok {
+			return true
+		}
+	}
+	return false
 }
 
 // copyFs copies every file of src into a new in-memory file system.

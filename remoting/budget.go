@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -20,13 +21,28 @@ const (
 	// classLarge: a larger frame on a known connection (one that sent a
 	// valid request before).
 	classLarge
-	// classStranger: a larger frame on a connection that has sent no valid
-	// request yet; these share Options.StrangerReceiveBytes.
+	// classStranger: a frame still arriving on a connection that has sent
+	// no valid request yet, larger than the connection's share (a large
+	// frame, or a small one whose bytes are not all read); these share
+	// Options.StrangerReceiveBytes.
 	classStranger
+	// classShare: a frame whose payload the connection has already read
+	// (a request sent in one write), within the connection's share
+	// (connShare bytes held at once). It never waits: its bytes are in
+	// the server's memory already, so peers that stall inside frames,
+	// however many, cannot keep a well-behaved client's requests out.
+	classShare
 	numClasses
 )
 
-var classNames = [numClasses]string{"small", "large", "stranger"}
+var classNames = [numClasses]string{"small", "large", "stranger", "share"}
+
+// connShare is what each connection may hold in classShare frames: the
+// size of its read buffer, so that a frame found whole in it always fits.
+const connShare = readBufferSize
+
+// readBufferSize is the size of a server connection's read buffer.
+const readBufferSize = 16 << 10
 
 // byteBudget caps the bytes a server holds in incoming frames, across all
 // its connections: the payload buffers of frames being received and of
@@ -62,6 +78,9 @@ type budgetWaiter struct {
 type charge struct {
 	n     int64
 	class frameClass
+	// share is the connection's count of classShare bytes, which the
+	// release lowers; nil for other classes.
+	share *atomic.Int64
 }
 
 // newByteBudget returns the budget of a server with options o (defaults
@@ -73,19 +92,28 @@ func newByteBudget(o Options) *byteBudget {
 }
 
 // classOf returns the class of a frame of n payload bytes on a connection
-// that has (known) or has not sent a valid request.
-func (b *byteBudget) classOf(n int, known bool) frameClass {
+// that has (known) or has not sent a valid request, and whose payload has
+// (read) or has not all been read yet with room for it in the
+// connection's share (see classShare).
+func (b *byteBudget) classOf(n int, known, read bool) frameClass {
 	switch {
-	case b == nil || n <= b.largeFrame:
+	case b == nil:
 		return classSmall
-	case known:
-		return classLarge
+	case read:
+		return classShare
+	case !known:
+		return classStranger
+	case n <= b.largeFrame:
+		return classSmall
 	}
-	return classStranger
+	return classLarge
 }
 
 // fitsLocked reports whether n more bytes of class k stay within the caps.
 func (b *byteBudget) fitsLocked(k frameClass, n int64) bool {
+	if k == classShare {
+		return true // bounded by connShare a connection, not by max
+	}
 	if b.used+n > b.max {
 		return false
 	}
@@ -136,7 +164,7 @@ func (b *byteBudget) acquire(ctx context.Context, k frameClass, n int64) error {
 	defer b.mu.Unlock()
 	select {
 	case <-w.ready: // granted while we gave up: hand it back
-		b.releaseLocked(charge{n, k})
+		b.releaseLocked(charge{n: n, class: k})
 	default:
 		q := b.waiters[k]
 		for i, x := range q {
@@ -161,6 +189,9 @@ func (b *byteBudget) release(c charge) {
 }
 
 func (b *byteBudget) releaseLocked(c charge) {
+	if c.share != nil {
+		c.share.Add(-c.n)
+	}
 	b.used -= c.n
 	b.held[c.class] -= c.n
 	b.grantLocked()
@@ -224,22 +255,22 @@ func readPayloadBudget(ctx context.Context, r io.Reader, maxFrameSize int, budge
 			if errors.Is(err, io.EOF) {
 				err = io.ErrUnexpectedEOF
 			}
-			budget.release(charge{int64(len(buf)), k})
+			budget.release(charge{n: int64(len(buf)), class: k})
 			return nil, charge{}, err
 		}
 		if got == n {
-			return buf, charge{int64(len(buf)), k}, nil
+			return buf, charge{n: int64(len(buf)), class: k}, nil
 		}
 		// Both buffers are live during the copy: charge the new one
 		// before allocating it, release the old one after.
 		next := min(2*len(buf), n)
 		if err := budget.acquire(ctx, k, int64(next)); err != nil {
-			budget.release(charge{int64(len(buf)), k})
+			budget.release(charge{n: int64(len(buf)), class: k})
 			return nil, charge{}, err
 		}
 		grown := make([]byte, next)
 		copy(grown, buf[:got])
-		budget.release(charge{int64(len(buf)), k})
+		budget.release(charge{n: int64(len(buf)), class: k})
 		buf = grown
 	}
 }

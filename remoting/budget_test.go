@@ -33,7 +33,7 @@ func TestByteBudgetFIFOAndTimeout(t *testing.T) {
 	if got := b.inUse(); got != 80 || len(order) != 0 {
 		t.Fatalf("in use %d, %d granted while both wait; want 80, none (10 fits but queues behind 50)", got, len(order))
 	}
-	b.release(charge{80, classSmall})
+	b.release(charge{n: 80, class: classSmall})
 	wg.Wait()
 	// Nothing fits now beyond 40: a wait for 50 times out with the sentinel
 	// and leaves the count unchanged.

@@ -71,6 +71,9 @@ type Conn struct {
 	// known: the peer sent a valid request; only then may its large
 	// frames use the known clients' share of the budget. Read loop only.
 	known bool
+	// shareHeld is what this connection's classShare frames hold of the
+	// receive budget (at most connShare).
+	shareHeld atomic.Int64
 	// frameStart is when the frame being read began to wait on the socket
 	// (Options.Clock, Unix ns), 0 between frames and while the frame is
 	// whole in the read buffer; the server's reaper closes the connection
@@ -255,7 +258,7 @@ func (c *Conn) readLoop() error {
 	if r := newRawReader(c.nc); r != nil {
 		rd = r // rawio.go: reads the runtime does not see as syscalls
 	}
-	br := bufio.NewReaderSize(rd, 16<<10)
+	br := bufio.NewReaderSize(rd, readBufferSize)
 	for {
 		if c.draining.Load() {
 			return nil
@@ -307,7 +310,8 @@ func (c *Conn) readLoop() error {
 // budget its payload holds.
 func (c *Conn) readCommand(br *bufio.Reader) (*RemotingCommand, charge, error) {
 	start := func(n int) frameClass {
-		if br.Buffered() < n && c.budget != nil {
+		read := br.Buffered() >= n
+		if !read && c.budget != nil {
 			// The rest must come from the socket: from now on the frame
 			// holds budget while it waits, which FrameTimeout bounds.
 			c.frameStart.Store(c.opts.Clock.Now().UnixNano())
@@ -315,9 +319,13 @@ func (c *Conn) readCommand(br *bufio.Reader) (*RemotingCommand, charge, error) {
 				c.opts.onFrameStart()
 			}
 		}
-		return c.budget.classOf(n, c.known)
+		return c.budget.classOf(n, c.known, read && c.shareHeld.Load()+int64(n) <= connShare)
 	}
 	payload, charged, err := readPayloadBudget(c.ctx, br, c.opts.MaxFrameSize, c.budget, start)
+	if err == nil && charged.class == classShare {
+		c.shareHeld.Add(charged.n)
+		charged.share = &c.shareHeld
+	}
 	if err != nil {
 		if cerr := c.Err(); cerr != nil && errors.Is(cerr, ErrFrameTimeout) {
 			return nil, charge{}, cerr // the reaper closed the socket under the read

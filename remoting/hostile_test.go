@@ -131,12 +131,32 @@ func TestByteBudgetClasses(t *testing.T) {
 		LargeFrameSize: 10, ReceiveBudgetWait: time.Millisecond}.withDefaults()
 	b := newByteBudget(o)
 	ctx := context.Background()
-	if got := b.classOf(10, false); got != classSmall {
-		t.Fatalf("class of a 10-byte frame: %s", classNames[got])
+	for _, c := range []struct {
+		n           int
+		known, read bool
+		want        frameClass
+	}{
+		{10, true, false, classSmall},
+		{11, true, false, classLarge},
+		{10, false, false, classStranger}, // a stranger's frame still arriving
+		{11, false, false, classStranger},
+		{10, false, true, classShare}, // read whole: in memory already
+		{10, true, true, classShare},
+	} {
+		if got := b.classOf(c.n, c.known, c.read); got != c.want {
+			t.Fatalf("class of a %d-byte frame (known %v, read %v): %s, want %s", c.n, c.known, c.read, classNames[got], classNames[c.want])
+		}
 	}
-	if got, want := b.classOf(11, false), classStranger; got != want {
-		t.Fatalf("class of a stranger's 11-byte frame: %s", classNames[got])
+	// A frame read whole never waits, even with the budget all in use.
+	full := charge{n: 1000, class: classSmall}
+	if err := b.acquire(ctx, full.class, full.n); err != nil {
+		t.Fatal(err)
 	}
+	if err := b.acquire(ctx, classShare, 10); err != nil {
+		t.Fatalf("a frame read whole waited for budget: %v", err)
+	}
+	b.release(charge{n: 10, class: classShare})
+	b.release(full)
 	for range 3 {
 		if err := b.acquire(ctx, classStranger, 100); err != nil {
 			t.Fatal(err)
@@ -161,7 +181,7 @@ func TestByteBudgetClasses(t *testing.T) {
 	if err := b.acquire(ctx, classSmall, 1); !errors.Is(err, ErrReceiveBudget) {
 		t.Fatalf("beyond MaxReceiveBytes: %v", err)
 	}
-	b.release(charge{100, classStranger})
+	b.release(charge{n: 100, class: classStranger})
 	if err := b.acquire(ctx, classLarge, 100); err != nil {
 		t.Fatalf("a known large frame after a stranger's released: %v", err)
 	}

@@ -59,10 +59,12 @@ type Options struct {
 	// may hold. 0 means a quarter of MaxReceiveBytes, but no more than
 	// leaves twice MaxFrameSize for large frames.
 	SmallFrameReserve int64
-	// StrangerReceiveBytes caps the bytes large frames hold on connections
-	// that have not yet sent a valid request, so that unknown peers cannot
-	// keep known clients' large frames out. At least twice MaxFrameSize;
-	// 0 means that.
+	// StrangerReceiveBytes caps the bytes frames still arriving hold on
+	// connections that have not yet sent a valid request, whatever their
+	// size, so that unknown peers cannot keep known clients' frames out. (A
+	// frame that arrived whole with the bytes its connection already read
+	// never waits: see the read buffer's share in budget.go.) At least
+	// twice MaxFrameSize; 0 means that.
 	StrangerReceiveBytes int64
 	// FrameTimeout closes a server connection whose peer stalls inside a
 	// frame: once a frame's length has arrived, the rest must follow within

@@ -187,6 +187,15 @@ func (s *Server) sleep(d time.Duration) bool {
 	}
 }
 
+// floodOverBelow is the number of open connections under which a flood
+// that reached maxConns is over: a tenth of the limit below it (at least
+// one connection), so that a flood holding the server at the limit while
+// some of its connections close and others take their places is logged as
+// one flood, not as an end and a new start each time a slot frees.
+func floodOverBelow(maxConns int) int {
+	return max(maxConns-max(maxConns/10, 1), 1)
+}
+
 func (s *Server) startConn(nc net.Conn) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -201,7 +210,7 @@ func (s *Server) startConn(nc net.Conn) {
 		_ = nc.Close()
 		return
 	}
-	if s.refusals.Failing() {
+	if s.refusals.Failing() && len(s.mu.conns) < floodOverBelow(s.opts.MaxConns) {
 		s.refusals.Resumed("remoting: connection flood over; accepting again", "open", len(s.mu.conns), "max", s.opts.MaxConns)
 	}
 	c := newConn(s.ctx, s.nextID.Add(1), nc, s.handler, s.opts, &s.stats, s.budget)

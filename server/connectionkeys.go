@@ -17,7 +17,7 @@ import (
 //	serverReceiveBudgetWaitMillis: 5000   # a frame waits this long for receive budget, then its connection is closed
 //	serverLargeFrameSize: 1048576         # frames over this are large
 //	serverSmallFrameReserve: 33554432     # budget only small frames may hold (default a quarter of serverMaxReceiveBytes)
-//	serverStrangerReceiveBytes: 33554432  # budget large frames of connections without a valid request may hold (default 2 × serverSocketMaxFrameSize)
+//	serverStrangerReceiveBytes: 33554432  # budget frames still arriving on connections without a valid request may hold (default 2 × serverSocketMaxFrameSize)
 //	serverFrameTimeoutMillis: 30000       # the rest of a started frame must arrive within this
 //	serverMaxConcurrentRequestsPerConnection: 64 # handlers of one connection; beyond, it is not read
 //	serverWriteTimeoutMillis: 30000       # a socket write blocked this long closes the connection

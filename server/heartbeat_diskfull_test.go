@@ -119,3 +119,52 @@ func TestHeartbeatRefusedOnFullDiskIsLogged(t *testing.T) {
 		t.Fatalf("the end of the fault is not logged:\n%s", logs.String())
 	}
 }
+
+// A send whose topic the broker would create is refused when topics.json
+// cannot be written (a full disk): the producer gets SYSTEM_ERROR naming
+// the cause, and the server logs it at ERROR, once while it repeats, then
+// once when such topics are saved again. It used to be logged nowhere.
+func TestTopicNotCreatedOnFullDiskIsLogged(t *testing.T) {
+	var full atomic.Bool
+	fs := memfs.New(fullConfigFs{Fs: afero.NewMemMapFs(), full: &full})
+	logs := &lockedBuffer{}
+	b, err := broker.Open(fs, broker.Config{Store: engine.Config{CommitLogFileSize: 1 << 20, ConsumeQueueUnits: 1000,
+		Logger: slog.New(slog.NewTextHandler(logs, nil))}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	s, err := server.New(b, server.Config{Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = s.Shutdown(ctx)
+	}()
+	a, err := s.Listen("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &env{t: t, b: b, s: s, adr: a.String()}
+	e.cl = e.dial(nil)
+	defer e.cl.Close()
+
+	full.Store(true)
+	for i := range 5 {
+		resp := e.send("NewTopic-"+strconv.Itoa(i), 0, "body", "")
+		if resp.Code != remoting.CodeSystemError || !strings.Contains(resp.Remark, "no space left on device") {
+			t.Fatalf("send creating a topic on a full disk: code %d remark %q, want SYSTEM_ERROR naming ENOSPC", resp.Code, resp.Remark)
+		}
+	}
+	if n := strings.Count(logs.String(), "send refused: the topic it creates could not be saved"); n != 1 ||
+		!strings.Contains(logs.String(), "level=ERROR") || !strings.Contains(logs.String(), "topic=NewTopic-0") {
+		t.Fatalf("%d log lines for 5 refused sends, want 1 at ERROR naming the topic:\n%s", n, logs.String())
+	}
+	full.Store(false)
+	wantCode(t, e.send("NewTopic-5", 0, "body", ""), remoting.CodeSuccess)
+	if !strings.Contains(logs.String(), "topics created by sends are saved again") || !strings.Contains(logs.String(), "failures=5") {
+		t.Fatalf("the end of the fault is not logged:\n%s", logs.String())
+	}
+}

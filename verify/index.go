@@ -77,6 +77,7 @@ func (c *checker) checkIndexFile(name string) {
 		return
 	}
 	base := indexHeaderSize + slots*4
+	c.checkIndexSlots(name, seg, slots, count, base)
 	for i := int64(1); i < count; i++ {
 		pos := base + i*indexItemSize
 		phy := int64(binary.BigEndian.Uint64(seg.View(pos+4, 8)))
@@ -99,4 +100,37 @@ func (c *checker) recordStartsAt(off int64) bool {
 	pos := off - f.from
 	_, err := record.Check(f.seg.View(pos, c.log.files.size-pos), off, false)
 	return err == nil
+}
+
+// checkIndexSlots checks the hash slots of an IndexFile: each is 0 (no
+// key) or heads the chain of its keys, an item written (at most
+// indexCount: a put killed between its slot and header writes leaves the
+// slot at the item the header does not count yet) whose key hash falls in
+// that slot. Garbage there hides the keys of those chains; it is reported
+// once a file, with the number of such slots and the first.
+func (c *checker) checkIndexSlots(name string, seg backend.Segment, slots, count, base int64) {
+	items := slots * indexSlotsPerItem
+	bad, first, firstItem := 0, int64(-1), int64(0)
+	for s := range slots {
+		v := int64(int32(binary.BigEndian.Uint32(seg.View(indexHeaderSize+s*4, 4))))
+		if v == 0 {
+			continue
+		}
+		ok := v >= 1 && v <= count && v < items
+		if ok {
+			hash := int64(int32(binary.BigEndian.Uint32(seg.View(base+v*indexItemSize, 4))))
+			ok = hash%slots == s
+		}
+		if !ok {
+			if bad == 0 {
+				first, firstItem = s, v
+			}
+			bad++
+		}
+	}
+	if bad > 0 {
+		c.violation(KindIndex, name, indexHeaderSize+first*4,
+			"%d hash slots hold no item of their keys (the first, slot %d, holds item %d of %d): the keys of their chains cannot be found",
+			bad, first, firstItem, count-1)
+	}
 }

@@ -92,7 +92,8 @@ func openFile(fs backend.FS, name string, hashSlotNum, indexNum int) (*File, err
 // check reports an error naming what is wrong when the file holds
 // garbage: a header whose fields contradict each other, or an entry
 // pointing outside the file's CommitLog range, at an item after itself,
-// or before the file's first timestamp. A zero header (a file created
+// or before the file's first timestamp, or a hash slot that heads no chain
+// of its keys. A zero header (a file created
 // just before a crash) is an empty file, not garbage. It reads the items
 // written, not the CommitLog.
 func (f *File) check() error {
@@ -119,6 +120,21 @@ func (f *File) check() error {
 		if phy < h.beginPhyOffset || phy > h.endPhyOffset || diff < 0 || prev < 0 || prev >= i {
 			return fmt.Errorf("%w: %s: item %d (commitlog offset %d, time diff %d, previous item %d) outside the file's range %d..%d",
 				ErrCorrupt, f.name, i, phy, diff, prev, h.beginPhyOffset, h.endPhyOffset)
+		}
+	}
+	// Each hash slot is empty or heads its keys' chain: an item written
+	// (at most indexCount: a put killed between its slot and header
+	// writes leaves the slot at the item the header does not count yet)
+	// whose key hash falls in that slot. Garbage there hides the keys of
+	// those chains.
+	for s := range f.hashSlotNum {
+		v := f.readInt(headerSize + int64(s)*slotSize)
+		if v == invalidIndex {
+			continue
+		}
+		if v < firstIndex || v > h.indexCount || int(v) >= f.indexNum ||
+			int(f.readInt(f.itemPos(v)+itemOffKeyHash))%f.hashSlotNum != s {
+			return fmt.Errorf("%w: %s: hash slot %d holds item %d, not one of its keys' (%d items)", ErrCorrupt, f.name, s, v, h.indexCount-1)
 		}
 	}
 	return nil

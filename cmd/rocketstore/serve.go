@@ -59,7 +59,8 @@ off by default and on loopback only (a bare port binds 127.0.0.1); e.g.
 go tool pprof -top http://127.0.0.1:6060/debug/pprof/profile?seconds=10
 
 The Go garbage collector runs with GOGC=400 unless the GOGC environment variable
-is set (a broker's live heap is small; see BENCHMARKS.md).
+is set (a broker's live heap is small; see BENCHMARKS.md), and a soft memory limit of
+serverMaxReceiveBytes plus 128 MiB unless GOMEMLIMIT is set.
 
 SIGINT or SIGTERM shuts down gracefully: held pulls are answered, running requests
 finish, consumer offsets are persisted and the store is flushed and closed.`,
@@ -102,6 +103,8 @@ finish, consumer offsets are persisted and the store is flushed and closed.`,
 				defer stopPprof()
 			}
 			applyOpenFileLimit(&nc, logger) // serve_fdlimit.go
+			// The heap's soft limit follows the receive budget (serve_gc.go).
+			setServeMemoryLimit(nc.Server.Remoting.MaxReceiveBytes)
 			nc.Broker.Store.Logger = logger
 			var metrics *prom.Metrics
 			if metricsAddr != "" {

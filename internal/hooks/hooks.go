@@ -86,6 +86,11 @@ type Engine struct {
 	// its minimum steps over units that are not units, and damaged units
 	// are found only when read.
 	NoStartupUnitCheck bool
+	// TornSyncedTail cuts off a damaged last CommitLog record with no
+	// intact record after it as a torn write even when it was synced
+	// (before a clean stop, or before the checkpoint's time), as
+	// RocketMQ's recovery does, dropping an acknowledged message.
+	TornSyncedTail bool
 }
 
 // Broker holds the broker's switches; a Broker keeps them in an unexported
