@@ -36,7 +36,10 @@ type Handle struct {
 
 // String returns the handle's text form.
 func (h Handle) String() string {
-	b := make([]byte, 0, 64+len(h.BrokerName))
+	// Built on the stack, so that the string is the one allocation
+	// (one for each delivered message).
+	var buf [128]byte
+	b := buf[:0]
 	b = strconv.AppendInt(b, h.CkOffset, 10)
 	b = append(b, ' ')
 	b = strconv.AppendInt(b, h.PopTime, 10)
@@ -79,24 +82,75 @@ func ParseHandle(s string) (Handle, error) {
 		return Handle{}, fmt.Errorf("%w: %d fields in %q, want 8 or 9", ErrBadHandle, n, s)
 	}
 	var h Handle
-	var bad []string
-	num := func(name, v string, bits int) int64 {
-		n, err := strconv.ParseInt(v, 10, bits)
-		if err != nil {
-			bad = append(bad, name+" "+strconv.Quote(v))
-		}
-		return n
+	ok := decimal(f[0], 64, &h.CkOffset) && decimal(f[1], 64, &h.PopTime) &&
+		decimal(f[2], 64, &h.InvisibleTime) && decimal32(f[3], &h.ReviveQueueID) &&
+		decimal32(f[6], &h.QueueID) && decimal(f[7], 64, &h.Offset) && decimal(f[8], 64, &h.CommitLogOffset)
+	if !ok {
+		return Handle{}, badNumbers(s, &f)
 	}
-	h.CkOffset = num("ckQueueOffset", f[0], 64)
-	h.PopTime = num("popTime", f[1], 64)
-	h.InvisibleTime = num("invisibleTime", f[2], 64)
-	h.ReviveQueueID = int32(num("reviveQueueId", f[3], 32))
 	h.TopicType, h.BrokerName = f[4], f[5]
-	h.QueueID = int32(num("queueId", f[6], 32))
-	h.Offset = num("queueOffset", f[7], 64)
-	h.CommitLogOffset = num("commitLogOffset", f[8], 64)
-	if len(bad) > 0 {
-		return Handle{}, fmt.Errorf("%w: %s in %q", ErrBadHandle, strings.Join(bad, ", "), s)
-	}
 	return h, nil
+}
+
+// decimal sets *v to the decimal number s of bits bits and reports
+// whether s is one, as strconv.ParseInt(s, 10, bits) would: without its
+// error value on the path of every ack, a handle's numbers being short.
+func decimal(s string, bits int, v *int64) bool {
+	if len(s) == 0 || len(s) > 18 {
+		n, err := strconv.ParseInt(s, 10, bits)
+		*v = n
+		return err == nil
+	}
+	neg := s[0] == '-'
+	digits := s
+	if neg || s[0] == '+' {
+		digits = s[1:]
+		if digits == "" {
+			return false
+		}
+	}
+	var u uint64 // below 10^18: no overflow
+	for i := 0; i < len(digits); i++ {
+		c := digits[i] - '0'
+		if c > 9 {
+			return false
+		}
+		u = u*10 + uint64(c)
+	}
+	if limit := uint64(1) << (bits - 1); u > limit || (u == limit && !neg) {
+		return false
+	}
+	*v = int64(u)
+	if neg {
+		*v = -*v
+	}
+	return true
+}
+
+// decimal32 is decimal for an int32.
+func decimal32(s string, v *int32) bool {
+	var n int64
+	ok := decimal(s, 32, &n)
+	*v = int32(n)
+	return ok
+}
+
+// badNumbers is the error of a handle whose fields f do not all hold
+// the numbers they must: it names each bad one.
+func badNumbers(s string, f *[9]string) error {
+	var bad []string
+	for i, name := range [...]string{0: "ckQueueOffset", 1: "popTime", 2: "invisibleTime", 3: "reviveQueueId",
+		6: "queueId", 7: "queueOffset", 8: "commitLogOffset"} {
+		if name == "" {
+			continue // topicType, brokerName: any text
+		}
+		bits := 64
+		if i == 3 || i == 6 {
+			bits = 32
+		}
+		if _, err := strconv.ParseInt(f[i], 10, bits); err != nil {
+			bad = append(bad, name+" "+strconv.Quote(f[i]))
+		}
+	}
+	return fmt.Errorf("%w: %s in %q", ErrBadHandle, strings.Join(bad, ", "), s)
 }

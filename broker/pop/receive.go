@@ -161,7 +161,11 @@ func (s *Service) receiveOnce(ctx context.Context, req *ReceiveRequest) ([]Messa
 		}
 		q := s.queue(queueKey{req.Group, req.Topic, qid})
 		ms, err := s.receiveQueue(ctx, q, req, req.Max-len(out))
-		out = append(out, ms...)
+		if out == nil {
+			out = ms // one queue: no copy
+		} else {
+			out = append(out, ms...)
+		}
 		if err != nil {
 			return out, err
 		}
@@ -187,7 +191,13 @@ func (s *Service) receiveQueue(ctx context.Context, q *queueState, req *ReceiveR
 	if err := s.reviveQueueLocked(ctx, q, now); err != nil {
 		s.reviveFailed(err)
 	}
-	maxAttempts := int32(s.cfg.MaxDeliveryAttempts(q.key.group))
+	// The group's maxDeliveryAttempts matters only for entries that may
+	// be delivered again: a queue with nothing due (the steady state of
+	// a consumer that acks) does not look the group up.
+	maxAttempts := int32(math.MaxInt32)
+	if (req.FIFO && len(q.entries) > 0) || q.dueBy(now) {
+		maxAttempts = int32(s.cfg.MaxDeliveryAttempts(q.key.group))
+	}
 	// Pop and pulls share the group's consumer offset; the furthest of
 	// it and pop's own position wins (PopMessageProcessor.getPopOffset).
 	committed := int64(-1)
@@ -208,7 +218,11 @@ func (s *Service) receiveQueue(ctx context.Context, q *queueState, req *ReceiveR
 		if err != nil {
 			return nil, err
 		}
-		picks = append(picks, fresh...)
+		if picks == nil {
+			picks = fresh
+		} else {
+			picks = append(picks, fresh...)
+		}
 	}
 	if len(picks) == 0 && len(held) == 0 && end == start {
 		return nil, nil
