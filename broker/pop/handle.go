@@ -65,6 +65,15 @@ func (h Handle) Deadline() int64 { return h.PopTime + h.InvisibleTime }
 
 // ParseHandle parses a handle's text form (eight or nine fields).
 func ParseHandle(s string) (Handle, error) {
+	if h, ok := parseHandleFast(s); ok {
+		return h, nil
+	}
+	return parseHandleFields(s)
+}
+
+// parseHandleFields is ParseHandle's general path: it splits the
+// fields, then reads them, naming each bad one.
+func parseHandleFields(s string) (Handle, error) {
 	f := [9]string{8: "-1"}
 	rest, n := s, 0
 	for ; n < len(f) && rest != ""; n++ {
@@ -153,4 +162,97 @@ func badNumbers(s string, f *[9]string) error {
 		}
 	}
 	return fmt.Errorf("%w: %s in %q", ErrBadHandle, strings.Join(bad, ", "), s)
+}
+
+// parseHandleFast parses, in one pass, a handle as String writes it
+// (numbers of at most 18 digits, single spaces, eight or nine fields),
+// which is what every ack brings; ok is false for anything else, which
+// ParseHandle's general path then reads or refuses.
+func parseHandleFast(s string) (h Handle, ok bool) {
+	i := 0
+	var q int64
+	if h.CkOffset, i, ok = scanDecimal(s, i, 64); !ok || !space(s, &i) {
+		return Handle{}, false
+	}
+	if h.PopTime, i, ok = scanDecimal(s, i, 64); !ok || !space(s, &i) {
+		return Handle{}, false
+	}
+	if h.InvisibleTime, i, ok = scanDecimal(s, i, 64); !ok || !space(s, &i) {
+		return Handle{}, false
+	}
+	if q, i, ok = scanDecimal(s, i, 32); !ok || !space(s, &i) {
+		return Handle{}, false
+	}
+	h.ReviveQueueID = int32(q)
+	if h.TopicType, i = scanText(s, i); !space(s, &i) {
+		return Handle{}, false
+	}
+	if h.BrokerName, i = scanText(s, i); !space(s, &i) {
+		return Handle{}, false
+	}
+	if q, i, ok = scanDecimal(s, i, 32); !ok || !space(s, &i) {
+		return Handle{}, false
+	}
+	h.QueueID = int32(q)
+	if h.Offset, i, ok = scanDecimal(s, i, 64); !ok {
+		return Handle{}, false
+	}
+	if i == len(s) {
+		h.CommitLogOffset = -1 // eight fields
+		return h, true
+	}
+	if !space(s, &i) {
+		return Handle{}, false
+	}
+	if h.CommitLogOffset, i, ok = scanDecimal(s, i, 64); !ok || i != len(s) {
+		return Handle{}, false
+	}
+	return h, true
+}
+
+// space consumes the single space at s[*i].
+func space(s string, i *int) bool {
+	if *i < len(s) && s[*i] == ' ' {
+		*i++
+		return true
+	}
+	return false
+}
+
+// scanText returns the text from i to the next space (or the end).
+func scanText(s string, i int) (string, int) {
+	j := i
+	for j < len(s) && s[j] != ' ' {
+		j++
+	}
+	return s[i:j], j
+}
+
+// scanDecimal reads an optional '-' and 1 to 18 digits from i, a
+// number of bits bits, and returns it and the index after it.
+func scanDecimal(s string, i, bits int) (int64, int, bool) {
+	neg := i < len(s) && s[i] == '-'
+	if neg {
+		i++
+	}
+	var u uint64
+	start := i
+	for i < len(s) && s[i] != ' ' {
+		c := s[i] - '0'
+		if c > 9 || i-start == 18 {
+			return 0, i, false
+		}
+		u = u*10 + uint64(c)
+		i++
+	}
+	if i == start {
+		return 0, i, false
+	}
+	if limit := uint64(1) << (bits - 1); u > limit || (u == limit && !neg) {
+		return 0, i, false
+	}
+	if neg {
+		return -int64(u), i, true
+	}
+	return int64(u), i, true
 }

@@ -50,3 +50,43 @@ func TestParseHandleNamesBadFields(t *testing.T) {
 		t.Errorf("error %q names a good field", err)
 	}
 }
+
+// TestParseHandleFastPathAgrees checks the one-pass parser against the
+// general one: on handles String writes, both read the same Handle; on
+// any other text the fast path either declines or reads what the
+// general path reads.
+func TestParseHandleFastPathAgrees(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		var s string
+		if rapid.Bool().Draw(t, "written") {
+			h := Handle{CkOffset: rapid.Int64().Draw(t, "ck"), PopTime: rapid.Int64().Draw(t, "pop"),
+				InvisibleTime: rapid.Int64().Draw(t, "inv"), ReviveQueueID: rapid.Int32().Draw(t, "rq"),
+				TopicType:  rapid.StringMatching(`[0-9a-z]{0,2}`).Draw(t, "type"),
+				BrokerName: rapid.StringMatching(`[a-z-]{0,8}`).Draw(t, "broker"),
+				QueueID:    rapid.Int32().Draw(t, "q"), Offset: rapid.Int64().Draw(t, "off"),
+				CommitLogOffset: rapid.Int64().Draw(t, "clo")}
+			s = h.String()
+			if rapid.Bool().Draw(t, "eight") {
+				s = s[:strings.LastIndexByte(s, ' ')]
+			}
+		} else {
+			s = rapid.StringOfN(rapid.SampledFrom([]rune("0123456789-  ab")), 0, 60, -1).Draw(t, "s")
+		}
+		if rapid.Bool().Draw(t, "edge") {
+			// One field replaced by a number at a limit of its size.
+			f := strings.Split("1 2 3 4 0 b 5 6 7", " ")
+			f[rapid.IntRange(0, len(f)-1).Draw(t, "field")] = rapid.SampledFrom([]string{"2147483647",
+				"2147483648", "-2147483648", "-2147483649", "999999999999999999", "1000000000000000000",
+				"9223372036854775807", "-9223372036854775808", "-0", "+1", "-", ""}).Draw(t, "number")
+			s = strings.Join(f, " ")
+		}
+		want, wantErr := parseHandleFields(s)
+		got, ok := parseHandleFast(s)
+		if ok && (wantErr != nil || got != want) {
+			t.Fatalf("%q: fast %+v; general %+v, %v", s, got, want, wantErr)
+		}
+		if h, err := ParseHandle(s); h != want || (err == nil) != (wantErr == nil) {
+			t.Fatalf("%q: ParseHandle %+v, %v; general %+v, %v", s, h, err, want, wantErr)
+		}
+	})
+}
