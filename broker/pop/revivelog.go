@@ -75,7 +75,9 @@ type logItem struct {
 }
 
 func (r *logRecord) encode() []byte {
-	b := make([]byte, 0, 64+len(r.group)+len(r.topic)+len(r.items)*12)
+	// An item usually takes 13 to 16 bytes without a message group (a
+	// deadline in ms since the epoch is a 7-byte varint).
+	b := make([]byte, 0, 64+len(r.group)+len(r.topic)+len(r.items)*16)
 	b = append(b, logVersion, byte(r.op))
 	b = appendString(b, r.group)
 	b = appendString(b, r.topic)
