@@ -191,13 +191,7 @@ func (s *Service) receiveQueue(ctx context.Context, q *queueState, req *ReceiveR
 	if err := s.reviveQueueLocked(ctx, q, now); err != nil {
 		s.reviveFailed(err)
 	}
-	// The group's maxDeliveryAttempts matters only for entries that may
-	// be delivered again: a queue with nothing due (the steady state of
-	// a consumer that acks) does not look the group up.
-	maxAttempts := int32(math.MaxInt32)
-	if (req.FIFO && len(q.entries) > 0) || q.dueBy(now) {
-		maxAttempts = int32(s.cfg.MaxDeliveryAttempts(q.key.group))
-	}
+	maxAttempts := int32(s.cfg.MaxDeliveryAttempts(q.key.group))
 	// Pop and pulls share the group's consumer offset; the furthest of
 	// it and pop's own position wins (PopMessageProcessor.getPopOffset).
 	committed := int64(-1)
