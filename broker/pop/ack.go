@@ -26,7 +26,9 @@ func (s *Service) AckBatch(ctx context.Context, group, topic string, handles []s
 		}
 		return errs
 	}
-	parsed := make([]Handle, len(handles))
+	// What an ack needs of each handle: a Handle's text fields would
+	// make the slice one the GC scans.
+	parsed := make([]ackRef, len(handles))
 	var qids []int32 // in order of first appearance; usually one
 	for i, hs := range handles {
 		h, err := ParseHandle(hs)
@@ -34,7 +36,7 @@ func (s *Service) AckBatch(ctx context.Context, group, topic string, handles []s
 			errs[i] = err
 			continue
 		}
-		parsed[i] = h
+		parsed[i] = ackRef{QueueID: h.QueueID, Offset: h.Offset, CkOffset: h.CkOffset}
 		if !slices.Contains(qids, h.QueueID) {
 			qids = append(qids, h.QueueID)
 		}
@@ -52,8 +54,14 @@ func (s *Service) AckBatch(ctx context.Context, group, topic string, handles []s
 	return errs
 }
 
+// ackRef is the part of a Handle an ack reads.
+type ackRef struct {
+	QueueID          int32
+	Offset, CkOffset int64
+}
+
 // ackQueue acks the handles parsed[idx] of one queue.
-func (s *Service) ackQueue(ctx context.Context, q *queueState, parsed []Handle, idx []int, errs []error) {
+func (s *Service) ackQueue(ctx context.Context, q *queueState, parsed []ackRef, idx []int, errs []error) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	r := &logRecord{op: opAck, group: q.key.group, topic: q.key.topic, queueID: q.key.queueID, popTime: s.now(),

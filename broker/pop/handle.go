@@ -36,7 +36,10 @@ type Handle struct {
 
 // String returns the handle's text form.
 func (h Handle) String() string {
-	b := make([]byte, 0, 64+len(h.BrokerName))
+	// Built on the stack, so that the string is the one allocation
+	// (one for each delivered message).
+	var buf [128]byte
+	b := buf[:0]
 	b = strconv.AppendInt(b, h.CkOffset, 10)
 	b = append(b, ' ')
 	b = strconv.AppendInt(b, h.PopTime, 10)
@@ -62,6 +65,15 @@ func (h Handle) Deadline() int64 { return h.PopTime + h.InvisibleTime }
 
 // ParseHandle parses a handle's text form (eight or nine fields).
 func ParseHandle(s string) (Handle, error) {
+	if h, ok := parseHandleFast(s); ok {
+		return h, nil
+	}
+	return parseHandleFields(s)
+}
+
+// parseHandleFields is ParseHandle's general path: it splits the
+// fields, then reads them, naming each bad one.
+func parseHandleFields(s string) (Handle, error) {
 	f := [9]string{8: "-1"}
 	rest, n := s, 0
 	for ; n < len(f) && rest != ""; n++ {
@@ -79,24 +91,168 @@ func ParseHandle(s string) (Handle, error) {
 		return Handle{}, fmt.Errorf("%w: %d fields in %q, want 8 or 9", ErrBadHandle, n, s)
 	}
 	var h Handle
-	var bad []string
-	num := func(name, v string, bits int) int64 {
-		n, err := strconv.ParseInt(v, 10, bits)
-		if err != nil {
-			bad = append(bad, name+" "+strconv.Quote(v))
-		}
-		return n
+	ok := decimal(f[0], 64, &h.CkOffset) && decimal(f[1], 64, &h.PopTime) &&
+		decimal(f[2], 64, &h.InvisibleTime) && decimal32(f[3], &h.ReviveQueueID) &&
+		decimal32(f[6], &h.QueueID) && decimal(f[7], 64, &h.Offset) && decimal(f[8], 64, &h.CommitLogOffset)
+	if !ok {
+		return Handle{}, badNumbers(s, &f)
 	}
-	h.CkOffset = num("ckQueueOffset", f[0], 64)
-	h.PopTime = num("popTime", f[1], 64)
-	h.InvisibleTime = num("invisibleTime", f[2], 64)
-	h.ReviveQueueID = int32(num("reviveQueueId", f[3], 32))
 	h.TopicType, h.BrokerName = f[4], f[5]
-	h.QueueID = int32(num("queueId", f[6], 32))
-	h.Offset = num("queueOffset", f[7], 64)
-	h.CommitLogOffset = num("commitLogOffset", f[8], 64)
-	if len(bad) > 0 {
-		return Handle{}, fmt.Errorf("%w: %s in %q", ErrBadHandle, strings.Join(bad, ", "), s)
-	}
 	return h, nil
+}
+
+// decimal sets *v to the decimal number s of bits bits and reports
+// whether s is one, as strconv.ParseInt(s, 10, bits) would: without its
+// error value on the path of every ack, a handle's numbers being short.
+func decimal(s string, bits int, v *int64) bool {
+	if len(s) == 0 || len(s) > 18 {
+		n, err := strconv.ParseInt(s, 10, bits)
+		*v = n
+		return err == nil
+	}
+	neg := s[0] == '-'
+	digits := s
+	if neg || s[0] == '+' {
+		digits = s[1:]
+		if digits == "" {
+			return false
+		}
+	}
+	var u uint64 // below 10^18: no overflow
+	for i := 0; i < len(digits); i++ {
+		c := digits[i] - '0'
+		if c > 9 {
+			return false
+		}
+		u = u*10 + uint64(c)
+	}
+	if limit := uint64(1) << (bits - 1); u > limit || (u == limit && !neg) {
+		return false
+	}
+	*v = int64(u)
+	if neg {
+		*v = -*v
+	}
+	return true
+}
+
+// decimal32 is decimal for an int32.
+func decimal32(s string, v *int32) bool {
+	var n int64
+	ok := decimal(s, 32, &n)
+	*v = int32(n)
+	return ok
+}
+
+// badNumbers is the error of a handle whose fields f do not all hold
+// the numbers they must: it names each bad one.
+func badNumbers(s string, f *[9]string) error {
+	var bad []string
+	for i, name := range [...]string{0: "ckQueueOffset", 1: "popTime", 2: "invisibleTime", 3: "reviveQueueId",
+		6: "queueId", 7: "queueOffset", 8: "commitLogOffset"} {
+		if name == "" {
+			continue // topicType, brokerName: any text
+		}
+		bits := 64
+		if i == 3 || i == 6 {
+			bits = 32
+		}
+		if _, err := strconv.ParseInt(f[i], 10, bits); err != nil {
+			bad = append(bad, name+" "+strconv.Quote(f[i]))
+		}
+	}
+	return fmt.Errorf("%w: %s in %q", ErrBadHandle, strings.Join(bad, ", "), s)
+}
+
+// parseHandleFast parses, in one pass, a handle as String writes it
+// (numbers of at most 18 digits, single spaces, eight or nine fields),
+// which is what every ack brings; ok is false for anything else, which
+// ParseHandle's general path then reads or refuses.
+func parseHandleFast(s string) (h Handle, ok bool) {
+	i := 0
+	var q int64
+	if h.CkOffset, i, ok = scanDecimal(s, i, 64); !ok || !space(s, &i) {
+		return Handle{}, false
+	}
+	if h.PopTime, i, ok = scanDecimal(s, i, 64); !ok || !space(s, &i) {
+		return Handle{}, false
+	}
+	if h.InvisibleTime, i, ok = scanDecimal(s, i, 64); !ok || !space(s, &i) {
+		return Handle{}, false
+	}
+	if q, i, ok = scanDecimal(s, i, 32); !ok || !space(s, &i) {
+		return Handle{}, false
+	}
+	h.ReviveQueueID = int32(q)
+	if h.TopicType, i = scanText(s, i); !space(s, &i) {
+		return Handle{}, false
+	}
+	if h.BrokerName, i = scanText(s, i); !space(s, &i) {
+		return Handle{}, false
+	}
+	if q, i, ok = scanDecimal(s, i, 32); !ok || !space(s, &i) {
+		return Handle{}, false
+	}
+	h.QueueID = int32(q)
+	if h.Offset, i, ok = scanDecimal(s, i, 64); !ok {
+		return Handle{}, false
+	}
+	if i == len(s) {
+		h.CommitLogOffset = -1 // eight fields
+		return h, true
+	}
+	if !space(s, &i) {
+		return Handle{}, false
+	}
+	if h.CommitLogOffset, i, ok = scanDecimal(s, i, 64); !ok || i != len(s) {
+		return Handle{}, false
+	}
+	return h, true
+}
+
+// space consumes the single space at s[*i].
+func space(s string, i *int) bool {
+	if *i < len(s) && s[*i] == ' ' {
+		*i++
+		return true
+	}
+	return false
+}
+
+// scanText returns the text from i to the next space (or the end).
+func scanText(s string, i int) (string, int) {
+	j := i
+	for j < len(s) && s[j] != ' ' {
+		j++
+	}
+	return s[i:j], j
+}
+
+// scanDecimal reads an optional '-' and 1 to 18 digits from i, a
+// number of bits bits, and returns it and the index after it.
+func scanDecimal(s string, i, bits int) (int64, int, bool) {
+	neg := i < len(s) && s[i] == '-'
+	if neg {
+		i++
+	}
+	var u uint64
+	start := i
+	for i < len(s) && s[i] != ' ' {
+		c := s[i] - '0'
+		if c > 9 || i-start == 18 {
+			return 0, i, false
+		}
+		u = u*10 + uint64(c)
+		i++
+	}
+	if i == start {
+		return 0, i, false
+	}
+	if limit := uint64(1) << (bits - 1); u > limit || (u == limit && !neg) {
+		return 0, i, false
+	}
+	if neg {
+		return -int64(u), i, true
+	}
+	return int64(u), i, true
 }

@@ -161,7 +161,11 @@ func (s *Service) receiveOnce(ctx context.Context, req *ReceiveRequest) ([]Messa
 		}
 		q := s.queue(queueKey{req.Group, req.Topic, qid})
 		ms, err := s.receiveQueue(ctx, q, req, req.Max-len(out))
-		out = append(out, ms...)
+		if out == nil {
+			out = ms // one queue: no copy
+		} else {
+			out = append(out, ms...)
+		}
 		if err != nil {
 			return out, err
 		}
@@ -208,7 +212,11 @@ func (s *Service) receiveQueue(ctx context.Context, q *queueState, req *ReceiveR
 		if err != nil {
 			return nil, err
 		}
-		picks = append(picks, fresh...)
+		if picks == nil {
+			picks = fresh
+		} else {
+			picks = append(picks, fresh...)
+		}
 	}
 	if len(picks) == 0 && len(held) == 0 && end == start {
 		return nil, nil

@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+
+	"github.com/rocketstore/rocketstore/record"
 )
 
 // op is the kind of a revive-log record.
@@ -23,6 +25,16 @@ const (
 
 var opTags = map[op]string{opCheckpoint: "ck", opAck: "bAck", opChange: "cid", opDeadLetter: "dlq",
 	opSnapStart: "snapStart", opSnapshot: "snap"}
+
+// opProperties are the encoded properties of each kind's records (the
+// tag), made once: a record is written at every receive and every ack.
+var opProperties = func() map[op][]byte {
+	m := make(map[op][]byte, len(opTags))
+	for o, tag := range opTags {
+		m[o] = record.AppendProperties(nil, map[string]string{record.PropertyTags: tag})
+	}
+	return m
+}()
 
 // logVersion is the first byte of every record body.
 const logVersion = 1
@@ -63,7 +75,9 @@ type logItem struct {
 }
 
 func (r *logRecord) encode() []byte {
-	b := make([]byte, 0, 64+len(r.group)+len(r.topic)+len(r.items)*12)
+	// An item usually takes 13 to 16 bytes without a message group (a
+	// deadline in ms since the epoch is a 7-byte varint).
+	b := make([]byte, 0, 64+len(r.group)+len(r.topic)+len(r.items)*16)
 	b = append(b, logVersion, byte(r.op))
 	b = appendString(b, r.group)
 	b = appendString(b, r.topic)

@@ -179,7 +179,7 @@ func (s *Service) queue(k queueKey) *queueState {
 // durable when write returns (the store's put waits for the flush).
 func (s *Service) write(ctx context.Context, r *logRecord) (int64, error) {
 	m := &record.Message{Topic: s.cfg.ReviveTopic, QueueID: reviveQueueID, Body: r.encode(),
-		BornTimestamp: r.popTime, Properties: map[string]string{record.PropertyTags: opTags[r.op]}}
+		BornTimestamp: r.popTime, EncodedProperties: opProperties[r.op]}
 	res, err := s.cfg.Put(ctx, m)
 	if err != nil {
 		return 0, fmt.Errorf("pop: write %s record for %s/%s/%d: %w", opTags[r.op], r.group, r.topic, r.queueID, err)
