@@ -159,12 +159,14 @@ func Open(cfg NodeConfig) (*Node, error) {
 		n.adminCall = cfg.askAdmin
 	}
 	n.log = n.ccfg.Logger.With("node", n.ccfg.NodeID)
-	raftDir := filepath.Join(cfg.Dir, "raft")
-	if err := os.MkdirAll(filepath.Join(raftDir, "wal"), 0o755); err != nil {
-		return nil, err
-	}
+	// The broker takes the store's lock: nothing, the Raft directory
+	// included, is created in a store another process holds.
 	if err := n.openBroker(); err != nil {
 		return nil, err
+	}
+	raftDir := filepath.Join(cfg.Dir, "raft")
+	if err := os.MkdirAll(filepath.Join(raftDir, "wal"), 0o755); err != nil {
+		return nil, errors.Join(err, n.b.Close())
 	}
 	n.fsm.noInstallDeletes = cfg.noInstallDeletes
 	damaged := n.holdForDamage()

@@ -33,8 +33,15 @@ func storeFiles(t *testing.T, dir string) map[string]fileState {
 	t.Helper()
 	out := map[string]fileState{}
 	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
+		if err != nil {
 			return err
+		}
+		if d.IsDir() {
+			// A created directory is a change too (the state of a
+			// directory is its existence).
+			rel, _ := filepath.Rel(dir, p)
+			out[rel+"/"] = fileState{}
+			return nil
 		}
 		b, err := os.ReadFile(p)
 		if err != nil {
@@ -111,8 +118,15 @@ func TestHeldStoreUntouched(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(other, "commitlog", "00000000000000000000"), make([]byte, 64<<10), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	// A replica's config: serve opens a cluster node, which must take the
+	// lock before it creates its Raft directory.
+	raftConf := filepath.Join(t.TempDir(), "raft.yaml")
+	if err := os.WriteFile(raftConf, []byte("brokerName: broker-a\nraft:\n  nodeId: n1\n  bind: 127.0.0.1:0\n  peers: [n1@127.0.0.1:1]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	for _, args := range [][]string{
 		{"serve", "--dir", dir, "--listen", "127.0.0.1:0"},
+		{"serve", "--dir", dir, "--listen", "127.0.0.1:0", "--config", raftConf},
 		{"read", "--dir", dir, "--topic", "T", "--queue", "0"},
 		{"stats", "--dir", dir},
 		{"verify", "--dir", dir},
