@@ -7,7 +7,6 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -197,49 +196,59 @@ func TestForgedAndReplayedSignatures(t *testing.T) {
 }
 
 func TestReloadAtomicAndBrokenEditKeepsRules(t *testing.T) {
-	var reloadErrs []error
+	reloads := make(chan error, 64)
 	path := filepath.Join(t.TempDir(), "plain_acl.yml")
 	if err := os.WriteFile(path, []byte(testACL), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	v, err := Open(Config{File: path, ReloadInterval: 5 * time.Millisecond, Logger: quiet,
-		OnReload: func(err error) { reloadErrs = append(reloadErrs, err) }})
+		OnReload: func(err error) { reloads <- err }})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer v.Close()
+	var reloadErrs []error
+	next := func() error {
+		t.Helper()
+		select {
+		case err := <-reloads:
+			reloadErrs = append(reloadErrs, err)
+			return err
+		case <-time.After(5 * time.Second):
+			t.Fatalf("no reload within 5 s; outcomes so far %v", reloadErrs)
+			return nil
+		}
+	}
 	r := signed("producer1", remoting.CodeSendMessageV2, send("topicA"), "")
 	wantReason(t, v.Check(r, local), ReasonNoPermission)
 
-	// The watcher picks up an edit that grants topicA.
+	// The watcher picks up an edit that grants topicA. os.WriteFile
+	// truncates first: a poll may catch the empty file, which is refused
+	// (the rules stay) before the complete one is applied.
 	if err := os.WriteFile(path, []byte(strings.Replace(testACL, "topicA=DENY", "topicA=PUB", 1)), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, func() bool { return v.Check(r, local) == nil })
+	for next() != nil {
+		wantReason(t, v.Check(r, local), ReasonNoPermission)
+	}
+	wantReason(t, v.Check(r, local), "")
 
-	// A broken edit is rejected; topicA stays granted.
-	if err := os.WriteFile(path, []byte(strings.Replace(testACL, "topicA=DENY", "topicA=MAYBE", 1)), 0o600); err != nil {
+	// A broken edit (replaced whole, so no empty file shows) is rejected
+	// and topicA stays granted.
+	tmp := path + ".new"
+	if err := os.WriteFile(tmp, []byte(strings.Replace(testACL, "topicA=DENY", "topicA=MAYBE", 1)), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(50 * time.Millisecond)
-	_ = v.Close()
-	wantReason(t, v.Check(r, local), "")
-	// os.WriteFile truncates first: a poll may catch the empty file, which
-	// is refused too (the rules stay) before the complete one is applied.
-	ok := slices.Index(reloadErrs, nil)
-	if ok < 0 || !errors.Is(reloadErrs[len(reloadErrs)-1], ErrBadFile) {
-		t.Fatalf("reload outcomes %v: want a success, then ErrBadFile", reloadErrs)
+	if err := os.Rename(tmp, path); err != nil {
+		t.Fatal(err)
 	}
-}
-
-func waitFor(t *testing.T, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not met within 5s")
-		}
-		time.Sleep(5 * time.Millisecond)
+	if err := next(); !errors.Is(err, ErrBadFile) {
+		t.Fatalf("reload of a broken edit: %v, want ErrBadFile; outcomes %v", err, reloadErrs)
+	}
+	wantReason(t, v.Check(r, local), "")
+	_ = v.Close()
+	if len(reloads) != 0 {
+		t.Fatalf("reloads after the broken edit was reported: %v", <-reloads)
 	}
 }
 
