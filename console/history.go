@@ -12,8 +12,12 @@ import (
 // second, enough for the cluster page's charts.
 const historyLen = 120
 
-// sampleEvery is the sampling period (a variable for the tests).
-var sampleEvery = time.Second
+// sampleTicks starts the sampler's clock: one tick a second, and the
+// function that stops it (a variable so that the tests drive the sampler).
+var sampleTicks = func() (<-chan time.Time, func()) {
+	t := time.NewTicker(time.Second)
+	return t.C, t.Stop
+}
 
 // History is the answer of /api/stats: the cluster's message totals, one
 // sample a second for the last two minutes, oldest first, so that the
@@ -47,14 +51,14 @@ func (c *Console) startHistory(cl *admin.Client) {
 
 func (c *Console) sampleLoop(cl *admin.Client, stop <-chan struct{}, done chan<- struct{}) {
 	defer close(done)
-	t := time.NewTicker(sampleEvery)
-	defer t.Stop()
+	ticks, stopTicks := sampleTicks()
+	defer stopTicks()
 	for {
 		c.sample(cl)
 		select {
 		case <-stop:
 			return
-		case <-t.C:
+		case <-ticks:
 		}
 	}
 }

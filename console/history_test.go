@@ -14,8 +14,12 @@ import (
 // history to draw; its totals are the messages the client sent and those
 // its pulls received.
 func TestStatsHistoryAtPageLoad(t *testing.T) {
-	t.Cleanup(console.SetSampleEvery(10 * time.Millisecond))
+	tick, restore := console.DriveSampler()
+	t.Cleanup(restore)
 	e := newEnv(t, console.Config{})
+	// Two samples before the sends (the sampler's first, taken as it
+	// starts, and one tick's).
+	tick <- time.Now()
 	for range 3 {
 		if _, err := e.adm.SendMessage(context.Background(), e.n.BrokerAddr, "P",
 			&record.Message{Topic: "Clicks", Body: []byte("click")}); err != nil {
@@ -25,18 +29,7 @@ func TestStatsHistoryAtPageLoad(t *testing.T) {
 	// The ConsumeQueue is built after the send's answer (the reput
 	// dispatch): wait until the queue holds the three, as a client's long
 	// poll would, before pulling without suspension.
-	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(5 * time.Millisecond) {
-		max, err := e.adm.QueueOffset(context.Background(), e.n.BrokerAddr, "Clicks", 0, true)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if max == 3 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("queue Clicks/0 max offset %d after 5 s, want 3", max)
-		}
-	}
+	e.waitQueue("Clicks", 0, 3)
 	// Two pulls of the queue deliver 2 + 3 messages (the second from
 	// offset 0 again): got counts deliveries, not offsets.
 	var got int
@@ -50,22 +43,23 @@ func TestStatsHistoryAtPageLoad(t *testing.T) {
 	if got != 5 {
 		t.Fatalf("pulled %d messages, want 5", got)
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		var h console.History
-		e.get("/api/stats", &h)
-		n := len(h.Samples)
-		if n >= 5 && h.Samples[n-1].PutTotal == 3 && h.Samples[n-1].GetTotal == 5 {
-			for i := 1; i < n; i++ {
-				if h.Samples[i].At < h.Samples[i-1].At || h.Samples[i].PutTotal < h.Samples[i-1].PutTotal {
-					t.Fatalf("samples out of order: %+v", h.Samples)
-				}
-			}
-			return
+	// Four more ticks: once the fourth is taken, the samples of the three
+	// before it, all after the pulls, are stored.
+	for range 4 {
+		tick <- time.Now()
+	}
+	var h console.History
+	e.get("/api/stats", &h)
+	n := len(h.Samples)
+	if n < 5 || h.Samples[n-1].PutTotal != 3 || h.Samples[n-1].GetTotal != 5 {
+		t.Fatalf("history %+v: want 5 samples or more ending at put total 3, got total 5", h.Samples)
+	}
+	if h.Samples[0].PutTotal != 0 {
+		t.Fatalf("history %+v: the first sample, taken before the sends, counts puts", h.Samples)
+	}
+	for i := 1; i < n; i++ {
+		if h.Samples[i].At < h.Samples[i-1].At || h.Samples[i].PutTotal < h.Samples[i-1].PutTotal {
+			t.Fatalf("samples out of order: %+v", h.Samples)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("history %+v: want 5 samples or more ending at put total 3, got total 5", h.Samples)
-		}
-		time.Sleep(10 * time.Millisecond)
 	}
 }
