@@ -84,9 +84,16 @@ func (p *Proxy) streamInterceptor(srv any, ss grpc.ServerStream, info *grpc.Stre
 	if !strings.HasSuffix(info.FullMethod, "/Telemetry") {
 		p.inFlight.Add(1)
 		defer p.inFlight.Add(-1)
+		if streamCounted != nil {
+			streamCounted()
+		}
 	}
 	return h(srv, ss)
 }
+
+// streamCounted, if set, is called when a stream has been counted in
+// flight (a variable for the tests, which stop the proxy at that point).
+var streamCounted func()
 
 // authorize checks the request's credentials and the permissions it needs
 // when ACL is on; nil means allowed. A refusal is UNAUTHORIZED, as

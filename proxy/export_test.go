@@ -1,4 +1,9 @@
 package proxy
 
-// InFlight is the number of requests and receive streams being handled.
-func (p *Proxy) InFlight() int64 { return p.inFlight.Load() }
+// OnStreamCounted makes f run each time a receive or pull stream is
+// counted in flight by proxies, and returns a function that removes it.
+// Set it before the proxy serves and restore it after it stopped.
+func OnStreamCounted(f func()) (restore func()) {
+	streamCounted = f
+	return func() { streamCounted = nil }
+}

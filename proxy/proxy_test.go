@@ -189,12 +189,8 @@ func TestStatusCodes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for e.b.HeldPulls() == 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("the pull was not held")
-		}
-		time.Sleep(5 * time.Millisecond)
+	if err := e.b.WaitHeldPulls(ctx, 1); err != nil {
+		t.Fatalf("the pull was not held: %v", err)
 	}
 	if r := send(t, ctx, e.cl, msg("T", "id4")); r.GetStatus().GetCode() != rmqpb.Code_TOO_MANY_REQUESTS {
 		t.Errorf("send over MaxInFlight: %v", r.GetStatus())
@@ -324,12 +320,11 @@ func TestTransaction(t *testing.T) {
 	if c := end("TX1", txid); c != rmqpb.Code_OK {
 		t.Fatalf("commit: %s", c)
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for e.b.Store().MaxOffsetInQueue("Tx", 0) != 1 {
-		if time.Now().After(deadline) {
-			t.Fatal("the committed message did not reach its queue")
-		}
-		time.Sleep(5 * time.Millisecond)
+	if err := e.b.Store().WaitDispatched(ctx, e.b.Store().CommitLog().MaxOffset()); err != nil {
+		t.Fatal(err)
+	}
+	if n := e.b.Store().MaxOffsetInQueue("Tx", 0); n != 1 {
+		t.Fatalf("queue Tx/0 holds %d after the commit was dispatched, want 1", n)
 	}
 }
 

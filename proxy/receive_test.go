@@ -7,6 +7,7 @@ import (
 
 	"google.golang.org/protobuf/types/known/durationpb"
 
+	"github.com/rocketstore/rocketstore/proxy"
 	"github.com/rocketstore/rocketstore/proxy/rmqpb"
 )
 
@@ -57,6 +58,13 @@ func TestReceiveLongPoll(t *testing.T) {
 // (MESSAGE_NOT_FOUND) when the proxy stops, so that the graceful stop
 // does not wait out the poll or cut the stream.
 func TestReceiveEndsOnStop(t *testing.T) {
+	counted := make(chan struct{}, 1)
+	t.Cleanup(proxy.OnStreamCounted(func() {
+		select {
+		case counted <- struct{}{}:
+		default:
+		}
+	}))
 	e := newEnv(t, nil)
 	ctx := ctxT(t)
 	stream, err := e.cl.ReceiveMessage(ctx, &rmqpb.ReceiveMessageRequest{Group: &rmqpb.Resource{Name: "G"},
@@ -67,11 +75,10 @@ func TestReceiveEndsOnStop(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The receive is being handled (counted in flight) before the stop.
-	for e.p.InFlight() == 0 {
-		if ctx.Err() != nil {
-			t.Fatal("the receive never reached the proxy")
-		}
-		time.Sleep(time.Millisecond)
+	select {
+	case <-counted:
+	case <-ctx.Done():
+		t.Fatal("the receive never reached the proxy")
 	}
 	stopped := make(chan struct{})
 	go func() {
