@@ -436,6 +436,9 @@ const (
 func (c *Conn) worker(first job, core bool) {
 	defer func() {
 		c.workers.Add(-1)
+		if c.opts.onWorkerExit != nil {
+			c.opts.onWorkerExit()
+		}
 		c.wg.Done()
 	}()
 	c.serveRequest(first)
@@ -445,7 +448,7 @@ func (c *Conn) worker(first job, core bool) {
 		}
 		return
 	}
-	idle := time.NewTimer(extraWorkerIdle)
+	idle := c.opts.Clock.NewTimer(extraWorkerIdle)
 	defer idle.Stop()
 	for {
 		select {
@@ -455,7 +458,7 @@ func (c *Conn) worker(first job, core bool) {
 			}
 			c.serveRequest(j)
 			idle.Reset(extraWorkerIdle)
-		case <-idle.C:
+		case <-idle.Chan():
 			return
 		}
 	}

@@ -73,11 +73,15 @@ type Options struct {
 	// frame's first bytes.
 	FrameTimeout time.Duration
 	// Clock is the server's clock for FrameTimeout (the connection reaper
-	// runs on its ticker). nil means the real clock.
+	// runs on its ticker) and for the idle time after which a connection's
+	// extra workers exit. nil means the real clock.
 	Clock clockwork.Clock
 	// onFrameStart, if set, is called when a server connection starts
 	// waiting for the rest of a frame (tests).
 	onFrameStart func()
+	// onWorkerExit, if set, is called when a connection's worker has
+	// exited and left the count (tests).
+	onWorkerExit func()
 	// Inline, if set, picks the requests a connection answers on its read
 	// goroutine instead of handing them to a worker, which saves the
 	// handoff and its scheduling per request. Only for requests whose

@@ -4,7 +4,8 @@ import (
 	"context"
 	"sync"
 	"testing"
-	"time"
+
+	"github.com/jonboulle/clockwork"
 )
 
 // A burst of concurrent slow requests starts up to MaxConcurrentRequests
@@ -18,7 +19,10 @@ func TestExtraWorkersExitWhenIdle(t *testing.T) {
 		<-release
 		return req.NewResponse(CodeSuccess, ""), nil
 	})
-	srv, addr, _ := testServer(t, mux, Options{MaxConcurrentRequests: 16})
+	clock := clockwork.NewFakeClock()
+	exited := make(chan struct{}, 16)
+	srv, addr, _ := testServer(t, mux, Options{MaxConcurrentRequests: 16, Clock: clock,
+		onWorkerExit: func() { exited <- struct{}{} }})
 	cl := dial(t, addr, nil)
 	ctx := testCtx(t)
 	var done sync.WaitGroup
@@ -39,9 +43,21 @@ func TestExtraWorkersExitWhenIdle(t *testing.T) {
 	}
 	close(release)
 	done.Wait()
-	deadline := time.Now().Add(extraWorkerIdle + 5*time.Second)
-	for c.workers.Load() > coreWorkers && time.Now().Before(deadline) {
-		time.Sleep(50 * time.Millisecond)
+	// The 12 extra workers wait on their idle timers (beside the reaper's
+	// ticker); all 16 are still there.
+	if err := clock.BlockUntilContext(ctx, 16-coreWorkers+1); err != nil {
+		t.Fatal(err)
+	}
+	if n := c.workers.Load(); n != 16 {
+		t.Fatalf("%d workers before the idle time passed, want 16", n)
+	}
+	clock.Advance(extraWorkerIdle)
+	for range 16 - coreWorkers {
+		select {
+		case <-exited:
+		case <-ctx.Done():
+			t.Fatalf("%d workers after the idle time, want %d", c.workers.Load(), coreWorkers)
+		}
 	}
 	if n := c.workers.Load(); n != coreWorkers {
 		t.Fatalf("%d workers left on an idle connection, want %d", n, coreWorkers)
