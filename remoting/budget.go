@@ -8,6 +8,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/jonboulle/clockwork"
 )
 
 // frameClass is the share of the receive budget a frame draws from.
@@ -62,6 +64,7 @@ type byteBudget struct {
 	max, largeMax, strangerMax int64
 	largeFrame                 int // frames above this many bytes are large
 	wait                       time.Duration
+	clock                      clockwork.Clock // times the wait
 
 	mu      sync.Mutex
 	used    int64             // all classes
@@ -88,7 +91,7 @@ type charge struct {
 func newByteBudget(o Options) *byteBudget {
 	large := o.MaxReceiveBytes - o.SmallFrameReserve
 	return &byteBudget{max: o.MaxReceiveBytes, largeMax: large, strangerMax: min(o.StrangerReceiveBytes, large),
-		largeFrame: o.LargeFrameSize, wait: o.ReceiveBudgetWait}
+		largeFrame: o.LargeFrameSize, wait: o.ReceiveBudgetWait, clock: o.Clock}
 }
 
 // classOf returns the class of a frame of n payload bytes on a connection
@@ -148,13 +151,13 @@ func (b *byteBudget) acquire(ctx context.Context, k frameClass, n int64) error {
 	b.waiters[k] = append(b.waiters[k], w)
 	used, held := b.used, b.held[k]
 	b.mu.Unlock()
-	t := time.NewTimer(b.wait)
+	t := b.clock.NewTimer(b.wait)
 	defer t.Stop()
 	var err error
 	select {
 	case <-w.ready:
 		return nil
-	case <-t.C:
+	case <-t.Chan():
 		err = fmt.Errorf("%w: %d bytes wanted for a %s frame, %d of %d in use (%d by %s frames) for %v",
 			ErrReceiveBudget, n, classNames[k], used, b.max, held, classNames[k], b.wait)
 	case <-ctx.Done():

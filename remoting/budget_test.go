@@ -1,24 +1,27 @@
 package remoting
 
 import (
-	"context"
 	"encoding/binary"
 	"errors"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/jonboulle/clockwork"
 )
 
 func TestByteBudgetFIFOAndTimeout(t *testing.T) {
-	b := &byteBudget{max: 100, largeMax: 100, strangerMax: 100, wait: 200 * time.Millisecond}
-	ctx := context.Background()
+	clock := clockwork.NewFakeClock()
+	const wait = 200 * time.Millisecond
+	b := &byteBudget{max: 100, largeMax: 100, strangerMax: 100, wait: wait, clock: clock}
+	ctx := testCtx(t)
 	if err := b.acquire(ctx, classSmall, 80); err != nil {
 		t.Fatal(err)
 	}
 	// 50 waits (30 would fit, but it queues behind 50: no starvation).
 	var wg sync.WaitGroup
 	order := make(chan int64, 2)
-	for _, n := range []int64{50, 10} {
+	for i, n := range []int64{50, 10} {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -28,7 +31,10 @@ func TestByteBudgetFIFOAndTimeout(t *testing.T) {
 			}
 			order <- n
 		}()
-		time.Sleep(20 * time.Millisecond) // 50 queues first
+		// A waiter starts its timer once queued: 50 queues first.
+		if err := clock.BlockUntilContext(ctx, i+1); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if got := b.inUse(); got != 80 || len(order) != 0 {
 		t.Fatalf("in use %d, %d granted while both wait; want 80, none (10 fits but queues behind 50)", got, len(order))
@@ -36,13 +42,21 @@ func TestByteBudgetFIFOAndTimeout(t *testing.T) {
 	b.release(charge{n: 80, class: classSmall})
 	wg.Wait()
 	// Nothing fits now beyond 40: a wait for 50 times out with the sentinel
-	// and leaves the count unchanged.
-	start := time.Now()
-	if err := b.acquire(ctx, classSmall, 50); !errors.Is(err, ErrReceiveBudget) {
-		t.Fatalf("acquire beyond the cap = %v, want ErrReceiveBudget", err)
+	// after the wait bound, and leaves the count unchanged.
+	res := make(chan error, 1)
+	go func() { res <- b.acquire(ctx, classSmall, 50) }()
+	if err := clock.BlockUntilContext(ctx, 1); err != nil {
+		t.Fatal(err)
 	}
-	if el := time.Since(start); el < 150*time.Millisecond {
-		t.Fatalf("gave up after %v, before the wait bound", el)
+	clock.Advance(wait - time.Millisecond)
+	select {
+	case err := <-res:
+		t.Fatalf("acquire gave up before the wait bound: %v", err)
+	default:
+	}
+	clock.Advance(time.Millisecond)
+	if err := <-res; !errors.Is(err, ErrReceiveBudget) {
+		t.Fatalf("acquire beyond the cap = %v, want ErrReceiveBudget", err)
 	}
 	if got := b.inUse(); got != 60 {
 		t.Fatalf("in use %d after a timed-out wait, want 60", got)
@@ -81,6 +95,9 @@ func TestReceiveBudgetCapsHalfFrames(t *testing.T) {
 			}
 		}()
 	}
+	// The peers are raw sockets: the server's reaction to their bytes has
+	// no event to wait on, so these loops poll its counters (sampling the
+	// held bytes on the way) with a deadline.
 	deadline := time.Now().Add(10 * time.Second)
 	var peak int64
 	for srv.Stats().ReceiveBudgetCloses == 0 && time.Now().Before(deadline) {

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -78,9 +79,9 @@ func TestRawSocketQualifies(t *testing.T) {
 // io.EOF, and honours read deadlines and Close as the net package does.
 func TestRawReader(t *testing.T) {
 	a, b := tcpPair(t)
-	r := newRawReader(a)
+	r, parked := parkingRawReader(t, a)
 	go func() {
-		time.Sleep(20 * time.Millisecond) // the reader parks first
+		<-parked // the reader parks first
 		_, _ = b.Write([]byte("hello"))
 		_ = b.Close()
 	}()
@@ -90,7 +91,7 @@ func TestRawReader(t *testing.T) {
 	}
 
 	a, _ = tcpPair(t)
-	r = newRawReader(a)
+	r, _ = parkingRawReader(t, a)
 	_ = a.SetReadDeadline(time.Now().Add(20 * time.Millisecond))
 	_, err = r.Read(make([]byte, 10))
 	var ne net.Error
@@ -99,13 +100,13 @@ func TestRawReader(t *testing.T) {
 	}
 
 	a, _ = tcpPair(t)
-	r = newRawReader(a)
+	parkedReader, parkedRead := parkingRawReader(t, a)
 	done := make(chan error, 1)
 	go func() {
-		_, err := r.Read(make([]byte, 10))
+		_, err := parkedReader.Read(make([]byte, 10))
 		done <- err
 	}()
-	time.Sleep(20 * time.Millisecond)
+	<-parkedRead
 	_ = a.Close()
 	select {
 	case err := <-done:
@@ -115,6 +116,28 @@ func TestRawReader(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("Close did not end a parked raw read")
 	}
+}
+
+// parkingRawReader returns a raw reader of a and a channel closed once a
+// read found the socket empty (EAGAIN), so that the reader parks in the
+// poller.
+func parkingRawReader(t *testing.T, a net.Conn) (*rawReader, <-chan struct{}) {
+	t.Helper()
+	r, ok := newRawReader(a).(*rawReader)
+	if !ok {
+		t.Fatal("no raw reader for a TCP connection")
+	}
+	parked := make(chan struct{})
+	var once sync.Once
+	read := r.fn
+	r.fn = func(fd uintptr) bool {
+		done := read(fd)
+		if !done {
+			once.Do(func() { close(parked) })
+		}
+		return done
+	}
+	return r, parked
 }
 
 // sendSlowly writes frames through w to a peer that reads in small

@@ -9,7 +9,6 @@ import (
 	"strconv"
 	"sync"
 	"testing"
-	"time"
 )
 
 // ReadFrame from a bufio.Reader (the connection's read path) reports
@@ -90,16 +89,13 @@ func TestWriteBatchingIntact(t *testing.T) {
 				}
 				next[w]++
 			}
-			// The reader has every frame, but the write loop may not yet have
-			// accounted for its last write: give it a moment to drain.
-			for deadline := time.Now().Add(2 * time.Second); c.outBytes.Load() != 0 && time.Now().Before(deadline); {
-				time.Sleep(time.Millisecond)
-			}
+			// The reader has every frame, so nothing is left queued; once the
+			// write loop has stopped, it has accounted for its last write.
+			c.close(nil)
+			<-c.writerDone
 			if n := st.bytesOut.Load(); n == 0 || c.outBytes.Load() != 0 {
 				t.Fatalf("bytesOut %d, outBytes %d", n, c.outBytes.Load())
 			}
-			c.close(nil)
-			<-c.writerDone
 		})
 	}
 }
