@@ -129,6 +129,8 @@ func brokerCutCase(seed uint64) error {
 	}
 	run.start(func() { run.consume("D", 0) })
 	run.start(run.persist)
+	// The power cut comes at a random moment of the concurrent workload:
+	// the wait is the property's cut point, not a synchronisation.
 	time.Sleep(time.Duration(5+rng.IntN(30)) * time.Millisecond)
 	fs.Freeze() // the power cut
 	close(run.stop)
@@ -217,7 +219,8 @@ func (r *brokerRun) produceDelayed() {
 		r.mu.Lock()
 		r.delayed[body] = res
 		r.mu.Unlock()
-		time.Sleep(200 * time.Microsecond)
+		time.Sleep(200 * time.Microsecond) // the workload's pace: delayed messages are a trickle
+
 	}
 }
 
@@ -235,7 +238,7 @@ func (r *brokerRun) consume(topic string, qid int32) {
 		n, next := len(res.Messages), res.NextBeginOffset
 		res.Release()
 		if n == 0 || next <= off {
-			time.Sleep(200 * time.Microsecond)
+			time.Sleep(200 * time.Microsecond) // an idle consumer's pull interval (the workload's shape)
 			continue
 		}
 		off = next
@@ -264,7 +267,7 @@ func (r *brokerRun) persist() {
 			r.persistedD = d
 			r.mu.Unlock()
 		}
-		time.Sleep(time.Millisecond)
+		time.Sleep(time.Millisecond) // the persist period (the workload's shape)
 	}
 }
 

@@ -129,6 +129,7 @@ func powerCutCase(seed uint64, withRetention bool) error {
 					Properties: map[string]string{"KEYS": fmt.Sprint(p, "-", seq)}})
 				if err != nil {
 					if errors.Is(err, engine.ErrReadOnly) || errors.Is(err, engine.ErrClosed) || errors.Is(err, engine.ErrFlushTimeout) || errors.Is(err, engine.ErrFlushFailed) {
+						// A producer's back-off, as a client's: the workload's shape.
 						time.Sleep(100 * time.Microsecond)
 						continue
 					}
@@ -140,6 +141,8 @@ func powerCutCase(seed uint64, withRetention bool) error {
 			}
 		}()
 	}
+	// The power cut comes at a random moment of the concurrent workload:
+	// the wait is the property's cut point, not a synchronisation.
 	time.Sleep(time.Duration(2+rng.IntN(25)) * time.Millisecond)
 	removedBelow := s.CommitLog().MinOffset() // retention deleted what lies below
 	fs.Freeze()                               // the power cut: from now on nothing reaches the disk
