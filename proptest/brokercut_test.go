@@ -220,7 +220,6 @@ func (r *brokerRun) produceDelayed() {
 		r.delayed[body] = res
 		r.mu.Unlock()
 		time.Sleep(200 * time.Microsecond) // the workload's pace: delayed messages are a trickle
-
 	}
 }
 
