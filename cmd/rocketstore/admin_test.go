@@ -89,9 +89,11 @@ func TestAdminCLITopicsMessagesAndOffsets(t *testing.T) {
 		ids = append(ids, res["msgId"].(string))
 	}
 	// A send is acknowledged before its ConsumeQueue unit is dispatched.
-	deadline := time.Now().Add(5 * time.Second)
-	for n.Broker.Store().MaxOffsetInQueue("Orders", 0) < 3 && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond)
+	st := n.Broker.Store()
+	wctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := st.WaitDispatched(wctx, st.CommitLog().MaxOffset()); err != nil {
+		t.Fatal(err)
 	}
 	wantAll(t, ok(t, a, "topicStatus", "-t", "Orders"), "#Broker Name", "broker-a      0     0            3")
 

@@ -38,6 +38,8 @@ func TestClusterServeConsole(t *testing.T) {
 		}
 	}()
 
+	// The console answers once serve has started and Raft, on its own
+	// timers, has elected the member: poll its page, with a deadline.
 	var last string
 	deadline := time.Now().Add(20 * time.Second)
 	for time.Now().Before(deadline) {

@@ -107,7 +107,9 @@ func startGRPCGroup(t *testing.T) []*grpcReplica {
 	return rs
 }
 
-// leaderOf waits for a writable leader among the live replicas.
+// leaderOf waits for a writable leader among the live replicas. Raft
+// elects on its own timers and a node exports no event for becoming
+// writable, so it polls, with a deadline.
 func leaderOf(t *testing.T, rs []*grpcReplica) *grpcReplica {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)

@@ -35,6 +35,8 @@ func oneNodeGroup(t *testing.T, dir string, tr raft.Transport, addr string) *clu
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Raft elects on its own timers and the node exports no event for
+	// becoming writable: poll, with a deadline.
 	deadline := time.Now().Add(10 * time.Second)
 	for !node.Writable() {
 		if time.Now().After(deadline) {

@@ -77,6 +77,8 @@ func serveUnderHalfFrames(b *testing.B, attackers int) int64 {
 		defer nc.Close()
 		go func() { _, _ = nc.Write(half) }()
 	}
+	// The attack's length: the serve process holds the half frames this
+	// long before its peak RSS is read (the benchmark's load shape).
 	time.Sleep(7 * time.Second)
 	peak, err := peakRSS(cmd.Process.Pid)
 	if err != nil {
