@@ -254,6 +254,17 @@ func TestReviveFailuresCountedAndRateLimited(t *testing.T) {
 	if n := strings.Count(logs.String(), "revive pass failed"); n != 1 {
 		t.Fatalf("%d log lines for 3 failures in a minute, want 1:\n%s", n, logs.String())
 	}
+	// The minute is the service's clock's.
+	e.advance(reviveLogInterval - time.Millisecond)
+	e.svc.reviveFailed(errors.New("DLQ refused"))
+	if n := strings.Count(logs.String(), "revive pass failed"); n != 1 {
+		t.Fatalf("%d log lines within the minute, want 1:\n%s", n, logs.String())
+	}
+	e.advance(time.Millisecond)
+	e.svc.reviveFailed(errors.New("DLQ refused"))
+	if n := strings.Count(logs.String(), "revive pass failed"); n != 2 {
+		t.Fatalf("%d log lines once the minute passed, want 2:\n%s", n, logs.String())
+	}
 }
 
 // TestDeadLetterFailureBlocksOnlyItsMessage: when the DLQ refuses a

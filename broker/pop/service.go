@@ -223,11 +223,11 @@ func (s *Service) Close() {
 const reviveLogInterval = time.Minute
 
 // reviveFailed counts a failed background revive pass and logs it, at
-// most once every reviveLogInterval (a DLQ that refuses writes fails
-// every pass).
+// most once every reviveLogInterval by the service's clock (a DLQ that
+// refuses writes fails every pass).
 func (s *Service) reviveFailed(err error) {
 	n := s.reviveErrors.Add(1)
-	if now := time.Now(); now.Sub(s.lastLogged) >= reviveLogInterval {
+	if now := s.cfg.Now(); now.Sub(s.lastLogged) >= reviveLogInterval {
 		s.lastLogged = now
 		s.cfg.Logger.Error("pop: revive pass failed", "err", err, "failedPasses", n)
 	}
