@@ -24,22 +24,7 @@ func TestFirstCommitLogFilePrepared(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	first := "commitlog/" + offsetToFileName(0)
-	waitFile(t, fs, first)
-	a := s.commitLog.q.alloc
-	a.mu.Lock()
-	done := a.done
-	a.mu.Unlock()
-	if done == nil {
-		t.Fatal("no first file being prepared")
-	}
-	<-done // the preparation has handed the file over
-	a.mu.Lock()
-	prepared := a.mf
-	a.mu.Unlock()
-	if prepared == nil {
-		t.Fatal("no first file prepared")
-	}
+	prepared := waitPrepared(t, s, fs, 0)
 	if _, err := s.Put(context.Background(), &Message{Topic: "T", Body: []byte("x")}); err != nil {
 		t.Fatal(err)
 	}
@@ -60,7 +45,7 @@ func TestFirstCommitLogFilePrepared(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitFile(t, fs2, first)
+	waitPrepared(t, s2, fs2, 0)
 	if err := s2.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -69,14 +54,33 @@ func TestFirstCommitLogFilePrepared(t *testing.T) {
 	}
 }
 
-func waitFile(t *testing.T, fs backend.FS, name string) {
+// waitPrepared waits for the preparation of the CommitLog file at from,
+// which Open or a put has started (the allocator is asked in their
+// goroutine), checks that the file is on disk and returns it.
+func waitPrepared(t *testing.T, s *Store, fs backend.FS, from int64) *mappedFile {
 	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
-		if _, err := fs.Stat(name); err == nil {
-			return
-		}
+	a := s.commitLog.q.alloc
+	a.mu.Lock()
+	done, at := a.done, a.from
+	a.mu.Unlock()
+	if done == nil || at != from {
+		t.Fatalf("the file at %d is not being prepared (preparing: %v, at %d)", from, done != nil, at)
 	}
-	t.Fatalf("%s not created within 10 s", name)
+	select {
+	case <-done: // the preparation has handed the file over
+	case <-time.After(10 * time.Second):
+		t.Fatalf("the file at %d not prepared within 10 s", from)
+	}
+	a.mu.Lock()
+	mf, err := a.mf, a.err
+	a.mu.Unlock()
+	if mf == nil {
+		t.Fatalf("no file prepared at %d: %v", from, err)
+	}
+	if _, err := fs.Stat("commitlog/" + offsetToFileName(from)); err != nil {
+		t.Fatalf("the prepared file at %d is not on disk: %v", from, err)
+	}
+	return mf
 }
 
 // TestNextCommitLogFilePreparedHalfWay checks that the file after the one
@@ -117,14 +121,7 @@ func TestNextCommitLogFilePreparedHalfWay(t *testing.T) {
 	for s.commitLog.q.MaxOffset() < size/2+prefaultStep {
 		put()
 	}
-	waitFile(t, fs, next)
-	a.mu.Lock()
-	done := a.done
-	a.mu.Unlock()
-	<-done
-	a.mu.Lock()
-	prepared := a.mf
-	a.mu.Unlock()
+	prepared := waitPrepared(t, s, fs, size)
 	for s.commitLog.q.MaxOffset() < size {
 		put()
 	}

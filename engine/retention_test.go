@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -119,7 +120,18 @@ func TestDeleteExpiredFilesForceNeverDeletesLastFile(t *testing.T) {
 // The clean service deletes on its own when the disk is over the forcing
 // ratio, and stops with Close.
 func TestCleanServiceRunsOnDiskPressure(t *testing.T) {
-	usage := func() (float64, error) { return 0.9, nil }
+	// The service asks DiskUsage at the start of each round, in its one
+	// goroutine: once asked twice after the puts, a whole round has run
+	// on them.
+	var armed atomic.Bool
+	var asked atomic.Int32
+	roundDone := make(chan struct{})
+	usage := func() (float64, error) {
+		if armed.Load() && asked.Add(1) == 2 {
+			close(roundDone)
+		}
+		return 0.9, nil
+	}
 	s, err := engine.Open(memfs.New(nil), engine.Config{CommitLogFileSize: 4096, ConsumeQueueUnits: 8,
 		Retention: engine.RetentionPolicy{CleanResourceInterval: 5 * time.Millisecond, DiskUsage: usage}})
 	if err != nil {
@@ -132,11 +144,14 @@ func TestCleanServiceRunsOnDiskPressure(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	// The service has no completion hook; poll its visible effect.
-	for deadline := time.Now().Add(10 * time.Second); s.CommitLog().MinOffset() == 0; time.Sleep(time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("the clean service deleted nothing in 10 s at 90 % disk usage")
-		}
+	armed.Store(true)
+	select {
+	case <-roundDone:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the clean service ran no round in 10 s")
+	}
+	if s.CommitLog().MinOffset() == 0 {
+		t.Fatal("a clean round at 90 % disk usage deleted nothing")
 	}
 	if s.CommitLog().MinOffset() > last.WroteOffset {
 		t.Fatal("the clean service deleted the file being written")
