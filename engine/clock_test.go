@@ -22,6 +22,7 @@ func TestWallMillisFollowsTimeNow(t *testing.T) {
 			t.Fatalf("wallMillis %d, time.Now %d..%d ms", got, before, after)
 		}
 		prev = got
+		// The subject is the wall clock: sample it across a re-anchoring.
 		time.Sleep(time.Millisecond)
 	}
 }

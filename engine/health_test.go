@@ -56,6 +56,10 @@ func fullDisk(t *testing.T, dir string) (*crashsim.FS, *atomic.Bool) {
 	return fs, &full
 }
 
+// waitUntil polls cond with a deadline. The dispatcher retries a failed
+// pass on its own real-time timer (dispatch.Service.RetryInterval) and
+// reports only through Health: until it takes an injected clock or
+// reports its passes, these tests poll what it exposes.
 func waitUntil(t *testing.T, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)

@@ -143,6 +143,9 @@ func (rd *routeJSON) addrsOf(name string) map[string]string {
 	return nil
 }
 
+// waitUntil polls cond with a deadline: brokers register with the name
+// servers over TCP from their registrar's own ticker, and the name server
+// reports a registration only through its routes.
 func waitUntil(t testing.TB, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
