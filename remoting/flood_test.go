@@ -2,7 +2,6 @@ package remoting
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"io"
 	"log/slog"
@@ -42,22 +41,7 @@ func TestConnectionFloodLoggedOnce(t *testing.T) {
 		flood    = 45
 	)
 	logs := &logSink{}
-	closed := make(chan error, 100)
-	mux := NewMux()
-	mux.RegisterFunc(testCodeEcho, func(_ context.Context, _ *Conn, req *RemotingCommand) (*RemotingCommand, error) {
-		return req.NewResponse(CodeSuccess, ""), nil
-	})
-	srv, err := NewServer(mux, Options{MaxConns: maxConns, Logger: slog.New(slog.NewTextHandler(logs, nil)),
-		OnClose: func(_ *Conn, reason error) { closed <- reason }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Close()
-	ln, err := srv.Listen("127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.String()
+	srv, addr, closed := testServer(t, nil, Options{MaxConns: maxConns, Logger: slog.New(slog.NewTextHandler(logs, nil))})
 	roundTrip := func(nc net.Conn) error {
 		f, err := NewRequest(testCodeEcho, nil).MarshalFrame()
 		if err != nil {

@@ -1,7 +1,6 @@
 package remoting
 
 import (
-	"context"
 	"errors"
 	"io"
 	"log/slog"
@@ -20,22 +19,7 @@ import (
 func TestConnectionFloodAtTheLimitLoggedOnce(t *testing.T) {
 	const maxConns = 10
 	logs := &logSink{}
-	closed := make(chan error, 100)
-	mux := NewMux()
-	mux.RegisterFunc(testCodeEcho, func(_ context.Context, _ *Conn, req *RemotingCommand) (*RemotingCommand, error) {
-		return req.NewResponse(CodeSuccess, ""), nil
-	})
-	srv, err := NewServer(mux, Options{MaxConns: maxConns, Logger: slog.New(slog.NewTextHandler(logs, nil)),
-		OnClose: func(_ *Conn, reason error) { closed <- reason }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Close()
-	ln, err := srv.Listen("127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.String()
+	_, addr, closed := testServer(t, nil, Options{MaxConns: maxConns, Logger: slog.New(slog.NewTextHandler(logs, nil))})
 	// accepted dials and waits until the server answered a request on it.
 	accepted := func() net.Conn {
 		nc := rawDial(t, addr)

@@ -32,7 +32,9 @@ func testServer(t *testing.T, mux *Mux, opts Options) (*Server, string, <-chan e
 		return resp, nil
 	})
 	closed := make(chan error, 1024)
-	opts.Logger = quietLogger()
+	if opts.Logger == nil {
+		opts.Logger = quietLogger()
+	}
 	opts.OnClose = func(_ *Conn, reason error) { closed <- reason }
 	srv, err := NewServer(mux, opts)
 	if err != nil {

@@ -76,27 +76,8 @@ func (w *lockedBuffer) String() string {
 // when heartbeats are accepted again.
 func TestHeartbeatRefusedOnFullDiskIsLogged(t *testing.T) {
 	var full atomic.Bool
-	fs := memfs.New(fullConfigFs{Fs: afero.NewMemMapFs(), full: &full})
-	b, err := broker.Open(fs, broker.Config{Store: engine.Config{CommitLogFileSize: 1 << 20, ConsumeQueueUnits: 1000, Logger: quiet}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
 	logs := &lockedBuffer{}
-	s, err := server.New(b, server.Config{Logger: slog.New(slog.NewTextHandler(logs, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = s.Shutdown(ctx)
-	}()
-	a, err := s.Listen("127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	e := &env{t: t, b: b, s: s, adr: a.String()}
+	e := fullConfigEnv(t, &full, quiet, slog.New(slog.NewTextHandler(logs, nil)))
 	cl := e.dial(nil)
 	defer cl.Close()
 
@@ -126,28 +107,8 @@ func TestHeartbeatRefusedOnFullDiskIsLogged(t *testing.T) {
 // once when such topics are saved again. It used to be logged nowhere.
 func TestTopicNotCreatedOnFullDiskIsLogged(t *testing.T) {
 	var full atomic.Bool
-	fs := memfs.New(fullConfigFs{Fs: afero.NewMemMapFs(), full: &full})
 	logs := &lockedBuffer{}
-	b, err := broker.Open(fs, broker.Config{Store: engine.Config{CommitLogFileSize: 1 << 20, ConsumeQueueUnits: 1000,
-		Logger: slog.New(slog.NewTextHandler(logs, nil))}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
-	s, err := server.New(b, server.Config{Logger: quiet})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = s.Shutdown(ctx)
-	}()
-	a, err := s.Listen("127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	e := &env{t: t, b: b, s: s, adr: a.String()}
+	e := fullConfigEnv(t, &full, slog.New(slog.NewTextHandler(logs, nil)), quiet)
 	e.cl = e.dial(nil)
 	defer e.cl.Close()
 
@@ -167,4 +128,31 @@ func TestTopicNotCreatedOnFullDiskIsLogged(t *testing.T) {
 	if !strings.Contains(logs.String(), "topics created by sends are saved again") || !strings.Contains(logs.String(), "failures=5") {
 		t.Fatalf("the end of the fault is not logged:\n%s", logs.String())
 	}
+}
+
+// fullConfigEnv serves a broker on a memory file system whose config
+// files cannot be written while full is set; brokerLog is the store's
+// logger, serverLog the server's.
+func fullConfigEnv(t *testing.T, full *atomic.Bool, brokerLog, serverLog *slog.Logger) *env {
+	t.Helper()
+	fs := memfs.New(fullConfigFs{Fs: afero.NewMemMapFs(), full: full})
+	b, err := broker.Open(fs, broker.Config{Store: engine.Config{CommitLogFileSize: 1 << 20, ConsumeQueueUnits: 1000, Logger: brokerLog}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = b.Close() })
+	s, err := server.New(b, server.Config{Logger: serverLog})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = s.Shutdown(ctx)
+	})
+	a, err := s.Listen("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &env{t: t, b: b, s: s, adr: a.String()}
 }
