@@ -423,6 +423,7 @@ func (n *Node) lead() {
 	n.writable.Store(true)
 	n.addConfiguredPeers()
 	n.b.Schedule().Wake()
+	n.b.Timer().Elected()
 	n.log.Info("leading the broker group", "brokerName", n.cfg.BrokerName)
 	n.setBrokerID(0)
 }

@@ -57,15 +57,21 @@ type Config struct {
 	// Put, when set, stores the delivered messages instead of the
 	// store's Put (a replicated group's log; see broker.Writer).
 	Put func(ctx context.Context, m *engine.Message) (engine.PutResult, error)
-	// Standby, when set and true, pauses the service (a replica that is
-	// not its group's leader).
+	// Standby, when set and true, makes the service follow instead of
+	// deliver (a replica that is not its group's leader): it enqueues the
+	// replicated timer topic and moves its read time past each due slot
+	// once the CommitLog shows the leader's deliveries of it, so that on
+	// its election it starts where the former leader stopped.
 	Standby func() bool
 
 	svc    hooks.Service
 	broken hooks.Timer
 }
 
-func init() { hooks.RegisterService(func(c *Config) *hooks.Service { return &c.svc }) }
+func init() {
+	hooks.RegisterService(func(c *Config) *hooks.Service { return &c.svc })
+	hooks.RegisterTimer(func(c any) *hooks.Timer { return &c.(*Config).broken })
+}
 
 // withDefaults fills the zero fields.
 func (c Config) withDefaults() Config {

@@ -128,7 +128,7 @@ func messageBytes(m *record.Message) int64 {
 func (s *Service) deliverSlot(ctx context.Context, p *preparedSlot) error {
 	for i, u := range p.units {
 		m := p.msgs[i]
-		if m == nil || s.delivered[u.OffsetPy] {
+		if _, done := s.delivered[u.OffsetPy]; m == nil || done {
 			continue
 		}
 		now := s.cfg.Now()
@@ -137,12 +137,18 @@ func (s *Service) deliverSlot(ctx context.Context, p *preparedSlot) error {
 		if err != nil {
 			return err
 		}
-		s.delivered[u.OffsetPy] = true
+		s.delivered[u.OffsetPy] = -1
 		if stored {
 			s.lateness.observe(now - u.SlotTime())
 		}
 	}
-	// The slot is done: its messages leave the counts and the memory.
+	s.slotDone(p)
+	return nil
+}
+
+// slotDone drops a delivered slot's messages from the counts and the
+// memory.
+func (s *Service) slotDone(p *preparedSlot) {
 	for i, u := range p.units {
 		delete(s.delivered, u.OffsetPy)
 		if p.topics[i] != "" {
@@ -150,6 +156,47 @@ func (s *Service) deliverSlot(ctx context.Context, p *preparedSlot) error {
 		}
 	}
 	s.next = nil
+}
+
+// follow is the step of a replica on standby: it reads the leader's
+// deliveries from the CommitLog, enqueues the replicated timer topic as
+// the leader does, and moves the read time past each due slot whose
+// every message the leader delivered (or that a recall of the slot
+// drops, or that is gone from the CommitLog: the leader drops it too).
+// It stops at the first due slot still to deliver: elected, the replica
+// delivers from there, and skips what it saw delivered.
+func (s *Service) follow(ctx context.Context) error {
+	defer s.publish()
+	if err := s.scanDeliveries(s.seenTo); err != nil {
+		return err
+	}
+	if err := s.enqueue(ctx); err != nil {
+		return err
+	}
+	for s.st.readTime <= s.cfg.Now() {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		sl := s.wheel.get(s.st.readTime)
+		if sl.FirstPos >= 0 {
+			p, err := s.prepared(sl)
+			if err != nil {
+				return err
+			}
+			for i, u := range p.units {
+				if _, done := s.delivered[u.OffsetPy]; p.msgs[i] != nil && !done && !s.cfg.broken.FollowUnseen {
+					return nil // the leader has not delivered it yet
+				}
+			}
+			s.slotDone(p)
+		}
+		s.st.readTime += s.cfg.PrecisionMs
+		if sl.FirstPos >= 0 {
+			if err := s.enqueue(ctx); err != nil {
+				return err
+			}
+		}
+	}
 	return nil
 }
 

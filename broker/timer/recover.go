@@ -40,7 +40,8 @@ func (s *Service) recover() error {
 	if s.st.pending == nil {
 		s.st.pending = map[string]int64{}
 	}
-	s.delivered = map[int64]bool{}
+	s.delivered = map[int64]int64{}
+	s.seenTo = ck.ScanFrom
 	if !s.cfg.broken.NoDedup {
 		if err := s.scanDeliveries(ck.ScanFrom); err != nil {
 			return err
@@ -56,11 +57,13 @@ func (s *Service) recover() error {
 }
 
 // scanDeliveries reads the CommitLog from from to its end for delivered
-// timer messages (TIMER_SOURCE_OFFSET): they were made after the
-// checkpoint, whose slots are delivered again.
+// timer messages (TIMER_SOURCE_OFFSET), made after the checkpoint (whose
+// slots are delivered again) or by another leader, and moves seenTo to
+// the end.
 func (s *Service) scanDeliveries(from int64) error {
 	cl := s.store.CommitLog()
 	end, fileSize := cl.MaxOffset(), cl.FileSize()
+	defer func() { s.seenTo = max(s.seenTo, end) }()
 	for off := max(from, cl.MinOffset()); off < end; {
 		m, err := s.store.LookMessageByOffset(off)
 		if err != nil || m.StoreSize <= 0 {
@@ -69,8 +72,8 @@ func (s *Service) scanDeliveries(from int64) error {
 		}
 		if v, ok := m.Properties[record.PropertyTimerSourceOffset]; ok {
 			src, perr := strconv.ParseInt(v, 10, 64)
-			if perr == nil {
-				s.delivered[src] = true
+			if _, ok := s.delivered[src]; perr == nil && !ok {
+				s.delivered[src] = off
 			}
 		}
 		off += int64(m.StoreSize)

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rocketstore/rocketstore/engine"
 	"github.com/rocketstore/rocketstore/internal/hooks"
 	"github.com/rocketstore/rocketstore/record"
 )
@@ -199,9 +200,9 @@ func TestConfigValidate(t *testing.T) {
 }
 
 // TestElectionSkipsDeliveriesOfTheFormerLeader: a replica on standby
-// enqueues and delivers nothing; elected, it does not deliver again what
-// the CommitLog shows delivered (by the former leader) since its last
-// checkpoint.
+// enqueues (its pending count is the leader's) and delivers nothing;
+// elected, it does not deliver again what the CommitLog shows delivered
+// (by the former leader) since its last step.
 func TestElectionSkipsDeliveriesOfTheFormerLeader(t *testing.T) {
 	e := &env{t: t, fs: newCrashFS(t, nil), chooser: loseAll{}}
 	e.init(hooks.Timer{}, 1000, time.Hour)
@@ -213,7 +214,7 @@ func TestElectionSkipsDeliveriesOfTheFormerLeader(t *testing.T) {
 	a := e.sendAt("a", startClock+1000)
 	e.sendAt("b", startClock+1000)
 	e.step(2 * time.Second)
-	if wait := e.advance(); wait != time.Second || len(e.delivered()) != 0 || len(e.svc.Pending()) != 0 {
+	if wait := e.advance(); wait != time.Second || len(e.delivered()) != 0 || e.svc.Pending()[testTopic] != 2 {
 		t.Fatalf("standby: wait %v, delivered %v, pending %v", wait, e.delivered(), e.svc.Pending())
 	}
 	// The former leader delivered a.
@@ -238,9 +239,10 @@ func TestElectionSkipsDeliveriesOfTheFormerLeader(t *testing.T) {
 // TestStandbyRestartSkipsDeliveriesOfTheFormerLeader: a replica on
 // standby is stopped cleanly (its Close takes a checkpoint) after the
 // former leader delivered a; restarted and then elected, it does not
-// deliver a again. Its checkpoints must keep the CommitLog scan start: a
-// standby service has not delivered (nor enqueued) what the CommitLog
-// gained since, whether or not a step of its own found it on standby.
+// deliver a again. Its checkpoints must start the CommitLog scan no later
+// than what its last step read (seenTo): a standby service has not
+// accounted for the deliveries the CommitLog gained since, whether or
+// not a step of its own found it on standby.
 func TestStandbyRestartSkipsDeliveriesOfTheFormerLeader(t *testing.T) {
 	for _, stepped := range []bool{false, true} {
 		t.Run(fmt.Sprintf("stepped=%v", stepped), func(t *testing.T) {
@@ -279,4 +281,77 @@ func TestStandbyRestartSkipsDeliveriesOfTheFormerLeader(t *testing.T) {
 			}
 		})
 	}
+}
+
+// followThenElect runs a replica on standby behind a leader that
+// delivered a and b (due at +1 s) but not c (due at +1.5 s) before it
+// stopped; the replica steps at +2 s, is restarted, and is elected at
+// +3 s. It returns the replica's read time and pending count after its
+// step, its remembered deliveries after the restart, and what the real
+// queue holds in the end.
+func followThenElect(t *testing.T, broken hooks.Timer) (readTime, pending int64, remembered int, got map[string]int) {
+	e := &env{t: t, fs: newCrashFS(t, nil), chooser: loseAll{}}
+	e.init(broken, 500, time.Hour)
+	var standby atomic.Bool
+	standby.Store(true)
+	e.cfg.Standby = standby.Load
+	e.open()
+	t.Cleanup(e.close)
+	a := e.sendAt("a", startClock+1000)
+	b := e.sendAt("b", startClock+1000)
+	e.sendAt("c", startClock+1500)
+	e.step(2 * time.Second)
+	// The leader delivers a and b.
+	for _, r := range []engine.PutResult{a, b} {
+		ext, err := e.store.LookMessageByOffset(r.WroteOffset)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.store.Put(context.Background(), timeUp(ext, record.TimerUnit{OffsetPy: r.WroteOffset})); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if wait := e.advance(); wait != time.Second || len(e.delivered()) != 2 {
+		t.Fatalf("standby: wait %v, delivered %v", wait, e.delivered())
+	}
+	readTime, pending = e.svc.ReadTime(), e.svc.Pending()[testTopic]
+	e.close()
+	e.open()
+	remembered = e.svc.Stats().Delivered
+	e.step(time.Second)
+	standby.Store(false)
+	e.advance()
+	got = map[string]int{}
+	for _, m := range e.delivered() {
+		got[m.key]++
+		if due := map[string]int64{"a": 1000, "b": 1000, "c": 1500}[m.key]; m.storeMs < startClock+due {
+			t.Errorf("%s delivered at +%d ms, due at +%d ms", m.key, m.storeMs-startClock, due)
+		}
+	}
+	return readTime, pending, remembered, got
+}
+
+// TestStandbyFollowsTheLeader: a replica on standby moves its read time
+// past the slot the leader delivered and stops at the due slot it did
+// not deliver, with the pending count of the leader; its checkpoint
+// starts the next CommitLog scan after the deliveries it accounted for,
+// so that its restart remembers none; elected, it delivers c only. In
+// the broken variant (FollowUnseen) the replica passes c's slot as well
+// and c is never delivered.
+func TestStandbyFollowsTheLeader(t *testing.T) {
+	readTime, pending, remembered, got := followThenElect(t, hooks.Timer{})
+	if readTime != startClock+1500 || pending != 1 || remembered != 0 {
+		t.Fatalf("after the standby step: read time +%d ms, %d pending, %d deliveries remembered after a restart; "+
+			"want +1500 ms, 1 and 0", readTime-startClock, pending, remembered)
+	}
+	if got["a"] != 1 || got["b"] != 1 || got["c"] != 1 || len(got) != 3 {
+		t.Fatalf("delivered %v, want a, b and c once each", got)
+	}
+	t.Run("broken variant: FollowUnseen", func(t *testing.T) {
+		readTime, _, _, got := followThenElect(t, hooks.Timer{FollowUnseen: true})
+		if got["c"] != 0 {
+			t.Fatalf("the broken variant delivered c (%v, read time +%d ms): the test cannot tell", got, readTime-startClock)
+		}
+		t.Logf("broken variant caught: c never delivered (read time +%d ms after the standby step)", readTime-startClock)
+	})
 }
