@@ -8,6 +8,7 @@ import (
 	"strconv"
 
 	"github.com/rocketstore/rocketstore/engine"
+	"github.com/rocketstore/rocketstore/internal/engineops"
 	"github.com/rocketstore/rocketstore/record"
 )
 
@@ -167,6 +168,18 @@ func (s *Service) slotDone(p *preparedSlot) {
 // delivers from there, and skips what it saw delivered.
 func (s *Service) follow(ctx context.Context) error {
 	defer s.publish()
+	// With nothing pending and every dispatched timer message enqueued,
+	// a delivery in the dispatched CommitLog is of no slot still to pass
+	// (its message is in the log before it): a group that sends no timers
+	// costs its followers no read. A timer message not dispatched yet may
+	// be followed by its delivery: the read goes on from there.
+	dispatched := engineops.Of(s.store).ReputFromOffset()
+	if s.cfg.broken.IdleSkipsToEnd {
+		dispatched = s.store.CommitLog().MaxOffset()
+	}
+	if s.pendingTotal() == 0 && s.store.MaxOffsetInQueue(record.TimerTopic, 0) <= s.st.queueOffset {
+		s.seenTo = max(s.seenTo, dispatched)
+	}
 	if err := s.scanDeliveries(s.seenTo); err != nil {
 		return err
 	}

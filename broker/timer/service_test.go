@@ -355,3 +355,61 @@ func TestStandbyFollowsTheLeader(t *testing.T) {
 		t.Logf("broken variant caught: c never delivered (read time +%d ms after the standby step)", readTime-startClock)
 	})
 }
+
+// TestStandbyIdleReadsWhatIsNotDispatched: a replica on standby with
+// nothing pending skips reading the dispatched CommitLog for deliveries,
+// but not what is not dispatched yet: there a timer message and its
+// delivery by the leader may both be. Elected, it does not deliver the
+// message again; in the broken variant (IdleSkipsToEnd) it does.
+func TestStandbyIdleReadsWhatIsNotDispatched(t *testing.T) {
+	if got := idleThenElect(t, hooks.Timer{}); len(got) != 1 {
+		t.Fatalf("delivered %v, want a once", got)
+	}
+	t.Run("broken variant: IdleSkipsToEnd", func(t *testing.T) {
+		got := idleThenElect(t, hooks.Timer{IdleSkipsToEnd: true})
+		if len(got) == 1 {
+			t.Fatal("the broken variant delivered a once: the test cannot tell")
+		}
+		t.Logf("broken variant caught: delivered %v", got)
+	})
+}
+
+// idleThenElect returns what the real queue holds in the end.
+func idleThenElect(t *testing.T, broken hooks.Timer) []string {
+	e := &env{t: t, fs: newCrashFS(t, nil), chooser: loseAll{}}
+	e.init(broken, 1000, time.Hour)
+	var standby atomic.Bool
+	standby.Store(true)
+	e.cfg.Standby = standby.Load
+	e.open()
+	t.Cleanup(e.close)
+	e.advance()
+	// Stored and delivered by the leader, neither dispatched here when
+	// the replica steps.
+	m, err := e.svc.Config().Transform(&record.Message{Topic: testTopic, QueueID: 1, Body: []byte("body-a"),
+		Properties: map[string]string{"key": "a", record.PropertyUniqClientMsgID: "Ua",
+			record.PropertyTimerDeliverMS: strconv.FormatInt(startClock+1000, 10)}}, e.clock.Load())
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.step(2 * time.Second)
+	a, err := e.store.Put(context.Background(), m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ext, err := e.store.LookMessageByOffset(a.WroteOffset)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.store.Put(context.Background(), timeUp(ext, record.TimerUnit{OffsetPy: a.WroteOffset})); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.svc.Advance(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	e.advance() // dispatched now: a is enqueued
+	e.step(2 * time.Second)
+	standby.Store(false)
+	e.advance()
+	return keys(e.delivered())
+}

@@ -197,6 +197,11 @@ type Timer struct {
 	// due slot whose deliveries it has not seen in the CommitLog: a new
 	// leader then never delivers what the former one did not.
 	FollowUnseen bool
+	// IdleSkipsToEnd lets an idle replica on standby skip reading the
+	// whole CommitLog, not only what is dispatched: a timer message and
+	// its delivery not dispatched yet are both skipped, and the message
+	// is delivered again on its election.
+	IdleSkipsToEnd bool
 }
 
 var timerOf func(cfg any) *Timer
