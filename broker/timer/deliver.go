@@ -134,8 +134,16 @@ func (s *Service) deliverSlot(ctx context.Context, p *preparedSlot) error {
 		}
 		now := s.cfg.Now()
 		m.Properties[record.PropertyTimerDequeueMS] = strconv.FormatInt(now, 10)
+		before := s.store.CommitLog().MaxOffset()
 		stored, err := s.put(ctx, m)
 		if err != nil {
+			// The put may have stored the message all the same (a
+			// replicated put whose leader lost its lease reports an
+			// outcome it does not know): the next step reads the
+			// CommitLog from here before it delivers again.
+			if !s.rescan {
+				s.seenTo, s.rescan = before, true
+			}
 			return err
 		}
 		s.delivered[u.OffsetPy] = -1

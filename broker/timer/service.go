@@ -48,7 +48,11 @@ type Service struct {
 	// Start on a replica (until a step finds it leading) and from a step
 	// that found it on standby. The first step as leader reads the
 	// CommitLog from seenTo first.
-	standby  bool
+	standby bool
+	// rescan is set by a failed delivery put, which may have stored its
+	// message: the next step reads the CommitLog from seenTo (the end
+	// before that put) first.
+	rescan   bool
 	lateness Lateness // of the deliveries since Start
 
 	// mu guards the copies other goroutines read.
@@ -217,21 +221,26 @@ func (s *Service) Advance(ctx context.Context) (time.Duration, error) {
 	if s.cfg.Standby != nil && s.cfg.Standby() {
 		if !s.standby {
 			// Deposed: every put of this service returned, so its
-			// deliveries are in the CommitLog up to its end; the next
-			// leader's come after.
+			// deliveries are in the CommitLog up to its end (but one
+			// that failed may be stored later); the next leader's come
+			// after.
 			s.standby, s.next = true, nil
-			s.seenTo = s.store.CommitLog().MaxOffset()
+			if !s.rescan {
+				s.seenTo = s.store.CommitLog().MaxOffset()
+			}
+			s.rescan = false
 		}
 		if err := s.follow(ctx); err != nil {
 			return 0, err
 		}
 	} else {
-		if s.standby {
+		if s.standby || s.rescan {
 			// Elected (Elected wakes the service): the former leader's
 			// deliveries that the last step on standby did not read are
 			// in the replicated CommitLog, whose committed entries are
-			// all applied before the node takes writes.
-			s.standby, s.next = false, nil
+			// all applied before the node takes writes. After a failed
+			// put: the message it may have stored.
+			s.standby, s.rescan, s.next = false, false, nil
 			if !s.cfg.broken.NoDedup {
 				if err := s.scanDeliveries(s.seenTo); err != nil {
 					return 0, err

@@ -413,3 +413,41 @@ func idleThenElect(t *testing.T, broken hooks.Timer) []string {
 	e.advance()
 	return keys(e.delivered())
 }
+
+// TestFailedPutThatStoredIsNotRepeated: a delivery put fails after it
+// stored its message (a replicated put whose leader lost its lease and
+// kept it); the slot's retry reads the CommitLog from before that put and
+// does not deliver the message again. Without that read (the broken
+// variant NoDedup) it does.
+func TestFailedPutThatStoredIsNotRepeated(t *testing.T) {
+	if got := failedPutThenRetry(t, hooks.Timer{}); len(got) != 2 {
+		t.Fatalf("delivered %v, want a and b once each", got)
+	}
+	t.Run("broken variant: NoDedup", func(t *testing.T) {
+		got := failedPutThenRetry(t, hooks.Timer{NoDedup: true})
+		if len(got) == 2 {
+			t.Fatal("the broken variant delivered a and b once each: the test cannot tell")
+		}
+		t.Logf("broken variant caught: delivered %v", got)
+	})
+}
+
+func failedPutThenRetry(t *testing.T, broken hooks.Timer) []string {
+	e := &env{t: t, fs: newCrashFS(t, nil), chooser: loseAll{}}
+	e.init(broken, 1000, time.Hour)
+	e.open()
+	t.Cleanup(e.close)
+	e.sendAt("a", startClock+1000)
+	e.sendAt("b", startClock+1000)
+	e.step(2 * time.Second)
+	e.cutAfterPut = func() error {
+		e.cutAfterPut = nil
+		return errors.New("leadership lost")
+	}
+	e.dispatch()
+	if _, err := e.svc.Advance(context.Background()); err == nil {
+		t.Fatal("the step with the failed put succeeded")
+	}
+	e.advance()
+	return keys(e.delivered())
+}
