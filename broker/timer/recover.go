@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strconv"
 
+	"github.com/rocketstore/rocketstore/internal/engineops"
 	"github.com/rocketstore/rocketstore/record"
 )
 
@@ -41,9 +42,9 @@ func (s *Service) recover() error {
 		s.st.pending = map[string]int64{}
 	}
 	s.delivered = map[int64]int64{}
-	s.seenTo = ck.ScanFrom
+	s.seenTo, s.savedQueueOffset = s.scanStart(ck), ck.QueueOffset
 	if !s.cfg.broken.NoDedup {
-		if err := s.scanDeliveries(ck.ScanFrom); err != nil {
+		if err := s.scanDeliveries(s.seenTo); err != nil {
 			return err
 		}
 	}
@@ -54,6 +55,31 @@ func (s *Service) recover() error {
 		return s.Checkpoint()
 	}
 	return nil
+}
+
+// scanStart returns where recovery reads the CommitLog for deliveries.
+// A service with nothing pending takes no checkpoint (nor does a
+// replica on standby that has nothing to follow), so its checkpoint's
+// scan start may be far behind the CommitLog's end; but then a delivery
+// made after the checkpoint is of a message enqueued after it, and lies
+// after that message: the read starts at the first timer message the
+// checkpoint did not enqueue, or at the end of what is dispatched when
+// there is none.
+func (s *Service) scanStart(ck checkpoint) int64 {
+	from := ck.ScanFrom
+	for _, n := range ck.Pending {
+		if n > 0 {
+			return from
+		}
+	}
+	q := max(ck.QueueOffset, s.store.MinOffsetInQueue(record.TimerTopic, 0))
+	if q < s.store.MaxOffsetInQueue(record.TimerTopic, 0) {
+		if phy, err := s.store.CommitLogOffsetInQueue(record.TimerTopic, 0, q); err == nil {
+			return max(from, phy)
+		}
+		return from
+	}
+	return max(from, engineops.Of(s.store).ReputFromOffset())
 }
 
 // scanDeliveries reads the CommitLog from from to its end for delivered
@@ -70,6 +96,7 @@ func (s *Service) scanDeliveries(from int64) error {
 			off = (off/fileSize + 1) * fileSize // a file's blank end
 			continue
 		}
+		s.scanned++
 		if v, ok := m.Properties[record.PropertyTimerSourceOffset]; ok {
 			src, perr := strconv.ParseInt(v, 10, 64)
 			if _, ok := s.delivered[src]; perr == nil && !ok {

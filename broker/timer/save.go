@@ -48,7 +48,7 @@ func (s *Service) startCheckpoint() {
 			PrecisionMs: s.cfg.PrecisionMs, Slots: s.wheel.slots, Redo: redoList(redo), FileMaxSlot: s.log.maxSlots(),
 			Pending: maps.Clone(s.st.pending)}}
 	s.saving = j
-	s.lastCkpt = s.cfg.Now()
+	s.lastCkpt, s.savedQueueOffset = s.cfg.Now(), s.st.queueOffset
 	go func() { j.done <- s.write(j) }()
 }
 

@@ -54,6 +54,9 @@ type Service struct {
 	// before that put) first.
 	rescan   bool
 	lateness Lateness // of the deliveries since Start
+	scanned  int64    // records read for deliveries since New (tests)
+	// savedQueueOffset is the queue offset of the last checkpoint taken.
+	savedQueueOffset int64
 
 	// mu guards the copies other goroutines read.
 	mu struct {
@@ -257,7 +260,11 @@ func (s *Service) Advance(ctx context.Context) (time.Duration, error) {
 	if err := s.finishCheckpoint(false); err != nil {
 		s.cfg.Logger.Warn("timer: checkpoint failed; retrying", "err", err)
 	}
-	if !s.cfg.svc.Manual && s.saving == nil &&
+	// A replica on standby with nothing to follow takes no checkpoint (an
+	// idle leader takes none either: it does not step): recovery finds
+	// its scan start from the timer queue (scanStart).
+	idle := s.standby && s.pendingTotal() == 0 && len(s.wheel.dirty) == 0 && s.st.queueOffset == s.savedQueueOffset
+	if !s.cfg.svc.Manual && s.saving == nil && !idle &&
 		(s.cfg.Now()-s.lastCkpt >= s.cfg.CheckpointInterval.Milliseconds() || len(s.wheel.dirty) >= maxDirtySlots) {
 		s.startCheckpoint()
 	}
