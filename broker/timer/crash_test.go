@@ -235,6 +235,7 @@ func TestTimerBrokenVariantsCaught(t *testing.T) {
 		{"NoDeliverySync", hooks.Timer{NoDeliverySync: true}, "never delivered"},
 		{"NoDedup", hooks.Timer{NoDedup: true}, "times"},
 		{"WheelInPlace", hooks.Timer{WheelInPlace: true}, "bad timer log unit"},
+		{"ScanFromQueue", hooks.Timer{ScanFromQueue: true}, "times"},
 	} {
 		t.Run(v.name, func(t *testing.T) {
 			setFlag(t, "rapid.nofailfile", "true")

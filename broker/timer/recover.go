@@ -68,7 +68,7 @@ func (s *Service) recover() error {
 func (s *Service) scanStart(ck checkpoint) int64 {
 	from := ck.ScanFrom
 	for _, n := range ck.Pending {
-		if n > 0 {
+		if n > 0 && !s.cfg.broken.ScanFromQueue {
 			return from
 		}
 	}

@@ -202,6 +202,11 @@ type Timer struct {
 	// its delivery not dispatched yet are both skipped, and the message
 	// is delivered again on its election.
 	IdleSkipsToEnd bool
+	// ScanFromQueue starts recovery's read for deliveries at the first
+	// timer message the checkpoint did not enqueue even when messages
+	// were pending at the checkpoint: their deliveries before it are
+	// made again.
+	ScanFromQueue bool
 }
 
 var timerOf func(cfg any) *Timer
