@@ -57,6 +57,11 @@ type Config struct {
 	// Put, when set, stores the delivered messages instead of the
 	// store's Put (a replicated group's log; see broker.Writer).
 	Put func(ctx context.Context, m *engine.Message) (engine.PutResult, error)
+	// PutsInFlight is how many delivery puts of one slot may be in
+	// flight at once (0: 1, one after the other, in the order the
+	// messages were stored). A replicated group's put waits for a Raft
+	// round; puts in flight together share rounds.
+	PutsInFlight int
 	// Standby, when set and true, makes the service follow instead of
 	// deliver (a replica that is not its group's leader): it enqueues the
 	// replicated timer topic and moves its read time past each due slot

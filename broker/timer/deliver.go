@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"sync"
 
 	"github.com/rocketstore/rocketstore/engine"
 	"github.com/rocketstore/rocketstore/internal/engineops"
@@ -123,35 +124,76 @@ func messageBytes(m *record.Message) int64 {
 	return n
 }
 
-// deliverSlot puts each message of a prepared slot to its real topic.
-// A failed put fails the slot, which is tried again whole: delivered
-// remembers what it already put.
+// deliverSlot puts each message of a prepared slot to its real topic,
+// up to PutsInFlight at a time. A failed put fails the slot, which is
+// tried again whole: delivered remembers what it already put.
 func (s *Service) deliverSlot(ctx context.Context, p *preparedSlot) error {
+	var todo []int
 	for i, u := range p.units {
-		m := p.msgs[i]
-		if _, done := s.delivered[u.OffsetPy]; m == nil || done {
-			continue
+		if _, done := s.delivered[u.OffsetPy]; p.msgs[i] != nil && !done {
+			todo = append(todo, i)
 		}
-		now := s.cfg.Now()
-		m.Properties[record.PropertyTimerDequeueMS] = strconv.FormatInt(now, 10)
-		before := s.store.CommitLog().MaxOffset()
-		stored, err := s.put(ctx, m)
-		if err != nil {
-			// The put may have stored the message all the same (a
-			// replicated put whose leader lost its lease reports an
-			// outcome it does not know): the next step reads the
-			// CommitLog from here before it delivers again.
-			if !s.rescan {
-				s.seenTo, s.rescan = before, true
-			}
+	}
+	for len(todo) > 0 {
+		batch := todo[:min(len(todo), max(1, s.cfg.PutsInFlight))]
+		todo = todo[len(batch):]
+		if err := s.putBatch(ctx, p, batch); err != nil {
 			return err
-		}
-		s.delivered[u.OffsetPy] = -1
-		if stored {
-			s.lateness.observe(now - u.SlotTime())
 		}
 	}
 	s.slotDone(p)
+	return nil
+}
+
+// putBatch puts the slot's messages at idx, each in a goroutine of its
+// own when there are several (a replicated group's puts then share Raft
+// rounds), and remembers those stored.
+func (s *Service) putBatch(ctx context.Context, p *preparedSlot, idx []int) error {
+	type result struct {
+		stored bool
+		err    error
+	}
+	res := make([]result, len(idx))
+	now := s.cfg.Now()
+	for _, i := range idx {
+		p.msgs[i].Properties[record.PropertyTimerDequeueMS] = strconv.FormatInt(now, 10)
+	}
+	before := s.store.CommitLog().MaxOffset()
+	if len(idx) == 1 {
+		res[0].stored, res[0].err = s.put(ctx, p.msgs[idx[0]])
+	} else {
+		var wg sync.WaitGroup
+		for k, i := range idx {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				res[k].stored, res[k].err = s.put(ctx, p.msgs[i])
+			}()
+		}
+		wg.Wait()
+	}
+	var errs []error
+	for k, i := range idx {
+		if r := res[k]; r.err != nil {
+			errs = append(errs, r.err)
+		} else {
+			u := p.units[i]
+			s.delivered[u.OffsetPy] = -1
+			if r.stored {
+				s.lateness.observe(now - u.SlotTime())
+			}
+		}
+	}
+	if len(errs) > 0 {
+		// A failed put may have stored its message all the same (a
+		// replicated put whose leader lost its lease reports an outcome
+		// it does not know): the next step reads the CommitLog from
+		// before the puts first.
+		if !s.rescan {
+			s.seenTo, s.rescan = before, true
+		}
+		return errors.Join(errs...)
+	}
 	return nil
 }
 

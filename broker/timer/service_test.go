@@ -417,37 +417,60 @@ func idleThenElect(t *testing.T, broken hooks.Timer) []string {
 // TestFailedPutThatStoredIsNotRepeated: a delivery put fails after it
 // stored its message (a replicated put whose leader lost its lease and
 // kept it); the slot's retry reads the CommitLog from before that put and
-// does not deliver the message again. Without that read (the broken
-// variant NoDedup) it does.
+// does not deliver the message again, with one put in flight or several.
+// Without that read (the broken variant NoDedup) it does.
 func TestFailedPutThatStoredIsNotRepeated(t *testing.T) {
-	if got := failedPutThenRetry(t, hooks.Timer{}); len(got) != 2 {
-		t.Fatalf("delivered %v, want a and b once each", got)
+	for _, inFlight := range []int{1, 4} {
+		t.Run(fmt.Sprintf("in flight %d", inFlight), func(t *testing.T) {
+			if got := failedPutThenRetry(t, hooks.Timer{}, inFlight); len(got) != 10 || !uniq(got) {
+				t.Fatalf("delivered %v, want 10 once each", got)
+			}
+			t.Run("broken variant: NoDedup", func(t *testing.T) {
+				got := failedPutThenRetry(t, hooks.Timer{NoDedup: true}, inFlight)
+				if len(got) == 10 {
+					t.Fatal("the broken variant delivered each once: the test cannot tell")
+				}
+				t.Logf("broken variant caught: delivered %v", got)
+			})
+		})
 	}
-	t.Run("broken variant: NoDedup", func(t *testing.T) {
-		got := failedPutThenRetry(t, hooks.Timer{NoDedup: true})
-		if len(got) == 2 {
-			t.Fatal("the broken variant delivered a and b once each: the test cannot tell")
-		}
-		t.Logf("broken variant caught: delivered %v", got)
-	})
 }
 
-func failedPutThenRetry(t *testing.T, broken hooks.Timer) []string {
+func uniq(keys []string) bool {
+	seen := map[string]bool{}
+	for _, k := range keys {
+		if seen[k] {
+			return false
+		}
+		seen[k] = true
+	}
+	return true
+}
+
+// failedPutThenRetry delivers ten timers of one slot whose third put
+// fails after it stored its message, then steps again.
+func failedPutThenRetry(t *testing.T, broken hooks.Timer, inFlight int) []string {
 	e := &env{t: t, fs: newCrashFS(t, nil), chooser: loseAll{}}
 	e.init(broken, 1000, time.Hour)
+	e.cfg.PutsInFlight = inFlight
 	e.open()
 	t.Cleanup(e.close)
-	e.sendAt("a", startClock+1000)
-	e.sendAt("b", startClock+1000)
+	for i := range 10 {
+		e.sendAt(strconv.Itoa(i), startClock+1000)
+	}
 	e.step(2 * time.Second)
+	var puts atomic.Int32
 	e.cutAfterPut = func() error {
-		e.cutAfterPut = nil
-		return errors.New("leadership lost")
+		if puts.Add(1) == 3 {
+			return errors.New("leadership lost")
+		}
+		return nil
 	}
 	e.dispatch()
 	if _, err := e.svc.Advance(context.Background()); err == nil {
 		t.Fatal("the step with the failed put succeeded")
 	}
+	e.cutAfterPut = nil
 	e.advance()
 	return keys(e.delivered())
 }
