@@ -43,6 +43,9 @@ func (s *Service) recover() error {
 	}
 	s.delivered = map[int64]int64{}
 	s.seenTo, s.savedQueueOffset = s.scanStart(ck), ck.QueueOffset
+	for _, n := range ck.Pending {
+		s.savedPending += n
+	}
 	if !s.cfg.broken.NoDedup {
 		if err := s.scanDeliveries(s.seenTo); err != nil {
 			return err

@@ -48,7 +48,7 @@ func (s *Service) startCheckpoint() {
 			PrecisionMs: s.cfg.PrecisionMs, Slots: s.wheel.slots, Redo: redoList(redo), FileMaxSlot: s.log.maxSlots(),
 			Pending: maps.Clone(s.st.pending)}}
 	s.saving = j
-	s.lastCkpt, s.savedQueueOffset = s.cfg.Now(), s.st.queueOffset
+	s.lastCkpt, s.savedQueueOffset, s.savedPending = s.cfg.Now(), s.st.queueOffset, s.pendingTotal()
 	go func() { j.done <- s.write(j) }()
 }
 
@@ -100,6 +100,7 @@ func (s *Service) finishCheckpoint(wait bool) error {
 	s.saving = nil
 	s.wheel.saved(err == nil)
 	if err != nil {
+		s.savedQueueOffset = -1 // not saved: an idle service saves again
 		return err
 	}
 	s.log.synced = max(s.log.synced, j.ck.LogEnd)

@@ -55,8 +55,9 @@ type Service struct {
 	rescan   bool
 	lateness Lateness // of the deliveries since Start
 	scanned  int64    // records read for deliveries since New (tests)
-	// savedQueueOffset is the queue offset of the last checkpoint taken.
-	savedQueueOffset int64
+	// savedQueueOffset and savedPending are the queue offset and the
+	// pending count of the last checkpoint taken.
+	savedQueueOffset, savedPending int64
 
 	// mu guards the copies other goroutines read.
 	mu struct {
@@ -263,7 +264,7 @@ func (s *Service) Advance(ctx context.Context) (time.Duration, error) {
 	// A replica on standby with nothing to follow takes no checkpoint (an
 	// idle leader takes none either: it does not step): recovery finds
 	// its scan start from the timer queue (scanStart).
-	idle := s.standby && s.pendingTotal() == 0 && len(s.wheel.dirty) == 0 && s.st.queueOffset == s.savedQueueOffset
+	idle := s.standby && s.saved()
 	if !s.cfg.svc.Manual && s.saving == nil && !idle &&
 		(s.cfg.Now()-s.lastCkpt >= s.cfg.CheckpointInterval.Milliseconds() || len(s.wheel.dirty) >= maxDirtySlots) {
 		s.startCheckpoint()
@@ -274,13 +275,22 @@ func (s *Service) Advance(ctx context.Context) (time.Duration, error) {
 		return time.Second, nil
 	}
 	if s.pendingTotal() == 0 && s.store.MaxOffsetInQueue(record.TimerTopic, 0) <= s.st.queueOffset {
-		if !s.cfg.svc.Manual && (len(s.wheel.dirty) > 0 || s.saving != nil) {
+		if !s.cfg.svc.Manual && (!s.saved() || s.saving != nil) {
 			// Idle, but the last changes are not saved yet.
 			return s.cfg.CheckpointInterval, nil
 		}
 		return -1, nil
 	}
 	return time.Duration(max(0, s.st.readTime-s.cfg.Now())) * time.Millisecond, nil
+}
+
+// saved reports whether the last checkpoint taken holds the state of a
+// service with nothing pending (the read time and scan start aside:
+// recovery finds them again, see scanStart), so that an idle service
+// need not take another (and the pending counts a tool reads from it are
+// current).
+func (s *Service) saved() bool {
+	return s.pendingTotal() == 0 && s.savedPending == 0 && len(s.wheel.dirty) == 0 && s.st.queueOffset == s.savedQueueOffset
 }
 
 // Elected tells the service that its replica now leads its group and

@@ -474,3 +474,44 @@ func failedPutThenRetry(t *testing.T, broken hooks.Timer, inFlight int) []string
 	e.advance()
 	return keys(e.delivered())
 }
+
+// TestIdleServiceSavesItsLastDelivery: a service that delivers its last
+// pending timer less than a checkpoint interval after its checkpoint
+// steps once more to save that (the pending counts a tool reads from
+// the checkpoint are then current), and only then idles.
+func TestIdleServiceSavesItsLastDelivery(t *testing.T) {
+	e := &env{t: t, fs: newCrashFS(t, nil), chooser: loseAll{}}
+	e.init(hooks.Timer{}, 100, time.Hour)
+	e.open()
+	t.Cleanup(e.close)
+	e.svc.cfg.svc.Manual = false // the automatic checkpoints, stepped from here
+	onDisk := func() map[string]int64 {
+		t.Helper()
+		if err := e.svc.finishCheckpoint(true); err != nil {
+			t.Fatal(err)
+		}
+		p, err := PendingOnDisk(e.fs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	e.sendAt("a", startClock+1500)
+	e.step(time.Second)
+	e.advance()
+	if p := onDisk(); p[testTopic] != 1 {
+		t.Fatalf("checkpoint at +1 s: pending %v, want a", p)
+	}
+	e.step(500 * time.Millisecond)
+	if wait := e.advance(); wait != DefaultCheckpointInterval || len(e.delivered()) != 1 {
+		t.Fatalf("after the last delivery: wait %v (want %v), delivered %v", wait, DefaultCheckpointInterval, e.delivered())
+	}
+	e.step(time.Second)
+	e.advance()
+	if p := onDisk(); len(p) != 0 {
+		t.Fatalf("checkpoint after the last delivery: pending %v, want none", p)
+	}
+	if wait := e.advance(); wait != -1 {
+		t.Fatalf("idle and saved: wait %v, want -1", wait)
+	}
+}
