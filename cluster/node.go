@@ -456,6 +456,10 @@ func (n *Node) addConfiguredPeers() {
 
 func (n *Node) follow() {
 	n.writable.Store(false)
+	// The timer service's first step on standby marks the CommitLog end
+	// its own deliveries reach: it must come before another leader's
+	// deliveries can be followed by this node's next election.
+	n.b.Timer().Wake()
 	n.log.Info("following", "leader", n.LeaderID())
 	n.setBrokerID(n.followerID())
 }

@@ -66,7 +66,10 @@ type Config struct {
 	// deliver (a replica that is not its group's leader): it enqueues the
 	// replicated timer topic and moves its read time past each due slot
 	// once the CommitLog shows the leader's deliveries of it, so that on
-	// its election it starts where the former leader stopped.
+	// its election it starts where the former leader stopped. The owner
+	// wakes the service when the replica stops leading (its first step
+	// on standby must come before another leader's deliveries) and calls
+	// Elected when it leads again.
 	Standby func() bool
 
 	svc    hooks.Service
