@@ -117,6 +117,11 @@ func (b *Broker) loadConfig() error {
 	return err
 }
 
+// replicatedTimerPuts is how many delivery puts of one timer slot a
+// replicated group's leader has in flight: each waits for a Raft round,
+// so one at a time would deliver a few hundred timers a second.
+const replicatedTimerPuts = 64
+
 // openStore opens the index first (recovery dispatches to it), then the
 // engine with the broker's dispatchers.
 func (b *Broker) openStore() error {
@@ -132,6 +137,9 @@ func (b *Broker) openStore() error {
 	}
 	if w := b.cfg.Writer; w != nil {
 		tc.Put, tc.Standby = w.Put, func() bool { return !w.Writable() }
+		if tc.PutsInFlight == 0 {
+			tc.PutsInFlight = replicatedTimerPuts
+		}
 	}
 	var err error
 	if b.timer, err = timer.New(b.fs, hooks.ManualService(tc, b.manual())); err != nil {

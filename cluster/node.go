@@ -425,6 +425,7 @@ func (n *Node) lead() {
 	n.writable.Store(true)
 	n.addConfiguredPeers()
 	n.b.Schedule().Wake()
+	n.b.Timer().Elected()
 	n.log.Info("leading the broker group", "brokerName", n.cfg.BrokerName)
 	n.setBrokerID(0)
 }
@@ -457,6 +458,10 @@ func (n *Node) addConfiguredPeers() {
 
 func (n *Node) follow() {
 	n.writable.Store(false)
+	// The timer service's first step on standby marks the CommitLog end
+	// its own deliveries reach: it must come before another leader's
+	// deliveries can be followed by this node's next election.
+	n.b.Timer().Wake()
 	n.log.Info("following", "leader", n.LeaderID())
 	n.setBrokerID(n.followerID())
 }

@@ -57,15 +57,29 @@ type Config struct {
 	// Put, when set, stores the delivered messages instead of the
 	// store's Put (a replicated group's log; see broker.Writer).
 	Put func(ctx context.Context, m *engine.Message) (engine.PutResult, error)
-	// Standby, when set and true, pauses the service (a replica that is
-	// not its group's leader).
+	// PutsInFlight is how many delivery puts of one slot may be in
+	// flight at once (0: 1, one after the other, in the order the
+	// messages were stored). A replicated group's put waits for a Raft
+	// round; puts in flight together share rounds.
+	PutsInFlight int
+	// Standby, when set and true, makes the service follow instead of
+	// deliver (a replica that is not its group's leader): it enqueues the
+	// replicated timer topic and moves its read time past each due slot
+	// once the CommitLog shows the leader's deliveries of it, so that on
+	// its election it starts where the former leader stopped. The owner
+	// wakes the service when the replica stops leading (its first step
+	// on standby must come before another leader's deliveries) and calls
+	// Elected when it leads again.
 	Standby func() bool
 
 	svc    hooks.Service
 	broken hooks.Timer
 }
 
-func init() { hooks.RegisterService(func(c *Config) *hooks.Service { return &c.svc }) }
+func init() {
+	hooks.RegisterService(func(c *Config) *hooks.Service { return &c.svc })
+	hooks.RegisterTimer(func(c any) *hooks.Timer { return &c.(*Config).broken })
+}
 
 // withDefaults fills the zero fields.
 func (c Config) withDefaults() Config {

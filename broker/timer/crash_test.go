@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -26,7 +27,9 @@ type timerModel struct {
 	due      int64 // the delivery time asked for, ms
 	out      int64 // its slot (TIMER_OUT_MS); 0: stored in its topic at once
 	uniq     string
-	recalled bool // a recall of it was acknowledged
+	recalled bool  // a recall of it was acknowledged
+	offset   int64 // its timer-topic record, for another leader's delivery
+	byOther  bool  // delivered by the other leader
 }
 
 // timerMachine drives a service through sends, recalls, clock steps,
@@ -36,13 +39,16 @@ type timerMachine struct {
 	e    *env
 	msgs map[string]*timerModel
 	keys []string
+	// standby makes the service a replica that follows another leader,
+	// which the machine plays (otherDelivers).
+	standby *atomic.Bool
 }
 
 func (m *timerMachine) send(t *rapid.T) {
 	k := fmt.Sprintf("k%d", len(m.keys))
 	due := m.e.clock.Load() + int64(rapid.IntRange(-1500, 20_000).Draw(t, "deliver in ms"))
 	res := m.e.sendAt(k, due)
-	mm := &timerModel{due: due, uniq: "U" + k}
+	mm := &timerModel{due: due, uniq: "U" + k, offset: res.WroteOffset}
 	if res.Topic == record.TimerTopic {
 		mm.out = m.e.svc.Config().roundUp(due)
 	}
@@ -67,6 +73,52 @@ func (m *timerMachine) recall(t *rapid.T) {
 		t.Fatal(err)
 	}
 	mm.recalled = true
+}
+
+// toggleRole makes the service a replica on standby, or its group's
+// leader again. A deposed node wakes its service (cluster), which steps
+// on standby before another leader's delivery can reach the CommitLog:
+// the machine runs that step.
+func (m *timerMachine) toggleRole(t *rapid.T) {
+	m.standby.Store(!m.standby.Load())
+	if m.standby.Load() {
+		m.run(t)
+	}
+}
+
+// otherDelivers plays the leader while the service stands by: it
+// delivers a due timer message that is neither delivered nor recalled,
+// as that leader's replicated put would land in this replica's
+// CommitLog.
+func (m *timerMachine) otherDelivers(t *rapid.T) {
+	if !m.standby.Load() {
+		t.Skip("this service leads")
+	}
+	// The puts of this service when it led are in the other leader's
+	// log too: replicated, so durable (and then dispatched).
+	m.e.flush()
+	done := map[string]bool{}
+	for _, d := range m.e.delivered() {
+		done[d.key] = true
+	}
+	var ks []string
+	for _, k := range m.keys {
+		if mm := m.msgs[k]; mm.out > 0 && mm.out <= m.e.clock.Load() && !mm.recalled && !mm.byOther && !done[k] {
+			ks = append(ks, k)
+		}
+	}
+	if len(ks) == 0 {
+		t.Skip("nothing due to deliver")
+	}
+	mm := m.msgs[rapid.SampledFrom(ks).Draw(t, "delivered by the other leader")]
+	ext, err := m.e.store.LookMessageByOffset(mm.offset)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.e.store.Put(context.Background(), timeUp(ext, record.TimerUnit{OffsetPy: mm.offset})); err != nil {
+		t.Fatal(err)
+	}
+	mm.byOther = true
 }
 
 func (m *timerMachine) advanceClock(t *rapid.T) {
@@ -145,6 +197,7 @@ func (m *timerMachine) cutInCall(t *rapid.T) {
 // drain lets time run until nothing is pending, then checks every
 // message: delivered exactly once, not before its time, unless recalled.
 func (m *timerMachine) drain(t *rapid.T) {
+	m.standby.Store(false)
 	for round := 0; ; round++ {
 		if round > 100 {
 			t.Fatalf("timers still pending after %d rounds: %v", round, m.e.svc.Pending())
@@ -192,9 +245,11 @@ func (m *timerMachine) maxDue() int64 {
 func checkTimers(t *rapid.T, broken hooks.Timer) {
 	e := &env{t: t, fs: newCrashFS(t, nil), chooser: crashsim.RapidChooser{T: t}}
 	e.init(broken, rapid.SampledFrom([]int64{100, 1000}).Draw(t, "precision ms"), time.Minute)
+	standby := &atomic.Bool{}
+	e.cfg.Standby = standby.Load
 	e.open()
 	defer e.close()
-	m := &timerMachine{e: e, msgs: map[string]*timerModel{}}
+	m := &timerMachine{e: e, msgs: map[string]*timerModel{}, standby: standby}
 	t.Repeat(map[string]func(*rapid.T){
 		"send":         m.send,
 		"recall":       m.recall,
@@ -206,6 +261,8 @@ func checkTimers(t *rapid.T, broken hooks.Timer) {
 		"ckptFinish":   m.finishCheckpoint,
 		"powerCut":     m.powerCut,
 		"cutInCall":    m.cutInCall,
+		"toggleRole":   m.toggleRole,
+		"otherLeader":  m.otherDelivers,
 	})
 	m.drain(t)
 }
@@ -213,7 +270,9 @@ func checkTimers(t *rapid.T, broken hooks.Timer) {
 // TestTimersUnderPowerCuts: across any sequence of sends, recalls, clock
 // steps, service steps, flushes, checkpoints and power cuts (between
 // steps, and inside a step after a delivery put or at any file
-// operation), every acknowledged timer message is delivered into its
+// operation), and of role changes of a replica (on standby it follows
+// deliveries the machine makes as the other leader, in any order, whole
+// slots or parts), every acknowledged timer message is delivered into its
 // real queue exactly once and never before its time, and none whose
 // recall was acknowledged is delivered. -rapid.checks sets the number of
 // runs (100 by default, a few seconds).
@@ -235,6 +294,8 @@ func TestTimerBrokenVariantsCaught(t *testing.T) {
 		{"NoDeliverySync", hooks.Timer{NoDeliverySync: true}, "never delivered"},
 		{"NoDedup", hooks.Timer{NoDedup: true}, "times"},
 		{"WheelInPlace", hooks.Timer{WheelInPlace: true}, "bad timer log unit"},
+		{"ScanFromQueue", hooks.Timer{ScanFromQueue: true}, "times"},
+		{"FollowUnseen", hooks.Timer{FollowUnseen: true}, "never delivered"},
 	} {
 		t.Run(v.name, func(t *testing.T) {
 			setFlag(t, "rapid.nofailfile", "true")

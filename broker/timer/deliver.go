@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"sync"
 
 	"github.com/rocketstore/rocketstore/engine"
+	"github.com/rocketstore/rocketstore/internal/engineops"
 	"github.com/rocketstore/rocketstore/record"
 )
 
@@ -122,27 +124,82 @@ func messageBytes(m *record.Message) int64 {
 	return n
 }
 
-// deliverSlot puts each message of a prepared slot to its real topic.
-// A failed put fails the slot, which is tried again whole: delivered
-// remembers what it already put.
+// deliverSlot puts each message of a prepared slot to its real topic,
+// up to PutsInFlight at a time. A failed put fails the slot, which is
+// tried again whole: delivered remembers what it already put.
 func (s *Service) deliverSlot(ctx context.Context, p *preparedSlot) error {
+	var todo []int
 	for i, u := range p.units {
-		m := p.msgs[i]
-		if m == nil || s.delivered[u.OffsetPy] {
-			continue
-		}
-		now := s.cfg.Now()
-		m.Properties[record.PropertyTimerDequeueMS] = strconv.FormatInt(now, 10)
-		stored, err := s.put(ctx, m)
-		if err != nil {
-			return err
-		}
-		s.delivered[u.OffsetPy] = true
-		if stored {
-			s.lateness.observe(now - u.SlotTime())
+		if _, done := s.delivered[u.OffsetPy]; p.msgs[i] != nil && !done {
+			todo = append(todo, i)
 		}
 	}
-	// The slot is done: its messages leave the counts and the memory.
+	for len(todo) > 0 {
+		batch := todo[:min(len(todo), max(1, s.cfg.PutsInFlight))]
+		todo = todo[len(batch):]
+		if err := s.putBatch(ctx, p, batch); err != nil {
+			return err
+		}
+	}
+	s.slotDone(p)
+	return nil
+}
+
+// putBatch puts the slot's messages at idx, each in a goroutine of its
+// own when there are several (a replicated group's puts then share Raft
+// rounds), and remembers those stored.
+func (s *Service) putBatch(ctx context.Context, p *preparedSlot, idx []int) error {
+	type result struct {
+		stored bool
+		err    error
+	}
+	res := make([]result, len(idx))
+	now := s.cfg.Now()
+	for _, i := range idx {
+		p.msgs[i].Properties[record.PropertyTimerDequeueMS] = strconv.FormatInt(now, 10)
+	}
+	before := s.store.CommitLog().MaxOffset()
+	if len(idx) == 1 {
+		res[0].stored, res[0].err = s.put(ctx, p.msgs[idx[0]])
+	} else {
+		var wg sync.WaitGroup
+		for k, i := range idx {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				res[k].stored, res[k].err = s.put(ctx, p.msgs[i])
+			}()
+		}
+		wg.Wait()
+	}
+	var errs []error
+	for k, i := range idx {
+		if r := res[k]; r.err != nil {
+			errs = append(errs, r.err)
+		} else {
+			u := p.units[i]
+			s.delivered[u.OffsetPy] = -1
+			if r.stored {
+				s.lateness.observe(now - u.SlotTime())
+			}
+		}
+	}
+	if len(errs) > 0 {
+		// A failed put may have stored its message all the same (a
+		// replicated put whose leader lost its lease reports an outcome
+		// it does not know): the next step reads the CommitLog from
+		// before the puts first.
+		if !s.rescan {
+			s.seenTo, s.rescan = before, true
+		}
+		return errors.Join(errs...)
+	}
+	return nil
+}
+
+// slotDone drops a delivered slot's messages from the counts and the
+// memory.
+func (s *Service) slotDone(p *preparedSlot) {
 	for i, u := range p.units {
 		delete(s.delivered, u.OffsetPy)
 		if p.topics[i] != "" {
@@ -150,6 +207,59 @@ func (s *Service) deliverSlot(ctx context.Context, p *preparedSlot) error {
 		}
 	}
 	s.next = nil
+}
+
+// follow is the step of a replica on standby: it reads the leader's
+// deliveries from the CommitLog, enqueues the replicated timer topic as
+// the leader does, and moves the read time past each due slot whose
+// every message the leader delivered (or that a recall of the slot
+// drops, or that is gone from the CommitLog: the leader drops it too).
+// It stops at the first due slot still to deliver: elected, the replica
+// delivers from there, and skips what it saw delivered.
+func (s *Service) follow(ctx context.Context) error {
+	defer s.publish()
+	// With nothing pending and every dispatched timer message enqueued,
+	// a delivery in the dispatched CommitLog is of no slot still to pass
+	// (its message is in the log before it): a group that sends no timers
+	// costs its followers no read. A timer message not dispatched yet may
+	// be followed by its delivery: the read goes on from there.
+	dispatched := engineops.Of(s.store).ReputFromOffset()
+	if s.cfg.broken.IdleSkipsToEnd {
+		dispatched = s.store.CommitLog().MaxOffset()
+	}
+	if s.pendingTotal() == 0 && s.store.MaxOffsetInQueue(record.TimerTopic, 0) <= s.st.queueOffset {
+		s.seenTo = max(s.seenTo, dispatched)
+	}
+	if err := s.scanDeliveries(s.seenTo); err != nil {
+		return err
+	}
+	if err := s.enqueue(ctx); err != nil {
+		return err
+	}
+	for s.st.readTime <= s.cfg.Now() {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		sl := s.wheel.get(s.st.readTime)
+		if sl.FirstPos >= 0 {
+			p, err := s.prepared(sl)
+			if err != nil {
+				return err
+			}
+			for i, u := range p.units {
+				if _, done := s.delivered[u.OffsetPy]; p.msgs[i] != nil && !done && !s.cfg.broken.FollowUnseen {
+					return nil // the leader has not delivered it yet
+				}
+			}
+			s.slotDone(p)
+		}
+		s.st.readTime += s.cfg.PrecisionMs
+		if sl.FirstPos >= 0 {
+			if err := s.enqueue(ctx); err != nil {
+				return err
+			}
+		}
+	}
 	return nil
 }
 

@@ -47,6 +47,21 @@
 // CommitLog) for these, and skips the deliveries it finds, so that a
 // message is delivered exactly once.
 //
+// # Replicated groups
+//
+// Only the leader delivers (Config.Put replicates its puts). A replica on
+// standby follows it: it enqueues the replicated timer topic into its own
+// TimerLog and wheel (so its pending counts are the leader's, a step
+// behind), reads the replicated CommitLog for the leader's deliveries,
+// and moves its read time past each due slot once every message of it
+// is delivered; its checkpoints advance as the leader's do. Elected, it
+// first reads the deliveries its last step did not see (the node applies
+// every committed entry before it takes writes), then delivers from its
+// read time and skips what it saw delivered: a failover neither delivers
+// a message twice nor loses one. A slot the leader could not deliver
+// (the store refused a message for good) holds a replica's read time
+// until its election; the replica delivers it then.
+//
 // Concurrency: Dispatch never blocks; Pending, ReadTime and the recall
 // checks are safe for concurrent use; in Manual mode the owner calls
 // Advance and Checkpoint from one goroutine.

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strconv"
 
+	"github.com/rocketstore/rocketstore/internal/engineops"
 	"github.com/rocketstore/rocketstore/record"
 )
 
@@ -40,9 +41,13 @@ func (s *Service) recover() error {
 	if s.st.pending == nil {
 		s.st.pending = map[string]int64{}
 	}
-	s.delivered = map[int64]bool{}
+	s.delivered = map[int64]int64{}
+	s.seenTo, s.savedQueueOffset = s.scanStart(ck), ck.QueueOffset
+	for _, n := range ck.Pending {
+		s.savedPending += n
+	}
 	if !s.cfg.broken.NoDedup {
-		if err := s.scanDeliveries(ck.ScanFrom); err != nil {
+		if err := s.scanDeliveries(s.seenTo); err != nil {
 			return err
 		}
 	}
@@ -55,22 +60,50 @@ func (s *Service) recover() error {
 	return nil
 }
 
+// scanStart returns where recovery reads the CommitLog for deliveries.
+// A service with nothing pending takes no checkpoint (nor does a
+// replica on standby that has nothing to follow), so its checkpoint's
+// scan start may be far behind the CommitLog's end; but then a delivery
+// made after the checkpoint is of a message enqueued after it, and lies
+// after that message: the read starts at the first timer message the
+// checkpoint did not enqueue, or at the end of what is dispatched when
+// there is none.
+func (s *Service) scanStart(ck checkpoint) int64 {
+	from := ck.ScanFrom
+	for _, n := range ck.Pending {
+		if n > 0 && !s.cfg.broken.ScanFromQueue {
+			return from
+		}
+	}
+	q := max(ck.QueueOffset, s.store.MinOffsetInQueue(record.TimerTopic, 0))
+	if q < s.store.MaxOffsetInQueue(record.TimerTopic, 0) {
+		if phy, err := s.store.CommitLogOffsetInQueue(record.TimerTopic, 0, q); err == nil {
+			return max(from, phy)
+		}
+		return from
+	}
+	return max(from, engineops.Of(s.store).ReputFromOffset())
+}
+
 // scanDeliveries reads the CommitLog from from to its end for delivered
-// timer messages (TIMER_SOURCE_OFFSET): they were made after the
-// checkpoint, whose slots are delivered again.
+// timer messages (TIMER_SOURCE_OFFSET), made after the checkpoint (whose
+// slots are delivered again) or by another leader, and moves seenTo to
+// the end.
 func (s *Service) scanDeliveries(from int64) error {
 	cl := s.store.CommitLog()
 	end, fileSize := cl.MaxOffset(), cl.FileSize()
+	defer func() { s.seenTo = max(s.seenTo, end) }()
 	for off := max(from, cl.MinOffset()); off < end; {
 		m, err := s.store.LookMessageByOffset(off)
 		if err != nil || m.StoreSize <= 0 {
 			off = (off/fileSize + 1) * fileSize // a file's blank end
 			continue
 		}
+		s.scanned++
 		if v, ok := m.Properties[record.PropertyTimerSourceOffset]; ok {
 			src, perr := strconv.ParseInt(v, 10, 64)
-			if perr == nil {
-				s.delivered[src] = true
+			if _, ok := s.delivered[src]; perr == nil && !ok {
+				s.delivered[src] = off
 			}
 		}
 		off += int64(m.StoreSize)

@@ -1,6 +1,7 @@
 package timer
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"testing"
@@ -9,6 +10,7 @@ import (
 	"github.com/rocketstore/rocketstore/backend"
 	"github.com/rocketstore/rocketstore/engine"
 	"github.com/rocketstore/rocketstore/internal/hooks"
+	"github.com/rocketstore/rocketstore/record"
 )
 
 // TestDamagedTimerFiles: a timer store that contradicts its config or
@@ -78,5 +80,37 @@ func TestDamagedTimerFiles(t *testing.T) {
 				t.Fatalf("%v, want %v with %q", err, c.want, c.text)
 			}
 		})
+	}
+}
+
+// TestIdleRecoveryReadsFromTheFirstNewTimer: a service with nothing
+// pending takes no checkpoint however much else the CommitLog gains; a
+// recovery after a power cut then reads the CommitLog for deliveries
+// from the first timer message the checkpoint did not enqueue, not from
+// the checkpoint's scan start, and delivers that message once.
+func TestIdleRecoveryReadsFromTheFirstNewTimer(t *testing.T) {
+	e := newEnv(t, hooks.Timer{})
+	e.sendAt("a", startClock+1000)
+	e.step(2 * time.Second)
+	e.advance()
+	if err := e.svc.Checkpoint(); err != nil {
+		t.Fatal(err)
+	}
+	const others = 50
+	for i := range others {
+		if _, err := e.store.Put(context.Background(), &record.Message{Topic: "Other", Body: []byte{byte(i)}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e.sendAt("b", startClock+3000)
+	e.flush()
+	e.powerCut()
+	if n := e.svc.scanned; n > 2 {
+		t.Fatalf("recovery read %d records for deliveries, want at most 2 (b and what follows it), not the %d others", n, others)
+	}
+	e.step(2 * time.Second)
+	e.advance()
+	if got := keys(e.delivered()); len(got) != 2 || got[0] != "a" || got[1] != "b" {
+		t.Fatalf("delivered %v, want a and b once each", got)
 	}
 }

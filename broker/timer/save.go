@@ -23,14 +23,23 @@ type saveJob struct {
 // startCheckpoint snapshots the state and starts writing it. The caller
 // is the service goroutine, with no checkpoint in flight.
 func (s *Service) startCheckpoint() {
-	// Every delivery after this point lands past it. Deliveries that
-	// recovery found and that are still to be skipped must be found
-	// again after another crash, and so must those another leader made
-	// while this service stood by (its read time and queue offset did
-	// not move past them): the scan start stays.
+	// The next recovery reads the CommitLog for deliveries from here:
+	// every delivery before it is of a slot before the read time. Those
+	// still to be skipped must be found again (the scan starts at the
+	// first of them, or stays when a put of the slot in progress is
+	// among them), and a replica on standby has read the leader's only
+	// up to seenTo; every later delivery of this service lands past the
+	// CommitLog's end.
 	scanFrom := s.store.CommitLog().MaxOffset()
-	if len(s.delivered) > 0 || s.standby {
-		scanFrom = s.st.scanFrom
+	if s.standby {
+		scanFrom = min(scanFrom, s.seenTo)
+	}
+	for _, pos := range s.delivered {
+		if pos < 0 {
+			scanFrom = s.st.scanFrom
+			break
+		}
+		scanFrom = min(scanFrom, pos)
 	}
 	redo := s.wheel.detach()
 	syncs, dirs := s.log.unsynced()
@@ -39,7 +48,7 @@ func (s *Service) startCheckpoint() {
 			PrecisionMs: s.cfg.PrecisionMs, Slots: s.wheel.slots, Redo: redoList(redo), FileMaxSlot: s.log.maxSlots(),
 			Pending: maps.Clone(s.st.pending)}}
 	s.saving = j
-	s.lastCkpt = s.cfg.Now()
+	s.lastCkpt, s.savedQueueOffset, s.savedPending = s.cfg.Now(), s.st.queueOffset, s.pendingTotal()
 	go func() { j.done <- s.write(j) }()
 }
 
@@ -91,6 +100,7 @@ func (s *Service) finishCheckpoint(wait bool) error {
 	s.saving = nil
 	s.wheel.saved(err == nil)
 	if err != nil {
+		s.savedQueueOffset = -1 // not saved: an idle service saves again
 		return err
 	}
 	s.log.synced = max(s.log.synced, j.ck.LogEnd)

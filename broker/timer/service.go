@@ -29,20 +29,35 @@ type Service struct {
 	wheel *wheel
 	st    state
 	// delivered holds the source offsets of deliveries that a slot must
-	// not make again: those of the slot in progress (a failed put is
-	// retried with the whole slot) and those recovery found in the
-	// CommitLog. An offset leaves when its slot is done.
-	delivered map[int64]bool
-	lastCkpt  int64         // ms, clock time of the last checkpoint
-	saving    *saveJob      // the checkpoint in flight
-	next      *preparedSlot // the next slot, read ahead
-	// standby is set while the service may not have seen every delivery
-	// the CommitLog holds: from Start on a replica (until a step finds it
-	// leading) and from a step that found it on standby. The first step
-	// as leader then looks for them, and no checkpoint moves the scan
-	// start past them meanwhile.
-	standby  bool
+	// not make again, each with the CommitLog position of its delivered
+	// record (-1: a put of this service whose slot is in progress, whose
+	// failure retries the whole slot): those of the slot in progress and
+	// those found in the CommitLog (by recovery, or made by another
+	// leader). An offset leaves when its slot is done.
+	delivered map[int64]int64
+	// seenTo is the CommitLog position up to which every delivery is
+	// accounted for: made by this service, or in delivered until its
+	// slot is done. A replica on standby reads the CommitLog from there
+	// for the leader's deliveries; an elected one, for those it has not
+	// read yet.
+	seenTo   int64
+	lastCkpt int64         // ms, clock time of the last checkpoint
+	saving   *saveJob      // the checkpoint in flight
+	next     *preparedSlot // the next slot, read ahead
+	// standby is set while the service follows another leader: from
+	// Start on a replica (until a step finds it leading) and from a step
+	// that found it on standby. The first step as leader reads the
+	// CommitLog from seenTo first.
+	standby bool
+	// rescan is set by a failed delivery put, which may have stored its
+	// message: the next step reads the CommitLog from seenTo (the end
+	// before that put) first.
+	rescan   bool
 	lateness Lateness // of the deliveries since Start
+	scanned  int64    // records read for deliveries since New (tests)
+	// savedQueueOffset and savedPending are the queue offset and the
+	// pending count of the last checkpoint taken.
+	savedQueueOffset, savedPending int64
 
 	// mu guards the copies other goroutines read.
 	mu struct {
@@ -208,35 +223,59 @@ func (s *Service) Advance(ctx context.Context) (time.Duration, error) {
 		return 0, ErrClosed
 	}
 	if s.cfg.Standby != nil && s.cfg.Standby() {
-		// Polled: a replica learns of its election from no event here.
-		s.standby = true
-		return time.Second, nil
-	}
-	if s.standby {
-		// Elected: the former leader's deliveries since this node's last
-		// checkpoint are in the (replicated) CommitLog.
-		s.standby, s.next = false, nil
-		if !s.cfg.broken.NoDedup {
-			if err := s.scanDeliveries(s.st.scanFrom); err != nil {
-				return 0, err
+		if !s.standby {
+			// Deposed: every put of this service returned, so its
+			// deliveries are in the CommitLog up to its end (but one
+			// that failed may be stored later); the next leader's come
+			// after.
+			s.standby, s.next = true, nil
+			if !s.rescan {
+				s.seenTo = s.store.CommitLog().MaxOffset()
+			}
+			s.rescan = false
+		}
+		if err := s.follow(ctx); err != nil {
+			return 0, err
+		}
+	} else {
+		if s.standby || s.rescan {
+			// Elected (Elected wakes the service): the former leader's
+			// deliveries that the last step on standby did not read are
+			// in the replicated CommitLog, whose committed entries are
+			// all applied before the node takes writes. After a failed
+			// put: the message it may have stored.
+			s.standby, s.rescan, s.next = false, false, nil
+			if !s.cfg.broken.NoDedup {
+				if err := s.scanDeliveries(s.seenTo); err != nil {
+					return 0, err
+				}
 			}
 		}
-	}
-	if err := s.enqueue(ctx); err != nil {
-		return 0, err
-	}
-	if err := s.deliverDue(ctx); err != nil {
-		return 0, err
+		if err := s.enqueue(ctx); err != nil {
+			return 0, err
+		}
+		if err := s.deliverDue(ctx); err != nil {
+			return 0, err
+		}
 	}
 	if err := s.finishCheckpoint(false); err != nil {
 		s.cfg.Logger.Warn("timer: checkpoint failed; retrying", "err", err)
 	}
-	if !s.cfg.svc.Manual && s.saving == nil &&
+	// A replica on standby with nothing to follow takes no checkpoint (an
+	// idle leader takes none either: it does not step): recovery finds
+	// its scan start from the timer queue (scanStart).
+	idle := s.standby && s.saved()
+	if !s.cfg.svc.Manual && s.saving == nil && !idle &&
 		(s.cfg.Now()-s.lastCkpt >= s.cfg.CheckpointInterval.Milliseconds() || len(s.wheel.dirty) >= maxDirtySlots) {
 		s.startCheckpoint()
 	}
+	if s.standby {
+		// Polled: a replica learns of neither the leader's deliveries nor
+		// its own election here (Elected wakes it).
+		return time.Second, nil
+	}
 	if s.pendingTotal() == 0 && s.store.MaxOffsetInQueue(record.TimerTopic, 0) <= s.st.queueOffset {
-		if !s.cfg.svc.Manual && (len(s.wheel.dirty) > 0 || s.saving != nil) {
+		if !s.cfg.svc.Manual && (!s.saved() || s.saving != nil) {
 			// Idle, but the last changes are not saved yet.
 			return s.cfg.CheckpointInterval, nil
 		}
@@ -244,6 +283,21 @@ func (s *Service) Advance(ctx context.Context) (time.Duration, error) {
 	}
 	return time.Duration(max(0, s.st.readTime-s.cfg.Now())) * time.Millisecond, nil
 }
+
+// saved reports whether the last checkpoint taken holds the state of a
+// service with nothing pending (the read time and scan start aside:
+// recovery finds them again, see scanStart), so that an idle service
+// need not take another (and the pending counts a tool reads from it are
+// current).
+func (s *Service) saved() bool {
+	return s.pendingTotal() == 0 && s.savedPending == 0 && len(s.wheel.dirty) == 0 && s.st.queueOffset == s.savedQueueOffset
+}
+
+// Elected tells the service that its replica now leads its group and
+// takes writes: the next step, at once, reads the former leader's last
+// deliveries from the replicated CommitLog and then delivers what is
+// due. It never blocks.
+func (s *Service) Elected() { s.Wake() }
 
 // Pending returns the pending timer messages of each real topic.
 func (s *Service) Pending() map[string]int64 {

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rocketstore/rocketstore/engine"
 	"github.com/rocketstore/rocketstore/internal/hooks"
 	"github.com/rocketstore/rocketstore/record"
 )
@@ -199,9 +200,9 @@ func TestConfigValidate(t *testing.T) {
 }
 
 // TestElectionSkipsDeliveriesOfTheFormerLeader: a replica on standby
-// enqueues and delivers nothing; elected, it does not deliver again what
-// the CommitLog shows delivered (by the former leader) since its last
-// checkpoint.
+// enqueues (its pending count is the leader's) and delivers nothing;
+// elected, it does not deliver again what the CommitLog shows delivered
+// (by the former leader) since its last step.
 func TestElectionSkipsDeliveriesOfTheFormerLeader(t *testing.T) {
 	e := &env{t: t, fs: newCrashFS(t, nil), chooser: loseAll{}}
 	e.init(hooks.Timer{}, 1000, time.Hour)
@@ -213,7 +214,7 @@ func TestElectionSkipsDeliveriesOfTheFormerLeader(t *testing.T) {
 	a := e.sendAt("a", startClock+1000)
 	e.sendAt("b", startClock+1000)
 	e.step(2 * time.Second)
-	if wait := e.advance(); wait != time.Second || len(e.delivered()) != 0 || len(e.svc.Pending()) != 0 {
+	if wait := e.advance(); wait != time.Second || len(e.delivered()) != 0 || e.svc.Pending()[testTopic] != 2 {
 		t.Fatalf("standby: wait %v, delivered %v, pending %v", wait, e.delivered(), e.svc.Pending())
 	}
 	// The former leader delivered a.
@@ -238,9 +239,10 @@ func TestElectionSkipsDeliveriesOfTheFormerLeader(t *testing.T) {
 // TestStandbyRestartSkipsDeliveriesOfTheFormerLeader: a replica on
 // standby is stopped cleanly (its Close takes a checkpoint) after the
 // former leader delivered a; restarted and then elected, it does not
-// deliver a again. Its checkpoints must keep the CommitLog scan start: a
-// standby service has not delivered (nor enqueued) what the CommitLog
-// gained since, whether or not a step of its own found it on standby.
+// deliver a again. Its checkpoints must start the CommitLog scan no later
+// than what its last step read (seenTo): a standby service has not
+// accounted for the deliveries the CommitLog gained since, whether or
+// not a step of its own found it on standby.
 func TestStandbyRestartSkipsDeliveriesOfTheFormerLeader(t *testing.T) {
 	for _, stepped := range []bool{false, true} {
 		t.Run(fmt.Sprintf("stepped=%v", stepped), func(t *testing.T) {
@@ -278,5 +280,238 @@ func TestStandbyRestartSkipsDeliveriesOfTheFormerLeader(t *testing.T) {
 				t.Fatalf("delivered %v, want a and b once each", got)
 			}
 		})
+	}
+}
+
+// followThenElect runs a replica on standby behind a leader that
+// delivered a and b (due at +1 s) but not c (due at +1.5 s) before it
+// stopped; the replica steps at +2 s, is restarted, and is elected at
+// +3 s. It returns the replica's read time and pending count after its
+// step, its remembered deliveries after the restart, and what the real
+// queue holds in the end.
+func followThenElect(t *testing.T, broken hooks.Timer) (readTime, pending int64, remembered int, got map[string]int) {
+	e := &env{t: t, fs: newCrashFS(t, nil), chooser: loseAll{}}
+	e.init(broken, 500, time.Hour)
+	var standby atomic.Bool
+	standby.Store(true)
+	e.cfg.Standby = standby.Load
+	e.open()
+	t.Cleanup(e.close)
+	a := e.sendAt("a", startClock+1000)
+	b := e.sendAt("b", startClock+1000)
+	e.sendAt("c", startClock+1500)
+	e.step(2 * time.Second)
+	// The leader delivers a and b.
+	for _, r := range []engine.PutResult{a, b} {
+		ext, err := e.store.LookMessageByOffset(r.WroteOffset)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.store.Put(context.Background(), timeUp(ext, record.TimerUnit{OffsetPy: r.WroteOffset})); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if wait := e.advance(); wait != time.Second || len(e.delivered()) != 2 {
+		t.Fatalf("standby: wait %v, delivered %v", wait, e.delivered())
+	}
+	readTime, pending = e.svc.ReadTime(), e.svc.Pending()[testTopic]
+	e.close()
+	e.open()
+	remembered = e.svc.Stats().Delivered
+	e.step(time.Second)
+	standby.Store(false)
+	e.advance()
+	got = map[string]int{}
+	for _, m := range e.delivered() {
+		got[m.key]++
+		if due := map[string]int64{"a": 1000, "b": 1000, "c": 1500}[m.key]; m.storeMs < startClock+due {
+			t.Errorf("%s delivered at +%d ms, due at +%d ms", m.key, m.storeMs-startClock, due)
+		}
+	}
+	return readTime, pending, remembered, got
+}
+
+// TestStandbyFollowsTheLeader: a replica on standby moves its read time
+// past the slot the leader delivered and stops at the due slot it did
+// not deliver, with the pending count of the leader; its checkpoint
+// starts the next CommitLog scan after the deliveries it accounted for,
+// so that its restart remembers none; elected, it delivers c only. In
+// the broken variant (FollowUnseen) the replica passes c's slot as well
+// and c is never delivered.
+func TestStandbyFollowsTheLeader(t *testing.T) {
+	readTime, pending, remembered, got := followThenElect(t, hooks.Timer{})
+	if readTime != startClock+1500 || pending != 1 || remembered != 0 {
+		t.Fatalf("after the standby step: read time +%d ms, %d pending, %d deliveries remembered after a restart; "+
+			"want +1500 ms, 1 and 0", readTime-startClock, pending, remembered)
+	}
+	if got["a"] != 1 || got["b"] != 1 || got["c"] != 1 || len(got) != 3 {
+		t.Fatalf("delivered %v, want a, b and c once each", got)
+	}
+	t.Run("broken variant: FollowUnseen", func(t *testing.T) {
+		readTime, _, _, got := followThenElect(t, hooks.Timer{FollowUnseen: true})
+		if got["c"] != 0 {
+			t.Fatalf("the broken variant delivered c (%v, read time +%d ms): the test cannot tell", got, readTime-startClock)
+		}
+		t.Logf("broken variant caught: c never delivered (read time +%d ms after the standby step)", readTime-startClock)
+	})
+}
+
+// TestStandbyIdleReadsWhatIsNotDispatched: a replica on standby with
+// nothing pending skips reading the dispatched CommitLog for deliveries,
+// but not what is not dispatched yet: there a timer message and its
+// delivery by the leader may both be. Elected, it does not deliver the
+// message again; in the broken variant (IdleSkipsToEnd) it does.
+func TestStandbyIdleReadsWhatIsNotDispatched(t *testing.T) {
+	if got := idleThenElect(t, hooks.Timer{}); len(got) != 1 {
+		t.Fatalf("delivered %v, want a once", got)
+	}
+	t.Run("broken variant: IdleSkipsToEnd", func(t *testing.T) {
+		got := idleThenElect(t, hooks.Timer{IdleSkipsToEnd: true})
+		if len(got) == 1 {
+			t.Fatal("the broken variant delivered a once: the test cannot tell")
+		}
+		t.Logf("broken variant caught: delivered %v", got)
+	})
+}
+
+// idleThenElect returns what the real queue holds in the end.
+func idleThenElect(t *testing.T, broken hooks.Timer) []string {
+	e := &env{t: t, fs: newCrashFS(t, nil), chooser: loseAll{}}
+	e.init(broken, 1000, time.Hour)
+	var standby atomic.Bool
+	standby.Store(true)
+	e.cfg.Standby = standby.Load
+	e.open()
+	t.Cleanup(e.close)
+	e.advance()
+	// Stored and delivered by the leader, neither dispatched here when
+	// the replica steps.
+	m, err := e.svc.Config().Transform(&record.Message{Topic: testTopic, QueueID: 1, Body: []byte("body-a"),
+		Properties: map[string]string{"key": "a", record.PropertyUniqClientMsgID: "Ua",
+			record.PropertyTimerDeliverMS: strconv.FormatInt(startClock+1000, 10)}}, e.clock.Load())
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.step(2 * time.Second)
+	a, err := e.store.Put(context.Background(), m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ext, err := e.store.LookMessageByOffset(a.WroteOffset)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.store.Put(context.Background(), timeUp(ext, record.TimerUnit{OffsetPy: a.WroteOffset})); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.svc.Advance(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	e.advance() // dispatched now: a is enqueued
+	e.step(2 * time.Second)
+	standby.Store(false)
+	e.advance()
+	return keys(e.delivered())
+}
+
+// TestFailedPutThatStoredIsNotRepeated: a delivery put fails after it
+// stored its message (a replicated put whose leader lost its lease and
+// kept it); the slot's retry reads the CommitLog from before that put and
+// does not deliver the message again, with one put in flight or several.
+// Without that read (the broken variant NoDedup) it does.
+func TestFailedPutThatStoredIsNotRepeated(t *testing.T) {
+	for _, inFlight := range []int{1, 4} {
+		t.Run(fmt.Sprintf("in flight %d", inFlight), func(t *testing.T) {
+			if got := failedPutThenRetry(t, hooks.Timer{}, inFlight); len(got) != 10 || !uniq(got) {
+				t.Fatalf("delivered %v, want 10 once each", got)
+			}
+			t.Run("broken variant: NoDedup", func(t *testing.T) {
+				got := failedPutThenRetry(t, hooks.Timer{NoDedup: true}, inFlight)
+				if len(got) == 10 {
+					t.Fatal("the broken variant delivered each once: the test cannot tell")
+				}
+				t.Logf("broken variant caught: delivered %v", got)
+			})
+		})
+	}
+}
+
+func uniq(keys []string) bool {
+	seen := map[string]bool{}
+	for _, k := range keys {
+		if seen[k] {
+			return false
+		}
+		seen[k] = true
+	}
+	return true
+}
+
+// failedPutThenRetry delivers ten timers of one slot whose third put
+// fails after it stored its message, then steps again.
+func failedPutThenRetry(t *testing.T, broken hooks.Timer, inFlight int) []string {
+	e := &env{t: t, fs: newCrashFS(t, nil), chooser: loseAll{}}
+	e.init(broken, 1000, time.Hour)
+	e.cfg.PutsInFlight = inFlight
+	e.open()
+	t.Cleanup(e.close)
+	for i := range 10 {
+		e.sendAt(strconv.Itoa(i), startClock+1000)
+	}
+	e.step(2 * time.Second)
+	var puts atomic.Int32
+	e.cutAfterPut = func() error {
+		if puts.Add(1) == 3 {
+			return errors.New("leadership lost")
+		}
+		return nil
+	}
+	e.dispatch()
+	if _, err := e.svc.Advance(context.Background()); err == nil {
+		t.Fatal("the step with the failed put succeeded")
+	}
+	e.cutAfterPut = nil
+	e.advance()
+	return keys(e.delivered())
+}
+
+// TestIdleServiceSavesItsLastDelivery: a service that delivers its last
+// pending timer less than a checkpoint interval after its checkpoint
+// steps once more to save that (the pending counts a tool reads from
+// the checkpoint are then current), and only then idles.
+func TestIdleServiceSavesItsLastDelivery(t *testing.T) {
+	e := &env{t: t, fs: newCrashFS(t, nil), chooser: loseAll{}}
+	e.init(hooks.Timer{}, 100, time.Hour)
+	e.open()
+	t.Cleanup(e.close)
+	e.svc.cfg.svc.Manual = false // the automatic checkpoints, stepped from here
+	onDisk := func() map[string]int64 {
+		t.Helper()
+		if err := e.svc.finishCheckpoint(true); err != nil {
+			t.Fatal(err)
+		}
+		p, err := PendingOnDisk(e.fs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	e.sendAt("a", startClock+1500)
+	e.step(time.Second)
+	e.advance()
+	if p := onDisk(); p[testTopic] != 1 {
+		t.Fatalf("checkpoint at +1 s: pending %v, want a", p)
+	}
+	e.step(500 * time.Millisecond)
+	if wait := e.advance(); wait != DefaultCheckpointInterval || len(e.delivered()) != 1 {
+		t.Fatalf("after the last delivery: wait %v (want %v), delivered %v", wait, DefaultCheckpointInterval, e.delivered())
+	}
+	e.step(time.Second)
+	e.advance()
+	if p := onDisk(); len(p) != 0 {
+		t.Fatalf("checkpoint after the last delivery: pending %v, want none", p)
+	}
+	if wait := e.advance(); wait != -1 {
+		t.Fatalf("idle and saved: wait %v, want -1", wait)
 	}
 }

@@ -198,7 +198,31 @@ type Timer struct {
 	// before the checkpoint that holds their redo list: a power cut then
 	// leaves slots that point past the recovered TimerLog.
 	WheelInPlace bool
+	// FollowUnseen lets a replica on standby move its read time past a
+	// due slot whose deliveries it has not seen in the CommitLog: a new
+	// leader then never delivers what the former one did not.
+	FollowUnseen bool
+	// IdleSkipsToEnd lets an idle replica on standby skip reading the
+	// whole CommitLog, not only what is dispatched: a timer message and
+	// its delivery not dispatched yet are both skipped, and the message
+	// is delivered again on its election.
+	IdleSkipsToEnd bool
+	// ScanFromQueue starts recovery's read for deliveries at the first
+	// timer message the checkpoint did not enqueue even when messages
+	// were pending at the checkpoint: their deliveries before it are
+	// made again.
+	ScanFromQueue bool
 }
+
+var timerOf func(cfg any) *Timer
+
+// RegisterTimer is called by package timer at init with the accessor of
+// the switches inside a *timer.Config.
+func RegisterTimer(of func(cfg any) *Timer) { timerOf = of }
+
+// TimerOf returns the switches inside cfg, a *timer.Config (tests of
+// the packages that embed a timer service).
+func TimerOf(cfg any) *Timer { return timerOf(cfg) }
 
 // Dispatch holds the switches of package dispatch's Parser and Service,
 // which the engine copies from its own (Engine.NoPhysicalOffsetCheck and
