@@ -36,6 +36,11 @@ func logger() *slog.Logger {
 	return quiet
 }
 
+// testLogStore is the Raft log store the tests' groups use:
+// CLUSTER_TEST_LOG_STORE (wal or raftlog) runs the whole package on one,
+// the default store otherwise. Tests that need a store set it themselves.
+var testLogStore = os.Getenv("CLUSTER_TEST_LOG_STORE")
+
 // group is n replicas on in-memory transports, each on its own directory.
 type group struct {
 	t      *testing.T
@@ -111,7 +116,7 @@ func (g *group) nodeConfig(i int) cluster.NodeConfig {
 			// 2 cores, and a lost lease fails a send.
 			HeartbeatTimeout: 2 * time.Second, ElectionTimeout: 2 * time.Second,
 			LeaderLeaseTimeout: time.Second, CommitTimeout: 5 * time.Millisecond,
-			StateInterval: 20 * time.Millisecond, Logger: logger()},
+			StateInterval: 20 * time.Millisecond, Logger: logger(), LogStore: testLogStore},
 	}
 	id := g.peers[i].ID
 	nc.OnRoleChange = func(bid int64) {
