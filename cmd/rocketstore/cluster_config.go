@@ -224,7 +224,13 @@ func (rc *raftFileConfig) clusterConfig() (cfg cluster.Config, advertise string,
 		return cfg, "", fmt.Errorf("%w: raft: logSegmentSize %d must not be negative", server.ErrConfig, rc.LogSegmentSize)
 	}
 	cfg.LogSegmentSize = rc.LogSegmentSize
-	cfg.LogStore = rc.LogStore
+	switch rc.LogStore {
+	case "", cluster.LogStoreWAL, cluster.LogStoreRaftLog:
+		cfg.LogStore = rc.LogStore
+	default:
+		return cfg, "", fmt.Errorf("%w: raft: logStore %q: want %s or %s", server.ErrConfig, rc.LogStore,
+			cluster.LogStoreWAL, cluster.LogStoreRaftLog)
+	}
 	cfg.ScrubInterval = ms(rc.ScrubIntervalMs)
 	cfg.ScrubBytes = rc.ScrubBytes
 	cfg.SnapshotInterval = ms(rc.SnapshotIntervalMs)
