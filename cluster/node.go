@@ -138,8 +138,10 @@ type Node struct {
 	// open is repaired (at once when there was none); see startrepair.go.
 	damageRepaired chan struct{}
 
-	notify    chan bool
-	stop      chan struct{}
+	notify chan bool
+	stop   chan struct{}
+	// down is closed once Raft has shut down (Close).
+	down      chan struct{}
 	wg        sync.WaitGroup
 	closeOnce sync.Once
 	closeErr  error
@@ -157,7 +159,7 @@ func Open(cfg NodeConfig) (*Node, error) {
 	if !cfg.StoreHost.IsValid() {
 		return nil, fmt.Errorf("%w: no store host (the node's broker address)", ErrConfig)
 	}
-	n := &Node{cfg: cfg, ccfg: cfg.Cluster.withDefaults(), notify: make(chan bool, 16), stop: make(chan struct{}),
+	n := &Node{cfg: cfg, ccfg: cfg.Cluster.withDefaults(), notify: make(chan bool, 16), stop: make(chan struct{}), down: make(chan struct{}),
 		ask: askPeer, damageRepaired: make(chan struct{})}
 	if cfg.askPeer != nil {
 		n.ask = cfg.askPeer
@@ -609,6 +611,7 @@ func (n *Node) Close() error {
 		close(n.stop)
 		n.wg.Wait()
 		err := n.raft.Shutdown().Error()
+		close(n.down)
 		if t, ok := n.ccfg.Transport.(*TCPTransport); ok {
 			t.CloseStreams() // pooled connections: their readers on the peers end
 			err = errors.Join(err, t.Close())
@@ -651,7 +654,15 @@ func (n *Node) openLog(raftDir string) error {
 			filepath.Join(raftDir, raftlogDir), LogStoreRaftLog)
 	}
 	if n.ccfg.LogStore == LogStoreRaftLog {
-		if n.rstable, err = raftlog.OpenStable(fsys, rlogPath); err != nil {
+		// The term and vote are on the directory itself, whatever fsys
+		// is: Raft panics when it cannot save them, so the crash tests'
+		// frozen file system must not hold them (a real power cut
+		// stops the process anyway); the frames are on fsys.
+		dirFS, err := mmap.New(n.cfg.Dir)
+		if err != nil {
+			return err
+		}
+		if n.rstable, err = raftlog.OpenStable(dirFS, rlogPath); err != nil {
 			return fmt.Errorf("cluster: open the raft log's stable store: %w", err)
 		}
 		if n.rlog, err = raftlog.Open(raftlog.Options{FS: fsys, Dir: rlogPath, SegmentSize: int64(n.ccfg.LogSegmentSize)}); err != nil {
