@@ -53,6 +53,10 @@ type ReplicatedOptions struct {
 	Repeats int
 	// FileSize is the CommitLog file size (64 MiB).
 	FileSize int64
+	// LogStores are the Raft log stores to measure the group on
+	// (cluster.Config.LogStore; the default store alone): each repeat
+	// runs the single node, then the group on each store in turn.
+	LogStores []string
 }
 
 func (o ReplicatedOptions) withDefaults() ReplicatedOptions {
@@ -73,6 +77,9 @@ func (o ReplicatedOptions) withDefaults() ReplicatedOptions {
 	}
 	if o.FileSize == 0 {
 		o.FileSize = 64 << 20
+	}
+	if len(o.LogStores) == 0 {
+		o.LogStores = []string{cluster.LogStoreWAL}
 	}
 	return o
 }
@@ -101,37 +108,48 @@ func Replicated(ctx context.Context, o ReplicatedOptions) ([]Result, error) {
 	return out, nil
 }
 
-// compare measures each body size on one node and on the group, in turns.
+// compare measures each body size on one node and on the group on each
+// log store, in turns.
 func (o ReplicatedOptions) compare(ctx context.Context) ([]Result, error) {
 	var out []Result
 	for _, body := range o.Bodies {
-		var singles, groups []replRun
+		var singles []replRun
+		groups := make([][]replRun, len(o.LogStores))
 		for range o.Repeats {
-			single, err := o.run(ctx, body, 1)
+			single, err := o.run(ctx, body, 1, "")
 			if err != nil {
 				return out, fmt.Errorf("single node: %w", err)
 			}
-			repl, err := o.run(ctx, body, 3)
-			if err != nil {
-				return out, fmt.Errorf("replicated: %w", err)
+			singles = append(singles, single)
+			for i, ls := range o.LogStores {
+				repl, err := o.run(ctx, body, 3, ls)
+				if err != nil {
+					return out, fmt.Errorf("replicated (log store %s): %w", ls, err)
+				}
+				groups[i] = append(groups[i], repl)
 			}
-			singles, groups = append(singles, single), append(groups, repl)
 		}
-		ratios := make([]float64, len(groups))
-		for i := range groups {
-			ratios[i] = groups[i].MsgsPerS / singles[i].MsgsPerS
-		}
-		single, repl := summarize(singles), summarize(groups)
-		rr := spreadOf(ratios)
-		repl.Bound = &Bound{Name: "single-node SYNC_FLUSH", MsgsPerS: single.MsgsPerS, MBPerS: single.MBPerS, Ratio: rr.med}
-		if single.Latency != nil {
-			repl.Bound.Note = fmt.Sprintf("single-node p99 %.0f µs", single.Latency.P99)
+		single := summarize(singles)
+		rows := make([]Result, len(groups))
+		for i, runs := range groups {
+			ratios := make([]float64, len(runs))
+			for j := range runs {
+				ratios[j] = runs[j].MsgsPerS / singles[j].MsgsPerS
+			}
+			repl := summarize(runs)
+			rr := spreadOf(ratios)
+			repl.Bound = &Bound{Name: "single-node SYNC_FLUSH", MsgsPerS: single.MsgsPerS, MBPerS: single.MBPerS, Ratio: rr.med}
+			if single.Latency != nil {
+				repl.Bound.Note = fmt.Sprintf("single-node p99 %.0f µs", single.Latency.P99)
+			}
+			repl.Note = fmt.Sprintf("3 replicas, loopback TCP, Raft log store %s; ÷ single min/median/max %.0f/%.0f/%.0f %%; %s",
+				o.LogStores[i], 100*rr.min, 100*rr.med, 100*rr.max, repl.Note)
+			rows[i] = repl
 		}
 		single.Group = GroupReplicated
 		single.Note = "1 node (baseline); " + single.Note
-		repl.Note = fmt.Sprintf("3 replicas, loopback TCP; ÷ single min/median/max %.0f/%.0f/%.0f %%; %s",
-			100*rr.min, 100*rr.med, 100*rr.max, repl.Note)
-		out = append(out, single, repl)
+		out = append(out, single)
+		out = append(out, rows...)
 	}
 	return out, nil
 }
@@ -209,9 +227,10 @@ func (r replRun) writesNote() string {
 	return strings.Join(parts, ", ")
 }
 
-// run warms up, then sends for o.Time through a group of n replicas
-// (n == 1: a plain broker), counting what each node writes.
-func (o ReplicatedOptions) run(ctx context.Context, body, n int) (replRun, error) {
+// run warms up, then sends for o.Time through a group of n replicas on
+// log store logStore (n == 1: a plain broker), counting what each node
+// writes.
+func (o ReplicatedOptions) run(ctx context.Context, body, n int, logStore string) (replRun, error) {
 	parent, err := os.MkdirTemp(o.Dir, "rocketstore-repl-*")
 	if err != nil {
 		return replRun{}, err
@@ -239,7 +258,7 @@ func (o ReplicatedOptions) run(ctx context.Context, body, n int) (replRun, error
 		return replRun{Result: r, nodes: []nodeWrites{{commitLog: b.Store().CommitLog().MaxOffset() - cl0,
 			clSyncs: syncs.syncs.Load()}}}, err
 	}
-	nodes, err := startGroup(parent, n, bc)
+	nodes, err := startGroup(parent, n, bc, logStore)
 	defer func() {
 		for _, nd := range nodes {
 			_ = nd.Close()
@@ -261,6 +280,7 @@ func (o ReplicatedOptions) run(ctx context.Context, body, n int) (replRun, error
 	before := groupWrites(nodes)
 	rounds0, sends0 := groupRounds(nodes)
 	r, err := o.send(ctx, leader, body, n, o.Time)
+	r.Backend = "mmap×3 " + logStore
 	after := groupWrites(nodes)
 	rounds, sends := groupRounds(nodes)
 	for i := range after {
@@ -280,7 +300,7 @@ func groupWrites(nodes []*cluster.Node) []nodeWrites {
 	for i, nd := range nodes {
 		ls := nd.LogStats()
 		out[i] = nodeWrites{commitLog: nd.Broker().Store().CommitLog().MaxOffset(),
-			raftBytes: ls.EntryBytes + 8*ls.Entries, raftSyncs: ls.Appends, clSyncs: -1}
+			raftBytes: ls.Bytes, raftSyncs: ls.Syncs, clSyncs: -1}
 	}
 	return out
 }
@@ -296,8 +316,9 @@ func groupRounds(nodes []*cluster.Node) (rounds, sends int64) {
 
 var quietLog = slog.New(slog.NewTextHandler(io.Discard, nil))
 
-// startGroup opens n replicas on loopback TCP.
-func startGroup(parent string, n int, bc broker.Config) ([]*cluster.Node, error) {
+// startGroup opens n replicas on loopback TCP, with their Raft logs on
+// logStore.
+func startGroup(parent string, n int, bc broker.Config, logStore string) ([]*cluster.Node, error) {
 	var peers []cluster.Peer
 	var trans []*cluster.TCPTransport
 	var nodes []*cluster.Node
@@ -313,7 +334,7 @@ func startGroup(parent string, n int, bc broker.Config) ([]*cluster.Node, error)
 		tr := trans[i]
 		nd, err := cluster.Open(cluster.NodeConfig{Dir: filepath.Join(parent, peers[i].ID), Broker: bc, BrokerName: "bench",
 			StoreHost: netip.MustParseAddrPort(fmt.Sprintf("127.0.0.1:%d", 20000+i)),
-			Cluster:   cluster.Config{NodeID: peers[i].ID, Peers: peers, Transport: tr, Logger: quietLog}})
+			Cluster:   cluster.Config{NodeID: peers[i].ID, Peers: peers, Transport: tr, Logger: quietLog, LogStore: logStore}})
 		if err != nil {
 			for _, t := range trans[i:] {
 				_ = t.Close()
@@ -393,7 +414,6 @@ func (o ReplicatedOptions) send(ctx context.Context, leader func() *broker.Broke
 	r.MsgsPerS = float64(r.Msgs) / secs
 	r.MBPerS = float64(r.BodyBytes) / secs / 1e6
 	if n > 1 {
-		r.Backend = "mmap×3"
 		if m := moved.Load(); m > 0 {
 			r.Note = fmt.Sprintf("%d sends retried after a leader change", m)
 		}

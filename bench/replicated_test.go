@@ -5,40 +5,51 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/rocketstore/rocketstore/cluster"
 )
 
 // TestReplicatedSmoke runs the replicated workload briefly, at two producer
-// counts: both rows of each are measured with the same producers, the
-// ratio is set, and each node's writes are counted (the figure itself is
+// counts and on both Raft log stores: the rows of each count are measured
+// with the same producers, each group row names its store and has its
+// ratio, and each node's writes are counted (the figure itself is
 // BENCHMARKS' job; TestSummarize covers the repeats).
 func TestReplicatedSmoke(t *testing.T) {
+	stores := []string{cluster.LogStoreWAL, cluster.LogStoreRaftLog}
 	rs, err := Replicated(context.Background(), ReplicatedOptions{Dir: t.TempDir(), Bodies: []int{128},
 		Producers: 4, MoreProducers: []int{8}, Warmup: 100 * time.Millisecond, Time: 500 * time.Millisecond,
-		Repeats: 1, FileSize: 8 << 20})
+		Repeats: 1, FileSize: 8 << 20, LogStores: stores})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(rs) != 4 {
-		t.Fatalf("%d results, want 2 for each producer count: %+v", len(rs), rs)
+	per := 1 + len(stores)
+	if len(rs) != 2*per {
+		t.Fatalf("%d results, want %d for each producer count: %+v", len(rs), per, rs)
 	}
-	for i := 0; i < 4; i += 2 {
-		single, repl := rs[i], rs[i+1]
-		if single.Msgs == 0 || repl.Msgs == 0 || repl.Bound == nil || repl.Bound.Ratio <= 0 ||
-			single.Producers != repl.Producers || single.Producers != []int{4, 8}[i/2] {
-			t.Fatalf("results: %+v", rs)
-		}
+	for i := 0; i < len(rs); i += per {
+		single := rs[i]
 		// The single node counts its CommitLog syncs; each replica its
 		// Raft log's bytes and fsyncs beside its CommitLog.
 		if !strings.Contains(single.Note, "1 × ") || !strings.Contains(single.Note, "CommitLog syncs") {
 			t.Errorf("single-node note %q: want 1 run and its CommitLog syncs", single.Note)
 		}
-		for _, n := range []string{"n1 ", "n2 ", "n3 "} {
-			if !strings.Contains(repl.Note, n) {
-				t.Errorf("group note %q: no writes of node %s", repl.Note, n)
+		for j, store := range stores {
+			repl := rs[i+1+j]
+			if single.Msgs == 0 || repl.Msgs == 0 || repl.Bound == nil || repl.Bound.Ratio <= 0 ||
+				single.Producers != repl.Producers || single.Producers != []int{4, 8}[i/per] {
+				t.Fatalf("results: %+v", rs)
 			}
-		}
-		if strings.Contains(repl.Note, "Raft log 0)") || strings.Contains(repl.Note, "fsyncs 0/s") {
-			t.Errorf("group note %q: a replica wrote no Raft log", repl.Note)
+			if repl.Backend != "mmap×3 "+store || !strings.Contains(repl.Note, "Raft log store "+store) {
+				t.Errorf("group row %s %q: want log store %s", repl.Backend, repl.Note, store)
+			}
+			for _, n := range []string{"n1 ", "n2 ", "n3 "} {
+				if !strings.Contains(repl.Note, n) {
+					t.Errorf("group note %q: no writes of node %s", repl.Note, n)
+				}
+			}
+			if strings.Contains(repl.Note, "Raft log 0)") || strings.Contains(repl.Note, "fsyncs 0/s") {
+				t.Errorf("group note %q: a replica wrote no Raft log", repl.Note)
+			}
 		}
 	}
 	for _, r := range rs {

@@ -77,6 +77,10 @@ type Config struct {
 	// (raft-wal's, 64 MiB). Compaction removes whole segments, so the
 	// log on disk is about TrailingLogs entries plus one segment.
 	LogSegmentSize int
+	// LogStore is the Raft log's store (LogStoreWAL, the default, or
+	// LogStoreRaftLog). A node keeps the store its log was created
+	// with: opening a log of the other kind is refused.
+	LogStore string
 	// StateInterval is how often the leader replicates changed consumer
 	// offsets, delay offsets and topics (1 s).
 	StateInterval time.Duration
@@ -92,6 +96,19 @@ type Config struct {
 	// Logger receives the node's logs (slog.Default()).
 	Logger *slog.Logger
 }
+
+// Raft log stores (Config.LogStore).
+const (
+	// LogStoreWAL is hashicorp/raft-wal in DIR/raft/wal, with its
+	// metadata (term, vote, segment list) in a bolt file.
+	LogStoreWAL = "wal"
+	// LogStoreRaftLog is package raftlog in DIR/raft/log: CRC-checked
+	// frames in fixed-size segments on the store's file system, with
+	// the term and vote in a small file beside them. The cluster
+	// proposes no records entries yet, so every entry is whole in its
+	// frame: the messages are written twice, as with raft-wal.
+	LogStoreRaftLog = "raftlog"
+)
 
 // Defaults of Config.
 const (
@@ -136,6 +153,9 @@ func (c Config) withDefaults() Config {
 	if c.LogSegmentSize == 0 {
 		c.LogSegmentSize = DefaultLogSegmentSize
 	}
+	if c.LogStore == "" {
+		c.LogStore = LogStoreWAL
+	}
 	if c.ScrubBytes == 0 {
 		c.ScrubBytes = DefaultScrubBytes
 	}
@@ -156,6 +176,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: no peers", ErrConfig)
 	case c.MaxAppendEntries < 0 || c.MaxAppendEntries > 1024:
 		return fmt.Errorf("%w: MaxAppendEntries %d not in [1, 1024]", ErrConfig, c.MaxAppendEntries)
+	case c.LogStore != "" && c.LogStore != LogStoreWAL && c.LogStore != LogStoreRaftLog:
+		return fmt.Errorf("%w: log store %q: want %q or %q", ErrConfig, c.LogStore, LogStoreWAL, LogStoreRaftLog)
 	}
 	if err := c.validateTimeouts(); err != nil {
 		return err

@@ -4,7 +4,9 @@ import "github.com/rocketstore/rocketstore/backend"
 
 // OnFS makes nc's node keep its store (CommitLog, ConsumeQueues, configs)
 // on fsys instead of the directory: crash tests give it a crashsim.FS.
-// Raft's log and snapshots stay in nc.Dir/raft.
+// Raft's snapshots stay in nc.Dir/raft, and so does its log on raft-wal;
+// the raftlog store keeps its frames on fsys and its term and vote in
+// nc.Dir/raft/log.
 func OnFS(nc *NodeConfig, fsys backend.FS) { nc.fsys = fsys }
 
 // SnapshotWithoutSync is the broken variant: nc's node takes snapshots

@@ -7,15 +7,21 @@ import (
 
 // LogStats counts what a replica wrote to its Raft log since it opened.
 type LogStats struct {
-	// Appends is the number of appends; raft-wal syncs its segment file
-	// once an append, so this is also the Raft log's fsync count.
+	// Appends is the number of appends (StoreLogs calls that wrote).
 	Appends uint64
 	// Entries is the number of entries appended.
 	Entries uint64
-	// EntryBytes is the entries' encoded size; each entry also takes a
-	// frame header of 8 bytes, padding to 8 bytes and an index slot on
-	// disk.
+	// EntryBytes is the entries' encoded size.
 	EntryBytes uint64
+	// Bytes is what the appends wrote to the log's files: raft-wal's
+	// entries with their 8-byte frame headers (its padding to 8 bytes
+	// and index slots not counted); raftlog's frames and the records it
+	// put in the CommitLog.
+	Bytes uint64
+	// Syncs is the number of fsyncs the appends made: raft-wal syncs
+	// its segment once an append; raftlog syncs the records it wrote and
+	// then the frames.
+	Syncs uint64
 }
 
 // newLogCollector collects raft-wal's counters for LogStats.
@@ -26,9 +32,16 @@ func newLogCollector() *walmetrics.AtomicCollector {
 // LogStats returns what this replica wrote to its Raft log since it
 // opened (zero before its log is open).
 func (n *Node) LogStats() LogStats {
+	if n.rlog != nil {
+		s := n.rlog.Stats()
+		return LogStats{Appends: s.Appends, Entries: s.Entries, EntryBytes: s.EntryBytes,
+			Bytes: s.FrameBytes + s.RecordBytes, Syncs: s.Syncs}
+	}
 	if n.walStats == nil {
 		return LogStats{}
 	}
 	c := n.walStats.Summary().Counters
-	return LogStats{Appends: c["log_appends"], Entries: c["log_entries_written"], EntryBytes: c["log_entry_bytes_written"]}
+	ls := LogStats{Appends: c["log_appends"], Entries: c["log_entries_written"], EntryBytes: c["log_entry_bytes_written"]}
+	ls.Bytes, ls.Syncs = ls.EntryBytes+8*ls.Entries, ls.Appends
+	return ls
 }

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net/netip"
 	"os"
+	"path"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -25,6 +26,7 @@ import (
 	"github.com/rocketstore/rocketstore/backend"
 	"github.com/rocketstore/rocketstore/backend/mmap"
 	"github.com/rocketstore/rocketstore/broker"
+	"github.com/rocketstore/rocketstore/cluster/raftlog"
 	"github.com/rocketstore/rocketstore/engine"
 )
 
@@ -89,16 +91,22 @@ var ErrClosed = errors.New("cluster: node closed")
 // Node is one replica of a broker group: a broker whose writes go through
 // the group's Raft log. It implements broker.Writer.
 type Node struct {
-	cfg   NodeConfig
-	ccfg  Config
-	log   *slog.Logger
-	b     *broker.Broker
-	fsm   *fsm
-	raft  *raft.Raft
-	wal   *wal.WAL
-	meta  *metadb.BoltMetaDB
-	snaps *snapStore
-	// walStats collects the Raft log's write counters (LogStats).
+	cfg  NodeConfig
+	ccfg Config
+	log  *slog.Logger
+	b    *broker.Broker
+	fsm  *fsm
+	raft *raft.Raft
+	// logs and stable are the Raft log and its term and vote: raft-wal
+	// (wal, meta) or package raftlog (rlog, rstable); see Config.LogStore.
+	logs    raft.LogStore
+	stable  raft.StableStore
+	wal     *wal.WAL
+	meta    *metadb.BoltMetaDB
+	rlog    *raftlog.Store
+	rstable *raftlog.Stable
+	snaps   *snapStore
+	// walStats collects raft-wal's write counters (LogStats).
 	walStats *walmetrics.AtomicCollector
 	now      func() int64
 
@@ -130,8 +138,10 @@ type Node struct {
 	// open is repaired (at once when there was none); see startrepair.go.
 	damageRepaired chan struct{}
 
-	notify    chan bool
-	stop      chan struct{}
+	notify chan bool
+	stop   chan struct{}
+	// down is closed once Raft has shut down (Close).
+	down      chan struct{}
 	wg        sync.WaitGroup
 	closeOnce sync.Once
 	closeErr  error
@@ -149,7 +159,7 @@ func Open(cfg NodeConfig) (*Node, error) {
 	if !cfg.StoreHost.IsValid() {
 		return nil, fmt.Errorf("%w: no store host (the node's broker address)", ErrConfig)
 	}
-	n := &Node{cfg: cfg, ccfg: cfg.Cluster.withDefaults(), notify: make(chan bool, 16), stop: make(chan struct{}),
+	n := &Node{cfg: cfg, ccfg: cfg.Cluster.withDefaults(), notify: make(chan bool, 16), stop: make(chan struct{}), down: make(chan struct{}),
 		ask: askPeer, damageRepaired: make(chan struct{})}
 	if cfg.askPeer != nil {
 		n.ask = cfg.askPeer
@@ -165,7 +175,7 @@ func Open(cfg NodeConfig) (*Node, error) {
 		return nil, err
 	}
 	raftDir := filepath.Join(cfg.Dir, "raft")
-	if err := os.MkdirAll(filepath.Join(raftDir, "wal"), 0o755); err != nil {
+	if err := os.MkdirAll(raftDir, 0o755); err != nil {
 		return nil, errors.Join(err, n.b.Close())
 	}
 	n.fsm.noInstallDeletes = cfg.noInstallDeletes
@@ -258,13 +268,8 @@ func (n *Node) openRaft(raftDir string) error {
 	if err := n.recoverCursor(); err != nil {
 		return err
 	}
-	// The WAL does not close a meta store it opened itself; this one is
-	// closed by closeWAL.
-	n.meta = &metadb.BoltMetaDB{}
-	n.walStats = newLogCollector()
-	if n.wal, err = wal.Open(filepath.Join(raftDir, "wal"), wal.WithMetaStore(n.meta),
-		wal.WithSegmentSize(n.ccfg.LogSegmentSize), wal.WithMetricsCollector(n.walStats)); err != nil {
-		return errors.Join(fmt.Errorf("cluster: open the raft log: %w", err), n.meta.Close())
+	if err := n.openLog(raftDir); err != nil {
+		return err
 	}
 	rc := raft.DefaultConfig()
 	c := n.ccfg
@@ -276,22 +281,22 @@ func (n *Node) openRaft(raftDir string) error {
 	rc.NoSnapshotRestoreOnStart = true // the CommitLog is the state
 	rc.NotifyCh = n.notify
 	rc.Logger = hclog.New(&hclog.LoggerOptions{Name: "raft", Level: raftLogLevel(), Output: slogWriter{n.log}, DisableTime: true})
-	existing, err := raft.HasExistingState(n.wal, n.wal, n.snaps)
+	existing, err := raft.HasExistingState(n.logs, n.stable, n.snaps)
 	if err != nil {
-		return errors.Join(err, n.closeWAL())
+		return errors.Join(err, n.closeLog())
 	}
 	// Bootstrap before Raft starts: once it runs, the leader's entries
 	// may arrive first and make the state non-empty.
 	if !existing && !c.Join {
-		if err := raft.BootstrapCluster(rc, n.wal, n.wal, n.snaps, c.Transport, configuration(c.Peers)); err != nil {
-			return errors.Join(fmt.Errorf("cluster: bootstrap: %w", err), n.closeWAL())
+		if err := raft.BootstrapCluster(rc, n.logs, n.stable, n.snaps, c.Transport, configuration(c.Peers)); err != nil {
+			return errors.Join(fmt.Errorf("cluster: bootstrap: %w", err), n.closeLog())
 		}
 	}
 	n.followers = newFollowerTracker(time.Now)
 	trans := trackFollowers(c.Transport, n.followers)
 	_, n.tracked = trans.(*trackedTransport)
-	if n.raft, err = raft.NewRaft(rc, f, n.wal, n.wal, n.snaps, trans); err != nil {
-		return errors.Join(err, n.closeWAL())
+	if n.raft, err = raft.NewRaft(rc, f, n.logs, n.stable, n.snaps, trans); err != nil {
+		return errors.Join(err, n.closeLog())
 	}
 	n.observeElections()
 	if existing {
@@ -363,7 +368,7 @@ func (n *Node) checkMembership() error {
 
 func (n *Node) shutdownRaft() error {
 	err := n.raft.Shutdown().Error()
-	return errors.Join(err, n.closeWAL())
+	return errors.Join(err, n.closeLog())
 }
 
 // followerID is this node's broker id while it follows: its position in
@@ -613,16 +618,100 @@ func (n *Node) Close() error {
 		close(n.stop)
 		n.wg.Wait()
 		err := n.raft.Shutdown().Error()
+		close(n.down)
 		if t, ok := n.ccfg.Transport.(*TCPTransport); ok {
 			t.CloseStreams() // pooled connections: their readers on the peers end
 			err = errors.Join(err, t.Close())
 		}
-		n.closeErr = errors.Join(err, n.b.Close(), n.closeWAL())
+		n.closeErr = errors.Join(err, n.b.Close(), n.closeLog())
 	})
 	return n.closeErr
 }
 
-func (n *Node) closeWAL() error { return errors.Join(n.wal.Close(), n.meta.Close()) }
+// Directories of the Raft log stores, under DIR/raft.
+const (
+	walDir     = "wal"
+	raftlogDir = "log"
+)
+
+// openLog opens the Raft log store that Config.LogStore names, refusing
+// a directory whose log is in the other store: switching stores would
+// start the node with an empty log and a forgotten term and vote.
+func (n *Node) openLog(raftDir string) error {
+	walPath := filepath.Join(raftDir, walDir)
+	hasWAL, err := nonEmptyDir(walPath)
+	if err != nil {
+		return err
+	}
+	fsys, err := n.storeFS()
+	if err != nil {
+		return err
+	}
+	rlogPath := path.Join("raft", raftlogDir)
+	names, err := fsys.List(rlogPath)
+	if err != nil && !errors.Is(err, backend.ErrNotExist) {
+		return err
+	}
+	hasRaftLog := len(names) > 0
+	switch {
+	case n.ccfg.LogStore == LogStoreRaftLog && hasWAL:
+		return fmt.Errorf("%w: raft: logStore %s, but %s holds a raft-wal log (logStore %s)", ErrConfig, LogStoreRaftLog, walPath, LogStoreWAL)
+	case n.ccfg.LogStore == LogStoreWAL && hasRaftLog:
+		return fmt.Errorf("%w: raft: logStore %s, but %s holds a raftlog log (logStore %s)", ErrConfig, LogStoreWAL,
+			filepath.Join(raftDir, raftlogDir), LogStoreRaftLog)
+	}
+	if n.ccfg.LogStore == LogStoreRaftLog {
+		// The term and vote are on the directory itself, whatever fsys
+		// is: Raft panics when it cannot save them, so the crash tests'
+		// frozen file system must not hold them (a real power cut
+		// stops the process anyway); the frames are on fsys.
+		dirFS, err := mmap.New(n.cfg.Dir)
+		if err != nil {
+			return err
+		}
+		if n.rstable, err = raftlog.OpenStable(dirFS, rlogPath); err != nil {
+			return fmt.Errorf("cluster: open the raft log's stable store: %w", err)
+		}
+		if n.rlog, err = raftlog.Open(raftlog.Options{FS: fsys, Dir: rlogPath, SegmentSize: int64(n.ccfg.LogSegmentSize)}); err != nil {
+			return fmt.Errorf("cluster: open the raft log: %w", err)
+		}
+		n.logs, n.stable = n.rlog, n.rstable
+		return nil
+	}
+	if err := os.MkdirAll(walPath, 0o755); err != nil {
+		return err
+	}
+	// The WAL does not close a meta store it opened itself; this one is
+	// closed by closeLog.
+	n.meta = &metadb.BoltMetaDB{}
+	n.walStats = newLogCollector()
+	if n.wal, err = wal.Open(walPath, wal.WithMetaStore(n.meta),
+		wal.WithSegmentSize(n.ccfg.LogSegmentSize), wal.WithMetricsCollector(n.walStats)); err != nil {
+		return errors.Join(fmt.Errorf("cluster: open the raft log: %w", err), n.meta.Close())
+	}
+	n.logs, n.stable = n.wal, n.wal
+	return nil
+}
+
+// nonEmptyDir reports whether dir exists with something in it.
+func nonEmptyDir(dir string) (bool, error) {
+	ents, err := os.ReadDir(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return false, nil
+	}
+	return len(ents) > 0, err
+}
+
+// closeLog closes the Raft log store.
+func (n *Node) closeLog() error {
+	if n.rlog != nil {
+		return n.rlog.Close()
+	}
+	if n.wal == nil {
+		return nil
+	}
+	return errors.Join(n.wal.Close(), n.meta.Close())
+}
 
 // slogWriter passes Raft's log lines to slog.
 type slogWriter struct{ l *slog.Logger }

@@ -6,6 +6,8 @@ import (
 	"runtime"
 	"sync"
 
+	"github.com/hashicorp/raft"
+
 	"github.com/rocketstore/rocketstore/internal/engineops"
 
 	"github.com/rocketstore/rocketstore/engine"
@@ -150,7 +152,7 @@ func (n *Node) replicateRound(round []*proposal) {
 			p.err = err
 		}
 	}
-	if err := fut.Error(); err != nil {
+	if err := n.await(fut); err != nil {
 		setAll(raftError(err))
 		return
 	}
@@ -180,4 +182,25 @@ func (n *Node) RoundStats() (rounds, sends int64) {
 	n.props.mu.Lock()
 	defer n.props.mu.Unlock()
 	return n.props.rounds, n.props.sends
+}
+
+// await returns fut's error, or raft.ErrRaftShutdown once the node's Raft
+// has shut down: Raft abandons the futures still queued when it shuts
+// down (in its buffered apply channel, or committed and waiting for the
+// state machine), and a send must not wait for them forever. The
+// goroutine that waits for an abandoned future stays blocked.
+func (n *Node) await(fut raft.ApplyFuture) error {
+	done := make(chan error, 1)
+	go func() { done <- fut.Error() }()
+	select {
+	case err := <-done:
+		return err
+	case <-n.down:
+		select {
+		case err := <-done:
+			return err
+		default:
+			return raft.ErrRaftShutdown
+		}
+	}
 }

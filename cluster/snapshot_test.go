@@ -20,6 +20,15 @@ func compact(nc *cluster.NodeConfig) {
 	nc.Cluster.LogSegmentSize = 16 << 10
 }
 
+// firstLogSegment returns the path of the Raft log's first segment file
+// in the store directory dir, if it is still there: raft-wal's or
+// raftlog's.
+func firstLogSegment(dir string) []string {
+	wal, _ := filepath.Glob(filepath.Join(dir, "raft", "wal", fmt.Sprintf("%020d-*.wal", 1)))
+	rl, _ := filepath.Glob(filepath.Join(dir, "raft", "log", fmt.Sprintf("%020d.seg", 1)))
+	return append(wal, rl...)
+}
+
 // waitSnapshotInstalled fails the test unless n's Raft records a
 // snapshot, which for a node that took none itself means the leader sent
 // one (InstallSnapshot). It waits rather than reads once: Raft records
@@ -97,7 +106,7 @@ func TestNewNodeJoins(t *testing.T) {
 			if err := g.nodes[l].Snapshot(); err != nil {
 				t.Fatal(err)
 			}
-			first, _ := filepath.Glob(filepath.Join(g.dirs[l], "raft", "wal", fmt.Sprintf("%020d-*.wal", 1)))
+			first := firstLogSegment(g.dirs[l])
 			if tc.snapshot == (len(first) > 0) {
 				t.Fatalf("the leader's Raft log segment holding entry 1: %v after its snapshot (snapshot path %v)", first, tc.snapshot)
 			}
@@ -187,7 +196,7 @@ func TestForeignStoreRefused(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(g.dirs[f], "raft", "group.json"), []byte(other), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	for _, sub := range []string{"raft/wal", "raft/snapshots"} {
+	for _, sub := range []string{"raft/wal", "raft/log", "raft/snapshots"} {
 		if err := os.RemoveAll(filepath.Join(g.dirs[f], sub)); err != nil {
 			t.Fatal(err)
 		}

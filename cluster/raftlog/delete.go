@@ -41,7 +41,7 @@ func (s *Store) deleteHead(first uint64) error {
 	if err := s.writeFrame(appendHead(nil, first, s.recordsEnd()), 0); err != nil {
 		return err
 	}
-	if err := s.tail().sync(); err != nil {
+	if err := s.syncTail(); err != nil {
 		return err
 	}
 	last := s.first + uint64(len(s.ents)) - 1
@@ -97,7 +97,7 @@ func (s *Store) deleteTail(min uint64) error {
 	if err := s.writeFrame(appendHead(nil, s.first, end), 0); err != nil {
 		return err
 	}
-	if err := s.tail().sync(); err != nil {
+	if err := s.syncTail(); err != nil {
 		return err
 	}
 	if recCut >= 0 {

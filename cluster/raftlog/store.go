@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"github.com/hashicorp/raft"
 
@@ -56,6 +57,37 @@ type Store struct {
 	// unknown, so the store refuses further writes.
 	err    error
 	closed bool
+
+	stats statCounters
+}
+
+// statCounters are what Stats reports.
+type statCounters struct {
+	appends, entries, entryBytes, frameBytes, recordBytes, syncs atomic.Uint64
+}
+
+// Stats counts what a Store wrote since it opened.
+type Stats struct {
+	// Appends is the number of StoreLogs calls that wrote entries.
+	Appends uint64
+	// Entries is the number of entries written, EntryBytes their Data
+	// and Extensions.
+	Entries    uint64
+	EntryBytes uint64
+	// FrameBytes is what the frames took in the segments (the whole of
+	// a side entry; a records entry's metadata), RecordBytes what went
+	// to the Records.
+	FrameBytes  uint64
+	RecordBytes uint64
+	// Syncs counts the syncs of frame segments and of the Records.
+	Syncs uint64
+}
+
+// Stats returns what the store wrote since it opened.
+func (s *Store) Stats() Stats {
+	c := &s.stats
+	return Stats{Appends: c.appends.Load(), Entries: c.entries.Load(), EntryBytes: c.entryBytes.Load(),
+		FrameBytes: c.frameBytes.Load(), RecordBytes: c.recordBytes.Load(), Syncs: c.syncs.Load()}
 }
 
 // entryRef locates an entry's frame.
@@ -228,9 +260,15 @@ func (s *Store) appendLocked(logs []*raft.Log) error {
 		if err := s.recs.Sync(); err != nil {
 			return err
 		}
+		s.stats.syncs.Add(1)
 	}
-	if err := s.tail().sync(); err != nil {
+	if err := s.syncTail(); err != nil {
 		return err
+	}
+	s.stats.appends.Add(1)
+	s.stats.entries.Add(uint64(len(logs)))
+	for _, l := range logs {
+		s.stats.entryBytes.Add(uint64(len(l.Data) + len(l.Extensions)))
 	}
 	if len(s.ents) == 0 {
 		s.first = logs[0].Index
@@ -251,6 +289,7 @@ func (s *Store) appendRecords(logs []*raft.Log, sync bool) error {
 			if err := s.recs.Append(recs, off); err != nil {
 				return fmt.Errorf("raftlog: entry %d's records at %d: %w", l.Index, off, err)
 			}
+			s.stats.recordBytes.Add(uint64(len(recs)))
 			wrote = true
 		}
 	}
@@ -260,10 +299,21 @@ func (s *Store) appendRecords(logs []*raft.Log, sync bool) error {
 	if err := s.recs.Sync(); err != nil {
 		return fmt.Errorf("raftlog: sync records: %w", err)
 	}
+	s.stats.syncs.Add(1)
 	return nil
 }
 
 func (s *Store) tail() *segment { return s.segs[len(s.segs)-1] }
+
+// syncTail syncs the tail segment's unsynced frames, counting the sync.
+func (s *Store) syncTail() error {
+	t := s.tail()
+	if t.end <= t.synced {
+		return nil
+	}
+	s.stats.syncs.Add(1)
+	return t.sync()
+}
 
 func (s *Store) recordsEnd() int64 {
 	if s.recs == nil {
@@ -284,6 +334,7 @@ func (s *Store) writeFrame(b []byte, index uint64) error {
 	if err := t.write(b); err != nil {
 		return err
 	}
+	s.stats.frameBytes.Add(uint64(len(b)))
 	if index > t.lastIndex {
 		t.lastIndex = index
 	}

@@ -186,3 +186,33 @@ func TestCompactionRemovesSegments(t *testing.T) {
 		h.reopen(t)
 	}
 }
+
+// TestStats: an append of records and side entries counts one append,
+// its entries, the records bytes and the frames (a new log's head frame
+// too), and two syncs (the
+// records, then the frames); an append of side entries alone syncs once.
+func TestStats(t *testing.T) {
+	h, err := openHarness(memfs.New(nil), 4096, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.close()
+	r1, s2 := recordsLog(1, 1, 0, "a", "bb"), sideLog(2, 1, "side")
+	if err := h.s.StoreLogs([]*raft.Log{r1, s2}); err != nil {
+		t.Fatal(err)
+	}
+	st := h.s.Stats()
+	// The first append of a new log also writes a head frame.
+	frames := uint64(headerSize+8) + uint64(2*headerSize+recordBodySize+sideBodyMin+len(s2.Data))
+	want := Stats{Appends: 1, Entries: 2, EntryBytes: uint64(len(r1.Data) + len(s2.Data)),
+		FrameBytes: frames, RecordBytes: uint64(recordsSize(r1)), Syncs: 2}
+	if st != want {
+		t.Fatalf("stats %+v, want %+v", st, want)
+	}
+	if err := h.s.StoreLogs([]*raft.Log{sideLog(3, 1, "x")}); err != nil {
+		t.Fatal(err)
+	}
+	if st := h.s.Stats(); st.Appends != 2 || st.Syncs != 3 || st.RecordBytes != want.RecordBytes {
+		t.Fatalf("stats after a side entry %+v: want a second append with one sync and no records", st)
+	}
+}

@@ -19,6 +19,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/rocketstore/rocketstore/bench"
+	"github.com/rocketstore/rocketstore/cluster"
 )
 
 // benchOptions are the flags of `rocketstore bench`.
@@ -43,6 +44,8 @@ type benchOptions struct {
 	// replicatedTime and replicatedRepeats size each replicated run.
 	replicatedTime    time.Duration
 	replicatedRepeats int
+	// replicatedStores are the Raft log stores the group runs on.
+	replicatedStores []string
 }
 
 func newBenchCmd() *cobra.Command {
@@ -71,6 +74,8 @@ the ratio. Temporary stores are removed; a default run takes a few minutes,
 	f.BoolVar(&o.replicated, "replicated", false, "also send through a 3-replica broker group on loopback against one SYNC_FLUSH broker")
 	f.DurationVar(&o.replicatedTime, "replicated-time", 10*time.Second, "--replicated: each measured run's length, after a 2 s warm-up")
 	f.IntVar(&o.replicatedRepeats, "replicated-repeats", 3, "--replicated: runs of the single node and of the group, alternating (min/median/max)")
+	f.StringSliceVar(&o.replicatedStores, "replicated-log-stores", []string{cluster.LogStoreWAL},
+		"--replicated: the Raft log stores to run the group on, each beside the same single node (wal, raftlog)")
 	f.IntSliceVar(&o.replicatedMore, "replicated-more-producers", nil, "--replicated: also measure with these producer counts (both sides the same), after the 16-producer rows")
 	f.StringVar(&o.peerDir, "peer-dir", "", "`DIR` of the bench/nats module (default: found above the working directory)")
 	f.BoolVar(&o.server.on, "server", false, "instead: load rocketstore serve and nats-server JetStream over TCP with the same pipelined generator")
@@ -164,12 +169,18 @@ func runBench(cmd *cobra.Command, o benchOptions) error {
 		return err
 	}
 	if o.replicated {
-		ro := bench.ReplicatedOptions{Dir: o.tmp, MoreProducers: o.replicatedMore, Time: o.replicatedTime, Repeats: o.replicatedRepeats}
+		ro := bench.ReplicatedOptions{Dir: o.tmp, MoreProducers: o.replicatedMore, Time: o.replicatedTime, Repeats: o.replicatedRepeats,
+			LogStores: o.replicatedStores}
 		if o.quick { // a smoke run: one short pair
 			ro.Warmup, ro.Time, ro.Repeats = 500*time.Millisecond, time.Second, 1
 		}
 		if ro.Time <= 0 || ro.Repeats <= 0 {
 			return fmt.Errorf("--replicated-time %v, --replicated-repeats %d: want both positive", ro.Time, ro.Repeats)
+		}
+		for _, ls := range ro.LogStores {
+			if ls != cluster.LogStoreWAL && ls != cluster.LogStoreRaftLog {
+				return fmt.Errorf("--replicated-log-stores %q: want %s or %s", ls, cluster.LogStoreWAL, cluster.LogStoreRaftLog)
+			}
 		}
 		fmt.Fprintln(stderr, "replicated sends (3 replicas) beside one SYNC_FLUSH broker")
 		rs, err := bench.Replicated(ctx, ro)

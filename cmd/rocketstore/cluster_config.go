@@ -55,6 +55,9 @@ type raftFileConfig struct {
 	// LogSegmentSize is the size of the Raft log's segment files
 	// (67108864): the log takes at least one on disk.
 	LogSegmentSize int `yaml:"logSegmentSize"`
+	// LogStore is the Raft log's store: wal (hashicorp/raft-wal, the
+	// default) or raftlog (cluster.Config.LogStore).
+	LogStore string `yaml:"logStore"`
 	// ScrubIntervalMs turns on the background scrub (0: off): every
 	// interval, the next ScrubBytes of the committed CommitLog are
 	// checked against their CRCs and the other replicas' bytes, and
@@ -221,6 +224,13 @@ func (rc *raftFileConfig) clusterConfig() (cfg cluster.Config, advertise string,
 		return cfg, "", fmt.Errorf("%w: raft: logSegmentSize %d must not be negative", server.ErrConfig, rc.LogSegmentSize)
 	}
 	cfg.LogSegmentSize = rc.LogSegmentSize
+	switch rc.LogStore {
+	case "", cluster.LogStoreWAL, cluster.LogStoreRaftLog:
+		cfg.LogStore = rc.LogStore
+	default:
+		return cfg, "", fmt.Errorf("%w: raft: logStore %q: want %s or %s", server.ErrConfig, rc.LogStore,
+			cluster.LogStoreWAL, cluster.LogStoreRaftLog)
+	}
 	cfg.ScrubInterval = ms(rc.ScrubIntervalMs)
 	cfg.ScrubBytes = rc.ScrubBytes
 	cfg.SnapshotInterval = ms(rc.SnapshotIntervalMs)

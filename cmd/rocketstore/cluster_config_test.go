@@ -35,6 +35,7 @@ raft:
 		{"node not in peers", "raft:\n  nodeId: n9\n  bind: 127.0.0.1:1\n  peers: [n1@127.0.0.1:1]\n", "not in peers", 0},
 		{"bad peer", "raft:\n  nodeId: n1\n  bind: 127.0.0.1:1\n  peers: [n1-127.0.0.1:1]\n", "nodeId@host:port", 0},
 		{"no bind", "raft:\n  nodeId: n1\n  peers: [n1@127.0.0.1:1]\n", "bind", 0},
+		{"bad log store", "raft:\n  nodeId: n1\n  bind: 127.0.0.1:1\n  peers: [n1@127.0.0.1:1]\n  logStore: bolt\n", `logStore "bolt"`, 0},
 		{"negative scrub", "raft:\n  nodeId: n1\n  bind: 127.0.0.1:1\n  peers: [n1@127.0.0.1:1]\n  scrubIntervalMs: -5\n", "scrubIntervalMs -5", 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -71,7 +72,8 @@ raft:
 func TestServeConfigRaftTuning(t *testing.T) {
 	name := filepath.Join(t.TempDir(), "c.yaml")
 	yaml := "raft:\n  nodeId: n1\n  bind: 127.0.0.1:1\n  peers: [n1@127.0.0.1:1]\n" +
-		"  snapshotThreshold: 200\n  snapshotIntervalMs: 2000\n  trailingLogs: 50\n  scrubIntervalMs: 500\n  scrubBytes: 65536\n"
+		"  snapshotThreshold: 200\n  snapshotIntervalMs: 2000\n  trailingLogs: 50\n  scrubIntervalMs: 500\n  scrubBytes: 65536\n" +
+		"  logStore: raftlog\n"
 	if err := os.WriteFile(name, []byte(yaml), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -84,7 +86,7 @@ func TestServeConfigRaftTuning(t *testing.T) {
 		t.Fatal(err)
 	}
 	if c.SnapshotThreshold != 200 || c.SnapshotInterval != 2*time.Second || c.TrailingLogs != 50 ||
-		c.ScrubInterval != 500*time.Millisecond || c.ScrubBytes != 65536 {
+		c.ScrubInterval != 500*time.Millisecond || c.ScrubBytes != 65536 || c.LogStore != cluster.LogStoreRaftLog {
 		t.Fatalf("cluster config %+v", c)
 	}
 }
