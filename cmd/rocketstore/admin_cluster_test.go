@@ -72,3 +72,45 @@ func lastLine(s string) string {
 	lines := strings.Split(strings.TrimSpace(s), "\n")
 	return lines[len(lines)-1]
 }
+
+// TestAdminClusterTransferLeader: `admin cluster transfer-leader` refuses
+// an empty --to before dialing, and reports the group's refusals (a
+// non-member, the leader itself, no follower to pick) as failures; the
+// transfer itself is the cluster package's TestTransferLeaderOverTCP.
+func TestAdminClusterTransferLeader(t *testing.T) {
+	tr, err := cluster.NewTCPTransport("127.0.0.1:0", "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := string(tr.LocalAddr())
+	node := oneNodeGroup(t, t.TempDir(), tr, addr)
+	defer func() {
+		if err := node.Close(); err != nil {
+			t.Error(err)
+		}
+	}()
+	for _, c := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"--to", ""}, exitError, "--to names a member's raft.nodeId"},
+		{[]string{"--to", "n9"}, exitFailed, "n9 is not a member of the group (members: n1)"},
+		{[]string{"--to", "n1"}, exitFailed, "n1 leads already"},
+		{nil, exitFailed, "transfer leadership"},
+	} {
+		var out, errOut bytes.Buffer
+		args := append([]string{"admin", "cluster", "transfer-leader", "--raft", addr}, c.args...)
+		if code := execute(args, &out, &errOut); code != c.code || !strings.Contains(errOut.String(), c.want) {
+			t.Errorf("%q: exit %d, want %d with %q\n%s%s", c.args, code, c.code, c.want, out.String(), errOut.String())
+		}
+	}
+	var out, errOut bytes.Buffer
+	if code := execute([]string{"admin", "cluster", "transfer-leader", "--to", "n2"}, &out, &errOut); code == exitOK ||
+		!strings.Contains(errOut.String(), `"raft" not set`) {
+		t.Errorf("without --raft: exit %d\n%s", code, errOut.String())
+	}
+	if !node.Writable() {
+		t.Error("the only member stopped leading")
+	}
+}
