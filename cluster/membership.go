@@ -314,6 +314,9 @@ func (n *Node) askToJoin() {
 	n.fsm.mu.Unlock()
 	payload, _ := json.Marshal(r)
 	for attempt := 0; ; attempt++ {
+		if n.removed.Load() != nil {
+			return // logged by markRemoved; an operator's add-node needs no request
+		}
 		if attempt > 0 {
 			select {
 			case <-n.stop:
