@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/rocketstore/rocketstore/cluster"
 )
@@ -112,5 +113,41 @@ func TestAdminClusterTransferLeader(t *testing.T) {
 	}
 	if !node.Writable() {
 		t.Error("the only member stopped leading")
+	}
+}
+
+// TestAdminClusterTransferLeaderMoves: transfer-leader sent to a
+// follower's Raft port moves the leadership of a group of three `serve`
+// replicas to the named member and prints the leaders before and after.
+func TestAdminClusterTransferLeaderMoves(t *testing.T) {
+	rs := startGRPCGroup(t)
+	l := leaderOf(t, rs)
+	addrs := map[string]string{}
+	for _, m := range l.cn.node.Info().Members {
+		addrs[m.ID] = m.Addr
+	}
+	from := l.cn.node.Info().NodeID
+	var followers []*grpcReplica
+	for _, r := range rs {
+		if r != l {
+			followers = append(followers, r)
+		}
+	}
+	via, to := addrs[followers[0].cn.node.Info().NodeID], followers[1]
+	toID := to.cn.node.Info().NodeID
+	var out, errOut bytes.Buffer
+	if code := execute([]string{"admin", "cluster", "transfer-leader", "--raft", via, "--to", toID}, &out, &errOut); code != exitOK {
+		t.Fatalf("transfer-leader: exit %d\n%s%s", code, out.String(), errOut.String())
+	}
+	want := "leader was " + from + "@" + addrs[from] + ", is now " + toID + "@" + addrs[toID] + "\n"
+	if out.String() != want {
+		t.Fatalf("transfer-leader printed %q, want %q (stderr %q)", out.String(), want, errOut.String())
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for !to.cn.node.Writable() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s does not accept sends after the transfer", toID)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
