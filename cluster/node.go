@@ -283,6 +283,7 @@ func (n *Node) openRaft(raftDir string) error {
 	}
 	if n.removed.Load() != nil {
 		rc.HeartbeatTimeout, rc.ElectionTimeout = holdTimeout, holdTimeout // stands for no election
+		n.log.Error("removed from the group", "err", n.Removed())
 	}
 	rc.Logger = hclog.New(&hclog.LoggerOptions{Name: "raft", Level: raftLogLevel(), Output: slogWriter{n.log}, DisableTime: true})
 	existing, err := raft.HasExistingState(n.wal, n.wal, n.snaps)
