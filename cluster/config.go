@@ -52,7 +52,8 @@ type Config struct {
 	// then owns and closes and which also carries repairs; or an
 	// InmemTransport in tests). Required.
 	Transport raft.Transport
-	// HeartbeatTimeout and ElectionTimeout are Raft's (2 s each): a
+	// HeartbeatTimeout and ElectionTimeout are Raft's (2 s each; the
+	// election timeout's default is never below HeartbeatTimeout): a
 	// leader is replaced 2 to 4 s after it fails. Raft's own 1 s made
 	// leaders step down on a loaded 2-core machine.
 	HeartbeatTimeout time.Duration
@@ -135,7 +136,8 @@ func (c Config) withDefaults() Config {
 		}
 	}
 	def(&c.HeartbeatTimeout, DefaultHeartbeatTimeout)
-	def(&c.ElectionTimeout, DefaultElectionTimeout)
+	// A heartbeat timeout raised alone raises the election timeout with it.
+	def(&c.ElectionTimeout, max(DefaultElectionTimeout, c.HeartbeatTimeout))
 	def(&c.LeaderLeaseTimeout, max(c.HeartbeatTimeout/2, 5*time.Millisecond))
 	def(&c.CommitTimeout, DefaultCommitTimeout)
 	def(&c.SnapshotInterval, DefaultSnapshotInterval)

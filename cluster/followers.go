@@ -143,55 +143,20 @@ func (tt *trackedTransport) AppendEntries(id raft.ServerID, target raft.ServerAd
 	return err
 }
 
-// AppendEntriesPipeline opens a pipeline to follower id whose answers
-// are recorded as Raft consumes them.
-func (tt *trackedTransport) AppendEntriesPipeline(id raft.ServerID, target raft.ServerAddress) (raft.AppendPipeline, error) {
-	p, err := tt.fullTransport.AppendEntriesPipeline(id, target)
-	if err != nil {
-		return nil, err
-	}
-	tp := &trackedPipeline{AppendPipeline: p, id: id, t: tt.t, out: make(chan raft.AppendFuture), done: make(chan struct{})}
-	go tp.forward()
-	return tp, nil
+// AppendEntriesPipeline refuses: Raft then replicates with one
+// AppendEntries in flight per follower (see noPipeline).
+func (tt *trackedTransport) AppendEntriesPipeline(raft.ServerID, raft.ServerAddress) (raft.AppendPipeline, error) {
+	return nil, noPipeline()
 }
 
-// trackedPipeline hands the answers of a pipeline on to Raft after
-// recording them.
-type trackedPipeline struct {
-	raft.AppendPipeline
-	id        raft.ServerID
-	t         *followerTracker
-	out       chan raft.AppendFuture
-	done      chan struct{}
-	closeOnce sync.Once
-}
-
-// Consumer returns the answers, recorded.
-func (p *trackedPipeline) Consumer() <-chan raft.AppendFuture { return p.out }
-
-// Close closes the pipeline and stops forwarding its answers.
-func (p *trackedPipeline) Close() error {
-	p.closeOnce.Do(func() { close(p.done) })
-	return p.AppendPipeline.Close()
-}
-
-// forward records each answer and hands it on, until Close.
-func (p *trackedPipeline) forward() {
-	in := p.AppendPipeline.Consumer()
-	for {
-		select {
-		case f := <-in:
-			// A future reaches the consumer channel once answered.
-			if f.Error() == nil {
-				p.t.observe(p.id, f.Request(), f.Response())
-			}
-			select {
-			case p.out <- f:
-			case <-p.done:
-				return
-			}
-		case <-p.done:
-			return
-		}
-	}
-}
+// noPipeline is the answer of the node's transports to a pipelined
+// replication: hashicorp/raft v1.8's pipeline can deadlock when a
+// follower answers Success=false (a new leader's higher term, after a
+// leadership transfer or an election): its decoder returns, the
+// transport's response reader blocks handing on the answer that nobody
+// reads, the next send blocks behind it, and the replication goroutine
+// never returns, so that the old leader's Shutdown never returns either.
+// Without the pipeline, each AppendEntries is answered before the next
+// is sent; a round of sends is one entry (proposer.go), so the pipeline
+// would only overlap rounds.
+func noPipeline() error { return raft.ErrPipelineReplicationNotSupported }

@@ -42,7 +42,8 @@ import (
 //
 // where STATUS is 0 (ok; op 6's body is JSON GroupInfo), 1 (failed, a
 // text), 2 (not the leader; the body is the leader's Raft address, empty
-// when unknown) or 3 (refused for good, a text).
+// when unknown) or 3 (refused for good, a text). Op 7, a leadership
+// transfer, is in transfer.go.
 const (
 	opJoin   = 4
 	opRemove = 5
@@ -136,6 +137,8 @@ func (n *Node) admin(op byte, payload []byte) ([]byte, error) {
 			return nil, err
 		}
 		return nil, n.RemoveServer(r.ID)
+	case opTransfer:
+		return n.transferAnswer(payload)
 	}
 	return nil, fmt.Errorf("unknown op %d", op)
 }
@@ -311,6 +314,9 @@ func (n *Node) askToJoin() {
 	n.fsm.mu.Unlock()
 	payload, _ := json.Marshal(r)
 	for attempt := 0; ; attempt++ {
+		if n.removed.Load() != nil {
+			return // logged by markRemoved; an operator's add-node needs no request
+		}
 		if attempt > 0 {
 			select {
 			case <-n.stop:
@@ -321,7 +327,7 @@ func (n *Node) askToJoin() {
 		if n.isMember() {
 			return
 		}
-		err := callLeader(ctx, n.adminCall, n.otherPeers(), opJoin, payload)
+		_, err := callLeader(ctx, n.adminCall, n.otherPeers(), opJoin, payload)
 		if err == nil {
 			n.log.Info("added to the group")
 			n.settleBrokerID()
@@ -360,8 +366,8 @@ func (n *Node) settleBrokerID() {
 }
 
 // callLeader sends a request to the first of addrs that answers,
-// following a follower's answer to the leader.
-func callLeader(ctx context.Context, call adminFunc, addrs []string, op byte, payload []byte) error {
+// following a follower's answer to the leader, and returns the answer.
+func callLeader(ctx context.Context, call adminFunc, addrs []string, op byte, payload []byte) ([]byte, error) {
 	var errs []error
 	tried := map[string]bool{}
 	for len(addrs) > 0 {
@@ -376,31 +382,33 @@ func callLeader(ctx context.Context, call adminFunc, addrs []string, op byte, pa
 		case err != nil:
 			errs = append(errs, fmt.Errorf("%s: %w", addr, err))
 		case st == statusOK:
-			return nil
+			return body, nil
 		case st == statusNotLeader && len(body) > 0:
 			addrs = append([]string{string(body)}, addrs...)
 		case st == statusNotLeader:
 			errs = append(errs, fmt.Errorf("%s: not the leader, and knows of none", addr))
 		case st == statusRefused:
-			return fmt.Errorf("%w: %s", ErrRefused, body)
+			return nil, fmt.Errorf("%w: %s", ErrRefused, body)
 		default:
 			errs = append(errs, fmt.Errorf("%s: %s", addr, body))
 		}
 	}
 	if len(errs) == 0 {
-		return errors.New("cluster: no node to ask")
+		return nil, errors.New("cluster: no node to ask")
 	}
-	return errors.Join(errs...)
+	return nil, errors.Join(errs...)
 }
 
 func addNode(ctx context.Context, call adminFunc, raftAddr, id, addr string) error {
 	payload, _ := json.Marshal(joinRequest{ID: id, Addr: addr, Operator: true})
-	return callLeader(ctx, call, []string{raftAddr}, opJoin, payload)
+	_, err := callLeader(ctx, call, []string{raftAddr}, opJoin, payload)
+	return err
 }
 
 func removeNode(ctx context.Context, call adminFunc, raftAddr, id string) error {
 	payload, _ := json.Marshal(joinRequest{ID: id})
-	return callLeader(ctx, call, []string{raftAddr}, opRemove, payload)
+	_, err := callLeader(ctx, call, []string{raftAddr}, opRemove, payload)
+	return err
 }
 
 func queryGroup(ctx context.Context, call adminFunc, raftAddr string) (GroupInfo, error) {
@@ -457,7 +465,9 @@ func (dial dialFunc) admin(ctx context.Context, addr string, op byte, payload []
 }
 
 // isAdminOp reports the ops whose request carries a payload.
-func isAdminOp(op byte) bool { return op == opJoin || op == opRemove || op == opInfo }
+func isAdminOp(op byte) bool {
+	return op == opJoin || op == opRemove || op == opInfo || op == opTransfer
+}
 
 // serveAdmin reads a membership request's payload and answers it.
 func (n *Node) serveAdmin(c net.Conn, br *bufio.Reader, op byte, size int64) error {

@@ -2,6 +2,7 @@ package cluster_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -225,8 +226,9 @@ func TestAddRemoveNodeOverTCP(t *testing.T) {
 }
 
 // TestRemovedNodeStaysRemoved: a removed node restarted with Join and its
-// store is not let back in (it keeps asking, and the leader answers why),
-// until an operator adds it back; removed again and restarted on a wiped
+// store sees its removal in its own configuration and holds still (it
+// does not ask to join and says why and how to come back), until an
+// operator adds it back; removed again and restarted on a wiped
 // directory, it joins by itself.
 func TestRemovedNodeStaysRemoved(t *testing.T) {
 	g := newGroupOn(t, 3, true, nil)
@@ -253,8 +255,16 @@ func TestRemovedNodeStaysRemoved(t *testing.T) {
 			t.Fatal(err)
 		}
 		g.members(3)
-		// The leader's last replication to it carries its removal.
-		waitFor(t, "n4 to see its removal", func() bool { return len(g.nodes[j].Info().Members) == 3 })
+		// The leader's last replication to it carries its removal, or,
+		// when that one attempt fails (hashicorp/raft does not retry it),
+		// n4 hears from no leader and asks: a few election timeouts.
+		deadline := time.Now().Add(30 * time.Second)
+		for g.nodes[j].Removed() == nil {
+			if time.Now().After(deadline) {
+				t.Fatalf("n4 does not know of its removal after 30 s: members %v", g.nodes[j].Info().Members)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
 		g.stop(j)
 	}
 	remove()
@@ -263,18 +273,25 @@ func TestRemovedNodeStaysRemoved(t *testing.T) {
 	withLogs := nc
 	withLogs.Cluster.Logger = slog.New(slog.NewTextHandler(logs, nil))
 	reopen(withLogs)
-	logs.waitLog(t, "asking to join the group", "was removed from the group")
+	logs.waitLog(t, "removed from the group", "wipe its store directory", "admin cluster add-node --id n4")
+	if err := g.nodes[j].Removed(); !errors.Is(err, cluster.ErrRemoved) {
+		t.Fatalf("restarted after its removal: Removed() = %v", err)
+	}
 	if ms := g.nodes[g.leader()].Info().Members; len(ms) != 3 {
 		t.Fatalf("a removed node restarted with its store rejoined: members %v", ms)
 	}
 	if err := g.nodes[j].Err(); err != nil {
 		t.Fatalf("the removed node stopped instead of waiting for an operator: %v", err)
 	}
+	if strings.Contains(logs.String(), "asking to join the group") {
+		t.Fatalf("the removed node asked to join:\n%s", logs.String())
+	}
 	// The operator adds it back: it is let in with its store.
 	if err := (cluster.Dialer{}).AddNode(ctx, g.peers[g.leader()].Addr, "n4", g.peers[j].Addr); err != nil {
 		t.Fatal(err)
 	}
 	g.members(4)
+	waitFor(t, "n4 to see that it was added back", func() bool { return g.nodes[j].Removed() == nil })
 	g.send("T", 1, "after the add-back", "")
 	end := g.converge()
 	g.sameFiles("commitlog", end)
@@ -285,4 +302,99 @@ func TestRemovedNodeStaysRemoved(t *testing.T) {
 	nc.Dir = g.dirs[j]
 	reopen(nc)
 	g.members(4)
+}
+
+// TestRemovedWhileDownHoldsStill: a node removed while it was down comes
+// back with a configuration that still names it. It hears from no
+// leader, asks the group, learns from the leader that it was removed,
+// and stops standing for election: the leader and its term do not move.
+// Restarted again, its marker holds it still from the start. An
+// operator's add-node brings it back, and it replicates again.
+func TestRemovedWhileDownHoldsStill(t *testing.T) {
+	g := newGroupOn(t, 4, true, func(nc *cluster.NodeConfig) {
+		if nc.Cluster.NodeID == "n4" {
+			// Short timeouts: it stands for election often when it can.
+			nc.Cluster.HeartbeatTimeout, nc.Cluster.ElectionTimeout = 300*time.Millisecond, 300*time.Millisecond
+			nc.Cluster.LeaderLeaseTimeout = 150 * time.Millisecond
+		}
+	})
+	const j = 3
+	g.send("T", 0, "before", "")
+	g.converge()
+	g.stop(j)
+	l := g.leader()
+	if err := g.nodes[l].RemoveServer("n4"); err != nil {
+		t.Fatal(err)
+	}
+	g.members(3)
+	// The three restart, so that no replication to n4 is left to deliver
+	// its removal when it comes back: it can learn it only by asking.
+	for i := range 3 {
+		g.stop(i)
+	}
+	for i := range 3 {
+		g.start(i)
+	}
+	g.send("T", 1, "while n4 is out", "")
+	l = g.leader()
+	term := g.nodes[l].Status().Term
+
+	t.Setenv("ROCKETSTORE_RAFT_LOG", "info") // the nodes opened from here on
+	logs := &logBuffer{}
+	reopen := func() {
+		t.Helper()
+		nc := g.nodeConfig(j)
+		nc.Cluster.Logger = slog.New(slog.NewTextHandler(logs, nil))
+		n, err := g.open(j, nc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		g.nodes[j] = n
+	}
+	reopen()
+	logs.waitLog(t, "removed from the group", "learned from leader "+g.peers[l].ID, "admin cluster add-node --id n4")
+	if err := g.nodes[j].Removed(); !errors.Is(err, cluster.ErrRemoved) {
+		t.Fatalf("Removed() = %v", err)
+	}
+	// It stands for no election once it knows, over ten of its heartbeat
+	// timeouts (Raft's own log counts its campaigns: a candidate whose
+	// pre-vote failed stays a candidate and tries again every election
+	// timeout, which Status' counter of state changes does not show).
+	campaigns := func() int { return strings.Count(logs.String(), "entering candidate state") }
+	quiet := func(what string, allowed int) {
+		t.Helper()
+		from := campaigns()
+		deadline := time.Now().Add(3 * time.Second)
+		for time.Now().Before(deadline) {
+			if c, s := campaigns(), g.nodes[j].Status(); c > from+allowed || s.State == "Leader" {
+				t.Fatalf("%s: the removed node stood for election %d times: %+v", what, c-from, s)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		if now := g.leader(); now != l || g.nodes[l].Status().Term != term {
+			t.Fatalf("%s: the group's leader moved from %s (term %d) to %s (term %d)", what, g.peers[l].ID, term,
+				g.peers[now].ID, g.nodes[now].Status().Term)
+		}
+	}
+	// One campaign may be under way, with the timeout it began with.
+	quiet("restarted removed", 1)
+
+	// Restarted again, the marker holds it still from the start.
+	g.stop(j)
+	reopen()
+	if err := g.nodes[j].Removed(); !errors.Is(err, cluster.ErrRemoved) {
+		t.Fatalf("restarted with the marker: Removed() = %v", err)
+	}
+	quiet("restarted with the marker", 0)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if err := (cluster.Dialer{}).AddNode(ctx, g.peers[l].Addr, "n4", g.peers[j].Addr); err != nil {
+		t.Fatal(err)
+	}
+	g.members(4)
+	waitFor(t, "n4 to see that it was added back", func() bool { return g.nodes[j].Removed() == nil })
+	g.send("T", 2, "after the add-back", "")
+	end := g.converge()
+	g.sameFiles("commitlog", end)
 }

@@ -134,6 +134,9 @@ type Node struct {
 	ask func(ctx context.Context, addr string, op byte, off, size int64) ([]byte, error)
 	// adminCall sends one membership request (membership.go).
 	adminCall adminFunc
+	// removed is set while this node knows it was removed from the
+	// group (removed.go).
+	removed atomic.Pointer[removedMark]
 	// damageRepaired is closed once the damage recovery reported at
 	// open is repaired (at once when there was none); see startrepair.go.
 	damageRepaired chan struct{}
@@ -187,9 +190,11 @@ func Open(cfg NodeConfig) (*Node, error) {
 	if t, ok := n.ccfg.Transport.(*TCPTransport); ok {
 		t.useFor(n, cfg) // serves repairs; repairs and joins dial as Raft does
 	}
-	n.wg.Add(2)
+	n.checkRemoved()
+	n.wg.Add(3)
 	go n.watchLeadership()
 	go n.replicateState()
+	go n.watchRemoval()
 	if damaged {
 		n.wg.Add(1)
 		go n.repairRecoveredDamage()
@@ -280,6 +285,13 @@ func (n *Node) openRaft(raftDir string) error {
 	rc.SnapshotInterval, rc.SnapshotThreshold, rc.TrailingLogs = c.SnapshotInterval, c.SnapshotThreshold, c.TrailingLogs
 	rc.NoSnapshotRestoreOnStart = true // the CommitLog is the state
 	rc.NotifyCh = n.notify
+	if err := n.loadRemoved(); err != nil {
+		return errors.Join(err, n.closeWAL())
+	}
+	if n.removed.Load() != nil {
+		rc.HeartbeatTimeout, rc.ElectionTimeout = holdTimeout, holdTimeout // stands for no election
+		n.log.Error("removed from the group", "err", n.Removed())
+	}
 	rc.Logger = hclog.New(&hclog.LoggerOptions{Name: "raft", Level: raftLogLevel(), Output: slogWriter{n.log}, DisableTime: true})
 	existing, err := raft.HasExistingState(n.logs, n.stable, n.snaps)
 	if err != nil {

@@ -78,8 +78,9 @@ func newTransport(bind, advertise string, tlsCfg *tls.Config, logger *slog.Logge
 	l.dial = dialer(l.dialer, tlsCfg)
 	go l.acceptLoop()
 	hl := hclog.New(&hclog.LoggerOptions{Name: "raft-net", Level: raftLogLevel(), Output: slogWriter{logger}, DisableTime: true})
+	// MaxRPCsInFlight 1: no pipelined AppendEntries (see noPipeline).
 	nt := raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{Stream: l, MaxPool: 3,
-		Timeout: 10 * time.Second, Logger: hl})
+		Timeout: 10 * time.Second, Logger: hl, MaxRPCsInFlight: 1})
 	return &TCPTransport{NetworkTransport: nt, layer: l}, nil
 }
 

@@ -16,7 +16,7 @@ func newAdminClusterCmd(g *adminGlobals) *cobra.Command {
 	var raftAddr string
 	cmd := &cobra.Command{
 		Use:   "cluster COMMAND --raft HOST:PORT",
-		Short: "Membership of a replicated broker group: members, add-node, remove-node",
+		Short: "Membership and leadership of a replicated broker group: members, add-node, remove-node, transfer-leader",
 		Long: `cluster changes and shows the membership of a replicated broker group (raft: in
 the config). --raft is any member's Raft address (raft.bind): a follower points the
 request to the leader. A node to add is started first with an empty --dir and
@@ -98,6 +98,38 @@ only needed when its peers list names none of the group's nodes.`,
 			})
 		},
 	}
-	cmd.AddCommand(add, remove, members)
+	var to string
+	transfer := &cobra.Command{
+		Use:   "transfer-leader --raft HOST:PORT [--to NODE_ID]",
+		Short: "Hand the leadership to another member (before stopping the leader for maintenance)",
+		Long: `transfer-leader has the leader bring a follower up to date and start an election at
+once, so that sends pause for about one replication round instead of an election timeout
+(sends refused meanwhile are answered as by a slave, and clients send them again). Without
+--to, Raft picks the most up-to-date follower. It prints the leader before and after;
+stop the old leader afterwards.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if cmd.Flags().Changed("to") && to == "" {
+				return usageError("--to names a member's raft.nodeId; leave it out to let Raft pick")
+			}
+			c, cancel := ctx()
+			defer cancel()
+			d, err := tf.dialer()
+			if err != nil {
+				return err
+			}
+			tr, err := d.TransferLeader(c, raftAddr, to)
+			if err != nil {
+				return failed(tf.hint(err))
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "leader was %s@%s, is now %s@%s\n", tr.From, tr.FromAddr, tr.To, tr.ToAddr)
+			if to != "" && tr.To != to {
+				fmt.Fprintf(cmd.ErrOrStderr(), "warning: %s was asked to lead, %s won the election\n", to, tr.To)
+			}
+			return nil
+		},
+	}
+	transfer.Flags().StringVar(&to, "to", "", "the member (raft.nodeId) to lead; left out: Raft's pick")
+	cmd.AddCommand(add, remove, members, transfer)
 	return cmd
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/rocketstore/rocketstore/cluster"
 )
@@ -73,4 +74,82 @@ func TestAdminClusterMembers(t *testing.T) {
 func lastLine(s string) string {
 	lines := strings.Split(strings.TrimSpace(s), "\n")
 	return lines[len(lines)-1]
+}
+
+// TestAdminClusterTransferLeader: `admin cluster transfer-leader` refuses
+// an empty --to before dialing, and reports the group's refusals (a
+// non-member, the leader itself, no follower to pick) as failures; the
+// transfer itself is the cluster package's TestTransferLeaderOverTCP.
+func TestAdminClusterTransferLeader(t *testing.T) {
+	tr, err := cluster.NewTCPTransport("127.0.0.1:0", "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := string(tr.LocalAddr())
+	node := oneNodeGroup(t, t.TempDir(), tr, addr)
+	defer func() {
+		if err := node.Close(); err != nil {
+			t.Error(err)
+		}
+	}()
+	for _, c := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"--to", ""}, exitError, "--to names a member's raft.nodeId"},
+		{[]string{"--to", "n9"}, exitFailed, "n9 is not a member of the group (members: n1)"},
+		{[]string{"--to", "n1"}, exitFailed, "n1 leads already"},
+		{nil, exitFailed, "transfer leadership"},
+	} {
+		var out, errOut bytes.Buffer
+		args := append([]string{"admin", "cluster", "transfer-leader", "--raft", addr}, c.args...)
+		if code := execute(args, &out, &errOut); code != c.code || !strings.Contains(errOut.String(), c.want) {
+			t.Errorf("%q: exit %d, want %d with %q\n%s%s", c.args, code, c.code, c.want, out.String(), errOut.String())
+		}
+	}
+	var out, errOut bytes.Buffer
+	if code := execute([]string{"admin", "cluster", "transfer-leader", "--to", "n2"}, &out, &errOut); code == exitOK ||
+		!strings.Contains(errOut.String(), `"raft" not set`) {
+		t.Errorf("without --raft: exit %d\n%s", code, errOut.String())
+	}
+	if !node.Writable() {
+		t.Error("the only member stopped leading")
+	}
+}
+
+// TestAdminClusterTransferLeaderMoves: transfer-leader sent to a
+// follower's Raft port moves the leadership of a group of three `serve`
+// replicas to the named member and prints the leaders before and after.
+func TestAdminClusterTransferLeaderMoves(t *testing.T) {
+	rs := startGRPCGroup(t)
+	l := leaderOf(t, rs)
+	addrs := map[string]string{}
+	for _, m := range l.cn.node.Info().Members {
+		addrs[m.ID] = m.Addr
+	}
+	from := l.cn.node.Info().NodeID
+	var followers []*grpcReplica
+	for _, r := range rs {
+		if r != l {
+			followers = append(followers, r)
+		}
+	}
+	via, to := addrs[followers[0].cn.node.Info().NodeID], followers[1]
+	toID := to.cn.node.Info().NodeID
+	var out, errOut bytes.Buffer
+	if code := execute([]string{"admin", "cluster", "transfer-leader", "--raft", via, "--to", toID}, &out, &errOut); code != exitOK {
+		t.Fatalf("transfer-leader: exit %d\n%s%s", code, out.String(), errOut.String())
+	}
+	want := "leader was " + from + "@" + addrs[from] + ", is now " + toID + "@" + addrs[toID] + "\n"
+	if out.String() != want {
+		t.Fatalf("transfer-leader printed %q, want %q (stderr %q)", out.String(), want, errOut.String())
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for !to.cn.node.Writable() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s does not accept sends after the transfer", toID)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }

@@ -36,7 +36,8 @@ type raftFileConfig struct {
 	Peers  []string `yaml:"peers"`
 	Join   bool     `yaml:"join"`
 	// HeartbeatTimeoutMs and ElectionTimeoutMs tune failure detection
-	// (2000 each).
+	// (2000 each; electionTimeoutMs defaults to heartbeatTimeoutMs when
+	// that is larger).
 	HeartbeatTimeoutMs int `yaml:"heartbeatTimeoutMs"`
 	ElectionTimeoutMs  int `yaml:"electionTimeoutMs"`
 	// LeaderLeaseTimeoutMs is how long a leader that hears from no

@@ -124,6 +124,10 @@ func TestServeConfigRaftTimeouts(t *testing.T) {
 	if _, err := load(""); err != nil {
 		t.Fatalf("the defaults: %v", err)
 	}
+	// A heartbeat timeout raised alone: the election timeout follows.
+	if _, err := load("  heartbeatTimeoutMs: 5000\n"); err != nil {
+		t.Fatalf("heartbeatTimeoutMs alone: %v", err)
+	}
 	for extra, want := range map[string]string{
 		"  leaderLeaseTimeoutMs: 2500\n":                          "leader lease timeout 2.5s is longer than the heartbeat timeout 2s",
 		"  heartbeatTimeoutMs: 3000\n  electionTimeoutMs: 1000\n": "election timeout 1s is shorter than the heartbeat timeout 3s",
