@@ -286,7 +286,7 @@ func (n *Node) openRaft(raftDir string) error {
 	rc.NoSnapshotRestoreOnStart = true // the CommitLog is the state
 	rc.NotifyCh = n.notify
 	if err := n.loadRemoved(); err != nil {
-		return errors.Join(err, n.closeWAL())
+		return errors.Join(err, n.closeLog())
 	}
 	if n.removed.Load() != nil {
 		rc.HeartbeatTimeout, rc.ElectionTimeout = holdTimeout, holdTimeout // stands for no election

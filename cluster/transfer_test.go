@@ -34,7 +34,7 @@ func TestTransferLeaderOverTCP(t *testing.T) {
 					return
 				default:
 				}
-				if a, ok := trySend(g, 1000*(p+1)+i); ok {
+				if a, ok := trySend(g.nodes, 1000*(p+1)+i); ok {
 					mu.Lock()
 					acked = append(acked, a)
 					mu.Unlock()
