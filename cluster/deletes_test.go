@@ -64,6 +64,7 @@ func setupDeletes(t *testing.T, g *group) {
 // again under the name restarts at queue offset 0 on every replica with
 // byte-identical ConsumeQueues.
 func TestDeletesReplicated(t *testing.T) {
+	t.Parallel()
 	g := newGroup(t, 3, nil)
 	setupDeletes(t, g)
 	l := g.leader()
@@ -117,6 +118,7 @@ func TestDeletesReplicated(t *testing.T) {
 // installing, the re-put records get other queue offsets and the
 // follower stops.
 func TestDeleteCaughtUpBySnapshot(t *testing.T) {
+	t.Parallel()
 	g, f := deleteWhileDown(t, nil)
 	end := g.converge()
 	waitSnapshotInstalled(t, g.nodes[f], "the follower")
@@ -193,6 +195,7 @@ func deleteWhileDown(t *testing.T, tune func(*cluster.NodeConfig)) (*group, int)
 // but applied after it, brings Late and cg back on the followers while
 // the leader has them deleted.
 func TestStateEntryOrderedWithDeletion(t *testing.T) {
+	t.Parallel()
 	// back returns the replicas on which Late or cg exist after the
 	// deletions and several more state intervals.
 	back := func(t *testing.T, tune func(*cluster.NodeConfig)) []string {

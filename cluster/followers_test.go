@@ -11,6 +11,7 @@ import (
 // those it wins; stopping the leader makes another node start and win
 // one more.
 func TestElectionsCounted(t *testing.T) {
+	t.Parallel()
 	g := newGroup(t, 3, nil)
 	l := g.leader()
 	before := make([]cluster.Status, 3)

@@ -74,6 +74,7 @@ func TestFollowerRefusesSends(t *testing.T) {
 // the old leader and checks that all three agree again, with consumer
 // offsets replicated.
 func TestLeaderChange(t *testing.T) {
+	t.Parallel()
 	g := newGroup(t, 3, nil)
 	for i := range 50 {
 		g.send("T", int32(i%2), fmt.Sprint("a", i), "")

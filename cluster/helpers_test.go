@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/tls"
+	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -26,8 +27,18 @@ import (
 
 // TestMain checks that no goroutine outlives the tests but the waiters of
 // futures that Raft abandoned at a shutdown (Node.await): the power cuts
-// shut nodes down while their rounds are queued in Raft.
+// shut nodes down while their rounds are queued in Raft. The long tests
+// run in parallel, four at a time unless -parallel says otherwise: they
+// spend most of their time waiting on Raft's timeouts, not on a core.
 func TestMain(m *testing.M) {
+	flag.Parse()
+	explicit := false
+	flag.Visit(func(f *flag.Flag) { explicit = explicit || f.Name == "test.parallel" })
+	if !explicit {
+		if err := flag.Set("test.parallel", "4"); err != nil {
+			panic(err)
+		}
+	}
 	goleak.VerifyTestMain(m, goleak.IgnoreAnyFunction("github.com/rocketstore/rocketstore/cluster.(*Node).await.func1"))
 }
 

@@ -29,8 +29,10 @@ var logStores = []string{cluster.LogStoreWAL, cluster.LogStoreRaftLog}
 // sends was acknowledged, every replica ends with the same CommitLog, and
 // the old leader's log, reopened, holds the new leader's entries.
 func TestUncommittedSuffixTruncated(t *testing.T) {
+	t.Parallel()
 	for _, store := range logStores {
 		t.Run(store, func(t *testing.T) {
+			t.Parallel()
 			g := newGroup(t, 3, func(nc *cluster.NodeConfig) { nc.Cluster.LogStore = store })
 			for i := range 10 {
 				g.send("T", int32(i%2), fmt.Sprint("before ", i), "")
@@ -157,8 +159,10 @@ func checkNoLost(t *testing.T, g *group) {
 // created with; opening its directory with the other store is refused
 // with the directory named, not started with an empty log.
 func TestLogStoreSwitchRefused(t *testing.T) {
+	t.Parallel()
 	for _, store := range logStores {
 		t.Run(store, func(t *testing.T) {
+			t.Parallel()
 			g := newGroup(t, 3, func(nc *cluster.NodeConfig) { nc.Cluster.LogStore = store })
 			g.send("T", 0, "x", "")
 			g.converge()
@@ -209,8 +213,10 @@ func TestRaftLogOnStoreFS(t *testing.T) {
 // and holds every acknowledged send, on each log store. The broken
 // variant, snapshots that do not sync the CommitLog, must be caught.
 func TestPowerCutAfterSnapshotInstall(t *testing.T) {
+	t.Parallel()
 	for _, store := range logStores {
 		t.Run(store, func(t *testing.T) {
+			t.Parallel()
 			for seed := uint64(1); seed <= 2; seed++ {
 				if err := powerCutAfterInstall(t, store, seed, false); err != nil {
 					t.Fatalf("seed %d: %v", seed, err)

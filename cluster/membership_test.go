@@ -56,6 +56,7 @@ func (g *group) members(want int) []cluster.Peer {
 // compacted) and ends byte-identical; the others restart with their
 // unchanged peer lists; removing it stops its replication.
 func TestJoinRunningGroup(t *testing.T) {
+	t.Parallel()
 	reg := &registry{}
 	g := newGroup(t, 3, func(nc *cluster.NodeConfig) {
 		compact(nc)
@@ -129,6 +130,7 @@ func TestJoinRunningGroup(t *testing.T) {
 // another brokerName, or another group's identity in its store is refused
 // by the leader with the reason, and the group keeps its three members.
 func TestJoinRefused(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name, want string
 		tune       func(nc *cluster.NodeConfig, dir string)
@@ -231,6 +233,7 @@ func TestAddRemoveNodeOverTCP(t *testing.T) {
 // operator adds it back; removed again and restarted on a wiped
 // directory, it joins by itself.
 func TestRemovedNodeStaysRemoved(t *testing.T) {
+	t.Parallel()
 	g := newGroupOn(t, 3, true, nil)
 	g.send("T", 0, "before", "")
 	j := g.addNode("n4")

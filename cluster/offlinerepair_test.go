@@ -72,6 +72,7 @@ func damage(t *testing.T, dir string) []int64 {
 // of another group is refused as a source, and a running store as a
 // target.
 func TestOfflineRepairFromDir(t *testing.T) {
+	t.Parallel()
 	g := newGroup(t, 3, nil)
 	for i := range 400 {
 		g.send("T", int32(i%4), strings.Repeat("r", 100+i%300)+fmt.Sprint(i), "KEYS\x01k"+fmt.Sprint(i))

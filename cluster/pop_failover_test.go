@@ -19,6 +19,7 @@ import (
 // invisible until their invisible time ends (then delivers them again,
 // their attempt counted), and never delivers an acked one again.
 func TestPopFailover(t *testing.T) {
+	t.Parallel()
 	var clock atomic.Int64
 	clock.Store(time.Now().UnixMilli())
 	g := newGroup(t, 3, func(nc *cluster.NodeConfig) { nc.Broker.Store.Now = clock.Load })

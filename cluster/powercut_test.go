@@ -31,8 +31,10 @@ import (
 // store; raftlog's log is on the crash file system too, so the cut also
 // drops its unsynced frames and tears the last one.
 func TestPowerCutKeepsAcknowledgedSends(t *testing.T) {
+	t.Parallel()
 	for _, store := range logStores {
 		t.Run(store, func(t *testing.T) {
+			t.Parallel()
 			var replayed int64
 			for seed := uint64(1); seed <= 2; seed++ {
 				n, err := powerCut(t, store, seed, false)

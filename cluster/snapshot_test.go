@@ -92,6 +92,7 @@ func TestFollowerBehindCompactedLog(t *testing.T) {
 // before a compaction point that are still in a segment it kept, so the
 // compaction alone, with one large segment, proves nothing.)
 func TestNewNodeJoins(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name     string
 		trailing uint64

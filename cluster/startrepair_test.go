@@ -122,6 +122,7 @@ func (s sent) checkServed(t *testing.T, st *engine.Store) {
 // to the others', every message is served at its queue offset, new
 // messages get the group's queue offsets, and verify is clean.
 func TestRepairRecoveredDamage(t *testing.T) {
+	t.Parallel()
 	for _, crash := range []bool{false, true} {
 		t.Run(map[bool]string{false: "clean shutdown", true: "crash"}[crash], func(t *testing.T) {
 			g, reg := newRepairGroup(t, 3)
@@ -220,6 +221,7 @@ func verifyClean(t *testing.T, id, dir string) {
 // reported; the messages around it are served) and holds the log. Once a
 // replica is back it repairs the record and serves it.
 func TestRecoveredDamageNoReplica(t *testing.T) {
+	t.Parallel()
 	g, reg := newRepairGroup(t, 3)
 	s := sent{}
 	for range 20 {
@@ -301,6 +303,7 @@ func TestRecoveredDamageNoReplica(t *testing.T) {
 // the replay after restart does not read the damaged record). The broken
 // variant (cluster.ApplyOverDamage) shows the hold is needed.
 func TestRecoveredDamageHoldsTheLog(t *testing.T) {
+	t.Parallel()
 	for _, snap := range []bool{false, true} {
 		t.Run(fmt.Sprintf("held, snapshot=%v", snap), func(t *testing.T) {
 			if err := holdScenario(t, snap); err != nil {

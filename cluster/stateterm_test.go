@@ -22,6 +22,7 @@ import (
 // committed in another term. In the broken variant they apply it, and
 // Late is back on both followers.
 func TestStaleStateEntryDropped(t *testing.T) {
+	t.Parallel()
 	back := func(t *testing.T, tune func(*cluster.NodeConfig)) []string {
 		g := newGroup(t, 3, tune)
 		l := g.leader()

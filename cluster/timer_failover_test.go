@@ -154,6 +154,7 @@ func timerBodies(names ...string) []string {
 // twice; a follower that passes due slots it has not seen delivered
 // (FollowUnseen) makes the mid timers never delivered.
 func TestTimerFailover(t *testing.T) {
+	t.Parallel()
 	first, second, final, _, follow := timerFailover(t, hooks.Timer{})
 	if want := timerBodies("early"); !slices.Equal(first, want) {
 		t.Errorf("after the first failover the real queue holds %v, want %v", first, want)
@@ -170,6 +171,7 @@ func TestTimerFailover(t *testing.T) {
 		}
 	}
 	t.Run("broken variant: NoDedup", func(t *testing.T) {
+		t.Parallel()
 		first, _, _, _, _ := timerFailover(t, hooks.Timer{NoDedup: true})
 		if slices.Equal(first, timerBodies("early")) {
 			t.Fatal("the broken variant delivered each early timer once: the test cannot tell")
@@ -177,6 +179,7 @@ func TestTimerFailover(t *testing.T) {
 		t.Logf("broken variant caught: after the first failover the real queue holds %v", first)
 	})
 	t.Run("broken variant: FollowUnseen", func(t *testing.T) {
+		t.Parallel()
 		_, second, _, _, _ := timerFailover(t, hooks.Timer{FollowUnseen: true})
 		if slices.Equal(second, timerBodies("early", "mid")) {
 			t.Fatal("the broken variant delivered the mid timers: the test cannot tell")

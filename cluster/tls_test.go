@@ -206,6 +206,7 @@ func TestTLSGroupReplicates(t *testing.T) {
 // CommitLog or the membership, and neither can a plain-TCP client; each
 // refusal is logged with its reason, and the group keeps replicating.
 func TestTLSForeignPeerRefused(t *testing.T) {
+	t.Parallel()
 	ca, other := newTestCA(t, "group-ca"), newTestCA(t, "other-ca")
 	logs := &logBuffer{}
 	capture := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelWarn}))

@@ -60,6 +60,7 @@ func bodies(t *testing.T, n *cluster.Node) []string {
 // files stay byte-identical. Ending again is idempotent; a follower
 // neither ends transactions nor checks them back, the leader does.
 func TestTransactionAcrossFailover(t *testing.T) {
+	t.Parallel()
 	g := newGroup(t, 3, func(nc *cluster.NodeConfig) {
 		nc.Broker.Transaction = broker.TransactionConfig{CheckInterval: time.Hour, TimeOut: time.Millisecond}
 	})
@@ -128,6 +129,7 @@ func (g *group) transfer(from, to int) {
 // nothing. The broken variant, which keeps the state, still holds the
 // transaction open and delivers the message twice.
 func TestTransactionLeaderComesBack(t *testing.T) {
+	t.Parallel()
 	g, _ := leaderComesBack(t, nil)
 	end := g.converge()
 	for i, n := range g.nodes {
