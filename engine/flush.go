@@ -20,7 +20,19 @@ func (s *Store) FlushCommitLog(leastPages int) error {
 	if s.closed.Load() {
 		return ErrClosed
 	}
-	return s.flushCommitLog(leastPages)
+	if err := s.flushCommitLog(leastPages); err != nil {
+		return err
+	}
+	if s.cfg.FlushDiskType == SyncFlush {
+		// Under SyncFlush the dispatcher stops at the flushed position,
+		// and a put whose record this flush covered returns without
+		// leading a group commit, so without dispatching or waking the
+		// dispatcher: the wake is this flush's (else its records wait
+		// for the next put; the timer service's checkpoint, which
+		// flushes its deliveries, left them undispatched).
+		s.reput.Wake()
+	}
+	return nil
 }
 
 // flushCommitLog is FlushCommitLog for the store's own services and Close.
