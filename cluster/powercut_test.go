@@ -104,31 +104,12 @@ func powerCut(t *testing.T, store string, seed uint64, broken bool) (int64, erro
 	// the nodes as they are now (crash clears g.nodes meanwhile).
 	nodes := slices.Clone(g.nodes)
 	var mu sync.Mutex
-	var wg sync.WaitGroup
-	stop := make(chan struct{})
-	for p := range 4 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := 0; ; i++ {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				if a, ok := trySend(nodes, 1000*(p+1)+i); ok {
-					mu.Lock()
-					acked = append(acked, a)
-					mu.Unlock()
-				}
-			}
-		}()
-	}
+	stop, wait := startSenders(nodes, 4, &mu, &acked)
 	time.Sleep(300 * time.Millisecond)
 	for _, fs := range fss {
 		fs.Freeze() // the power cut
 	}
-	close(stop)
+	stop()
 	// The nodes go down before the senders are waited for: with the
 	// Raft log on the frozen file system too (raftlog), a round that
 	// the leader stored but no follower can is never committed, and
@@ -136,7 +117,7 @@ func powerCut(t *testing.T, store string, seed uint64, broken bool) (int64, erro
 	for i := range g.nodes {
 		g.crash(i)
 	}
-	wg.Wait()
+	wait()
 	ch := crashsim.NewRandomChooser(seed, 50, 20)
 	for dir, fs := range fss {
 		img, err := crashsim.New(fs.Crash(ch), crashsim.Options{DurableMkdir: true})
@@ -266,4 +247,30 @@ func waitApplied(g *group) error {
 		time.Sleep(10 * time.Millisecond)
 	}
 	return errors.New("the replicas did not apply the same prefix within 20 s")
+}
+
+// startSenders runs n senders of trySend against nodes, appending each
+// acknowledged send to *acked under mu, until stop; wait waits for them.
+func startSenders(nodes []*cluster.Node, n int, mu *sync.Mutex, acked *[]ackedSend) (stop, wait func()) {
+	var wg sync.WaitGroup
+	done := make(chan struct{})
+	for p := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; ; i++ {
+				select {
+				case <-done:
+					return
+				default:
+				}
+				if a, ok := trySend(nodes, 1000*(p+1)+i); ok {
+					mu.Lock()
+					*acked = append(*acked, a)
+					mu.Unlock()
+				}
+			}
+		}()
+	}
+	return func() { close(done) }, wg.Wait
 }

@@ -22,26 +22,7 @@ func TestTransferLeaderOverTCP(t *testing.T) {
 	g := newGroupOn(t, 3, true, nil)
 	acked := []ackedSend{sendAcked(g, 0)}
 	var mu sync.Mutex
-	var wg sync.WaitGroup
-	stop := make(chan struct{})
-	for p := range 3 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := 0; ; i++ {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				if a, ok := trySend(g.nodes, 1000*(p+1)+i); ok {
-					mu.Lock()
-					acked = append(acked, a)
-					mu.Unlock()
-				}
-			}
-		}()
-	}
+	stop, wait := startSenders(g.nodes, 3, &mu, &acked)
 	// more waits until the senders have 10 more sends acknowledged.
 	more := func(what string) {
 		t.Helper()
@@ -81,8 +62,8 @@ func TestTransferLeaderOverTCP(t *testing.T) {
 	}
 	waitFor(t, "the leader to hand over", func() bool { return !g.nodes[to].Writable() && g.leader() != to })
 	more("by Raft's pick")
-	close(stop)
-	wg.Wait()
+	stop()
+	wait()
 
 	l = g.leader()
 	for _, c := range []struct{ to, want string }{
