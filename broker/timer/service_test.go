@@ -204,13 +204,7 @@ func TestConfigValidate(t *testing.T) {
 // elected, it does not deliver again what the CommitLog shows delivered
 // (by the former leader) since its last step.
 func TestElectionSkipsDeliveriesOfTheFormerLeader(t *testing.T) {
-	e := &env{t: t, fs: newCrashFS(t, nil), chooser: loseAll{}}
-	e.init(hooks.Timer{}, 1000, time.Hour)
-	var standby atomic.Bool
-	standby.Store(true)
-	e.cfg.Standby = standby.Load
-	e.open()
-	t.Cleanup(e.close)
+	e, standby := openStandby(t, hooks.Timer{}, 1000)
 	a := e.sendAt("a", startClock+1000)
 	e.sendAt("b", startClock+1000)
 	e.step(2 * time.Second)
@@ -246,13 +240,7 @@ func TestElectionSkipsDeliveriesOfTheFormerLeader(t *testing.T) {
 func TestStandbyRestartSkipsDeliveriesOfTheFormerLeader(t *testing.T) {
 	for _, stepped := range []bool{false, true} {
 		t.Run(fmt.Sprintf("stepped=%v", stepped), func(t *testing.T) {
-			e := &env{t: t, fs: newCrashFS(t, nil), chooser: loseAll{}}
-			e.init(hooks.Timer{}, 1000, time.Hour)
-			var standby atomic.Bool
-			standby.Store(true)
-			e.cfg.Standby = standby.Load
-			e.open()
-			t.Cleanup(e.close)
+			e, standby := openStandby(t, hooks.Timer{}, 1000)
 			a := e.sendAt("a", startClock+1000)
 			e.sendAt("b", startClock+1000)
 			e.step(2 * time.Second)
@@ -290,13 +278,7 @@ func TestStandbyRestartSkipsDeliveriesOfTheFormerLeader(t *testing.T) {
 // step, its remembered deliveries after the restart, and what the real
 // queue holds in the end.
 func followThenElect(t *testing.T, broken hooks.Timer) (readTime, pending int64, remembered int, got map[string]int) {
-	e := &env{t: t, fs: newCrashFS(t, nil), chooser: loseAll{}}
-	e.init(broken, 500, time.Hour)
-	var standby atomic.Bool
-	standby.Store(true)
-	e.cfg.Standby = standby.Load
-	e.open()
-	t.Cleanup(e.close)
+	e, standby := openStandby(t, broken, 500)
 	a := e.sendAt("a", startClock+1000)
 	b := e.sendAt("b", startClock+1000)
 	e.sendAt("c", startClock+1500)
@@ -376,13 +358,7 @@ func TestStandbyIdleReadsWhatIsNotDispatched(t *testing.T) {
 
 // idleThenElect returns what the real queue holds in the end.
 func idleThenElect(t *testing.T, broken hooks.Timer) []string {
-	e := &env{t: t, fs: newCrashFS(t, nil), chooser: loseAll{}}
-	e.init(broken, 1000, time.Hour)
-	var standby atomic.Bool
-	standby.Store(true)
-	e.cfg.Standby = standby.Load
-	e.open()
-	t.Cleanup(e.close)
+	e, standby := openStandby(t, broken, 1000)
 	e.advance()
 	// Stored and delivered by the leader, neither dispatched here when
 	// the replica steps.
@@ -514,4 +490,18 @@ func TestIdleServiceSavesItsLastDelivery(t *testing.T) {
 	if wait := e.advance(); wait != -1 {
 		t.Fatalf("idle and saved: wait %v, want -1", wait)
 	}
+}
+
+// openStandby opens a service on a crash file system that loses all
+// unsynced data, with the given broken variants and precision, as a
+// replica on standby until the returned flag is cleared.
+func openStandby(t *testing.T, broken hooks.Timer, precisionMs int64) (*env, *atomic.Bool) {
+	e := &env{t: t, fs: newCrashFS(t, nil), chooser: loseAll{}}
+	e.init(broken, precisionMs, time.Hour)
+	standby := &atomic.Bool{}
+	standby.Store(true)
+	e.cfg.Standby = standby.Load
+	e.open()
+	t.Cleanup(e.close)
+	return e, standby
 }
