@@ -14,17 +14,7 @@ import (
 // Raft port and prints the group, its leader and members as a table, or
 // as one JSON document with --json; a port nothing listens on is an error.
 func TestAdminClusterMembers(t *testing.T) {
-	tr, err := cluster.NewTCPTransport("127.0.0.1:0", "", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := string(tr.LocalAddr())
-	node := oneNodeGroup(t, t.TempDir(), tr, addr)
-	defer func() {
-		if err := node.Close(); err != nil {
-			t.Error(err)
-		}
-	}()
+	addr, _ := oneNodeGroupOnTCP(t)
 
 	var out, errOut bytes.Buffer
 	if code := execute([]string{"admin", "cluster", "members", "--raft", addr}, &out, &errOut); code != exitOK {
@@ -81,17 +71,7 @@ func lastLine(s string) string {
 // non-member, the leader itself, no follower to pick) as failures; the
 // transfer itself is the cluster package's TestTransferLeaderOverTCP.
 func TestAdminClusterTransferLeader(t *testing.T) {
-	tr, err := cluster.NewTCPTransport("127.0.0.1:0", "", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := string(tr.LocalAddr())
-	node := oneNodeGroup(t, t.TempDir(), tr, addr)
-	defer func() {
-		if err := node.Close(); err != nil {
-			t.Error(err)
-		}
-	}()
+	addr, node := oneNodeGroupOnTCP(t)
 	for _, c := range []struct {
 		args []string
 		code int
@@ -152,4 +132,22 @@ func TestAdminClusterTransferLeaderMoves(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// oneNodeGroupOnTCP starts a one-node group on a loopback Raft port,
+// closed when the test ends, and returns that port's address and the node.
+func oneNodeGroupOnTCP(t *testing.T) (string, *cluster.Node) {
+	t.Helper()
+	tr, err := cluster.NewTCPTransport("127.0.0.1:0", "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := string(tr.LocalAddr())
+	node := oneNodeGroup(t, t.TempDir(), tr, addr)
+	t.Cleanup(func() {
+		if err := node.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	return addr, node
 }
