@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -23,6 +22,7 @@ import (
 	"github.com/rocketstore/rocketstore/broker/index"
 	"github.com/rocketstore/rocketstore/cluster"
 	"github.com/rocketstore/rocketstore/engine"
+	"github.com/rocketstore/rocketstore/internal/testport"
 )
 
 // TestMain checks that no goroutine outlives the tests but the waiters of
@@ -89,23 +89,14 @@ func newGroupWith(t *testing.T, n int, g *group) *group {
 	t.Helper()
 	g.t, g.events = t, make(chan string, 1024)
 	tcp := g.tcp
-	// Held until every port is picked, so that no two are the same.
-	var lns []net.Listener
 	for i := range n {
 		addr := fmt.Sprintf("10.0.0.%d:7000", i+1)
 		if tcp {
-			ln, err := net.Listen("tcp", "127.0.0.1:0")
-			if err != nil {
-				t.Fatal(err)
-			}
-			addr = ln.Addr().String()
-			lns = append(lns, ln)
+			// Nodes stop and start again on their port: it must stay theirs.
+			addr = testport.Addr(t, "127.0.0.1")
 		}
 		g.peers = append(g.peers, cluster.Peer{ID: fmt.Sprintf("n%d", i+1), Addr: addr})
 		g.dirs = append(g.dirs, t.TempDir())
-	}
-	for _, ln := range lns {
-		_ = ln.Close()
 	}
 	g.nodes = make([]*cluster.Node, n)
 	g.trans = make([]*raft.InmemTransport, n)

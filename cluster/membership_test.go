@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,6 +12,7 @@ import (
 	"time"
 
 	"github.com/rocketstore/rocketstore/cluster"
+	"github.com/rocketstore/rocketstore/internal/testport"
 )
 
 // addNode appends a node to g's slices (not started) and returns its index.
@@ -20,12 +20,7 @@ func (g *group) addNode(id string) int {
 	g.t.Helper()
 	addr := fmt.Sprintf("10.0.0.%d:7000", len(g.peers)+1)
 	if g.tcp {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			g.t.Fatal(err)
-		}
-		addr = ln.Addr().String()
-		_ = ln.Close()
+		addr = testport.Addr(g.t, "127.0.0.1")
 	}
 	g.peers = append(g.peers, cluster.Peer{ID: id, Addr: addr})
 	g.dirs = append(g.dirs, g.t.TempDir())
@@ -203,12 +198,7 @@ func TestAddRemoveNodeOverTCP(t *testing.T) {
 	if err := (cluster.Dialer{}).AddNode(ctx, via, "n5", g.peers[j].Addr); err == nil || !strings.Contains(err.Error(), `is "n4", not "n5"`) {
 		t.Fatalf("adding a node under another id: %v", err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	nobody := ln.Addr().String()
-	_ = ln.Close()
+	nobody := testport.Addr(t, "127.0.0.1")
 	if err := (cluster.Dialer{}).AddNode(ctx, via, "n6", nobody); err == nil || !strings.Contains(err.Error(), "not reachable") {
 		t.Fatalf("adding a node that does not run: %v", err)
 	}

@@ -6,8 +6,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"math/rand/v2"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -25,6 +23,7 @@ import (
 	"github.com/apache/rocketmq-client-go/v2/primitive"
 	"github.com/apache/rocketmq-client-go/v2/producer"
 
+	"github.com/rocketstore/rocketstore/internal/testport"
 	"github.com/rocketstore/rocketstore/record"
 	"github.com/rocketstore/rocketstore/remoting"
 )
@@ -167,50 +166,13 @@ func buildRocketstore(t *testing.T) string {
 	return bin
 }
 
-// freePort returns a port that ip:port can listen on, below the kernel's
-// ephemeral range (ip_local_port_range): the replicas bind their ports
-// again after every restart, and a port from the ephemeral range may be
-// taken meanwhile as the source port of any outgoing connection on the
-// machine (a proxy's, a client's), so that the restart fails.
+// freePort returns a port that ip:port can listen on, reserved for this
+// test process outside the ephemeral range: the replicas bind their ports
+// again after every restart.
 func freePort(t *testing.T, ip string) int {
 	t.Helper()
-	lo := 32768
-	if b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
-		if f := strings.Fields(string(b)); len(f) == 2 {
-			if v, err := strconv.Atoi(f[0]); err == nil {
-				lo = v
-			}
-		}
-	}
-	portsMu.Lock()
-	defer portsMu.Unlock()
-	if lo > 11000 {
-		for range 1000 {
-			p := 10000 + rand.IntN(lo-10000)
-			if portsUsed[p] {
-				continue
-			}
-			ln, err := net.Listen("tcp", net.JoinHostPort(ip, strconv.Itoa(p)))
-			if err != nil {
-				continue
-			}
-			_ = ln.Close()
-			portsUsed[p] = true
-			return p
-		}
-	}
-	ln, err := net.Listen("tcp", ip+":0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
+	return testport.Port(t, ip)
 }
-
-var (
-	portsMu   sync.Mutex
-	portsUsed = map[int]bool{}
-)
 
 type replica struct {
 	dir, cfg, ns string

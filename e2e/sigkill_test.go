@@ -15,6 +15,8 @@ import (
 
 	"github.com/apache/rocketmq-client-go/v2/consumer"
 	"github.com/apache/rocketmq-client-go/v2/primitive"
+
+	"github.com/rocketstore/rocketstore/internal/testport"
 )
 
 // TestSIGKILLRestartLosesNothingAcknowledged is the end-to-end crash
@@ -76,15 +78,11 @@ func TestSIGKILLRestartLosesNothingAcknowledged(t *testing.T) {
 	t.Logf("%d sends acknowledged before and around the kill, all consumed after the restart", want)
 }
 
-// freeAddr returns a 127.0.0.1 address with a port nothing listens on.
+// freeAddr returns a 127.0.0.1 address reserved for this test process,
+// outside the ephemeral range, so that a restarted serve finds it free.
 func freeAddr(t testing.TB) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
+	return testport.Addr(t, "127.0.0.1")
 }
 
 // serveProcess builds the command and returns a start function for

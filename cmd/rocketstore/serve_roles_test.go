@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,18 +12,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rocketstore/rocketstore/internal/testport"
 	"github.com/rocketstore/rocketstore/remoting"
 )
 
-// freePort returns a loopback port that was free a moment ago.
+// freePort returns a loopback port reserved for this test process, outside
+// the ephemeral range, so that a restarted serve finds it free.
 func freePort(t testing.TB) int {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
+	return testport.Port(t, "127.0.0.1")
 }
 
 // startServe starts `rocketstore serve` with args and stops it (SIGTERM)
