@@ -116,7 +116,7 @@ func BenchmarkPopVsPull(b *testing.B) {
 			}
 			handles = handles[:0]
 			for _, m := range ms {
-				handles = append(handles, m.Handle.String())
+				handles = append(handles, m.ReceiptHandle())
 			}
 			for _, err := range br.Pop().AckBatch(ctx, group, "T", handles) {
 				if err != nil {

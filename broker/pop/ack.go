@@ -26,9 +26,12 @@ func (s *Service) AckBatch(ctx context.Context, group, topic string, handles []s
 		}
 		return errs
 	}
+	sc := s.getScratch()
+	defer s.putScratch(sc)
 	// What an ack needs of each handle: a Handle's text fields would
 	// make the slice one the GC scans.
-	parsed := make([]ackRef, len(handles))
+	parsed := slices.Grow(sc.refs[:0], len(handles))[:len(handles)]
+	sc.refs = parsed
 	var qids []int32 // in order of first appearance; usually one
 	for i, hs := range handles {
 		h, err := ParseHandle(hs)
@@ -41,7 +44,7 @@ func (s *Service) AckBatch(ctx context.Context, group, topic string, handles []s
 			qids = append(qids, h.QueueID)
 		}
 	}
-	idx := make([]int, 0, len(handles))
+	idx := slices.Grow(sc.idx[:0], len(handles))
 	for _, qid := range qids {
 		idx = idx[:0]
 		for i := range parsed {
@@ -49,8 +52,9 @@ func (s *Service) AckBatch(ctx context.Context, group, topic string, handles []s
 				idx = append(idx, i)
 			}
 		}
-		s.ackQueue(ctx, s.queue(queueKey{group, topic, qid}), parsed, idx, errs)
+		s.ackQueue(ctx, s.queue(queueKey{group, topic, qid}), parsed, idx, errs, sc)
 	}
+	sc.idx = idx
 	return errs
 }
 
@@ -61,12 +65,11 @@ type ackRef struct {
 }
 
 // ackQueue acks the handles parsed[idx] of one queue.
-func (s *Service) ackQueue(ctx context.Context, q *queueState, parsed []ackRef, idx []int, errs []error) {
+func (s *Service) ackQueue(ctx context.Context, q *queueState, parsed []ackRef, idx []int, errs []error, sc *scratch) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	r := &logRecord{op: opAck, group: q.key.group, topic: q.key.topic, queueID: q.key.queueID, popTime: s.now(),
-		items: make([]logItem, 0, len(idx))}
-	ok := make([]int, 0, len(idx))
+		items: slices.Grow(sc.items[:0], len(idx))}
 	for _, i := range idx {
 		h := parsed[i]
 		if !q.current(h.Offset, h.CkOffset) {
@@ -74,22 +77,28 @@ func (s *Service) ackQueue(ctx context.Context, q *queueState, parsed []ackRef, 
 			continue
 		}
 		r.items = append(r.items, logItem{offset: h.Offset, ck: h.CkOffset})
-		ok = append(ok, i)
 	}
+	sc.items = r.items
 	if len(r.items) == 0 {
 		return
 	}
 	if s.cfg.broken.AckBeforeDurable {
+		r.items = slices.Clone(r.items) // kept past the call
 		s.unwrittenMu.Lock()
 		s.unwritten = append(s.unwritten, r)
 		s.unwrittenMu.Unlock()
 		q.apply(r, -1)
 		return
 	}
-	at, err := s.write(ctx, r)
+	at, body, err := s.writeWith(ctx, r, sc.body)
+	sc.body = body
 	if err != nil {
-		for _, i := range ok {
-			errs[i] = err
+		// The handles of this queue still without an error are those
+		// of the record.
+		for _, i := range idx {
+			if errs[i] == nil {
+				errs[i] = err
+			}
 		}
 		return
 	}

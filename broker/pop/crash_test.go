@@ -108,7 +108,10 @@ func (m *popMachine) seen(t *rapid.T, ms []Message) {
 		if m.fifo {
 			m.checkOrder(t, k)
 		}
-		mm.deadline, mm.handle = d.Handle.Deadline(), d.Handle.String()
+		if d.ReceiptHandle() != d.Handle.String() {
+			t.Fatalf("%s: receipt handle %q, its Handle's text %q", k, d.ReceiptHandle(), d.Handle.String())
+		}
+		mm.deadline, mm.handle = d.Handle.Deadline(), d.ReceiptHandle()
 	}
 }
 

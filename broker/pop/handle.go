@@ -36,10 +36,15 @@ type Handle struct {
 
 // String returns the handle's text form.
 func (h Handle) String() string {
-	// Built on the stack, so that the string is the one allocation
-	// (one for each delivered message).
+	// Built on the stack, so that the string is the one allocation.
 	var buf [128]byte
-	b := buf[:0]
+	return string(h.appendOffsets(h.appendPrefix(buf[:0])))
+}
+
+// appendPrefix appends the text of the fields that every message of a
+// receive's batch shares (all but the last two), each followed by a
+// space.
+func (h *Handle) appendPrefix(b []byte) []byte {
 	b = strconv.AppendInt(b, h.CkOffset, 10)
 	b = append(b, ' ')
 	b = strconv.AppendInt(b, h.PopTime, 10)
@@ -53,11 +58,15 @@ func (h Handle) String() string {
 	b = append(b, h.BrokerName...)
 	b = append(b, ' ')
 	b = strconv.AppendInt(b, int64(h.QueueID), 10)
-	b = append(b, ' ')
+	return append(b, ' ')
+}
+
+// appendOffsets appends the text of the last two fields, the message's
+// own: queueOffset and commitLogOffset.
+func (h *Handle) appendOffsets(b []byte) []byte {
 	b = strconv.AppendInt(b, h.Offset, 10)
 	b = append(b, ' ')
-	b = strconv.AppendInt(b, h.CommitLogOffset, 10)
-	return string(b)
+	return strconv.AppendInt(b, h.CommitLogOffset, 10)
 }
 
 // Deadline is when the delivery's invisible time ends (ms).
