@@ -172,7 +172,7 @@ func (s *Service) Revive(ctx context.Context) (ReviveReport, error) {
 		q.mu.Lock()
 		n, err := s.deadLetterLocked(ctx, q, now)
 		rep.DeadLettered += n
-		for _, e := range q.entries {
+		for _, e := range q.entries.all() {
 			if !e.held() && e.deadline <= now {
 				rep.Visible++
 			}
@@ -219,14 +219,14 @@ func (s *Service) deadLetterLocked(ctx context.Context, q *queueState, now int64
 	r := &logRecord{op: opDeadLetter, group: q.key.group, topic: q.key.topic, queueID: q.key.queueID, popTime: now}
 	var errs []error
 	var due []int64
-	for off, e := range q.entries {
+	for off, e := range q.entries.all() {
 		if !e.held() && e.deadline <= now && e.attempt >= maxAttempts {
 			due = append(due, off)
 		}
 	}
 	slices.Sort(due)
 	for _, off := range due {
-		e := q.entries[off]
+		e, _ := q.entries.get(off)
 		m, err := s.readAt(q.key.topic, q.key.queueID, off)
 		if err != nil {
 			errs = append(errs, err)
@@ -279,7 +279,7 @@ func (s *Service) ForwardToDeadLetter(ctx context.Context, group, topic, handle 
 	q := s.queue(queueKey{group, topic, h.QueueID})
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	e := q.entries[h.Offset]
+	e, _ := q.entries.get(h.Offset)
 	if !q.current(h.Offset, h.CkOffset) {
 		return fmt.Errorf("%w: %s/%d offset %d", ErrStaleHandle, topic, h.QueueID, h.Offset)
 	}

@@ -271,7 +271,7 @@ func (m *popMachine) inFlight() int {
 	m.e.svc.mu.Lock()
 	defer m.e.svc.mu.Unlock()
 	for _, q := range m.e.svc.queues {
-		n += len(q.entries)
+		n += q.entries.len()
 	}
 	return n
 }

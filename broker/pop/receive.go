@@ -143,7 +143,7 @@ func (s *Service) nextVisible(req *ReceiveRequest) (time.Duration, bool) {
 	first, ok := int64(0), false
 	for _, q := range qs {
 		q.mu.Lock()
-		for _, e := range q.entries {
+		for _, e := range q.entries.all() {
 			// Past deadlines are not waited for: such a message was not
 			// delivered now for a reason time does not change (a DLQ
 			// write that failed, the revive pass retries it).
@@ -317,7 +317,7 @@ func (s *Service) pickKnown(q *queueState, fifo bool, now int64, limit int, maxA
 		}
 		var due []int64
 		first := int64(math.MaxInt64)
-		for off, e := range q.entries {
+		for off, e := range q.entries.all() {
 			if e.held() {
 				continue
 			}
@@ -329,7 +329,7 @@ func (s *Service) pickKnown(q *queueState, fifo bool, now int64, limit int, maxA
 		q.dueFrom = first
 		slices.Sort(due)
 		for _, off := range due[:min(len(due), limit)] {
-			e := q.entries[off]
+			e, _ := q.entries.get(off)
 			picks = append(picks, pick{offset: off, attempt: s.nextAttempt(e.attempt), group: e.msgGroup})
 		}
 		return picks, nil
@@ -341,7 +341,7 @@ func (s *Service) pickKnown(q *queueState, fifo bool, now int64, limit int, maxA
 		}
 	}
 	for _, off := range q.sortedOffsets() {
-		e := q.entries[off]
+		e, _ := q.entries.get(off)
 		if blocked[e.msgGroup] {
 			continue
 		}
@@ -368,7 +368,7 @@ func (s *Service) loadKnown(q *queueState, picks []pick) []pick {
 			if err != nil {
 				s.cfg.Logger.Warn("pop: in-flight message unreadable, dropped", "group", q.key.group,
 					"topic", q.key.topic, "queue", q.key.queueID, "offset", p.offset, "err", err)
-				delete(q.entries, p.offset)
+				q.entries.del(p.offset)
 				continue
 			}
 			p.msg = m
