@@ -222,10 +222,12 @@ func (s *Service) getScratch() *scratch {
 }
 
 // putScratch gives sc back, without what its buffers point to (messages,
-// message groups), so that the pool keeps nothing else alive.
+// message groups), so that the pool keeps nothing else alive. The users
+// leave each slice as long as the part they filled (the rest was cleared
+// before).
 func (s *Service) putScratch(sc *scratch) {
-	clear(sc.picks[:cap(sc.picks)])
-	clear(sc.items[:cap(sc.items)])
+	clear(sc.picks)
+	clear(sc.items)
 	sc.picks, sc.items = sc.picks[:0], sc.items[:0]
 	s.scratch.Put(sc)
 }
