@@ -33,8 +33,9 @@ func (s *Service) AckBatch(ctx context.Context, group, topic string, handles []s
 	parsed := slices.Grow(sc.refs[:0], len(handles))[:len(handles)]
 	sc.refs = parsed
 	var qids []int32 // in order of first appearance; usually one
+	var hp handleParser
 	for i, hs := range handles {
-		h, err := ParseHandle(hs)
+		h, err := hp.parse(hs)
 		if err != nil {
 			errs[i] = err
 			continue

@@ -80,6 +80,58 @@ func ParseHandle(s string) (Handle, error) {
 	return parseHandleFields(s)
 }
 
+// handleParser parses the handles of an ack batch, which mostly come
+// from one receive and then share their first seven fields (as Service.
+// deliver writes them): a handle whose text starts with the previous
+// parsed one's seven fields takes their values, and only its last
+// fields are read. It reads what ParseHandle reads.
+type handleParser struct {
+	prev Handle
+	// prefix is prev's text up to its queueOffset ("": none yet).
+	prefix string
+}
+
+// parse is ParseHandle(s).
+func (p *handleParser) parse(s string) (Handle, error) {
+	if p.prefix != "" && strings.HasPrefix(s, p.prefix) {
+		if h, ok := p.prev.withOffsets(s[len(p.prefix):]); ok {
+			return h, nil
+		}
+	}
+	h, err := ParseHandle(s)
+	if err != nil {
+		return Handle{}, err
+	}
+	// A parsed handle has at least seven spaces.
+	end := 0
+	for range 7 {
+		end += strings.IndexByte(s[end:], ' ') + 1
+	}
+	p.prev, p.prefix = h, s[:end]
+	return h, nil
+}
+
+// withOffsets returns h with the last fields read from rest, the text
+// after the seventh field's space, as parseHandleFast reads them.
+func (h Handle) withOffsets(rest string) (Handle, bool) {
+	var ok bool
+	i := 0
+	if h.Offset, i, ok = scanDecimal(rest, i, 64); !ok {
+		return Handle{}, false
+	}
+	if i == len(rest) {
+		h.CommitLogOffset = -1 // eight fields
+		return h, true
+	}
+	if !space(rest, &i) {
+		return Handle{}, false
+	}
+	if h.CommitLogOffset, i, ok = scanDecimal(rest, i, 64); !ok || i != len(rest) {
+		return Handle{}, false
+	}
+	return h, true
+}
+
 // parseHandleFields is ParseHandle's general path: it splits the
 // fields, then reads them, naming each bad one.
 func parseHandleFields(s string) (Handle, error) {
