@@ -229,3 +229,157 @@ func TestRawWriterDeadline(t *testing.T) {
 		t.Fatalf("write to a peer that does not read: %v", err)
 	}
 }
+
+// rcvLowat returns c's SO_RCVLOWAT.
+func rcvLowat(t *testing.T, c *net.TCPConn) int {
+	t.Helper()
+	rc, err := c.SyscallConn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var v int
+	var gerr error
+	if err := rc.Control(func(fd uintptr) { v, gerr = syscall.GetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVLOWAT) }); err != nil {
+		t.Fatal(err)
+	}
+	if gerr != nil {
+		t.Fatal(gerr)
+	}
+	return v
+}
+
+// parkSignals wraps r's read so that every read finding the socket empty
+// (the reader about to park) sends on the returned channel.
+func parkSignals(r *rawReader) <-chan struct{} {
+	parked := make(chan struct{}, 16)
+	read := r.fn
+	r.fn = func(fd uintptr) bool {
+		done := read(fd)
+		if !done {
+			parked <- struct{}{}
+		}
+		return done
+	}
+	return parked
+}
+
+// readNeeding reads from r in a goroutine after telling it that want more
+// bytes are needed, and returns the channel of the read's outcome.
+func readNeeding(r *rawReader, buf []byte) <-chan error {
+	done := make(chan error, 1)
+	go func() {
+		n, err := r.Read(buf)
+		if err == nil && n == 0 {
+			err = io.ErrNoProgress
+		}
+		done <- err
+	}()
+	return done
+}
+
+// A reader told that the frame still needs 100 bytes parks with
+// SO_RCVLOWAT at 100, counts down what it reads, so that its next park
+// asks for the 40 bytes still missing, and wakes when they arrive.
+func TestRawReaderNeedSetsLowatAndCountsDown(t *testing.T) {
+	a, b := tcpPair(t)
+	r, ok := newRawReader(a).(*rawReader)
+	if !ok {
+		t.Fatal("no raw reader for a TCP connection")
+	}
+	parked := parkSignals(r)
+	_ = a.SetReadDeadline(time.Now().Add(10 * time.Second))
+	buf := make([]byte, 200)
+	r.need(100)
+	done := readNeeding(r, buf)
+	<-parked
+	if got := rcvLowat(t, a); got != 100 {
+		t.Fatalf("parked needing 100 bytes with SO_RCVLOWAT %d", got)
+	}
+	if _, err := b.Write(make([]byte, 60)); err != nil {
+		t.Fatal(err)
+	}
+	// 60 bytes do not wake the reader; 40 more (a partial frame's rest
+	// arriving in pieces) complete the 100.
+	if _, err := b.Write(make([]byte, 40)); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+
+	// Part of what is needed is already in the socket: the read takes
+	// it and the next park asks only for the rest.
+	if _, err := b.Write(make([]byte, 60)); err != nil {
+		t.Fatal(err)
+	}
+	r.need(100)
+	var got int
+	for got < 60 {
+		n, err := r.Read(buf)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got += n
+	}
+	done = readNeeding(r, buf)
+	<-parked
+	if lw := rcvLowat(t, a); lw != 40 {
+		t.Fatalf("parked needing the 40 bytes left with SO_RCVLOWAT %d", lw)
+	}
+	if _, err := b.Write(make([]byte, 40)); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("the rest of the frame did not wake the reader: %v", err)
+	}
+
+	// Between frames (nothing needed beyond a byte) the low mark goes
+	// back down, so that a small frame wakes the reader.
+	r.need(0)
+	done = readNeeding(r, buf)
+	<-parked
+	if lw := rcvLowat(t, a); lw != 1 {
+		t.Fatalf("parked needing nothing with SO_RCVLOWAT %d", lw)
+	}
+	if _, err := b.Write([]byte{1}); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
+
+// The broken variant: a reader that does not count down what it read
+// still asks for 100 bytes when 40 are missing, and parks until its
+// deadline although the frame's bytes have all arrived.
+func TestRawReaderNeedWithoutCountdownBrokenVariant(t *testing.T) {
+	a, b := tcpPair(t)
+	r, ok := newRawReader(a).(*rawReader)
+	if !ok {
+		t.Fatal("no raw reader for a TCP connection")
+	}
+	parked := parkSignals(r)
+	buf := make([]byte, 200)
+	if _, err := b.Write(make([]byte, 60)); err != nil {
+		t.Fatal(err)
+	}
+	r.need(100)
+	var got int
+	for got < 60 {
+		n, err := r.Read(buf)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got += n
+	}
+	r.want = 100 // broken: the 60 bytes read are not counted
+	_ = a.SetReadDeadline(time.Now().Add(300 * time.Millisecond))
+	done := readNeeding(r, buf)
+	<-parked
+	if _, err := b.Write(make([]byte, 40)); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; !errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("the broken reader woke for the frame's rest (%v): the countdown test does not catch it", err)
+	}
+}
