@@ -3,6 +3,7 @@ package remoting
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"io"
 	"net"
 	"sync"
@@ -67,6 +68,36 @@ func BenchmarkDecodeFrame(b *testing.B) {
 			b.SetBytes(int64(len(frame)))
 			for b.Loop() {
 				if _, err := DecodeFrame(frame, 0); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkDecodeJSONHeader decodes the official Go client's send header
+// through a copy of it (DecodeFrame's path: the caller keeps its buffer)
+// and in place (a frame read from a connection: the command owns its
+// buffer), allocations reported; each pass decodes a fresh copy of the
+// header, as each frame read is a fresh buffer.
+func BenchmarkDecodeJSONHeader(b *testing.B) {
+	frame, err := sendMessageV2Request().MarshalFrame()
+	if err != nil {
+		b.Fatal(err)
+	}
+	hl := int(binary.BigEndian.Uint32(frame[frameLenSize:]) & headerLenMask)
+	header := frame[frameLenSize+headerWordSize : frameLenSize+headerWordSize+hl]
+	for _, bc := range []struct {
+		name   string
+		decode func([]byte) (*RemotingCommand, error)
+	}{{"copy", decodeJSONHeader}, {"in-place", decodeJSONHeaderOwned}} {
+		b.Run(bc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			b.SetBytes(int64(len(header)))
+			buf := make([]byte, len(header))
+			for b.Loop() {
+				copy(buf, header)
+				if _, err := bc.decode(buf); err != nil {
 					b.Fatal(err)
 				}
 			}
