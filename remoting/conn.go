@@ -68,10 +68,6 @@ type Conn struct {
 
 	untrack func() // set by the owner before run; called before OnClose
 
-	// need, when the socket is read raw, is told how many bytes the frame
-	// being read still needs (rawio_linux.go). Read loop only.
-	need needHinter
-
 	// known: the peer sent a valid request; only then may its large
 	// frames use the known clients' share of the budget. Read loop only.
 	known bool
@@ -84,11 +80,6 @@ type Conn struct {
 	// once it is older than Options.FrameTimeout.
 	frameStart atomic.Int64
 }
-
-// needHinter is a socket reader that can be told how many more bytes its
-// owner needs before it can make progress, so that it need not wake for
-// fewer.
-type needHinter interface{ need(n int) }
 
 // job is one request for a worker, with the receive budget its frame holds.
 type job struct {
@@ -266,16 +257,11 @@ func (c *Conn) readLoop() error {
 	var rd io.Reader = c.nc
 	if r := newRawReader(c.nc); r != nil {
 		rd = r // rawio.go: reads the runtime does not see as syscalls
-		c.need, _ = r.(needHinter)
 	}
 	br := bufio.NewReaderSize(rd, readBufferSize)
 	for {
 		if c.draining.Load() {
 			return nil
-		}
-		if c.need != nil {
-			// Between frames: wake for the length field's bytes.
-			c.need.need(frameLenSize - br.Buffered())
 		}
 		// The idle deadline guards reads from the socket: a frame already
 		// whole in the buffer needs none, and resetting the deadline (a
@@ -332,9 +318,6 @@ func (c *Conn) readCommand(br *bufio.Reader) (*RemotingCommand, charge, error) {
 			if c.opts.onFrameStart != nil {
 				c.opts.onFrameStart()
 			}
-		}
-		if !read && c.need != nil {
-			c.need.need(n - br.Buffered())
 		}
 		return c.budget.classOf(n, c.known, read && c.shareHeld.Load()+int64(n) <= connShare)
 	}

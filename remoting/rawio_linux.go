@@ -54,21 +54,7 @@ type rawReader struct {
 	n   int
 	err error
 	fn  func(fd uintptr) bool
-
-	// want is how many more bytes the reader's owner needs before it can
-	// make progress (the rest of the frame it is reading; see need),
-	// counted down by every read; lowat is the socket's SO_RCVLOWAT as
-	// last set (0: never set, the kernel's 1). lowatOff: TCP only, and
-	// off after a refused setsockopt.
-	want     int
-	lowat    int
-	lowatOff bool
 }
-
-// maxLowat bounds the SO_RCVLOWAT a reader sets: well below the default
-// receive buffer (tcp_rmem's 128 KiB), so that the kernel never grows the
-// buffer or clamps the window for it.
-const maxLowat = readBufferSize
 
 // newRawReader returns a reader for nc, or nil if nc does not qualify.
 func newRawReader(nc net.Conn) io.Reader {
@@ -76,20 +62,17 @@ func newRawReader(nc net.Conn) io.Reader {
 	if rc == nil {
 		return nil
 	}
-	_, tcp := nc.(*net.TCPConn)
-	r := &rawReader{nc: nc, rc: rc, lowatOff: !tcp}
+	r := &rawReader{nc: nc, rc: rc}
 	r.fn = func(fd uintptr) bool {
 		for {
 			n, _, e := syscall.RawSyscall(syscall.SYS_READ, fd, uintptr(unsafe.Pointer(&r.buf[0])), uintptr(len(r.buf)))
 			switch e {
 			case 0:
 				r.n = int(n)
-				r.want -= int(n)
 				return true
 			case syscall.EINTR:
 				continue
 			case syscall.EAGAIN:
-				r.setLowat(fd)
 				return false // the RawConn waits for the socket to be readable
 			default:
 				r.err = os.NewSyscallError("read", e)
@@ -98,39 +81,6 @@ func newRawReader(nc net.Conn) io.Reader {
 		}
 	}
 	return r
-}
-
-// need tells the reader that its owner needs n more bytes before it can
-// make progress: the rest of a frame whose length it has read. Until they
-// have arrived, or a read has counted them down, the reader's waits ask
-// the kernel (SO_RCVLOWAT) not to wake it for less. The official clients
-// write a request in several writes (length, header word, header, body),
-// and a server quicker than its client otherwise woke, read a piece and
-// parked again for each of them.
-func (r *rawReader) need(n int) { r.want = n }
-
-// setLowat sets the socket's SO_RCVLOWAT to the bytes the owner still
-// needs (at least 1, at most maxLowat) before the reader parks, if that
-// differs from what is set. It runs only after read(2) found the socket
-// empty, and the kernel signals readiness at once if the bytes asked for
-// arrived between that read and the setsockopt: no wake-up is lost. A
-// refused setsockopt turns the hint off for the connection.
-func (r *rawReader) setLowat(fd uintptr) {
-	if r.lowatOff {
-		return
-	}
-	v := min(max(r.want, 1), maxLowat)
-	if v == r.lowat || (r.lowat == 0 && v == 1) {
-		return
-	}
-	opt := int32(v)
-	_, _, e := syscall.RawSyscall6(syscall.SYS_SETSOCKOPT, fd, syscall.SOL_SOCKET, syscall.SO_RCVLOWAT,
-		uintptr(unsafe.Pointer(&opt)), unsafe.Sizeof(opt), 0)
-	if e != 0 {
-		r.lowatOff = true
-		return
-	}
-	r.lowat = v
 }
 
 // Read reads what the socket holds, waiting for it if it holds nothing.
