@@ -105,6 +105,28 @@ func BenchmarkDecodeJSONHeader(b *testing.B) {
 	}
 }
 
+// BenchmarkSendAnswer builds and encodes a send's answer as the server
+// does (NewLeanResponse and its entries, encoded into a reused buffer as
+// the connection's pooled frames are), to report the answer's allocations
+// and bytes.
+func BenchmarkSendAnswer(b *testing.B) {
+	req := sendMessageV2Request()
+	var buf []byte
+	b.ReportAllocs()
+	for b.Loop() {
+		resp := req.NewLeanResponse(CodeSuccess, "")
+		resp.SetExt("msgId", "7F00000100002A9F0000000000001234")
+		resp.SetExt("queueId", "3")
+		resp.SetExt("queueOffset", "1616")
+		resp.SetExt("MSG_REGION", "DefaultRegion")
+		resp.SetExt("TRACE_ON", "true")
+		var err error
+		if buf, err = resp.appendFrameHead(buf[:0]); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
 // BenchmarkReadFrame is the server's read path: frame from a buffered
 // stream, payload allocation included.
 func BenchmarkReadFrame(b *testing.B) {
