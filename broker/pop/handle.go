@@ -255,20 +255,7 @@ func parseHandleFast(s string) (h Handle, ok bool) {
 		return Handle{}, false
 	}
 	h.QueueID = int32(q)
-	if h.Offset, i, ok = scanDecimal(s, i, 64); !ok {
-		return Handle{}, false
-	}
-	if i == len(s) {
-		h.CommitLogOffset = -1 // eight fields
-		return h, true
-	}
-	if !space(s, &i) {
-		return Handle{}, false
-	}
-	if h.CommitLogOffset, i, ok = scanDecimal(s, i, 64); !ok || i != len(s) {
-		return Handle{}, false
-	}
-	return h, true
+	return h.withOffsets(s[i:])
 }
 
 // space consumes the single space at s[*i].
