@@ -119,7 +119,7 @@ const (
 // logDenial logs a refused request unless the throttle is empty.
 func (sec *security) logDenial(msg string, args ...any) {
 	sec.logMu.Lock()
-	now := sec.s.cfg.Now()
+	now := sec.s.cfg.Clock.Now()
 	if sec.logLast.IsZero() {
 		sec.logTokens = denialLogBurst
 	} else {
@@ -158,7 +158,7 @@ func newSecurity(s *Server, cfg Security) (*security, error) {
 		}
 	}
 	if l := cfg.Limits; l.ConnRequestRate > 0 || l.MaxInFlight > 0 {
-		sec.limiter = newLimiter(l, s.cfg.Now)
+		sec.limiter = newLimiter(l, s.cfg.Clock)
 	}
 	if cfg.ACLEnable {
 		if cfg.ACLFile == "" {

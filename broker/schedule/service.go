@@ -31,7 +31,7 @@ type Config struct {
 	// Logger receives delivery problems.
 	Logger *slog.Logger
 	// Clock is the service's one clock: its Now is compared with deliver
-	// times, so it must tell the store's time (engine.Config.Now), and its
+	// times, so it must tell the store's time (engine.Config.Clock), and its
 	// timers time the waits for the next due message and after a failed
 	// put. Nil: the real clock; tests hand in a clockwork.FakeClock.
 	Clock clockwork.Clock

@@ -34,7 +34,7 @@ func (s *Service) Check(ctx context.Context) (CheckReport, error) {
 		s.mu.Unlock()
 		return rep, err
 	}
-	now := s.cfg.Now().UnixMilli()
+	now := s.cfg.Clock.Now().UnixMilli()
 	var err error
 	for _, t := range s.sortedOpen() {
 		if now-t.born < t.immunity.Milliseconds() && now-t.born > -1 {
