@@ -164,7 +164,7 @@ func newSecurity(s *Server, cfg Security) (*security, error) {
 		if cfg.ACLFile == "" {
 			return nil, fmt.Errorf("%w: aclEnable needs aclFile (a Node defaults it to DIR/config/%s)", ErrConfig, DefaultACLFile)
 		}
-		v, err := acl.Open(acl.Config{File: cfg.ACLFile, ReloadInterval: cfg.ACLReloadInterval, Logger: s.log,
+		v, err := acl.Open(acl.Config{File: cfg.ACLFile, ReloadInterval: cfg.ACLReloadInterval, Clock: s.cfg.Clock, Logger: s.log,
 			OnReload: sec.reloaded})
 		if err != nil {
 			return nil, err
