@@ -97,3 +97,43 @@ func TestDenialLogThrottled(t *testing.T) {
 		t.Fatalf("suppressed count not reported:\n%s", buf.String()[len(buf.String())-200:])
 	}
 }
+
+// TestRateLimitWaitRunsOnTheClock: a request over the burst waits for its
+// token on the limiter's clock: it is admitted once that clock moved the
+// wait, not before (on a wall-clock timer it would be admitted after half
+// a second of real time, with this clock standing still).
+func TestRateLimitWaitRunsOnTheClock(t *testing.T) {
+	clock := clockwork.NewFakeClockAt(time.Unix(1000, 0))
+	l := newLimiter(Limits{ConnRequestRate: 2, ConnRequestBurst: 1}, clock)
+	release, by := l.admit(context.Background(), 1)
+	if release == nil {
+		t.Fatalf("the burst refused by %s", by)
+	}
+	release()
+	admitted := make(chan func(), 1)
+	go func() {
+		rel, _ := l.admit(context.Background(), 1)
+		admitted <- rel
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := clock.BlockUntilContext(ctx, 1); err != nil { // waiting for its token
+		t.Fatal(err)
+	}
+	clock.Advance(499 * time.Millisecond)
+	select {
+	case <-admitted:
+		t.Fatal("admitted before its token arrived")
+	default:
+	}
+	clock.Advance(time.Millisecond)
+	select {
+	case rel := <-admitted:
+		if rel == nil {
+			t.Fatal("refused after waiting for its token")
+		}
+		rel()
+	case <-ctx.Done():
+		t.Fatal("not admitted once its token arrived")
+	}
+}
