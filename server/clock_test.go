@@ -74,3 +74,36 @@ func TestRegistrarReregistersOnTheServerClock(t *testing.T) {
 	clock.Advance(time.Hour)
 	wait("periodic")
 }
+
+// TestScanRunsOnTheServerClock: the housekeeping scan ticks on
+// Config.Clock: with a ScanInterval of an hour on a fake clock, a broker
+// that stopped registering is forgotten (and its connection closed) by
+// the scan that moving the clock an hour runs. The clock moves an hour at
+// a time (the scan's ticker starts with the server, at a moment the test
+// does not see) for at most a few seconds of wall time: on a wall-clock
+// ticker of an hour no scan would run.
+func TestScanRunsOnTheServerClock(t *testing.T) {
+	clock := newFakeClock()
+	s, err := server.New(nil, server.Config{Role: server.RoleNameServer, Logger: quiet, ScanInterval: time.Hour, Clock: clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	a, err := s.Listen("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := dialAddr(t, a.String())
+	wantCode(t, registerBroker(t, b, "C1", "broker-b", "127.0.0.1:2", 0, "", javaRegisterBody(1, map[string]int{"T": 1})), remoting.CodeSuccess)
+	for i := 0; ; i++ {
+		clock.Advance(time.Hour)
+		select {
+		case <-b.Conn().Done():
+			return
+		case <-time.After(10 * time.Millisecond):
+		}
+		if i == 300 {
+			t.Fatal("the silent broker's connection is still open after 300 hours of the server's clock")
+		}
+	}
+}
