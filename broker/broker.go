@@ -86,7 +86,7 @@ func Open(fs backend.FS, cfg Config) (*Broker, error) {
 		return nil, fmt.Errorf("broker: %w", err)
 	}
 	b := &Broker{cfg: cfg, fs: fs, logger: cfg.Store.Logger, consumers: newConsumerManager(),
-		hold: longpoll.NewWithClock(!cfg.ShortPolling, cfg.Store.Clock), lock: lk, now: clocks.Millis(cfg.Store.Clock)}
+		hold: longpoll.New(!cfg.ShortPolling, cfg.Store.Clock), lock: lk, now: clocks.Millis(cfg.Store.Clock)}
 	b.topicFaults.Logger, b.topicFaults.Level, b.topicFaults.Clock = b.logger, slog.LevelError, cfg.Store.Clock
 	if err := b.loadConfig(); err != nil {
 		return nil, errors.Join(err, lk.Unlock())

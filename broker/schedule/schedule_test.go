@@ -81,7 +81,7 @@ func engineConfig(levels []time.Duration, clk clockwork.Clock, manual bool) engi
 // start opens a store and its schedule service on one clock, clk.
 func start(t *testing.T, afs afero.Fs, levels []time.Duration, clk clockwork.Clock, manual bool) *env {
 	t.Helper()
-	e := &env{afs: afs, fs: memfs.New(afs), hold: longpoll.New(true)}
+	e := &env{afs: afs, fs: memfs.New(afs), hold: longpoll.New(true, nil)}
 	e.svc = schedule.New(e.fs, hooks.ManualService(schedule.Config{Levels: levels, Logger: quiet, Clock: clk}, manual))
 	s, err := engine.Open(e.fs, engineConfig(levels, clk, manual), e.hold, e.svc)
 	if err != nil {
