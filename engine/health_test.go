@@ -57,10 +57,11 @@ func fullDisk(t *testing.T, dir string) (*crashsim.FS, *atomic.Bool) {
 	return fs, &full
 }
 
-// waitUntil polls cond with a deadline. The dispatcher retries a failed
-// pass on its own real-time timer (dispatch.Service.RetryInterval) and
-// reports only through Health: until it takes an injected clock or
-// reports its passes, these tests poll what it exposes.
+// waitUntil polls cond with a deadline. The tests that use it run the
+// store on the wall clock, where the dispatcher retries a failed pass
+// after dispatch.DefaultRetryInterval and reports only through Health, so
+// they poll what it exposes; TestDispatchRetryRunsOnTheStoreClock drives
+// the retry on a fake clock instead.
 func waitUntil(t *testing.T, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
