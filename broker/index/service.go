@@ -13,6 +13,7 @@ import (
 	"github.com/jonboulle/clockwork"
 	"github.com/rocketstore/rocketstore/backend"
 	"github.com/rocketstore/rocketstore/dispatch"
+	"github.com/rocketstore/rocketstore/internal/clocks"
 	"github.com/rocketstore/rocketstore/internal/defaults"
 	"github.com/rocketstore/rocketstore/record"
 )
@@ -391,7 +392,7 @@ func (s *Service) writable() (*File, error) {
 // nextName returns a file name from the current time, later than every
 // existing name (two files created in one millisecond get distinct names).
 func (s *Service) nextName() string {
-	ms := s.cfg.Clock.Now().UnixMilli()
+	ms := clocks.Millis(s.cfg.Clock)()
 	for {
 		n := strings.Replace(time.UnixMilli(ms).Format(fileNameLayout), ".", "", 1)
 		if n > s.lastName {

@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/rocketstore/rocketstore/internal/clocks"
 	"github.com/rocketstore/rocketstore/internal/engineops"
 
 	"github.com/rocketstore/rocketstore/engine"
@@ -189,7 +190,7 @@ func (s *Service) write(ctx context.Context, r *logRecord) (int64, error) {
 }
 
 // now is the clock in ms.
-func (s *Service) now() int64 { return s.cfg.Clock.Now().UnixMilli() }
+func (s *Service) now() int64 { return clocks.Millis(s.cfg.Clock)() }
 
 // reviveLoop runs Revive every ReviveInterval.
 func (s *Service) reviveLoop() {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/jonboulle/clockwork"
 	"github.com/rocketstore/rocketstore/engine"
+	"github.com/rocketstore/rocketstore/internal/clocks"
 	"github.com/rocketstore/rocketstore/internal/hooks"
 	"github.com/rocketstore/rocketstore/record"
 )
@@ -288,7 +289,7 @@ func (s *Service) end(root int64, o Outcome) {
 // putOp writes the op record of a half message.
 func (s *Service) putOp(ctx context.Context, halfQO int64, o Outcome) error {
 	_, err := s.put(ctx, &record.Message{Topic: record.TransOpHalfTopic, QueueID: opQueueID,
-		Body: []byte(strconv.FormatInt(halfQO, 10)), BornTimestamp: s.cfg.Clock.Now().UnixMilli(),
+		Body: []byte(strconv.FormatInt(halfQO, 10)), BornTimestamp: clocks.Millis(s.cfg.Clock)(),
 		Properties: map[string]string{record.PropertyTags: removeTag, PropOutcome: string(o)}})
 	if errors.Is(err, engine.ErrFlushTimeout) {
 		err = nil

@@ -16,6 +16,11 @@ import (
 // wallType is the type of clockwork's real clock.
 var wallType = reflect.TypeOf(clockwork.NewRealClock())
 
+// wall is the process's one wall-clock reader: the store that stamps a
+// record and the services that compare its stamp with the time (a delay
+// level, a timer, an invisible time) read the same milliseconds.
+var wall = wallMillis()
+
 // Or returns c, or the wall clock when c is nil.
 func Or(c clockwork.Clock) clockwork.Clock {
 	if c == nil {
@@ -25,11 +30,12 @@ func Or(c clockwork.Clock) clockwork.Clock {
 }
 
 // Millis returns a reader of c in milliseconds since the epoch. For the
-// wall clock (c nil or clockwork's real clock) it is the fast reader of
-// wallMillis; any other clock is read through its Now.
+// wall clock (c nil or clockwork's real clock) it is the process's one
+// fast reader (wallMillis), shared by every caller; any other clock is
+// read through its Now.
 func Millis(c clockwork.Clock) func() int64 {
 	if c == nil || reflect.TypeOf(c) == wallType {
-		return wallMillis()
+		return wall
 	}
 	return func() int64 { return c.Now().UnixMilli() }
 }
@@ -43,19 +49,21 @@ func Millis(c clockwork.Clock) func() int64 {
 func wallMillis() func() int64 {
 	type anchor struct {
 		mono time.Time // carries the monotonic reading
-		ms   int64     // wall-clock ms at mono
+		ns   int64     // wall-clock ns at mono
 	}
 	var cur atomic.Pointer[anchor]
 	now := time.Now()
-	cur.Store(&anchor{now, now.UnixMilli()})
+	cur.Store(&anchor{now, now.UnixNano()})
 	return func() int64 {
 		a := cur.Load()
 		d := time.Since(a.mono)
 		if d < 0 || d >= time.Second {
 			t := time.Now()
-			cur.Store(&anchor{t, t.UnixMilli()})
+			cur.Store(&anchor{t, t.UnixNano()})
 			return t.UnixMilli()
 		}
-		return a.ms + int64(d/time.Millisecond)
+		// In nanoseconds, so that the result is time.Now().UnixMilli()
+		// at the same instant, not up to a millisecond behind it.
+		return (a.ns + int64(d)) / int64(time.Millisecond)
 	}
 }
