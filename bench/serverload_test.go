@@ -41,11 +41,14 @@ func TestServerLoadRemoting(t *testing.T) {
 		t.Fatalf("acked %d, consumed %d, failed %d", r.Acked, r.Consumed, r.Failed)
 	}
 	// The timeline accounts for every consumed message, slice by slice,
-	// in send order, within the run's duration (plus the last slice).
+	// in send order, each slice starting before the run's last ack (a
+	// message is sent before it is acknowledged; a bound on the wall
+	// clock would fail on a loaded machine, where a producer checks its
+	// deadline in time and sends a scheduling delay later).
 	var inTimeline int64
 	for i, b := range r.Timeline {
 		inTimeline += b.Count
-		if i > 0 && b.AtMs <= r.Timeline[i-1].AtMs || b.AtMs > 400 || b.Count <= 0 || b.P50 > b.P99 || b.P99 > b.Max {
+		if i > 0 && b.AtMs <= r.Timeline[i-1].AtMs || float64(b.AtMs) > r.Seconds*1000 || b.Count <= 0 || b.P50 > b.P99 || b.P99 > b.Max {
 			t.Fatalf("timeline slice %d: %+v", i, b)
 		}
 	}

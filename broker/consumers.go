@@ -81,6 +81,19 @@ func (m *consumerManager) unregister(clientID, group string) {
 	}
 }
 
+// subscription returns a group's message model and its subscription to
+// topic (nil if it has none), and whether the group is known, without the
+// snapshot find copies: a pull asks on every request.
+func (m *consumerManager) subscription(group, topic string) (MessageModel, *filter.SubscriptionData, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	g := m.groups[group]
+	if g == nil {
+		return 0, nil, false
+	}
+	return g.MessageModel, g.Subscriptions[topic], true
+}
+
 // find returns a snapshot of a group, or nil.
 func (m *consumerManager) find(group string) *ConsumerGroupInfo {
 	m.mu.Lock()

@@ -22,7 +22,8 @@ const popBenchCPU = time.Second
 
 // BenchmarkPopVsPull consumes the same backlog (16384 messages of 1 KiB,
 // one queue, 32 messages a call on every path) by pop (Receive 32 +
-// AckBatch of the 32 handles, a new group each pass, since a pop group
+// AckBatch of the 32 receipt handles' texts, as a client sends them
+// back, a new group each pass, since a pop group
 // cannot go back; the groups are made before the measurement), by pull (Pull 32 as views of the store, as the server
 // asks for them, + UpdateConsumerOffset, a pass from offset 0 with each of
 // 8 existing groups in turn) and by pull decoding each message as pop
@@ -116,7 +117,7 @@ func BenchmarkPopVsPull(b *testing.B) {
 			}
 			handles = handles[:0]
 			for _, m := range ms {
-				handles = append(handles, m.Handle.String())
+				handles = append(handles, m.ReceiptHandle())
 			}
 			for _, err := range br.Pop().AckBatch(ctx, group, "T", handles) {
 				if err != nil {

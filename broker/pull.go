@@ -226,14 +226,13 @@ func (b *Broker) subscription(req *PullRequest, g config.SubscriptionGroupConfig
 		}
 		return sd, Success, ""
 	}
-	info := b.consumers.find(req.ConsumerGroup)
-	if info == nil {
+	model, sd, known := b.consumers.subscription(req.ConsumerGroup, req.Topic)
+	if !known {
 		return nil, SubscriptionNotExist, "the consumer's group info not exist"
 	}
-	if !g.ConsumeBroadcastEnable && info.MessageModel == Broadcasting {
+	if !g.ConsumeBroadcastEnable && model == Broadcasting {
 		return nil, NoPermission, "the consumer group can not consume by broadcast way"
 	}
-	sd := info.Subscriptions[req.Topic]
 	if sd == nil {
 		return nil, SubscriptionNotExist, "the consumer's subscription not exist"
 	}

@@ -6,11 +6,15 @@ import (
 
 	"github.com/rocketstore/rocketstore/backend/memfs"
 	"github.com/rocketstore/rocketstore/broker"
+	"github.com/rocketstore/rocketstore/filter"
 )
 
 // BenchmarkBrokerSendPull measures Broker.SendMessage (1 KiB body, with
 // its checks) and Broker.Pull (32 messages, tag filter) in process, the
-// part of the send and pull paths the broker owns.
+// part of the send and pull paths the broker owns; pull carries its
+// subscription, as a client's first pull of a queue does, and
+// pull/registered takes the group's from its heartbeat, as the official
+// clients' later pulls do.
 //
 //	go test ./broker -run '^$' -bench BrokerSendPull
 func BenchmarkBrokerSendPull(b *testing.B) {
@@ -47,18 +51,38 @@ func BenchmarkBrokerSendPull(b *testing.B) {
 				b.Fatal(err)
 			}
 		}
-		b.SetBytes(32 * int64(len(body)))
-		b.ReportAllocs()
-		var off int64
-		for b.Loop() {
-			resp, err := br.Pull(ctx, &broker.PullRequest{ConsumerGroup: "g", Topic: "T", QueueOffset: off, MaxMsgNums: 32,
-				SysFlag: broker.FlagSubscription, Subscription: "A", ExpressionType: "TAG"})
-			if err != nil || resp.Code != broker.Success || resp.MsgCount != 32 {
-				b.Fatal(err, resp.Code, resp.MsgCount)
-			}
-			if off = resp.NextBeginOffset; off+32 > backlog {
-				off = 0
-			}
-		}
+		pullLoop(b, br, body, backlog, broker.PullRequest{ConsumerGroup: "g", Topic: "T", MaxMsgNums: 32,
+			SysFlag: broker.FlagSubscription, Subscription: "A", ExpressionType: "TAG"})
 	})
+	b.Run("pull/registered", func(b *testing.B) {
+		const backlog = 4096
+		sd, err := filter.BuildSubscriptionData("T", "A")
+		if err != nil {
+			b.Fatal(err)
+		}
+		if code, remark := br.Heartbeat("c1", []broker.ConsumerData{{GroupName: "g", Subscriptions: []*filter.SubscriptionData{sd}}}); code != broker.Success {
+			b.Fatal(code, remark)
+		}
+		pullLoop(b, br, body, backlog, broker.PullRequest{ConsumerGroup: "g", Topic: "T", MaxMsgNums: 32})
+	})
+}
+
+// pullLoop pulls req's 32 messages at a time from the first backlog of
+// queue 0, round and round.
+func pullLoop(b *testing.B, br *broker.Broker, body []byte, backlog int64, req broker.PullRequest) {
+	ctx := context.Background()
+	b.SetBytes(32 * int64(len(body)))
+	b.ReportAllocs()
+	var off int64
+	for b.Loop() {
+		r := req
+		r.QueueOffset = off
+		resp, err := br.Pull(ctx, &r)
+		if err != nil || resp.Code != broker.Success || resp.MsgCount != 32 {
+			b.Fatal(err, resp.Code, resp.MsgCount)
+		}
+		if off = resp.NextBeginOffset; off+32 > backlog {
+			off = 0
+		}
+	}
 }

@@ -1,6 +1,10 @@
 package cluster
 
-import "context"
+import (
+	"context"
+
+	"github.com/hashicorp/go-hclog"
+)
 
 // AskPeerVia makes nc's node send its repair requests to the node that
 // nodeAt returns for a peer's Raft address (nil: down), in memory,
@@ -25,3 +29,7 @@ func (e errNodeDown) Error() string { return "replica " + string(e) + " is down"
 // ApplyOverDamage is the broken variant: nc's node applies the log while
 // the damage its recovery found is not repaired.
 func ApplyOverDamage(nc *NodeConfig) { nc.applyOverDamage = true }
+
+// RaftLogInfo makes nc's node log Raft's own lines from Info up (its
+// campaigns), as ROCKETSTORE_RAFT_LOG=info does for a whole process.
+func RaftLogInfo(nc *NodeConfig) { nc.raftLog = hclog.Info }

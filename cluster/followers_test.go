@@ -41,6 +41,7 @@ func TestElectionsCounted(t *testing.T) {
 // entries it confirmed and its lag; a stopped follower's lag grows with
 // the log while the live one keeps up; followers report no such view.
 func TestLeaderViewOfFollowers(t *testing.T) {
+	t.Parallel()
 	g := newGroup(t, 3, nil)
 	for i := range 10 {
 		g.send("T", 0, fmt.Sprintf("body-%03d", i), "")

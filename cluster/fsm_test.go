@@ -15,6 +15,7 @@ import (
 // delayed; enough to roll CommitLog files) and checks that the three
 // replicas' CommitLogs and ConsumeQueues are byte-identical.
 func TestReplicasByteIdentical(t *testing.T) {
+	t.Parallel()
 	g := newGroup(t, 3, nil)
 	for i := range 300 {
 		g.send(fmt.Sprintf("T%d", i%3), int32(i%4), strings.Repeat("x", (i*7)%900)+fmt.Sprint(i), "TAGS\x01a\x02KEYS\x01k"+fmt.Sprint(i))
@@ -50,6 +51,7 @@ func TestReplicasByteIdentical(t *testing.T) {
 // TestFollowerRefusesSends: a follower answers SERVICE_NOT_AVAILABLE and
 // writes nothing.
 func TestFollowerRefusesSends(t *testing.T) {
+	t.Parallel()
 	g := newGroup(t, 3, nil)
 	l := g.leader()
 	f := g.nodes[(l+1)%3]

@@ -172,6 +172,7 @@ func TestJoinRefused(t *testing.T) {
 // was started with Join and no peers, and remove it; QueryGroup reports
 // the membership.
 func TestAddRemoveNodeOverTCP(t *testing.T) {
+	t.Parallel()
 	g := newGroupOn(t, 3, true, nil)
 	for i := range 20 {
 		g.send("T", int32(i%4), fmt.Sprint("m", i), "")
@@ -304,6 +305,7 @@ func TestRemovedNodeStaysRemoved(t *testing.T) {
 // Restarted again, its marker holds it still from the start. An
 // operator's add-node brings it back, and it replicates again.
 func TestRemovedWhileDownHoldsStill(t *testing.T) {
+	t.Parallel()
 	g := newGroupOn(t, 4, true, func(nc *cluster.NodeConfig) {
 		if nc.Cluster.NodeID == "n4" {
 			// Short timeouts: it stands for election often when it can.
@@ -332,11 +334,11 @@ func TestRemovedWhileDownHoldsStill(t *testing.T) {
 	l = g.leader()
 	term := g.nodes[l].Status().Term
 
-	t.Setenv("ROCKETSTORE_RAFT_LOG", "info") // the nodes opened from here on
 	logs := &logBuffer{}
 	reopen := func() {
 		t.Helper()
 		nc := g.nodeConfig(j)
+		cluster.RaftLogInfo(&nc)
 		nc.Cluster.Logger = slog.New(slog.NewTextHandler(logs, nil))
 		n, err := g.open(j, nc)
 		if err != nil {

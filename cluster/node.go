@@ -74,6 +74,9 @@ type NodeConfig struct {
 	// noStateTerm is the broken variant in which replicas apply a state
 	// entry committed in another term than the one it was captured in.
 	noStateTerm bool
+	// raftLog, when set, is the level of Raft's own log lines in place of
+	// ROCKETSTORE_RAFT_LOG's (tests that read Raft's campaigns).
+	raftLog hclog.Level
 	// fsys replaces the store directory's file system (crash tests).
 	fsys backend.FS
 	// snapshotNoSync is the broken variant of the crash tests that shows
@@ -290,7 +293,11 @@ func (n *Node) openRaft(raftDir string) error {
 		rc.HeartbeatTimeout, rc.ElectionTimeout = holdTimeout, holdTimeout // stands for no election
 		n.log.Error("removed from the group", "err", n.Removed())
 	}
-	rc.Logger = hclog.New(&hclog.LoggerOptions{Name: "raft", Level: raftLogLevel(), Output: slogWriter{n.log}, DisableTime: true})
+	level := raftLogLevel()
+	if n.cfg.raftLog != hclog.NoLevel {
+		level = n.cfg.raftLog
+	}
+	rc.Logger = hclog.New(&hclog.LoggerOptions{Name: "raft", Level: level, Output: slogWriter{n.log}, DisableTime: true})
 	existing, err := raft.HasExistingState(n.logs, n.stable, n.snaps)
 	if err != nil {
 		return errors.Join(err, n.closeLog())

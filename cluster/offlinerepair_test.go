@@ -138,6 +138,7 @@ func TestOfflineRepairFromDir(t *testing.T) {
 // from a running replica over its Raft port, after which the node
 // rejoins and the group converges.
 func TestOfflineRepairFromPeer(t *testing.T) {
+	t.Parallel()
 	g := newGroupOn(t, 3, true, nil)
 	for i := range 300 {
 		g.send("T", int32(i%4), strings.Repeat("p", 150)+fmt.Sprint(i), "")

@@ -19,6 +19,7 @@ import (
 // offsets. The replicas stay byte-identical, and a replica restarted after
 // a snapshot replays the multi entries against the records it has.
 func TestConcurrentSendsShareRounds(t *testing.T) {
+	t.Parallel()
 	g := newGroup(t, 3, nil)
 	li := g.leader()
 	l := g.nodes[li]

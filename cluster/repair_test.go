@@ -19,6 +19,7 @@ import (
 // comparison with the other replicas catches); a scrub rewrites both
 // records from a replica and the follower serves every message intact.
 func TestRepairFromReplica(t *testing.T) {
+	t.Parallel()
 	g := newGroupOn(t, 3, true, nil)
 	for i := range 60 {
 		g.send("T", 0, fmt.Sprintf("body-%03d-%s", i, strings.Repeat("r", 100)), "KEYS\x01k")
@@ -91,6 +92,7 @@ func readAll(st *engine.Store, q int64) (*record.MessageExt, error) {
 // TestBackgroundScrub: with ScrubInterval set, a follower finds and
 // repairs a flipped bit by itself.
 func TestBackgroundScrub(t *testing.T) {
+	t.Parallel()
 	g := newGroupOn(t, 3, true, func(nc *cluster.NodeConfig) {
 		nc.Cluster.ScrubInterval = 20 * time.Millisecond
 		nc.Cluster.ScrubBytes = 2048

@@ -12,6 +12,7 @@ import (
 // checked (they used to stop the replica with "blank record of N bytes
 // with 8 left").
 func TestRestartReplaysAcrossFileEnds(t *testing.T) {
+	t.Parallel()
 	g := newGroup(t, 3, nil)
 	for i := range 300 {
 		g.send("T", int32(i%4), strings.Repeat("b", 200+i%500)+fmt.Sprint(i), "")

@@ -50,6 +50,7 @@ func waitSnapshotInstalled(t *testing.T, n *cluster.Node, what string) {
 // writes and compacts its log past the follower's position, and the
 // follower is caught up from the leader's CommitLog (InstallSnapshot).
 func TestFollowerBehindCompactedLog(t *testing.T) {
+	t.Parallel()
 	g := newGroup(t, 3, compact)
 	for i := range 40 {
 		g.send("T", int32(i%4), fmt.Sprint("a", i), "")
@@ -142,6 +143,7 @@ func TestNewNodeJoins(t *testing.T) {
 // re-applies the entries after it against the records it already has,
 // writing nothing twice.
 func TestRestartReplaysIdempotently(t *testing.T) {
+	t.Parallel()
 	g := newGroup(t, 3, compact)
 	for i := range 30 {
 		g.send("T", 0, fmt.Sprint("a", i), "")
@@ -172,6 +174,7 @@ func TestRestartReplaysIdempotently(t *testing.T) {
 // to no group, and one that belongs to another group, are refused with
 // errors that say so.
 func TestForeignStoreRefused(t *testing.T) {
+	t.Parallel()
 	g := newGroup(t, 3, nil)
 	for i := range 5 {
 		g.send("T", 0, fmt.Sprint(i), "")
@@ -218,6 +221,7 @@ func TestForeignStoreRefused(t *testing.T) {
 // TestFileSizeMismatchRefused: a node with another CommitLog file size
 // is refused by the group's identity check.
 func TestFileSizeMismatchRefused(t *testing.T) {
+	t.Parallel()
 	g := newGroup(t, 3, func(nc *cluster.NodeConfig) {
 		if nc.Cluster.NodeID == "n3" {
 			nc.Broker.Store.CommitLogFileSize = 2 * testFileSize
@@ -242,6 +246,7 @@ func TestFileSizeMismatchRefused(t *testing.T) {
 // TestPeerListMismatchRefused: a node configured with another peer list
 // is refused by the group's identity check.
 func TestPeerListMismatchRefused(t *testing.T) {
+	t.Parallel()
 	g := newGroup(t, 3, func(nc *cluster.NodeConfig) {
 		if nc.Cluster.NodeID == "n3" {
 			ps := append([]cluster.Peer(nil), nc.Cluster.Peers...)

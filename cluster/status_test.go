@@ -16,6 +16,7 @@ import (
 // port, tell the leader from the followers, their indexes and contact,
 // and count the scrub's runs and the records it repaired.
 func TestStatusReportsRaftAndRepairs(t *testing.T) {
+	t.Parallel()
 	g := newGroupOn(t, 3, true, func(nc *cluster.NodeConfig) {
 		nc.Cluster.ScrubInterval = 20 * time.Millisecond
 		nc.Cluster.ScrubBytes = 2048

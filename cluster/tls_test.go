@@ -141,6 +141,7 @@ func (l *logBuffer) waitLog(t *testing.T, parts ...string) {
 // replicates byte-identically, serves a repair (scrub) and an operator's
 // query over TLS, and takes a new member with a certificate of its CA.
 func TestTLSGroupReplicates(t *testing.T) {
+	t.Parallel()
 	ca := newTestCA(t, "group-ca")
 	cfgs := map[int]*tls.Config{}
 	var mu sync.Mutex

@@ -19,6 +19,7 @@ import (
 // hashicorp/raft can leave blocked after a transfer is off). A
 // non-member, a non-voter and the leader itself are refused as targets.
 func TestTransferLeaderOverTCP(t *testing.T) {
+	t.Parallel()
 	g := newGroupOn(t, 3, true, nil)
 	acked := []ackedSend{sendAcked(g, 0)}
 	var mu sync.Mutex

@@ -14,6 +14,7 @@ import (
 // instead of skipping it, and says so in Err. Before, the entry was
 // answered with ErrBadEntry and the replicas went on without it.
 func TestUnknownEntryKindStopsReplicas(t *testing.T) {
+	t.Parallel()
 	g := newGroup(t, 3, nil)
 	g.send("T", 0, "before", "")
 	ln := g.nodes[g.leader()]

@@ -25,8 +25,9 @@ import (
 // BenchmarkClientLoad loads the server with the official Go client through the
 // load driver of `rocketstore bench --server` (bench.RunServerLoad): 4
 // producers with 8 SendAsync each in flight (the shape of 4 clients × 8
-// goroutines calling SendSync), 256 B bodies, and a consumer group of 2
-// push consumers; every acknowledged message must be consumed. The server
+// goroutines calling SendSync), 256 B bodies, and a consumer group of 4
+// push consumers (one a producer, as the NATS side has one pull consumer a
+// producer's subject); every acknowledged message must be consumed. The server
 // is `rocketstore serve` in a child process (built from this checkout), so
 // that /proc splits the CPU: it logs msgs/s, ack and send→consume latency,
 // the client's CPU per message (this process: the official client's
@@ -57,7 +58,7 @@ func BenchmarkClientLoad(b *testing.B) {
 		flushName = "sync"
 	}
 	addr, pid, metrics := serveChild(b, flushName)
-	tg := &clientTarget{t: b, addr: addr, topic: "TopicLoad", consumers: 2, serverPID: pid}
+	tg := &clientTarget{t: b, addr: addr, topic: "TopicLoad", consumers: 4, serverPID: pid}
 	sendN(b, newProducer(b, addr, producer.WithDefaultTopicQueueNums(8)), tg.topic, -1, 0, "") // create the topic
 	b.ResetTimer()
 	var r bench.ServerResult

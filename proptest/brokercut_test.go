@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/jonboulle/clockwork"
+	"github.com/rocketstore/rocketstore/broker/timer"
 	"github.com/rocketstore/rocketstore/internal/brokerops"
 	"github.com/rocketstore/rocketstore/internal/engineops"
 	"github.com/rocketstore/rocketstore/record"
@@ -114,6 +115,7 @@ func brokerCutCase(seed uint64) error {
 		FlushConsumerOffsetInterval: time.Duration(1+rng.IntN(5)) * time.Millisecond,
 		FlushDelayOffsetInterval:    time.Duration(1+rng.IntN(5)) * time.Millisecond,
 		DisableMessageIndex:         rng.IntN(2) == 0,
+		Timer:                       timer.Config{MaxDelay: time.Minute}, // a 120-slot wheel, not 16 MiB a run
 	}
 	b, err := broker.Open(fs, cfg)
 	if err != nil {

@@ -20,6 +20,7 @@ import (
 	"github.com/rocketstore/rocketstore/broker"
 	"github.com/rocketstore/rocketstore/broker/config"
 	"github.com/rocketstore/rocketstore/broker/index"
+	"github.com/rocketstore/rocketstore/broker/timer"
 	"github.com/rocketstore/rocketstore/engine"
 	"github.com/rocketstore/rocketstore/internal/hooks"
 	"github.com/rocketstore/rocketstore/record"
@@ -69,6 +70,10 @@ func (m *p7) init(t *rapid.T) {
 		Store: engine.Config{CommitLogFileSize: 64 << 10, ConsumeQueueUnits: 64,
 			Logger: slog.New(slog.NewTextHandler(io.Discard, nil))},
 		Index: index.Config{MaxHashSlotNum: 16, MaxIndexNum: 32},
+		// A small timer wheel: the default (3 days of 1 s slots, 16 MiB)
+		// is read in whole at every open of the memory file system, and
+		// P7 opens the broker at every power cut.
+		Timer: timer.Config{MaxDelay: time.Minute},
 	}
 	hooks.EngineOf(&m.cfg.Store).Manual = true
 	m.cfg.Store.Clock = m.clock

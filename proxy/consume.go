@@ -131,7 +131,7 @@ func (p *Proxy) ReceiveMessage(req *rmqpb.ReceiveMessageRequest, stream grpc.Ser
 	for i, m := range msgs {
 		pm := toMessage(m.MessageExt, topic)
 		sp := pm.SystemProperties
-		sp.ReceiptHandle = proto.String(m.Handle.String())
+		sp.ReceiptHandle = proto.String(m.ReceiptHandle())
 		sp.DeliveryAttempt = &m.Attempt
 		sp.QueueOffset = &m.QueueOffset
 		sp.InvisibleDuration = durationpb.New(invisible)
@@ -172,7 +172,7 @@ func (p *Proxy) receive(ctx context.Context, pr pop.ReceiveRequest, wait time.Du
 // them rather than waiting out their invisible time.
 func (p *Proxy) unsend(group, topic string, msgs []pop.Message, cause error) error {
 	for _, m := range msgs {
-		if _, err := p.b.Pop().ChangeInvisibleDuration(context.Background(), group, topic, m.Handle.String(), 0); err != nil {
+		if _, err := p.b.Pop().ChangeInvisibleDuration(context.Background(), group, topic, m.ReceiptHandle(), 0); err != nil {
 			p.log.Warn("receive: undelivered message stays invisible", "group", group, "topic", topic,
 				"queue", m.QueueID, "offset", m.QueueOffset, "err", err)
 		}

@@ -3,6 +3,7 @@ package remoting
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"io"
 	"net"
 	"sync"
@@ -71,6 +72,58 @@ func BenchmarkDecodeFrame(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// BenchmarkDecodeJSONHeader decodes the official Go client's send header
+// through a copy of it (DecodeFrame's path: the caller keeps its buffer)
+// and in place (a frame read from a connection: the command owns its
+// buffer), allocations reported; each pass decodes a fresh copy of the
+// header, as each frame read is a fresh buffer.
+func BenchmarkDecodeJSONHeader(b *testing.B) {
+	frame, err := sendMessageV2Request().MarshalFrame()
+	if err != nil {
+		b.Fatal(err)
+	}
+	hl := int(binary.BigEndian.Uint32(frame[frameLenSize:]) & headerLenMask)
+	header := frame[frameLenSize+headerWordSize : frameLenSize+headerWordSize+hl]
+	for _, bc := range []struct {
+		name   string
+		decode func([]byte) (*RemotingCommand, error)
+	}{{"copy", decodeJSONHeader}, {"in-place", decodeJSONHeaderOwned}} {
+		b.Run(bc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			b.SetBytes(int64(len(header)))
+			buf := make([]byte, len(header))
+			for b.Loop() {
+				copy(buf, header)
+				if _, err := bc.decode(buf); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkSendAnswer builds and encodes a send's answer as the server
+// does (NewLeanResponse and its entries, encoded into a reused buffer as
+// the connection's pooled frames are), to report the answer's allocations
+// and bytes.
+func BenchmarkSendAnswer(b *testing.B) {
+	req := sendMessageV2Request()
+	var buf []byte
+	b.ReportAllocs()
+	for b.Loop() {
+		resp := req.NewLeanResponse(CodeSuccess, "")
+		resp.SetExt("msgId", "7F00000100002A9F0000000000001234")
+		resp.SetExt("queueId", "3")
+		resp.SetExt("queueOffset", "1616")
+		resp.SetExt("MSG_REGION", "DefaultRegion")
+		resp.SetExt("TRACE_ON", "true")
+		var err error
+		if buf, err = resp.appendFrameHead(buf[:0]); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
 

@@ -102,7 +102,7 @@ func DecodeFrame(frame []byte, maxFrameSize int) (*RemotingCommand, error) {
 	if got := len(frame) - frameLenSize; got != n {
 		return nil, fmt.Errorf("%w: length field says %d bytes, %d follow", ErrBadFrame, n, got)
 	}
-	return decodePayload(frame[frameLenSize:])
+	return decodePayloadAs(frame[frameLenSize:], false) // the caller keeps frame
 }
 
 // ReadFrame reads and decodes one frame from r. maxFrameSize <= 0 means
@@ -115,7 +115,7 @@ func ReadFrame(r io.Reader, maxFrameSize int) (*RemotingCommand, error) {
 	if err != nil {
 		return nil, err
 	}
-	return decodePayload(payload)
+	return decodePayloadOwned(payload)
 }
 
 // readPayload reads one frame's length field and the LENGTH bytes after it.
@@ -192,9 +192,23 @@ func checkLength(length int32, maxFrameSize int) (int, error) {
 	return int(length), nil
 }
 
-// decodePayload decodes the bytes after the length field. The body aliases
-// payload.
-func decodePayload(p []byte) (*RemotingCommand, error) {
+// maxOwnedPayload bounds the frames whose JSON header strings alias the
+// frame (decodePayloadOwned): a string kept by a handler keeps its whole
+// frame alive, which for a small frame is about what a copy of its header
+// would hold, and for a 4 MiB message would be its body.
+const maxOwnedPayload = 4 << 10
+
+// decodePayloadOwned is decodePayloadAs for a payload the command may own
+// (read from a connection into a buffer of its own, never reused): a
+// small frame's JSON header is decoded in place, without a copy
+// (decodeJSONHeaderOwned).
+func decodePayloadOwned(p []byte) (*RemotingCommand, error) {
+	return decodePayloadAs(p, len(p) <= maxOwnedPayload)
+}
+
+// decodePayloadAs decodes the bytes after the length field; the body
+// aliases p, and with owned the JSON header's strings do too.
+func decodePayloadAs(p []byte, owned bool) (*RemotingCommand, error) {
 	word := binary.BigEndian.Uint32(p)
 	st := SerializeType(word >> serializeShift)
 	hl := int(word & headerLenMask)
@@ -206,7 +220,11 @@ func decodePayload(p []byte) (*RemotingCommand, error) {
 	var err error
 	switch st {
 	case SerializeJSON:
-		c, err = decodeJSONHeader(header)
+		if owned {
+			c, err = decodeJSONHeaderOwned(header)
+		} else {
+			c, err = decodeJSONHeader(header)
+		}
 	case SerializeRocketMQ:
 		c, err = decodeBinaryHeader(header)
 	default:

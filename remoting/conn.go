@@ -336,7 +336,7 @@ func (c *Conn) readCommand(br *bufio.Reader) (*RemotingCommand, charge, error) {
 		return nil, charge{}, err
 	}
 	c.stats.bytesIn.Add(int64(frameLenSize + len(payload)))
-	cmd, err := decodePayload(payload)
+	cmd, err := decodePayloadOwned(payload)
 	if err != nil {
 		c.budget.release(charged)
 		return nil, charge{}, err

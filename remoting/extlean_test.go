@@ -3,7 +3,9 @@ package remoting
 import (
 	"bufio"
 	"bytes"
+	"fmt"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -197,5 +199,31 @@ func TestEachExt(t *testing.T) {
 	}
 	if n != 1 {
 		t.Fatalf("%d entries after a break, want 1", n)
+	}
+}
+
+// A lean response holds leanResponseEntries entries in its own allocation
+// and grows beyond them: whatever the count, it encodes as the map
+// response with the same entries does, and reads back the same.
+func TestLeanResponseBeyondItsRoom(t *testing.T) {
+	req := sendV2Request()
+	for _, n := range []int{0, 1, leanResponseEntries - 1, leanResponseEntries, leanResponseEntries + 1, 3 * leanResponseEntries} {
+		lean := req.NewLeanResponse(CodeSuccess, "r")
+		m := req.NewResponse(CodeSuccess, "r")
+		for i := range n {
+			k, v := fmt.Sprintf("k%02d", i), strconv.Itoa(i*7)
+			lean.SetExt(k, v)
+			m.SetExt(k, v)
+		}
+		lean.SetExt("k00", "again") // an overwrite keeps one entry
+		m.SetExt("k00", "again")
+		a, errA := lean.MarshalFrame()
+		b, errB := m.MarshalFrame()
+		if errA != nil || errB != nil || !bytes.Equal(a, b) {
+			t.Fatalf("%d entries: lean frame %q (%v), map frame %q (%v)", n, a, errA, b, errB)
+		}
+		if !sameCommand(lean, m) {
+			t.Fatalf("%d entries: lean %v, map %v", n, lean, m)
+		}
 	}
 }

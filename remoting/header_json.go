@@ -6,6 +6,7 @@ import (
 	"unicode"
 	"unicode/utf16"
 	"unicode/utf8"
+	"unsafe"
 )
 
 // The JSON header codec is hand-written: encoding/json's reflection, its
@@ -252,6 +253,11 @@ type extEntry struct {
 type jsonDecoder struct {
 	s   string
 	pos int
+	// own, when set, is the memory s aliases, owned by the decoded
+	// command (decodeJSONHeaderOwned): an escaped string's value is
+	// written over its escaped text, which it never outgrows, instead of
+	// into a new allocation.
+	own []byte
 }
 
 func (d *jsonDecoder) errorf(format string, args ...any) error {
@@ -297,7 +303,29 @@ func (d *jsonDecoder) unexpected(want string) error {
 // decodeJSONHeader decodes a JSON header; the package comment above
 // header_json.go's types says what it accepts.
 func decodeJSONHeader(b []byte) (*RemotingCommand, error) {
-	d := jsonDecoder{s: string(b)}
+	return decodeJSON(jsonDecoder{s: string(b)})
+}
+
+// decodeJSONHeaderOwned is decodeJSONHeader for a header the decoded
+// command may own: its strings alias b instead of a copy of it, and
+// escaped values are unescaped in place, so that decoding a send's
+// header allocates the command only. b must not change afterwards (a
+// frame read from a connection: its buffer is the command's).
+func decodeJSONHeaderOwned(b []byte) (*RemotingCommand, error) {
+	if len(b) == 0 {
+		return decodeJSON(jsonDecoder{})
+	}
+	return decodeJSON(jsonDecoder{s: unsafe.String(unsafe.SliceData(b), len(b)), own: b})
+}
+
+// inPlaceAtHeaderStart is a broken variant for tests: an escaped value
+// is unescaped over the header's first bytes instead of its own text,
+// overwriting the strings decoded before it.
+// TestJSONHeaderOwnedDecodeBrokenVariant shows the differential tests
+// catch it.
+var inPlaceAtHeaderStart = false
+
+func decodeJSON(d jsonDecoder) (*RemotingCommand, error) {
 	d.skipWS()
 	if d.peek() != '{' {
 		return nil, fmt.Errorf("%w: JSON header is not an object", ErrBadHeader)
@@ -726,7 +754,18 @@ func (d *jsonDecoder) str() (string, error) {
 	if !escaped && (!high || utf8.ValidString(raw)) {
 		return raw, nil
 	}
-	return unquoteJSON(raw), nil
+	var buf [256]byte // most values fit: then the string is the only allocation
+	b := appendUnquoted(buf[:0], raw)
+	if d.own != nil && len(b) <= len(raw) {
+		// The escaped text ends at the closing quote before pos.
+		at := d.pos - 1 - len(raw)
+		if inPlaceAtHeaderStart { // broken variant (tests only)
+			at = 0
+		}
+		n := copy(d.own[at:at+len(raw)], b)
+		return unsafe.String(&d.own[at], n), nil
+	}
+	return string(b), nil
 }
 
 // hex4 returns the value of the 4 hex digits at s[i:], or -1.
@@ -751,12 +790,12 @@ func hex4(s string, i int) rune {
 	return r
 }
 
-// unquoteJSON unescapes the contents of a string that scanString accepted,
-// as encoding/json's unquoteBytes does: a valid surrogate pair combines, a
-// lone surrogate becomes U+FFFD and so does each byte of invalid UTF-8.
-func unquoteJSON(s string) string {
-	var buf [256]byte // most values fit: then the string is the only allocation
-	b := buf[:0]
+// appendUnquoted appends the unescaped contents of a string that
+// scanString accepted to b, as encoding/json's unquoteBytes unescapes: a
+// valid surrogate pair combines, a lone surrogate becomes U+FFFD and so
+// does each byte of invalid UTF-8 (the one case where the value can be
+// longer than its text).
+func appendUnquoted(b []byte, s string) []byte {
 	for r := 0; r < len(s); {
 		c := s[r]
 		switch {
@@ -800,7 +839,7 @@ func unquoteJSON(s string) string {
 			r += size
 		}
 	}
-	return string(b)
+	return b
 }
 
 // skipValue consumes one JSON value of any kind at pos, checking its syntax;

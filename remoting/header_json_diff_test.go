@@ -3,6 +3,7 @@ package remoting
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -34,11 +35,29 @@ func checkDecodeSame(t testing.TB, header []byte) {
 	if !sameCommand(got, want) {
 		t.Fatalf("header %q:\n encoding/json: %#v\n hand-written:  %#v", header, want, got)
 	}
+	if err := ownedDecodeSame(header, got); err != nil {
+		t.Fatal(err)
+	}
 	for k, v := range want.ExtFields { // a lean command reads the same
 		if gv, ok := got.Ext(k); !ok || gv != v {
 			t.Fatalf("header %q: Ext(%q) = %q, %v; want %q", header, k, gv, ok, v)
 		}
 	}
+}
+
+// ownedDecodeSame decodes a copy of header in place
+// (decodeJSONHeaderOwned) and reports how the command differs from want,
+// the copying decoder's.
+func ownedDecodeSame(header []byte, want *RemotingCommand) error {
+	own := bytes.Clone(header)
+	got, err := decodeJSONHeaderOwned(own)
+	if err != nil {
+		return fmt.Errorf("header %q: decoded in place: %w", header, err)
+	}
+	if !sameCommand(got, want) {
+		return fmt.Errorf("header %q:\n copied:   %#v\n in place: %#v", header, want, got)
+	}
+	return nil
 }
 
 // checkEncodeSame encodes c with both encoders and reports any difference.
@@ -211,6 +230,26 @@ func TestJSONHeaderDecodeGenerated(t *testing.T) {
 			checkDecodeSame(t, m)
 		}
 	}
+}
+
+// The broken variant: unescaping over the header's start instead of the
+// value's own text corrupts the strings decoded before, and the
+// comparison of the two decoders on generated headers catches it.
+func TestJSONHeaderOwnedDecodeBrokenVariant(t *testing.T) {
+	inPlaceAtHeaderStart = true
+	defer func() { inPlaceAtHeaderStart = false }()
+	rng := rand.New(rand.NewPCG(1, 2))
+	for range 30000 {
+		h := randomHeader(rng)
+		want, err := decodeJSONHeader(h)
+		if err != nil {
+			continue
+		}
+		if ownedDecodeSame(h, want) != nil {
+			return
+		}
+	}
+	t.Fatal("the in-place decoder writing over the header's start decoded every generated header alike")
 }
 
 var (

@@ -26,12 +26,16 @@ func (s *Service) AckBatch(ctx context.Context, group, topic string, handles []s
 		}
 		return errs
 	}
+	sc := s.getScratch()
+	defer s.putScratch(sc)
 	// What an ack needs of each handle: a Handle's text fields would
 	// make the slice one the GC scans.
-	parsed := make([]ackRef, len(handles))
+	parsed := slices.Grow(sc.refs[:0], len(handles))[:len(handles)]
+	sc.refs = parsed
 	var qids []int32 // in order of first appearance; usually one
+	var hp handleParser
 	for i, hs := range handles {
-		h, err := ParseHandle(hs)
+		h, err := hp.parse(hs)
 		if err != nil {
 			errs[i] = err
 			continue
@@ -41,7 +45,7 @@ func (s *Service) AckBatch(ctx context.Context, group, topic string, handles []s
 			qids = append(qids, h.QueueID)
 		}
 	}
-	idx := make([]int, 0, len(handles))
+	idx := slices.Grow(sc.idx[:0], len(handles))
 	for _, qid := range qids {
 		idx = idx[:0]
 		for i := range parsed {
@@ -49,8 +53,9 @@ func (s *Service) AckBatch(ctx context.Context, group, topic string, handles []s
 				idx = append(idx, i)
 			}
 		}
-		s.ackQueue(ctx, s.queue(queueKey{group, topic, qid}), parsed, idx, errs)
+		s.ackQueue(ctx, s.queue(queueKey{group, topic, qid}), parsed, idx, errs, sc)
 	}
+	sc.idx = idx
 	return errs
 }
 
@@ -61,12 +66,11 @@ type ackRef struct {
 }
 
 // ackQueue acks the handles parsed[idx] of one queue.
-func (s *Service) ackQueue(ctx context.Context, q *queueState, parsed []ackRef, idx []int, errs []error) {
+func (s *Service) ackQueue(ctx context.Context, q *queueState, parsed []ackRef, idx []int, errs []error, sc *scratch) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	r := &logRecord{op: opAck, group: q.key.group, topic: q.key.topic, queueID: q.key.queueID, popTime: s.now(),
-		items: make([]logItem, 0, len(idx))}
-	ok := make([]int, 0, len(idx))
+		items: slices.Grow(sc.items[:0], len(idx))}
 	for _, i := range idx {
 		h := parsed[i]
 		if !q.current(h.Offset, h.CkOffset) {
@@ -74,22 +78,28 @@ func (s *Service) ackQueue(ctx context.Context, q *queueState, parsed []ackRef, 
 			continue
 		}
 		r.items = append(r.items, logItem{offset: h.Offset, ck: h.CkOffset})
-		ok = append(ok, i)
 	}
+	sc.items = r.items
 	if len(r.items) == 0 {
 		return
 	}
 	if s.cfg.broken.AckBeforeDurable {
+		r.items = slices.Clone(r.items) // kept past the call
 		s.unwrittenMu.Lock()
 		s.unwritten = append(s.unwritten, r)
 		s.unwrittenMu.Unlock()
 		q.apply(r, -1)
 		return
 	}
-	at, err := s.write(ctx, r)
+	at, body, err := s.writeWith(ctx, r, sc.body)
+	sc.body = body
 	if err != nil {
-		for _, i := range ok {
-			errs[i] = err
+		// The handles of this queue still without an error are those
+		// of the record.
+		for _, i := range idx {
+			if errs[i] == nil {
+				errs[i] = err
+			}
 		}
 		return
 	}
@@ -163,7 +173,7 @@ func (s *Service) Revive(ctx context.Context) (ReviveReport, error) {
 		q.mu.Lock()
 		n, err := s.deadLetterLocked(ctx, q, now)
 		rep.DeadLettered += n
-		for _, e := range q.entries {
+		for _, e := range q.entries.all() {
 			if !e.held() && e.deadline <= now {
 				rep.Visible++
 			}
@@ -210,14 +220,14 @@ func (s *Service) deadLetterLocked(ctx context.Context, q *queueState, now int64
 	r := &logRecord{op: opDeadLetter, group: q.key.group, topic: q.key.topic, queueID: q.key.queueID, popTime: now}
 	var errs []error
 	var due []int64
-	for off, e := range q.entries {
+	for off, e := range q.entries.all() {
 		if !e.held() && e.deadline <= now && e.attempt >= maxAttempts {
 			due = append(due, off)
 		}
 	}
 	slices.Sort(due)
 	for _, off := range due {
-		e := q.entries[off]
+		e, _ := q.entries.get(off)
 		m, err := s.readAt(q.key.topic, q.key.queueID, off)
 		if err != nil {
 			errs = append(errs, err)
@@ -270,7 +280,7 @@ func (s *Service) ForwardToDeadLetter(ctx context.Context, group, topic, handle 
 	q := s.queue(queueKey{group, topic, h.QueueID})
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	e := q.entries[h.Offset]
+	e, _ := q.entries.get(h.Offset)
 	if !q.current(h.Offset, h.CkOffset) {
 		return fmt.Errorf("%w: %s/%d offset %d", ErrStaleHandle, topic, h.QueueID, h.Offset)
 	}

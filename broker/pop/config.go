@@ -30,7 +30,8 @@ type Config struct {
 	// Logger receives the service's logs (slog.Default()).
 	Logger *slog.Logger
 	// Put writes the revive-log records (nil: the store's Put). A
-	// replicated broker group passes its Writer.
+	// replicated broker group passes its Writer. It must not keep the
+	// message's Body once it returns: pop reuses the buffer.
 	Put func(ctx context.Context, m *record.Message) (engine.PutResult, error)
 	// MaxDeliveryAttempts returns a group's maxDeliveryAttempts, its
 	// retryMaxTimes + 1 (nil: DefaultMaxDeliveryAttempts).

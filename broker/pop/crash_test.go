@@ -108,7 +108,10 @@ func (m *popMachine) seen(t *rapid.T, ms []Message) {
 		if m.fifo {
 			m.checkOrder(t, k)
 		}
-		mm.deadline, mm.handle = d.Handle.Deadline(), d.Handle.String()
+		if d.ReceiptHandle() != d.Handle.String() {
+			t.Fatalf("%s: receipt handle %q, its Handle's text %q", k, d.ReceiptHandle(), d.Handle.String())
+		}
+		mm.deadline, mm.handle = d.Handle.Deadline(), d.ReceiptHandle()
 	}
 }
 
@@ -268,7 +271,7 @@ func (m *popMachine) inFlight() int {
 	m.e.svc.mu.Lock()
 	defer m.e.svc.mu.Unlock()
 	for _, q := range m.e.svc.queues {
-		n += len(q.entries)
+		n += q.entries.len()
 	}
 	return n
 }

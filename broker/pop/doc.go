@@ -26,7 +26,8 @@
 //
 // A Message is the stored message (a copy, ReconsumeTimes = Attempt-1),
 // its delivery Attempt (1 for the first delivery; gRPC's
-// delivery_attempt) and its Handle, whose String is the receipt handle
+// delivery_attempt) and its Handle, whose String (Message.ReceiptHandle,
+// made for the whole batch at once) is the receipt handle
 // to give the client (RocketMQ 5.x's ReceiptHandle layout, nine fields
 // separated by spaces: ckQueueOffset popTime invisibleTime reviveQueueId
 // topicType brokerName queueId queueOffset commitLogOffset). ParseHandle

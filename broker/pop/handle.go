@@ -36,10 +36,15 @@ type Handle struct {
 
 // String returns the handle's text form.
 func (h Handle) String() string {
-	// Built on the stack, so that the string is the one allocation
-	// (one for each delivered message).
+	// Built on the stack, so that the string is the one allocation.
 	var buf [128]byte
-	b := buf[:0]
+	return string(h.appendOffsets(h.appendPrefix(buf[:0])))
+}
+
+// appendPrefix appends the text of the fields that every message of a
+// receive's batch shares (all but the last two), each followed by a
+// space.
+func (h *Handle) appendPrefix(b []byte) []byte {
 	b = strconv.AppendInt(b, h.CkOffset, 10)
 	b = append(b, ' ')
 	b = strconv.AppendInt(b, h.PopTime, 10)
@@ -53,11 +58,15 @@ func (h Handle) String() string {
 	b = append(b, h.BrokerName...)
 	b = append(b, ' ')
 	b = strconv.AppendInt(b, int64(h.QueueID), 10)
-	b = append(b, ' ')
+	return append(b, ' ')
+}
+
+// appendOffsets appends the text of the last two fields, the message's
+// own: queueOffset and commitLogOffset.
+func (h *Handle) appendOffsets(b []byte) []byte {
 	b = strconv.AppendInt(b, h.Offset, 10)
 	b = append(b, ' ')
-	b = strconv.AppendInt(b, h.CommitLogOffset, 10)
-	return string(b)
+	return strconv.AppendInt(b, h.CommitLogOffset, 10)
 }
 
 // Deadline is when the delivery's invisible time ends (ms).
@@ -69,6 +78,58 @@ func ParseHandle(s string) (Handle, error) {
 		return h, nil
 	}
 	return parseHandleFields(s)
+}
+
+// handleParser parses the handles of an ack batch, which mostly come
+// from one receive and then share their first seven fields (as Service.
+// deliver writes them): a handle whose text starts with the previous
+// parsed one's seven fields takes their values, and only its last
+// fields are read. It reads what ParseHandle reads.
+type handleParser struct {
+	prev Handle
+	// prefix is prev's text up to its queueOffset ("": none yet).
+	prefix string
+}
+
+// parse is ParseHandle(s).
+func (p *handleParser) parse(s string) (Handle, error) {
+	if p.prefix != "" && strings.HasPrefix(s, p.prefix) {
+		if h, ok := p.prev.withOffsets(s[len(p.prefix):]); ok {
+			return h, nil
+		}
+	}
+	h, err := ParseHandle(s)
+	if err != nil {
+		return Handle{}, err
+	}
+	// A parsed handle has at least seven spaces.
+	end := 0
+	for range 7 {
+		end += strings.IndexByte(s[end:], ' ') + 1
+	}
+	p.prev, p.prefix = h, s[:end]
+	return h, nil
+}
+
+// withOffsets returns h with the last fields read from rest, the text
+// after the seventh field's space, as parseHandleFast reads them.
+func (h Handle) withOffsets(rest string) (Handle, bool) {
+	var ok bool
+	i := 0
+	if h.Offset, i, ok = scanDecimal(rest, i, 64); !ok {
+		return Handle{}, false
+	}
+	if i == len(rest) {
+		h.CommitLogOffset = -1 // eight fields
+		return h, true
+	}
+	if !space(rest, &i) {
+		return Handle{}, false
+	}
+	if h.CommitLogOffset, i, ok = scanDecimal(rest, i, 64); !ok || i != len(rest) {
+		return Handle{}, false
+	}
+	return h, true
 }
 
 // parseHandleFields is ParseHandle's general path: it splits the

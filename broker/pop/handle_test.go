@@ -90,3 +90,46 @@ func TestParseHandleFastPathAgrees(t *testing.T) {
 		}
 	})
 }
+
+// TestHandleParserIsParseHandle checks the batch parser of acks against
+// ParseHandle on sequences of handles that share their first fields
+// (a receive's batch), with tails that are numbers, garbage or missing,
+// and other handles between them.
+func TestHandleParserIsParseHandle(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		base := Handle{CkOffset: rapid.Int64().Draw(t, "ck"), PopTime: rapid.Int64().Draw(t, "pop"),
+			InvisibleTime: rapid.Int64().Draw(t, "inv"), ReviveQueueID: rapid.Int32().Draw(t, "rq"),
+			TopicType:  rapid.StringMatching(`[0-9a-z+]{0,2}`).Draw(t, "type"),
+			BrokerName: rapid.StringMatching(`[a-z-]{0,8}`).Draw(t, "broker"),
+			QueueID:    rapid.Int32().Draw(t, "q")}
+		var prefix [128]byte
+		shared := string(base.appendPrefix(prefix[:0]))
+		var p handleParser
+		for i := range rapid.IntRange(1, 20).Draw(t, "n") {
+			var s string
+			switch rapid.IntRange(0, 3).Draw(t, "kind") {
+			case 0:
+				h := base
+				h.Offset, h.CommitLogOffset = rapid.Int64().Draw(t, "off"), rapid.Int64().Draw(t, "clo")
+				s = h.String()
+				if rapid.Bool().Draw(t, "eight") {
+					s = s[:strings.LastIndexByte(s, ' ')]
+				}
+			case 1:
+				s = shared + rapid.StringOfN(rapid.SampledFrom([]rune("0123456789-+ ab")), 0, 45, -1).Draw(t, "tail")
+			case 2:
+				// A handle of another receive, or a general-path form
+				// ("+1", 19 digits) that becomes the shared fields.
+				s = strings.Join(rapid.SliceOfN(rapid.SampledFrom([]string{"1", "+1", "-0", "0",
+					"1000000000000000000", "b", ""}), 7, 10).Draw(t, "fields"), " ")
+			default:
+				s = rapid.StringOfN(rapid.SampledFrom([]rune("0123456789-  ab")), 0, 60, -1).Draw(t, "s")
+			}
+			want, wantErr := ParseHandle(s)
+			got, err := p.parse(s)
+			if got != want || (err == nil) != (wantErr == nil) {
+				t.Fatalf("handle %d %q: batch parser %+v, %v; ParseHandle %+v, %v", i, s, got, err, want, wantErr)
+			}
+		}
+	})
+}

@@ -47,6 +47,20 @@ type Message struct {
 	Handle Handle
 	// Attempt is the delivery attempt, from 1.
 	Attempt int32
+	// handle is Handle's text, made with the whole batch's (see
+	// ReceiptHandle); empty in a Message that Receive did not make.
+	handle string
+}
+
+// ReceiptHandle returns the text of the message's Handle as Receive made
+// it (Handle.String): the receipt handle to give the client. Receive
+// writes the handles of a batch together, in one allocation, since they
+// share all but their last two fields.
+func (m *Message) ReceiptHandle() string {
+	if m.handle == "" {
+		return m.Handle.String()
+	}
+	return m.handle
 }
 
 func (r *ReceiveRequest) check() error {
@@ -129,7 +143,7 @@ func (s *Service) nextVisible(req *ReceiveRequest) (time.Duration, bool) {
 	first, ok := int64(0), false
 	for _, q := range qs {
 		q.mu.Lock()
-		for _, e := range q.entries {
+		for _, e := range q.entries.all() {
 			// Past deadlines are not waited for: such a message was not
 			// delivered now for a reason time does not change (a DLQ
 			// write that failed, the revive pass retries it).
@@ -202,13 +216,16 @@ func (s *Service) receiveQueue(ctx context.Context, q *queueState, req *ReceiveR
 		q.pos = s.cfg.FirstOffset(q.key.group, q.key.topic, q.key.queueID)
 	}
 	q.pos = max(q.pos, committed)
+	sc := s.getScratch()
+	defer s.putScratch(sc)
 	picks, blocked := s.pickKnown(q, req.FIFO, now, limit, maxAttempts)
 	start, end := q.pos, q.pos
 	var held []pick
 	if len(picks) < limit {
 		var err error
 		var fresh []pick
-		fresh, held, end, err = s.readNew(q, req, limit-len(picks), blocked)
+		fresh, held, end, err = s.readNew(q, req, limit-len(picks), blocked, sc.picks[:0])
+		sc.picks = fresh
 		if err != nil {
 			return nil, err
 		}
@@ -223,7 +240,7 @@ func (s *Service) receiveQueue(ctx context.Context, q *queueState, req *ReceiveR
 	}
 	deadline := now + req.InvisibleTime.Milliseconds()
 	r := &logRecord{op: opCheckpoint, group: q.key.group, topic: q.key.topic, queueID: q.key.queueID,
-		popTime: now, start: start, end: end, items: make([]logItem, 0, len(picks)+len(held))}
+		popTime: now, start: start, end: end, items: slices.Grow(sc.items[:0], len(picks)+len(held))}
 	for _, p := range picks {
 		r.items = append(r.items, logItem{offset: p.offset, attempt: p.attempt, deadline: deadline, msgGroup: p.group})
 	}
@@ -235,7 +252,9 @@ func (s *Service) receiveQueue(ctx context.Context, q *queueState, req *ReceiveR
 	// Read the redelivered messages before the checkpoint, so that one
 	// that is gone (retention) is not checkpointed.
 	picks = s.loadKnown(q, picks)
-	at, err := s.write(ctx, r)
+	sc.items = r.items
+	at, body, err := s.writeWith(ctx, r, sc.body)
+	sc.body = body
 	if err != nil {
 		return nil, err
 	}
@@ -243,17 +262,38 @@ func (s *Service) receiveQueue(ctx context.Context, q *queueState, req *ReceiveR
 	if s.cfg.CommitOffset != nil && end > start {
 		s.cfg.CommitOffset(q.key.group, q.key.topic, q.key.queueID, end)
 	}
+	return s.deliver(q, picks, at, now, req.InvisibleTime.Milliseconds(), sc), nil
+}
+
+// deliver makes the messages of picks' deliveries, recorded at ck, with
+// their handles' texts: one buffer for the whole batch (one allocation,
+// the shared fields formatted once) instead of a string a message.
+func (s *Service) deliver(q *queueState, picks []pick, ck, now, invisible int64, sc *scratch) []Message {
 	out := make([]Message, 0, len(picks))
+	h := Handle{CkOffset: ck, PopTime: now, InvisibleTime: invisible, ReviveQueueID: reviveQueueID, TopicType: "0",
+		BrokerName: s.cfg.BrokerName, QueueID: q.key.queueID}
+	var prefixBuf [128]byte
+	prefix := h.appendPrefix(prefixBuf[:0])
+	text := sc.text[:0]
+	var endsBuf [64]int
+	ends := endsBuf[:0]
 	for _, p := range picks {
 		if p.msg == nil {
 			continue
 		}
 		p.msg.ReconsumeTimes = p.attempt - 1
-		out = append(out, Message{MessageExt: p.msg, Attempt: p.attempt, Handle: Handle{CkOffset: at, PopTime: now,
-			InvisibleTime: req.InvisibleTime.Milliseconds(), ReviveQueueID: reviveQueueID, TopicType: "0",
-			BrokerName: s.cfg.BrokerName, QueueID: q.key.queueID, Offset: p.offset, CommitLogOffset: p.msg.CommitLogOffset}})
+		h.Offset, h.CommitLogOffset = p.offset, p.msg.CommitLogOffset
+		out = append(out, Message{MessageExt: p.msg, Attempt: p.attempt, Handle: h})
+		text = h.appendOffsets(append(text, prefix...))
+		ends = append(ends, len(text))
 	}
-	return out, nil
+	sc.text = text
+	all, from := string(text), 0
+	for i, end := range ends {
+		out[i].handle = all[from:end]
+		from = end
+	}
+	return out
 }
 
 // nextAttempt is the attempt after a.
@@ -277,7 +317,7 @@ func (s *Service) pickKnown(q *queueState, fifo bool, now int64, limit int, maxA
 		}
 		var due []int64
 		first := int64(math.MaxInt64)
-		for off, e := range q.entries {
+		for off, e := range q.entries.all() {
 			if e.held() {
 				continue
 			}
@@ -289,7 +329,7 @@ func (s *Service) pickKnown(q *queueState, fifo bool, now int64, limit int, maxA
 		q.dueFrom = first
 		slices.Sort(due)
 		for _, off := range due[:min(len(due), limit)] {
-			e := q.entries[off]
+			e, _ := q.entries.get(off)
 			picks = append(picks, pick{offset: off, attempt: s.nextAttempt(e.attempt), group: e.msgGroup})
 		}
 		return picks, nil
@@ -301,7 +341,7 @@ func (s *Service) pickKnown(q *queueState, fifo bool, now int64, limit int, maxA
 		}
 	}
 	for _, off := range q.sortedOffsets() {
-		e := q.entries[off]
+		e, _ := q.entries.get(off)
 		if blocked[e.msgGroup] {
 			continue
 		}
@@ -328,7 +368,7 @@ func (s *Service) loadKnown(q *queueState, picks []pick) []pick {
 			if err != nil {
 				s.cfg.Logger.Warn("pop: in-flight message unreadable, dropped", "group", q.key.group,
 					"topic", q.key.topic, "queue", q.key.queueID, "offset", p.offset, "err", err)
-				delete(q.entries, p.offset)
+				q.entries.del(p.offset)
 				continue
 			}
 			p.msg = m
@@ -354,11 +394,11 @@ func (s *Service) readAt(topic string, qid int32, off int64) (*record.MessageExt
 }
 
 // readNew reads messages from the queue's position: up to limit to
-// deliver and, for FIFO, those held behind a blocked message group. It
-// returns the position after what it read.
-func (s *Service) readNew(q *queueState, req *ReceiveRequest, limit int, blocked map[string]bool) (fresh, held []pick, end int64, err error) {
+// deliver (appended to buf[:0]) and, for FIFO, those held behind a
+// blocked message group. It returns the position after what it read.
+func (s *Service) readNew(q *queueState, req *ReceiveRequest, limit int, blocked map[string]bool, buf []pick) (fresh, held []pick, end int64, err error) {
 	end = q.pos
-	fresh = make([]pick, 0, limit)
+	fresh = slices.Grow(buf[:0], limit)
 	room := s.cfg.MaxHeld
 	if req.FIFO {
 		room -= q.heldCount()

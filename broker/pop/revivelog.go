@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/rocketstore/rocketstore/record"
 )
@@ -74,10 +75,11 @@ type logItem struct {
 	msgGroup string
 }
 
-func (r *logRecord) encode() []byte {
+// appendTo appends the record's body to b.
+func (r *logRecord) appendTo(b []byte) []byte {
 	// An item usually takes 13 to 16 bytes without a message group (a
 	// deadline in ms since the epoch is a 7-byte varint).
-	b := make([]byte, 0, 64+len(r.group)+len(r.topic)+len(r.items)*16)
+	b = slices.Grow(b, 64+len(r.group)+len(r.topic)+len(r.items)*16)
 	b = append(b, logVersion, byte(r.op))
 	b = appendString(b, r.group)
 	b = appendString(b, r.topic)

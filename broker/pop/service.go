@@ -37,6 +37,9 @@ type Service struct {
 	mu     sync.Mutex
 	queues map[queueKey]*queueState
 
+	// scratch pools the buffers of receives and acks (*scratch).
+	scratch sync.Pool
+
 	// written counts the records written; compacted is its value at the
 	// last snapshot; compactMu orders snapshots.
 	written   atomic.Int64
@@ -179,14 +182,55 @@ func (s *Service) queue(k queueKey) *queueState {
 // The caller holds the queue's lock. Under SYNC_FLUSH the record is
 // durable when write returns (the store's put waits for the flush).
 func (s *Service) write(ctx context.Context, r *logRecord) (int64, error) {
-	m := &record.Message{Topic: s.cfg.ReviveTopic, QueueID: reviveQueueID, Body: r.encode(),
+	at, _, err := s.writeWith(ctx, r, nil)
+	return at, err
+}
+
+// writeWith is write that encodes r's body into buf (reused: Config.Put
+// copies the message before it returns) and returns the buffer for the
+// next record.
+func (s *Service) writeWith(ctx context.Context, r *logRecord, buf []byte) (int64, []byte, error) {
+	body := r.appendTo(buf[:0])
+	m := &record.Message{Topic: s.cfg.ReviveTopic, QueueID: reviveQueueID, Body: body,
 		BornTimestamp: r.popTime, EncodedProperties: opProperties[r.op]}
 	res, err := s.cfg.Put(ctx, m)
 	if err != nil {
-		return 0, fmt.Errorf("pop: write %s record for %s/%s/%d: %w", opTags[r.op], r.group, r.topic, r.queueID, err)
+		return 0, body, fmt.Errorf("pop: write %s record for %s/%s/%d: %w", opTags[r.op], r.group, r.topic, r.queueID, err)
 	}
 	s.written.Add(1)
-	return res.QueueOffset, nil
+	return res.QueueOffset, body, nil
+}
+
+// scratch holds the buffers of one receive or ack, reused through
+// Service.scratch: the batch's picks, the record's items and body, the
+// handles' text, the parsed handles and their indexes.
+type scratch struct {
+	picks []pick
+	items []logItem
+	body  []byte
+	text  []byte
+	refs  []ackRef
+	idx   []int
+}
+
+// getScratch returns buffers for one receive or ack; putScratch gives
+// them back.
+func (s *Service) getScratch() *scratch {
+	if sc, ok := s.scratch.Get().(*scratch); ok {
+		return sc
+	}
+	return &scratch{}
+}
+
+// putScratch gives sc back, without what its buffers point to (messages,
+// message groups), so that the pool keeps nothing else alive. The users
+// leave each slice as long as the part they filled (the rest was cleared
+// before).
+func (s *Service) putScratch(sc *scratch) {
+	clear(sc.picks)
+	clear(sc.items)
+	sc.picks, sc.items = sc.picks[:0], sc.items[:0]
+	s.scratch.Put(sc)
 }
 
 // now is the clock in ms.

@@ -84,7 +84,7 @@ func (s *Service) compactDue() bool {
 func (s *Service) snapshotQueue(ctx context.Context, q *queueState, now int64) error {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	if q.pos < 0 && len(q.entries) == 0 {
+	if q.pos < 0 && q.entries.len() == 0 {
 		return nil
 	}
 	_, err := s.write(ctx, q.snapshot(now))

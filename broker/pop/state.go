@@ -39,7 +39,7 @@ type queueState struct {
 	key queueKey
 	// pos is the next offset pop reads (-1: pop has not started).
 	pos     int64
-	entries map[int64]entry
+	entries entryTable
 	// dueFrom bounds the deadlines from below, so that a receive whose
 	// time is before it skips the scan of the entries for due ones.
 	// Invariant: every entry that is not held has deadline >= dueFrom.
@@ -49,7 +49,7 @@ type queueState struct {
 }
 
 func newQueueState(k queueKey) *queueState {
-	return &queueState{key: k, pos: -1, entries: make(map[int64]entry), dueFrom: math.MaxInt64}
+	return &queueState{key: k, pos: -1, dueFrom: math.MaxInt64}
 }
 
 // dueBy reports whether an entry that is not held may be due at now
@@ -68,7 +68,7 @@ func (q *queueState) apply(r *logRecord, at int64) {
 				e.deadline, e.ck = it.deadline, at
 				q.dueFrom = min(q.dueFrom, it.deadline)
 			}
-			q.entries[it.offset] = e
+			q.entries.set(it.offset, e)
 		}
 		if r.end > q.pos {
 			q.pos = r.end
@@ -76,15 +76,15 @@ func (q *queueState) apply(r *logRecord, at int64) {
 	case opAck, opDeadLetter:
 		for _, it := range r.items {
 			if q.current(it.offset, it.ck) {
-				delete(q.entries, it.offset)
+				q.entries.del(it.offset)
 			}
 		}
 	case opSnapshot:
 		// The queue's whole state when the snapshot was written.
-		clear(q.entries)
+		q.entries.reset()
 		q.dueFrom = math.MaxInt64
 		for _, it := range r.items {
-			q.entries[it.offset] = entry{attempt: it.attempt, deadline: it.deadline, ck: it.ck, msgGroup: it.msgGroup}
+			q.entries.set(it.offset, entry{attempt: it.attempt, deadline: it.deadline, ck: it.ck, msgGroup: it.msgGroup})
 			if it.attempt > 0 {
 				q.dueFrom = min(q.dueFrom, it.deadline)
 			}
@@ -93,9 +93,9 @@ func (q *queueState) apply(r *logRecord, at int64) {
 	case opChange:
 		for _, it := range r.items {
 			if q.current(it.offset, it.ck) {
-				e := q.entries[it.offset]
+				e, _ := q.entries.get(it.offset)
 				e.deadline, e.ck = it.deadline, at
-				q.entries[it.offset] = e
+				q.entries.set(it.offset, e)
 				q.dueFrom = min(q.dueFrom, it.deadline)
 			}
 		}
@@ -105,14 +105,14 @@ func (q *queueState) apply(r *logRecord, at int64) {
 // current reports whether the message at off is in flight in the
 // delivery ck names.
 func (q *queueState) current(off, ck int64) bool {
-	e, ok := q.entries[off]
+	e, ok := q.entries.get(off)
 	return ok && !e.held() && e.ck == ck
 }
 
 // sortedOffsets returns the offsets of the entries in queue order.
 func (q *queueState) sortedOffsets() []int64 {
-	offs := make([]int64, 0, len(q.entries))
-	for o := range q.entries {
+	offs := make([]int64, 0, q.entries.len())
+	for o := range q.entries.all() {
 		offs = append(offs, o)
 	}
 	slices.Sort(offs)
@@ -122,7 +122,7 @@ func (q *queueState) sortedOffsets() []int64 {
 // heldCount is the number of held entries.
 func (q *queueState) heldCount() int {
 	n := 0
-	for _, e := range q.entries {
+	for _, e := range q.entries.all() {
 		if e.held() {
 			n++
 		}
@@ -133,9 +133,9 @@ func (q *queueState) heldCount() int {
 // snapshot returns a record holding the queue's whole state.
 func (q *queueState) snapshot(now int64) *logRecord {
 	r := &logRecord{op: opSnapshot, group: q.key.group, topic: q.key.topic, queueID: q.key.queueID, popTime: now,
-		start: q.pos, end: q.pos, items: make([]logItem, 0, len(q.entries))}
+		start: q.pos, end: q.pos, items: make([]logItem, 0, q.entries.len())}
 	for _, off := range q.sortedOffsets() {
-		e := q.entries[off]
+		e, _ := q.entries.get(off)
 		r.items = append(r.items, logItem{offset: off, attempt: e.attempt, deadline: e.deadline, ck: e.ck, msgGroup: e.msgGroup})
 	}
 	return r
