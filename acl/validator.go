@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/jonboulle/clockwork"
 	"github.com/rocketstore/rocketstore/remoting"
 )
 
@@ -23,6 +24,8 @@ type Config struct {
 	// ReloadInterval is how often the file is checked for changes (1 s;
 	// RocketMQ's FileWatchService checks every 500 ms).
 	ReloadInterval time.Duration
+	// Clock runs the reload ticker; nil means the wall clock.
+	Clock clockwork.Clock
 	// Logger receives reloads, rejected edits and denials
 	// (slog.Default()). Secrets and signatures are never logged.
 	Logger *slog.Logger
@@ -74,6 +77,9 @@ func Open(cfg Config) (*Validator, error) {
 	if cfg.ReloadInterval <= 0 {
 		cfg.ReloadInterval = DefaultReloadInterval
 	}
+	if cfg.Clock == nil {
+		cfg.Clock = clockwork.NewRealClock()
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
@@ -115,13 +121,13 @@ func (v *Validator) Close() error {
 
 func (v *Validator) watch() {
 	defer close(v.done)
-	t := time.NewTicker(v.cfg.ReloadInterval)
+	t := v.cfg.Clock.NewTicker(v.cfg.ReloadInterval)
 	defer t.Stop()
 	for {
 		select {
 		case <-v.stop:
 			return
-		case <-t.C:
+		case <-t.Chan():
 			v.poll()
 		}
 	}

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jonboulle/clockwork"
 	"github.com/rocketstore/rocketstore/remoting"
 )
 
@@ -249,6 +250,51 @@ func TestReloadAtomicAndBrokenEditKeepsRules(t *testing.T) {
 	_ = v.Close()
 	if len(reloads) != 0 {
 		t.Fatalf("reloads after the broken edit was reported: %v", <-reloads)
+	}
+}
+
+// TestReloadFollowsTheClock: the watcher polls on the injected clock, so
+// an edit is applied once that clock has moved two reload intervals (one
+// to see the change, one to see it stable), however long the test runs.
+func TestReloadFollowsTheClock(t *testing.T) {
+	reloads := make(chan error, 64)
+	path := filepath.Join(t.TempDir(), "plain_acl.yml")
+	if err := os.WriteFile(path, []byte(testACL), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	clock := clockwork.NewFakeClock()
+	v, err := Open(Config{File: path, ReloadInterval: time.Hour, Clock: clock, Logger: quiet,
+		OnReload: func(err error) { reloads <- err }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer v.Close()
+	r := signed("producer1", remoting.CodeSendMessageV2, send("topicA"), "")
+	edit := filepath.Join(t.TempDir(), "edit.yml")
+	if err := os.WriteFile(edit, []byte(strings.Replace(testACL, "topicA=DENY", "topicA=PUB", 1)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(edit, path); err != nil {
+		t.Fatal(err)
+	}
+	wantReason(t, v.Check(r, local), ReasonNoPermission)
+	// A fake ticker drops a tick the watcher has not taken yet: the
+	// clock moves an interval at a time until the reload is reported.
+	// On the wall clock's hourly ticker the edit would not be seen.
+	for i := 0; ; i++ {
+		clock.Advance(time.Hour)
+		select {
+		case err := <-reloads:
+			if err != nil {
+				t.Fatalf("reload: %v", err)
+			}
+			wantReason(t, v.Check(r, local), "")
+			return
+		case <-time.After(10 * time.Millisecond):
+		}
+		if i == 500 {
+			t.Fatal("no reload after 500 intervals of the injected clock")
+		}
 	}
 }
 

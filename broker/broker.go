@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/rocketstore/rocketstore/internal/brokerops/link"
+	"github.com/rocketstore/rocketstore/internal/clocks"
 	"github.com/rocketstore/rocketstore/internal/engineops"
 
 	"github.com/rocketstore/rocketstore/backend"
@@ -34,6 +35,8 @@ type Broker struct {
 	lock   *engine.StoreLock // held from Open to the end of Close
 	store  *engine.Store
 	logger *slog.Logger
+	// now reads the store's clock (Config.Store.Clock) in milliseconds.
+	now func() int64
 
 	topics    *config.TopicManager
 	groups    *config.GroupManager
@@ -83,9 +86,8 @@ func Open(fs backend.FS, cfg Config) (*Broker, error) {
 		return nil, fmt.Errorf("broker: %w", err)
 	}
 	b := &Broker{cfg: cfg, fs: fs, logger: cfg.Store.Logger, consumers: newConsumerManager(),
-		hold: longpoll.New(!cfg.ShortPolling), lock: lk}
-	b.topicFaults.Logger, b.topicFaults.Level = b.logger, slog.LevelError
-	b.topicFaults.Now = func() time.Time { return time.UnixMilli(b.cfg.Store.Now()) }
+		hold: longpoll.New(!cfg.ShortPolling, cfg.Store.Clock), lock: lk, now: clocks.Millis(cfg.Store.Clock)}
+	b.topicFaults.Logger, b.topicFaults.Level, b.topicFaults.Clock = b.logger, slog.LevelError, cfg.Store.Clock
 	if err := b.loadConfig(); err != nil {
 		return nil, errors.Join(err, lk.Unlock())
 	}
@@ -102,18 +104,18 @@ func (b *Broker) loadConfig() error {
 	var err error
 	b.topics, err = config.LoadTopics(b.fs, config.TopicOptions{AutoCreateTopicEnable: !b.cfg.DisableAutoCreateTopic,
 		DefaultTopicQueueNums: b.cfg.DefaultTopicQueueNums, ScheduleQueueNums: len(b.cfg.Store.DelayLevels),
-		Now: b.cfg.Store.Now, SingleQueueTopics: b.systemTopics(), Logger: b.logger})
+		Clock: b.cfg.Store.Clock, SingleQueueTopics: b.systemTopics(), Logger: b.logger})
 	if err != nil {
 		return err
 	}
-	if b.groups, err = config.LoadGroups(b.fs, !b.cfg.DisableAutoCreateSubscriptionGroup, b.cfg.Store.Now, b.logger); err != nil {
+	if b.groups, err = config.LoadGroups(b.fs, !b.cfg.DisableAutoCreateSubscriptionGroup, b.cfg.Store.Clock, b.logger); err != nil {
 		return err
 	}
 	if b.offsets, err = offset.Load(b.fs, offset.File, b.logger); err != nil {
 		return err
 	}
-	b.offsets.SetClock(func() time.Time { return time.UnixMilli(b.cfg.Store.Now()) })
-	b.filters, err = loadConsumerFilters(b.fs, b.cfg.Store.Now, b.logger.Warn)
+	b.offsets.SetClock(b.cfg.Store.Clock)
+	b.filters, err = loadConsumerFilters(b.fs, b.cfg.Store.Clock, b.logger.Warn)
 	return err
 }
 
@@ -125,13 +127,13 @@ const replicatedTimerPuts = 64
 // openStore opens the index first (recovery dispatches to it), then the
 // engine with the broker's dispatchers.
 func (b *Broker) openStore() error {
-	sc := hooks.ManualService(schedule.Config{Levels: b.cfg.Store.DelayLevels, Logger: b.logger, Clock: newStoreClock(b.cfg.Store.Now)}, b.manual())
+	sc := hooks.ManualService(schedule.Config{Levels: b.cfg.Store.DelayLevels, Logger: b.logger, Clock: b.cfg.Store.Clock}, b.manual())
 	if w := b.cfg.Writer; w != nil {
 		sc.Put, sc.Standby = w.Put, func() bool { return !w.Writable() }
 	}
 	b.schedule = schedule.New(b.fs, sc)
 	tc := b.cfg.Timer
-	tc.Now = b.cfg.Store.Now
+	tc.Clock = b.cfg.Store.Clock
 	if tc.Logger == nil {
 		tc.Logger = b.logger
 	}
@@ -232,26 +234,26 @@ func (b *Broker) startServices() error {
 // their intervals (RocketMQ's scheduled persist tasks).
 func (b *Broker) persistLoop() {
 	defer close(b.done)
-	co := time.NewTicker(b.cfg.FlushConsumerOffsetInterval)
+	clock := b.cfg.Store.Clock
+	co := clock.NewTicker(b.cfg.FlushConsumerOffsetInterval)
 	defer co.Stop()
-	do := time.NewTicker(b.cfg.FlushDelayOffsetInterval)
+	do := clock.NewTicker(b.cfg.FlushDelayOffsetInterval)
 	defer do.Stop()
 	// A full disk fails every attempt: one line a minute each, and the end.
-	now := func() time.Time { return time.UnixMilli(b.cfg.Store.Now()) }
-	filterFaults := faultlog.Log{Logger: b.logger, Level: slog.LevelError, Now: now}
-	indexFaults := faultlog.Log{Logger: b.logger, Level: slog.LevelError, Now: now}
-	delayFaults := faultlog.Log{Logger: b.logger, Level: slog.LevelError, Now: now}
+	filterFaults := faultlog.Log{Logger: b.logger, Level: slog.LevelError, Clock: clock}
+	indexFaults := faultlog.Log{Logger: b.logger, Level: slog.LevelError, Clock: clock}
+	delayFaults := faultlog.Log{Logger: b.logger, Level: slog.LevelError, Clock: clock}
 	for {
 		select {
 		case <-b.stop:
 			return
-		case <-co.C:
+		case <-co.Chan():
 			_ = b.offsets.PersistScheduled() // logs its failures, rate-limited
 			logFault(&filterFaults, b.filters.persist(), "persist consumer filters")
 			if b.index != nil {
 				logFault(&indexFaults, b.index.Flush(), "flush index")
 			}
-		case <-do.C:
+		case <-do.Chan():
 			logFault(&delayFaults, b.schedule.Persist(), "persist delay offsets")
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/jonboulle/clockwork"
 	"github.com/rocketstore/rocketstore/broker/index"
 	"github.com/rocketstore/rocketstore/broker/timer"
 	"github.com/rocketstore/rocketstore/engine"
@@ -18,7 +19,12 @@ import (
 // off.
 type Config struct {
 	// Store configures the engine. Its DelayLevels are also the delayed
-	// delivery levels (RocketMQ's messageDelayLevel, 18 levels).
+	// delivery levels (RocketMQ's messageDelayLevel, 18 levels). Its
+	// Clock (nil means the wall clock) is the broker's one clock: the
+	// broker hands it to the index, the config tables, the offsets, the
+	// long polls, the schedule, timer, transaction and pop services and
+	// its own persist tickers, so that one clockwork.FakeClock drives the
+	// whole broker in a test.
 	Store engine.Config
 	// BrokerPermission is the broker's perm (6: read + write).
 	BrokerPermission int
@@ -77,7 +83,8 @@ type Config struct {
 	// TransactionConfig).
 	Transaction TransactionConfig
 	// Timer configures RocketMQ 5.x timer messages (timerWheelEnable,
-	// timerMaxDelaySec, timerPrecisionMs). Its Now is the store's clock.
+	// timerMaxDelaySec, timerPrecisionMs). Its Clock is set to the
+	// store's.
 	Timer timer.Config
 }
 
@@ -108,8 +115,8 @@ func (c Config) withDefaults() Config {
 	c = c.withFeatureDefaults()
 	defaults.Lazy(&c.Store.DelayLevels, engine.DefaultDelayLevels)
 	defaults.Set(&c.Store.Logger, slog.Default())
-	defaults.Set(&c.Store.Now, func() int64 { return time.Now().UnixMilli() })
-	defaults.Set(&c.Index.Now, c.Store.Now)
+	defaults.Set(&c.Store.Clock, clockwork.NewRealClock())
+	defaults.Set(&c.Index.Clock, c.Store.Clock)
 	defaults.Set(&c.Index.Logger, c.Store.Logger)
 	return c
 }

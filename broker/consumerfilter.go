@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"sync"
 
+	"github.com/jonboulle/clockwork"
 	"github.com/rocketstore/rocketstore/backend"
 	"github.com/rocketstore/rocketstore/broker/config"
 	"github.com/rocketstore/rocketstore/broker/configfile"
@@ -27,11 +28,14 @@ func (d *filterData) dead() bool { return d.DeadTime >= d.BornTime && d.DeadTime
 // filter data, persisted in config/consumerFilter.json.
 type consumerFilters struct {
 	fs    backend.FS
-	now   func() int64
+	clock clockwork.Clock // times births and deaths (ms)
 	mu    sync.Mutex
 	data  map[string]map[string]*filterData
 	dirty bool
 }
+
+// now is the clock's time in milliseconds.
+func (m *consumerFilters) now() int64 { return m.clock.Now().UnixMilli() }
 
 type filterFileJSON struct {
 	FilterDataByTopic map[string]*filterTopicJSON `json:"filterDataByTopic"`
@@ -46,8 +50,8 @@ type filterTopicJSON struct {
 // expression. As in RocketMQ, every loaded consumer is taken for dead
 // (deadTime now - 30 s) until its next heartbeat, and an expression that
 // does not compile is kept, logged and never matches.
-func loadConsumerFilters(fs backend.FS, now func() int64, warn func(msg string, args ...any)) (*consumerFilters, error) {
-	m := &consumerFilters{fs: fs, now: now, data: map[string]map[string]*filterData{}}
+func loadConsumerFilters(fs backend.FS, clock clockwork.Clock, warn func(msg string, args ...any)) (*consumerFilters, error) {
+	m := &consumerFilters{fs: fs, clock: clock, data: map[string]map[string]*filterData{}}
 	var f filterFileJSON
 	if _, err := configfile.LoadLogged(fs, config.FiltersFile, &f, slog.Default()); err != nil {
 		return nil, err
@@ -68,7 +72,7 @@ func loadConsumerFilters(fs backend.FS, now func() int64, warn func(msg string, 
 				fd.compiled = nil
 			}
 			if fd.DeadTime == 0 {
-				fd.DeadTime = max(now()-30_000, fd.BornTime)
+				fd.DeadTime = max(m.now()-30_000, fd.BornTime)
 			}
 			m.groupMap(topic)[group] = fd
 		}

@@ -5,7 +5,9 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
+	"github.com/jonboulle/clockwork"
 	"github.com/spf13/afero"
 
 	"github.com/rocketstore/rocketstore/backend"
@@ -54,7 +56,7 @@ func TestRocketMQConfigFixturesLoad(t *testing.T) {
 	if !ok || tc.ReadQueueNums != 4 || tc.WriteQueueNums != 4 || tc.Perm != 6 {
 		t.Fatalf("TopicTest = %+v, %v", tc, ok)
 	}
-	groups, err := config.LoadGroups(fs, false, func() int64 { return 0 }, nil)
+	groups, err := config.LoadGroups(fs, false, clockwork.NewFakeClockAt(time.UnixMilli(0)), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -37,7 +37,7 @@ func (b *Broker) publishOffsetMoved(req *PullRequest, offsetNew int64) {
 	if err == nil {
 		m := &record.Message{Topic: record.OffsetMovedEventTopic, QueueID: 0, Body: body,
 			Properties:    map[string]string{record.PropertyTags: req.ConsumerGroup, record.PropertyKeys: req.ConsumerGroup},
-			BornTimestamp: b.cfg.Store.Now(), BornHost: b.store.Config().StoreHost}
+			BornTimestamp: b.now(), BornHost: b.store.Config().StoreHost}
 		_, err = b.writer().Put(context.Background(), m)
 	}
 	if err != nil {

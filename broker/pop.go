@@ -15,11 +15,10 @@ import (
 func (b *Broker) openPop() error {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	now := b.cfg.Store.Now
 	cfg := hooks.ManualService(pop.Config{
 		BrokerName:  b.cfg.BrokerName,
 		ReviveTopic: b.ReviveTopic(),
-		Now:         func() time.Time { return time.UnixMilli(now()) },
+		Clock:       b.cfg.Store.Clock,
 		Logger:      b.logger,
 		Put:         b.writer().Put,
 		Arrivals:    b.arrivals,

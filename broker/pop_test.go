@@ -2,10 +2,10 @@ package broker_test
 
 import (
 	"context"
-	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/jonboulle/clockwork"
 	"github.com/rocketstore/rocketstore/backend/memfs"
 	"github.com/rocketstore/rocketstore/broker"
 	"github.com/rocketstore/rocketstore/broker/config"
@@ -16,10 +16,9 @@ import (
 // offset with pulls (the furthest wins), and a message past the group's
 // retryMaxTimes + 1 deliveries goes to its DLQ through the send-back path.
 func TestPopThroughBroker(t *testing.T) {
-	var clock atomic.Int64
-	clock.Store(1_700_000_000_000)
+	clock := clockwork.NewFakeClockAt(time.UnixMilli(1_700_000_000_000))
 	cfg := testConfig()
-	cfg.Store.Now = clock.Load
+	cfg.Store.Clock = clock
 	b := open(t, memfs.New(nil), cfg)
 	defer b.Close()
 	createTopic(t, b, "T", 1)
@@ -48,11 +47,11 @@ func TestPopThroughBroker(t *testing.T) {
 	if off := b.Offsets().Query("g", "T", 0); off != 2 {
 		t.Fatalf("consumer offset after the pop: %d, want 2", off)
 	}
-	clock.Add(1000)
+	clock.Advance(1000 * time.Millisecond)
 	if ms = receive(); len(ms) != 1 || ms[0].Properties["KEYS"] != "k2" || ms[0].Attempt != 2 {
 		t.Fatalf("second pop: %+v, want k2 attempt 2", ms)
 	}
-	clock.Add(1000)
+	clock.Advance(1000 * time.Millisecond)
 	rep, err := b.RevivePop(ctx)
 	if err != nil || rep.DeadLettered != 1 {
 		t.Fatalf("RevivePop: %+v, %v", rep, err)

@@ -47,7 +47,7 @@ func (b *Broker) Recall(ctx context.Context, producerGroup, topic, handle string
 	case h.BrokerName != b.cfg.BrokerName:
 		return RecallResult{Code: IllegalOperation, Remark: fmt.Sprintf("recall failed: the handle is of broker %s, this is %s", h.BrokerName, b.cfg.BrokerName)}
 	}
-	now := b.cfg.Store.Now()
+	now := b.now()
 	if h.DeliverMs <= now || h.DeliverMs < b.timer.ReadTime() {
 		return RecallResult{Code: IllegalOperation, Remark: fmt.Sprintf("recall failed: message %s was due at %d (now %d) and is delivered already",
 			h.MessageID, h.DeliverMs, now)}

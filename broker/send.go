@@ -222,7 +222,7 @@ func (b *Broker) sendMessage(ctx context.Context, req *SendRequest) SendResult {
 // timer topic (timer.Config.Transform) and the answer carries its recall
 // handle, as RocketMQ 5.x's SendMessageProcessor.attachRecallHandle.
 func (b *Broker) putTimed(ctx context.Context, m *record.Message, qid int32) SendResult {
-	tm, err := b.timer.Config().Transform(m, b.cfg.Store.Now())
+	tm, err := b.timer.Config().Transform(m, b.now())
 	switch {
 	case errors.Is(err, timer.ErrDisabled):
 		return SendResult{Code: MessageIllegal, Remark: "timer message refused: timerWheelEnable is false on this broker"}

@@ -4,10 +4,10 @@ import (
 	"context"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/jonboulle/clockwork"
 	"github.com/rocketstore/rocketstore/backend/memfs"
 	"github.com/rocketstore/rocketstore/broker"
 	"github.com/rocketstore/rocketstore/broker/timer"
@@ -16,13 +16,12 @@ import (
 )
 
 // manualTimerBroker is a manual-mode broker on a test clock (ms).
-func manualTimerBroker(t *testing.T) (*broker.Broker, *atomic.Int64) {
+func manualTimerBroker(t *testing.T) (*broker.Broker, *clockwork.FakeClock) {
 	t.Helper()
-	clock := &atomic.Int64{}
-	clock.Store(1_700_000_000_000)
+	clock := clockwork.NewFakeClockAt(time.UnixMilli(1_700_000_000_000))
 	cfg := testConfig()
 	cfg.BrokerName = "b1"
-	cfg.Store.Now = clock.Load
+	cfg.Store.Clock = clock
 	cfg.Store = hooks.WithManual(cfg.Store, true)
 	cfg.Timer = timer.Config{PrecisionMs: 100, MaxDelay: time.Hour}
 	b := open(t, memfs.New(nil), cfg)
@@ -64,15 +63,15 @@ func TestTimerSendDeliverRecall(t *testing.T) {
 		t.Fatalf("too far: %+v", far)
 	}
 	for _, step := range []int64{200, 99} { // due at +300 (250 rounded up)
-		clock.Add(step)
+		clock.Advance(time.Duration(step) * time.Millisecond)
 		if _, err := b.DeliverDelayed(ctx); err != nil {
 			t.Fatal(err)
 		}
 		if n := b.Store().MaxOffsetInQueue("T", 0); n != 0 {
-			t.Fatalf("delivered %d at +%d", n, clock.Load()-1_700_000_000_000)
+			t.Fatalf("delivered %d at +%d", n, clock.Now().UnixMilli()-1_700_000_000_000)
 		}
 	}
-	clock.Add(1)
+	clock.Advance(1 * time.Millisecond)
 	if _, err := b.DeliverDelayed(ctx); err != nil {
 		t.Fatal(err)
 	}

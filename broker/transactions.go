@@ -26,11 +26,10 @@ func (b *Broker) openTransactions() error {
 	} else if err := b.store.WaitDispatched(ctx, b.store.CommitLog().MaxOffset()); err != nil {
 		return fmt.Errorf("broker: wait for dispatch before the transaction service: %w", err)
 	}
-	now := b.cfg.Store.Now
 	tc := b.cfg.Transaction
 	var err error
 	b.tx, err = transaction.Open(ctx, b.store, hooks.ManualService(transaction.Config{TimeOut: tc.TimeOut,
-		CheckMax: tc.CheckMax, CheckInterval: tc.CheckInterval, Now: func() time.Time { return time.UnixMilli(now()) },
+		CheckMax: tc.CheckMax, CheckInterval: tc.CheckInterval, Clock: b.cfg.Store.Clock,
 		Logger: b.logger, Put: b.writer().Put, Active: b.writer().Writable}, b.manual()))
 	return err
 }

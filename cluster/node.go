@@ -28,6 +28,7 @@ import (
 	"github.com/rocketstore/rocketstore/broker"
 	"github.com/rocketstore/rocketstore/cluster/raftlog"
 	"github.com/rocketstore/rocketstore/engine"
+	"github.com/rocketstore/rocketstore/internal/clocks"
 )
 
 // NodeConfig configures a Node.
@@ -232,10 +233,7 @@ func (n *Node) openBroker() error {
 		// of refusing to start.
 		bc.Store.OnUndecidableDamage = engine.DamageSkip
 	}
-	n.now = bc.Store.Now
-	if n.now == nil {
-		n.now = func() int64 { return time.Now().UnixMilli() }
-	}
+	n.now = clocks.Millis(bc.Store.Clock)
 	fsys, err := n.storeFS()
 	if err != nil {
 		return err

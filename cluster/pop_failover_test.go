@@ -4,13 +4,14 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/jonboulle/clockwork"
 	"github.com/rocketstore/rocketstore/broker"
 	"github.com/rocketstore/rocketstore/broker/pop"
 	"github.com/rocketstore/rocketstore/cluster"
+	"github.com/rocketstore/rocketstore/internal/clocks/clockstest"
 )
 
 // TestPopFailover: pop state goes through the group's log, so a replica
@@ -20,9 +21,10 @@ import (
 // their attempt counted), and never delivers an acked one again.
 func TestPopFailover(t *testing.T) {
 	t.Parallel()
-	var clock atomic.Int64
-	clock.Store(time.Now().UnixMilli())
-	g := newGroup(t, 3, func(nc *cluster.NodeConfig) { nc.Broker.Store.Now = clock.Load })
+	// The store's time moves when the test says; its services' timers
+	// run in real time.
+	clock := clockstest.NewSplit(time.Now(), clockwork.NewRealClock())
+	g := newGroup(t, 3, func(nc *cluster.NodeConfig) { nc.Broker.Store.Clock = clock })
 	for i := range 10 {
 		g.send("PopT", 0, fmt.Sprint("m", i), "")
 	}
@@ -66,7 +68,7 @@ func TestPopFailover(t *testing.T) {
 	if got, want := bodies(receive(nb)), []string{"m6#1", "m7#1", "m8#1", "m9#1"}; !slices.Equal(got, want) {
 		t.Fatalf("the new leader delivered %v, want the never delivered %v", got, want)
 	}
-	clock.Add(2 * time.Minute.Milliseconds())
+	clock.Advance(2 * time.Minute)
 	again := receive(nb)
 	if got, want := bodies(again), []string{"m3#2", "m4#2", "m5#2", "m6#2", "m7#2", "m8#2", "m9#2"}; !slices.Equal(got, want) {
 		t.Fatalf("after the invisible time the new leader delivered %v, want the unacked %v (m0-m2 were acked)", got, want)
@@ -80,7 +82,7 @@ func TestPopFailover(t *testing.T) {
 			t.Fatalf("ack %d on the new leader: %v", i, err)
 		}
 	}
-	clock.Add(2 * time.Minute.Milliseconds())
+	clock.Advance(2 * time.Minute)
 	if got := receive(nb); len(got) != 0 {
 		t.Fatalf("everything was acked, yet the new leader delivered %v", bodies(got))
 	}

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -13,6 +12,7 @@ import (
 	"github.com/rocketstore/rocketstore/broker"
 	"github.com/rocketstore/rocketstore/broker/timer"
 	"github.com/rocketstore/rocketstore/cluster"
+	"github.com/rocketstore/rocketstore/internal/clocks/clockstest"
 	"github.com/rocketstore/rocketstore/internal/hooks"
 )
 
@@ -57,12 +57,13 @@ func delivered(t *testing.T, b *broker.Broker, topic string) (bodies []string, a
 // end, with the store times, and the followers' read times and pending
 // counts after their step in 3.
 func timerFailover(t *testing.T, broken hooks.Timer) (first, second, final []string, at map[string][]int64, follow [][2]int64) {
-	var clock atomic.Int64
 	t0 := time.Now().UnixMilli() / 1000 * 1000
-	clock.Store(t0)
+	// The store's time moves when the test says; its services wait on a
+	// clock that never moves.
+	clock := clockstest.NewSplit(time.UnixMilli(t0), clockwork.NewFakeClock())
 	g := newGroup(t, 3, func(nc *cluster.NodeConfig) {
-		nc.Broker.Store.Now = clock.Load
-		nc.Broker.Timer = timer.Config{PrecisionMs: 100, MaxDelay: time.Hour, Clock: clockwork.NewFakeClock()}
+		nc.Broker.Store.Clock = clock
+		nc.Broker.Timer = timer.Config{PrecisionMs: 100, MaxDelay: time.Hour}
 		*hooks.TimerOf(&nc.Broker.Timer) = broken
 	})
 	const topic = "TimerT"
@@ -88,7 +89,7 @@ func timerFailover(t *testing.T, broken hooks.Timer) (first, second, final []str
 
 	// 2: the leader delivers early and stops.
 	old := g.leader()
-	clock.Store(t0 + 1500)
+	clock.Advance(time.UnixMilli(t0 + 1500).Sub(clock.Now()))
 	ob := g.nodes[old].Broker()
 	ob.Timer().Wake()
 	waitFor(t, "the leader passes the early slots", func() bool { return ob.Timer().ReadTime() >= t0+1600 })
@@ -102,7 +103,7 @@ func timerFailover(t *testing.T, broken hooks.Timer) (first, second, final []str
 	// 3: the followers step at +3.5 s; the leader stops before mid.
 	g.start(old)
 	g.converge()
-	clock.Store(t0 + 3500)
+	clock.Advance(time.UnixMilli(t0 + 3500).Sub(clock.Now()))
 	lead := g.leader()
 	live(func(i int, tm *timer.Service) {
 		if i == lead {
@@ -119,7 +120,7 @@ func timerFailover(t *testing.T, broken hooks.Timer) (first, second, final []str
 	second, _ = delivered(t, nb, topic)
 
 	// 4: late.
-	clock.Store(t0 + 61_500)
+	clock.Advance(time.UnixMilli(t0 + 61_500).Sub(clock.Now()))
 	nb.Timer().Wake()
 	waitFor(t, "the leader passes the late slots", func() bool { return nb.Timer().ReadTime() >= t0+61_600 })
 	g.converge()

@@ -119,7 +119,7 @@ func (c *Console) totals(ctx context.Context, cl *admin.Client) (Stats, error) {
 	if err != nil {
 		return Stats{}, err
 	}
-	s := Stats{At: time.Now().UnixMilli()}
+	s := Stats{At: c.cfg.Clock.Now().UnixMilli()}
 	for _, b := range bs {
 		s.PutTotal += b.PutTotal
 		s.GetTotal += b.GetTotal

@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/jonboulle/clockwork"
 	"github.com/rocketstore/rocketstore/acl"
 	"github.com/rocketstore/rocketstore/admin"
 	"github.com/rocketstore/rocketstore/cluster"
@@ -35,6 +36,9 @@ type Config struct {
 	ACL *acl.Validator
 	// Logger receives the console's errors and changes (nil: discard).
 	Logger *slog.Logger
+	// Clock runs the statistics sampler (a sample a second) and dates
+	// its samples; nil means the wall clock.
+	Clock clockwork.Clock
 	// Replication, when set, returns the replicated broker group of the
 	// console's node and its members' state, for the replication page
 	// (cmd/rocketstore sets it on a replica to cluster.Dialer.Members of
@@ -61,6 +65,9 @@ func New(cfg Config) (*Console, error) {
 	}
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = 5 * time.Second
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = clockwork.NewRealClock()
 	}
 	log := cfg.Logger
 	if log == nil {

@@ -12,12 +12,8 @@ import (
 // second, enough for the cluster page's charts.
 const historyLen = 120
 
-// sampleTicks starts the sampler's clock: one tick a second, and the
-// function that stops it (a variable so that the tests drive the sampler).
-var sampleTicks = func() (<-chan time.Time, func()) {
-	t := time.NewTicker(time.Second)
-	return t.C, t.Stop
-}
+// samplePeriod is the time between two samples.
+const samplePeriod = time.Second
 
 // History is the answer of /api/stats: the cluster's message totals, one
 // sample a second for the last two minutes, oldest first, so that the
@@ -51,14 +47,25 @@ func (c *Console) startHistory(cl *admin.Client) {
 
 func (c *Console) sampleLoop(cl *admin.Client, stop <-chan struct{}, done chan<- struct{}) {
 	defer close(done)
-	ticks, stopTicks := sampleTicks()
-	defer stopTicks()
+	// One sample a period of the console's clock, at fixed times as a
+	// ticker's (a late sample does not delay the next ones; missed ones
+	// are skipped). A timer rather than a ticker: while the sampler
+	// waits, its timer is the clock's only waiter of it, so that a test
+	// on a fake clock knows when a sample is stored.
+	clock := c.cfg.Clock
+	next := clock.Now()
 	for {
 		c.sample(cl)
+		next = next.Add(samplePeriod)
+		if late := clock.Since(next); late >= 0 {
+			next = next.Add((late/samplePeriod + 1) * samplePeriod)
+		}
+		t := clock.NewTimer(clock.Until(next))
 		select {
 		case <-stop:
+			t.Stop()
 			return
-		case <-ticks:
+		case <-t.Chan():
 		}
 	}
 }

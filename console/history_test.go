@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jonboulle/clockwork"
 	"github.com/rocketstore/rocketstore/console"
 	"github.com/rocketstore/rocketstore/record"
 )
@@ -14,12 +15,26 @@ import (
 // history to draw; its totals are the messages the client sent and those
 // its pulls received.
 func TestStatsHistoryAtPageLoad(t *testing.T) {
-	tick, restore := console.DriveSampler()
-	t.Cleanup(restore)
-	e := newEnv(t, console.Config{})
+	clock := clockwork.NewFakeClock()
+	e := newEnv(t, console.Config{Clock: clock})
+	// tick moves the console's clock to the next sample and returns once
+	// it is stored: while the sampler waits, its timer is the clock's
+	// one waiter.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	tick := func() {
+		t.Helper()
+		if err := clock.BlockUntilContext(ctx, 1); err != nil {
+			t.Fatal(err)
+		}
+		clock.Advance(time.Second)
+		if err := clock.BlockUntilContext(ctx, 1); err != nil {
+			t.Fatal(err)
+		}
+	}
 	// Two samples before the sends (the sampler's first, taken as it
 	// starts, and one tick's).
-	tick <- time.Now()
+	tick()
 	for range 3 {
 		if _, err := e.adm.SendMessage(context.Background(), e.n.BrokerAddr, "P",
 			&record.Message{Topic: "Clicks", Body: []byte("click")}); err != nil {
@@ -43,10 +58,9 @@ func TestStatsHistoryAtPageLoad(t *testing.T) {
 	if got != 5 {
 		t.Fatalf("pulled %d messages, want 5", got)
 	}
-	// Four more ticks: once the fourth is taken, the samples of the three
-	// before it, all after the pulls, are stored.
-	for range 4 {
-		tick <- time.Now()
+	// Three more samples, all after the pulls.
+	for range 3 {
+		tick()
 	}
 	var h console.History
 	e.get("/api/stats", &h)

@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/jonboulle/clockwork"
+	"github.com/rocketstore/rocketstore/internal/clocks"
 	ihooks "github.com/rocketstore/rocketstore/internal/hooks"
 )
 
@@ -96,6 +98,10 @@ type Service struct {
 	// RetryInterval is the wait between a failed pass and its retry
 	// (DefaultRetryInterval when zero). Set it before Start.
 	RetryInterval time.Duration
+	// Clock times the wait between a failed pass and its retry; nil
+	// means the wall clock. Set it before Start (a store hands in its
+	// Config.Clock).
+	Clock clockwork.Clock
 	// switches are the test switches (internal/hooks): IgnoreErrors makes
 	// a failed record count as dispatched, the broken variant of the
 	// crash tests that shows they catch a lost unit.
@@ -208,6 +214,7 @@ func (s *Service) loop() {
 	if retry <= 0 {
 		retry = DefaultRetryInterval
 	}
+	clock := clocks.Or(s.Clock)
 	for {
 		seen := s.log.MaxOffset()
 		if _, err := s.DoReput(); err != nil {
@@ -215,9 +222,9 @@ func (s *Service) loop() {
 			// typically) may go away, and the owner refuses new
 			// messages meanwhile. Wakes are ignored until then, so a
 			// failing pass does not run once per put.
-			t := time.NewTimer(retry)
+			t := clock.NewTimer(retry)
 			select {
-			case <-t.C:
+			case <-t.Chan():
 				continue
 			case <-s.stop:
 				t.Stop()

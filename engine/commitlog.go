@@ -273,7 +273,7 @@ func (c *CommitLog) fileWithRoom(size int) (*mappedFile, int64, error) {
 // log; abnormal recovery relies on that order. o, when set, replaces the
 // clock.
 func (c *CommitLog) storeTime(o *origin) int64 {
-	ts := c.cfg.Now()
+	ts := c.cfg.now()
 	if o != nil {
 		ts = o.StoreTimestamp
 	}

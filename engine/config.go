@@ -6,6 +6,8 @@ import (
 	"net/netip"
 	"time"
 
+	"github.com/jonboulle/clockwork"
+	"github.com/rocketstore/rocketstore/internal/clocks"
 	"github.com/rocketstore/rocketstore/internal/defaults"
 	"github.com/rocketstore/rocketstore/internal/hooks"
 )
@@ -94,12 +96,14 @@ type Config struct {
 	// Logger receives recovery reports and service errors
 	// (slog.Default()).
 	Logger *slog.Logger
-	// Now is the store's clock, in milliseconds since the epoch (nil: the
-	// wall clock). It stamps each record's store time and times the
-	// checkpoint and the fault logs; a broker hands the same clock to its
-	// schedule and transaction services, so that one clock drives a
-	// whole broker (a replay or a simulation can run it on virtual time).
-	Now func() int64
+	// Clock is the store's clock; nil means the wall clock. It stamps
+	// each record's store time (in milliseconds), times the checkpoint
+	// and the fault logs, and runs the flush and clean services' tickers
+	// and the sync-flush timeout; a broker hands the same clock to all its
+	// services, so that one clock drives a whole broker (a test steps it
+	// with a clockwork.FakeClock; a replay or a simulation can run it on
+	// virtual time).
+	Clock clockwork.Clock
 	// Retention says when expired CommitLog files are deleted (RocketMQ's
 	// defaults: files whose messages are all older than 72 h, at 04:00,
 	// or at any hour when the disk is over 75 % full; see
@@ -113,6 +117,8 @@ type Config struct {
 	// a torn tail with nothing intact after it is always truncated.
 	OnUndecidableDamage DamagePolicy
 
+	// now reads Clock in milliseconds (set by withDefaults).
+	now func() int64
 	// hooks are the test switches (internal/hooks), out of the API.
 	hooks hooks.Engine
 }
@@ -158,7 +164,8 @@ func (c Config) withDefaults() Config {
 	}
 	defaults.Lazy(&c.DelayLevels, DefaultDelayLevels)
 	defaults.Set(&c.Logger, slog.Default())
-	defaults.Lazy(&c.Now, wallMillis)
+	defaults.Set(&c.Clock, clockwork.NewRealClock())
+	c.now = clocks.Millis(c.Clock)
 	return c
 }
 

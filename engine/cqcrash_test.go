@@ -7,7 +7,9 @@ import (
 	"log/slog"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/rocketstore/rocketstore/internal/clocks/clockstest"
 	"github.com/rocketstore/rocketstore/internal/engineops"
 
 	"github.com/spf13/afero"
@@ -24,9 +26,8 @@ import (
 // and redone recovery keeps a file that one recovery does not (P4). The queue's offsets are the same either way.
 func TestRecoveryDropsEmptyLastConsumeQueueFile(t *testing.T) {
 	afs := afero.NewMemMapFs()
-	clock := int64(1_700_000_000_000)
 	cfg := hooks.Manual(engine.Config{CommitLogFileSize: 4096, ConsumeQueueUnits: 4,
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Now: func() int64 { clock += 10_000; return clock }})
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Clock: clockstest.NewStepping(time.UnixMilli(1_700_000_000_000), 10_000*time.Millisecond)})
 	s, err := engine.Open(memfs.New(afs), cfg)
 	if err != nil {
 		t.Fatal(err)

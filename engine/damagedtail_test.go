@@ -9,7 +9,9 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/rocketstore/rocketstore/internal/clocks/clockstest"
 	"github.com/rocketstore/rocketstore/internal/engineops"
 
 	"github.com/spf13/afero"
@@ -30,9 +32,8 @@ import (
 func crashWithDamagedTail(t *testing.T) (afero.Fs, engine.Config, engine.PutResult, []byte) {
 	t.Helper()
 	afs := afero.NewMemMapFs()
-	clock := int64(1_700_000_000_000)
 	cfg := hooks.Manual(engine.Config{CommitLogFileSize: 4096, ConsumeQueueUnits: 16,
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Now: func() int64 { clock += 10_000; return clock }})
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Clock: clockstest.NewStepping(time.UnixMilli(1_700_000_000_000), 10_000*time.Millisecond)})
 	s, err := engine.Open(memfs.New(afs), cfg)
 	if err != nil {
 		t.Fatal(err)

@@ -7,6 +7,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/jonboulle/clockwork"
 )
 
 // FlushCommitLog runs one CommitLog flush round with RocketMQ's least-pages
@@ -119,8 +121,8 @@ func (s *Store) flushCheckpoint(logics int64) error {
 // every tick, everything (and the checkpoint) every thorough interval.
 func (s *Store) consumeQueueFlushTick(lastThorough *time.Time) {
 	least := s.cfg.FlushConsumeQueueLeastPages
-	if time.Since(*lastThorough) >= s.cfg.FlushConsumeQueueThoroughInterval {
-		*lastThorough = time.Now()
+	if s.cfg.Clock.Since(*lastThorough) >= s.cfg.FlushConsumeQueueThoroughInterval {
+		*lastThorough = s.cfg.Clock.Now()
 		least = 0
 	}
 	if err := s.flushConsumeQueues(least); err != nil && !errors.Is(err, ErrReadOnly) {
@@ -130,22 +132,22 @@ func (s *Store) consumeQueueFlushTick(lastThorough *time.Time) {
 	}
 }
 
-// ticker runs fn every interval in its own goroutine until close.
+// ticker runs fn every interval of clock in its own goroutine until close.
 type ticker struct {
 	stop chan struct{}
 	done chan struct{}
 }
 
-func startTicker(interval time.Duration, fn func(lastThorough *time.Time)) *ticker {
+func startTicker(clock clockwork.Clock, interval time.Duration, fn func(lastThorough *time.Time)) *ticker {
 	t := &ticker{stop: make(chan struct{}), done: make(chan struct{})}
 	go func() {
 		defer close(t.done)
-		tk := time.NewTicker(interval)
+		tk := clock.NewTicker(interval)
 		defer tk.Stop()
-		last := time.Now()
+		last := clock.Now()
 		for {
 			select {
-			case <-tk.C:
+			case <-tk.Chan():
 				fn(&last)
 			case <-t.stop:
 				return
@@ -208,18 +210,19 @@ func startCommitLogFlusher(s *Store) *commitLogFlusher {
 
 func (f *commitLogFlusher) asyncLoop() {
 	defer close(f.done)
-	tk := time.NewTicker(f.s.cfg.FlushIntervalCommitLog)
+	clock := f.s.cfg.Clock
+	tk := clock.NewTicker(f.s.cfg.FlushIntervalCommitLog)
 	defer tk.Stop()
-	lastThorough := time.Now()
+	lastThorough := clock.Now()
 	for {
 		select {
-		case <-tk.C:
+		case <-tk.Chan():
 		case <-f.stop:
 			return
 		}
 		least := f.s.cfg.FlushCommitLogLeastPages
-		if time.Since(lastThorough) >= f.s.cfg.FlushCommitLogThoroughInterval {
-			lastThorough = time.Now()
+		if clock.Since(lastThorough) >= f.s.cfg.FlushCommitLogThoroughInterval {
+			lastThorough = clock.Now()
 			least = 0
 		}
 		if err := f.s.flushCommitLog(least); err != nil {
@@ -329,7 +332,7 @@ func (f *commitLogFlusher) lead() (synced time.Time, ok bool) {
 		return time.Time{}, false
 	}
 	f.commit()
-	synced = time.Now()
+	synced = s.cfg.Clock.Now()
 	// With SyncFlush the dispatcher stops at the flushed position, so a
 	// commit must be followed by a reput pass. The leader runs it here
 	// (after its waiters are woken) rather than waking the reput
@@ -375,9 +378,10 @@ func (f *commitLogFlusher) request(off int64) {
 // synced (the sync did not complete in time; RocketMQ answers
 // FLUSH_DISK_TIMEOUT whatever became of the flush later).
 func (f *commitLogFlusher) waitFlushed(ctx context.Context, off int64) error {
-	start := time.Now()
+	clock := f.s.cfg.Clock
+	start := clock.Now()
 	timeout := f.s.cfg.SyncFlushTimeout
-	var timer *time.Timer
+	var timer clockwork.Timer
 	defer func() {
 		if timer != nil {
 			timer.Stop()
@@ -422,11 +426,11 @@ func (f *commitLogFlusher) waitFlushed(ctx context.Context, off int64) error {
 			continue
 		}
 		if timer == nil {
-			timer = time.NewTimer(max(timeout-time.Since(start), 0))
+			timer = clock.NewTimer(max(timeout-clock.Since(start), 0))
 		}
 		select {
 		case <-ch:
-		case <-timer.C:
+		case <-timer.Chan():
 			f.request(off)
 			return fmt.Errorf("%w: offset %d not synced within %v", ErrFlushTimeout, off, timeout)
 		case <-ctx.Done():

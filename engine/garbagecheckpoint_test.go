@@ -7,11 +7,13 @@ import (
 	"log/slog"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/spf13/afero"
 
 	"github.com/rocketstore/rocketstore/backend/memfs"
 	"github.com/rocketstore/rocketstore/engine"
+	"github.com/rocketstore/rocketstore/internal/clocks/clockstest"
 	"github.com/rocketstore/rocketstore/internal/engineops"
 	"github.com/rocketstore/rocketstore/internal/hooks"
 )
@@ -24,9 +26,8 @@ import (
 func TestGarbageCheckpointRewritten(t *testing.T) {
 	afs := afero.NewMemMapFs()
 	var logs bytes.Buffer
-	clock := int64(1_700_000_000_000)
 	cfg := hooks.Manual(engine.Config{CommitLogFileSize: 4096, ConsumeQueueUnits: 16,
-		Logger: slog.New(slog.NewTextHandler(&logs, nil)), Now: func() int64 { clock += 1000; return clock }})
+		Logger: slog.New(slog.NewTextHandler(&logs, nil)), Clock: clockstest.NewStepping(time.UnixMilli(1_700_000_000_000), 1000*time.Millisecond)})
 	s, err := engine.Open(memfs.New(afs), cfg)
 	if err != nil {
 		t.Fatal(err)

@@ -140,9 +140,10 @@ func (s *Store) diskFull(err error) error {
 	return fmt.Errorf("%w: %w: %w", ErrReadOnly, ErrDiskFull, err)
 }
 
-// now is the store's clock (Config.Now) as a time: the disk-full retry
-// window follows it, so that tests can step it.
-func (s *Store) now() time.Time { return time.UnixMilli(s.cfg.Now()) }
+// now is the store's clock (Config.Clock) in whole milliseconds, as the
+// records are stamped: the disk-full retry window follows it, so that
+// tests can step it.
+func (s *Store) now() time.Time { return time.UnixMilli(s.cfg.now()) }
 
 // putSucceeded clears the disk-full state after a put that worked.
 func (s *Store) putSucceeded() {
@@ -215,7 +216,7 @@ type faultLog struct {
 	// warn logs the start and repeats at WARN instead of ERROR (a fault
 	// that costs only time).
 	warn bool
-	// clock is the store's (Config.Now), set at Open, so that the
+	// clock is the store's (Config.Clock), set at Open, so that the
 	// repeat interval follows a test's clock; nil means time.Now.
 	clock    func() time.Time
 	mu       sync.Mutex

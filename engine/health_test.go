@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jonboulle/clockwork"
 	"github.com/rocketstore/rocketstore/internal/engineops"
 
 	"github.com/rocketstore/rocketstore/crashsim"
@@ -56,10 +57,11 @@ func fullDisk(t *testing.T, dir string) (*crashsim.FS, *atomic.Bool) {
 	return fs, &full
 }
 
-// waitUntil polls cond with a deadline. The dispatcher retries a failed
-// pass on its own real-time timer (dispatch.Service.RetryInterval) and
-// reports only through Health: until it takes an injected clock or
-// reports its passes, these tests poll what it exposes.
+// waitUntil polls cond with a deadline. The tests that use it run the
+// store on the wall clock, where the dispatcher retries a failed pass
+// after dispatch.DefaultRetryInterval and reports only through Health, so
+// they poll what it exposes; TestDispatchRetryRunsOnTheStoreClock drives
+// the retry on a fake clock instead.
 func waitUntil(t *testing.T, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
@@ -187,7 +189,7 @@ func TestRecoveryReportLogsAsKeyValues(t *testing.T) {
 	}
 }
 
-// The disk-full retry window follows the store's clock (Config.Now), not
+// The disk-full retry window follows the store's clock (Config.Clock), not
 // the wall clock: with the clock stepped past DiskFullRetryInterval the
 // next put tries again at once, and before that no put touches the disk.
 // Failed while the window was measured with time.Now.
@@ -197,14 +199,14 @@ func TestDiskFullRetryFollowsConfigClock(t *testing.T) {
 	body := bytes.Repeat([]byte("x"), 500)
 	full.Store(false)
 	creates := fs.Count(crashsim.OpCreate)
-	clock.Add(DiskFullRetryIntervalMillis - 1)
+	clock.Advance(engine.DiskFullRetryInterval - time.Millisecond)
 	if _, err := s.Put(ctx, &engine.Message{Topic: "t", Body: body}); !errors.Is(err, engine.ErrDiskFull) {
 		t.Fatalf("put within the retry window: %v, want ErrDiskFull", err)
 	}
 	if n := fs.Count(crashsim.OpCreate); n != creates {
 		t.Fatalf("a put within the retry window tried to create %d files", n-creates)
 	}
-	clock.Add(1)
+	clock.Advance(time.Millisecond)
 	if _, err := s.Put(ctx, &engine.Message{Topic: "t", Body: body}); err != nil {
 		t.Fatalf("put once the store clock passed the retry window: %v", err)
 	}
@@ -213,11 +215,8 @@ func TestDiskFullRetryFollowsConfigClock(t *testing.T) {
 	}
 }
 
-// DiskFullRetryIntervalMillis is engine.DiskFullRetryInterval in ms.
-const DiskFullRetryIntervalMillis = int64(engine.DiskFullRetryInterval / time.Millisecond)
-
 // A persisting fault is logged at ERROR when it starts and again at most
-// once a minute of the store's clock (Config.Now), and its end says how
+// once a minute of the store's clock (Config.Clock), and its end says how
 // long it lasted by that clock. Failed while faultLog read time.Now: the
 // stepped clock's second failure, two minutes on, was not logged.
 func TestFaultLogFollowsConfigClock(t *testing.T) {
@@ -225,7 +224,7 @@ func TestFaultLogFollowsConfigClock(t *testing.T) {
 	s, _, full, clock := fillDisk(t, logs)
 	ctx := context.Background()
 	body := bytes.Repeat([]byte("x"), 500)
-	clock.Add(2 * 60_000)
+	clock.Advance(2 * time.Minute)
 	if _, err := s.Put(ctx, &engine.Message{Topic: "t", Body: body}); !errors.Is(err, engine.ErrDiskFull) {
 		t.Fatalf("put two minutes later, disk still full: %v, want ErrDiskFull", err)
 	}
@@ -233,7 +232,7 @@ func TestFaultLogFollowsConfigClock(t *testing.T) {
 		t.Fatalf("%d ERROR lines, want 2, the second failing for 2m0s by the store clock:\n%s", n, logs.b.String())
 	}
 	full.Store(false)
-	clock.Add(60_000)
+	clock.Advance(time.Minute)
 	if _, err := s.Put(ctx, &engine.Message{Topic: "t", Body: body}); err != nil {
 		t.Fatalf("put once space is back: %v", err)
 	}
@@ -245,13 +244,12 @@ func TestFaultLogFollowsConfigClock(t *testing.T) {
 // fillDisk opens a manual-mode store on the stepped clock it returns and
 // puts 500-byte bodies until a new CommitLog file cannot be created for
 // lack of space (ErrDiskFull); the disk stays full until full is cleared.
-func fillDisk(t *testing.T, logTo io.Writer) (*engine.Store, *crashsim.FS, *atomic.Bool, *atomic.Int64) {
+func fillDisk(t *testing.T, logTo io.Writer) (*engine.Store, *crashsim.FS, *atomic.Bool, *clockwork.FakeClock) {
 	t.Helper()
 	fs, full := fullDisk(t, "commitlog")
-	clock := new(atomic.Int64)
-	clock.Store(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixMilli())
+	clock := clockwork.NewFakeClockAt(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	s, err := engine.Open(fs, hooks.Manual(engine.Config{CommitLogFileSize: 4096, ConsumeQueueUnits: 64,
-		Now: clock.Load, Logger: slog.New(slog.NewTextHandler(logTo, nil))}))
+		Clock: clock, Logger: slog.New(slog.NewTextHandler(logTo, nil))}))
 	if err != nil {
 		t.Fatal(err)
 	}

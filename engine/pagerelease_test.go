@@ -6,11 +6,11 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/jonboulle/clockwork"
 	"github.com/rocketstore/rocketstore/internal/engineops"
 
 	"github.com/rocketstore/rocketstore/backend"
@@ -170,10 +170,9 @@ func TestPageReleaseFailureCountedAndLogged(t *testing.T) {
 	}
 	l := &flushLog{calls: map[string][]string{}}
 	logs := &syncBuffer{}
-	var now atomic.Int64
-	now.Store(time.Now().UnixMilli())
+	clock := clockwork.NewFakeClockAt(time.Now())
 	cfg := engine.Config{CommitLogFileSize: 16 << 20, FlushIntervalCommitLog: time.Hour,
-		FlushIntervalConsumeQueue: time.Hour, Now: now.Load,
+		FlushIntervalConsumeQueue: time.Hour, Clock: clock,
 		Logger: slog.New(slog.NewTextHandler(logs, nil))}
 	s, err := engine.Open(releaseFS(fs, l), cfg)
 	if err != nil {
@@ -228,7 +227,7 @@ func TestPageReleaseFailureCountedAndLogged(t *testing.T) {
 	if h := s.Health(); h.PageReleaseErrors != 4 || logs.count(msg) != 1 {
 		t.Fatalf("second failing round: %d errors, %d logs; want 4, 1", h.PageReleaseErrors, logs.count(msg))
 	}
-	now.Add(time.Minute.Milliseconds())
+	clock.Advance(time.Minute)
 	put(2*n/3, n-1)
 	flush()
 	if h := s.Health(); h.PageReleaseErrors != 6 || logs.count(msg) != 2 || logs.count("failures=5") != 1 {

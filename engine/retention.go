@@ -238,7 +238,7 @@ func (s *Store) deleteConsumeQueueFilesBelow(phyMin int64) (int, error) {
 // policy's triggers say so.
 func (s *Store) startCleanService(p RetentionPolicy) *ticker {
 	p = p.withDefaults()
-	return startTicker(p.CleanResourceInterval, func(*time.Time) {
+	return startTicker(s.cfg.Clock, p.CleanResourceInterval, func(*time.Time) {
 		now := s.now()
 		clean, immediately := p.shouldClean(now)
 		if !clean {

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jonboulle/clockwork"
 	"github.com/rocketstore/rocketstore/internal/engineops"
 
 	"github.com/rocketstore/rocketstore/backend/memfs"
@@ -17,11 +18,11 @@ import (
 
 // retentionStore writes n messages of about 200 bytes to t/0, one every
 // minute of store time starting at base, in 4 KiB CommitLog files.
-func retentionStore(t *testing.T, base time.Time, n int) (*engine.Store, *int64) {
+func retentionStore(t *testing.T, base time.Time, n int) (*engine.Store, *clockwork.FakeClock) {
 	t.Helper()
-	clock := base.UnixMilli()
+	clock := clockwork.NewFakeClockAt(base)
 	s, err := engine.Open(memfs.New(nil), hooks.Manual(engine.Config{CommitLogFileSize: 4096, ConsumeQueueUnits: 8,
-		Now: func() int64 { return clock }}))
+		Clock: clock}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -32,12 +33,12 @@ func retentionStore(t *testing.T, base time.Time, n int) (*engine.Store, *int64)
 			Properties: map[string]string{"KEYS": fmt.Sprint(i)}}); err != nil {
 			t.Fatal(err)
 		}
-		clock += time.Minute.Milliseconds()
+		clock.Advance(time.Minute)
 	}
 	if _, err := engineops.Of(s).Dispatch(); err != nil {
 		t.Fatal(err)
 	}
-	return s, &clock
+	return s, clock
 }
 
 func TestDeleteExpiredFilesKeepsUnexpired(t *testing.T) {

@@ -147,7 +147,7 @@ func (s *Store) open(dispatchers []dispatch.Dispatcher) error {
 	if err := s.loadDeletedTopics(); err != nil {
 		return err
 	}
-	cp, cpValid, err := openCheckpoint(s.fs, checkpointFile, s.cfg.Now(), s.cfg.Logger)
+	cp, cpValid, err := openCheckpoint(s.fs, checkpointFile, s.cfg.now(), s.cfg.Logger)
 	if err != nil {
 		return err
 	}
@@ -158,6 +158,7 @@ func (s *Store) open(dispatchers []dispatch.Dispatcher) error {
 	s.extraDispatchers = dispatchers
 	all := append([]dispatch.Dispatcher{dispatch.DispatcherFunc(s.buildConsumeQueue)}, dispatchers...)
 	s.reput = dispatch.NewService(commitLogReader{s.commitLog}, parser, 0, all...)
+	s.reput.Clock = s.cfg.Clock
 	hooks.DispatchOf(s.reput).IgnoreErrors = s.cfg.hooks.IgnoreDispatchErrors
 	if err := s.recover(lastExitOK, cpValid); err != nil {
 		return err
@@ -350,7 +351,7 @@ func (s *Store) start() {
 	}
 	s.reput.Start()
 	s.flusher = startCommitLogFlusher(s)
-	s.cqFlusher = startTicker(s.cfg.FlushIntervalConsumeQueue, s.consumeQueueFlushTick)
+	s.cqFlusher = startTicker(s.cfg.Clock, s.cfg.FlushIntervalConsumeQueue, s.consumeQueueFlushTick)
 	s.cleaner = s.startCleanService(s.cfg.Retention)
 }
 

@@ -1,8 +1,6 @@
 package proptest
 
 import (
-	"time"
-
 	"github.com/rocketstore/rocketstore/internal/engineops"
 
 	"pgregory.net/rapid"
@@ -209,7 +207,7 @@ func (m *machine) actRetention(t *rapid.T) {
 	// And never past the dispatcher.
 	bound = min(bound, engineops.Of(m.s).ReputFromOffset())
 	m.md.deletable = max(m.md.deletable, bound)
-	_, err := m.s.DeleteExpiredFiles(time.UnixMilli(m.clock), engine.RetentionPolicy{MaxFilesPerRound: files}, true)
+	_, err := m.s.DeleteExpiredFiles(m.clock.Now(), engine.RetentionPolicy{MaxFilesPerRound: files}, true)
 	if err != nil {
 		// A failed removal (its directory sync) leaves the store
 		// writable: the file may come back after a power cut, which

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jonboulle/clockwork"
 	"github.com/rocketstore/rocketstore/broker/timer"
 	"github.com/rocketstore/rocketstore/internal/brokerops"
 	"github.com/rocketstore/rocketstore/internal/engineops"
@@ -147,7 +148,7 @@ func brokerCutCase(seed uint64) error {
 	// delayed is due, and the test delivers it in its own goroutine.
 	rcfg := cfg
 	rcfg.Store = hooks.Manual(cfg.Store)
-	rcfg.Store.Now = func() int64 { return time.Now().Add(time.Hour).UnixMilli() }
+	rcfg.Store.Clock = clockwork.NewFakeClockAt(time.Now().Add(time.Hour))
 	run.rfs = rfs
 	rb, err := broker.Open(rfs, rcfg)
 	if err != nil {

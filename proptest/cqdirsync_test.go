@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"testing"
+	"time"
 
+	"github.com/rocketstore/rocketstore/internal/clocks/clockstest"
 	"github.com/rocketstore/rocketstore/internal/engineops"
 
 	"github.com/rocketstore/rocketstore/crashsim"
@@ -30,8 +32,8 @@ func newQueueCrashCase(t *testing.T, cfgHook func(*hooks.Engine)) (int64, int64,
 		t.Fatal(err)
 	}
 	cfg := tinyConfig(cfgHook)
-	clock := int64(1_000_000)
-	cfg.Now = func() int64 { clock += 1000; return clock } // past the checkpoint's 3 s margin
+	clock := clockstest.NewStepping(time.UnixMilli(1_000_000), time.Second) // past the checkpoint's 3 s margin
+	cfg.Clock = clock
 	s, err := engine.Open(fs, cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -59,7 +61,7 @@ func newQueueCrashCase(t *testing.T, cfgHook func(*hooks.Engine)) (int64, int64,
 		t.Fatal(err)
 	}
 	rcfg := tinyConfig(nil)
-	rcfg.Now = func() int64 { clock += 1000; return clock }
+	rcfg.Clock = clock
 	r, err := engine.Open(rfs, rcfg)
 	if err != nil {
 		t.Fatalf("recovery: %v", err)

@@ -9,7 +9,9 @@ import (
 	"os"
 	"path"
 	"testing"
+	"time"
 
+	"github.com/jonboulle/clockwork"
 	"github.com/spf13/afero"
 
 	"github.com/rocketstore/rocketstore/backend"
@@ -200,7 +202,7 @@ func FuzzConfigJSON(f *testing.F) {
 			case config.TopicsFile:
 				_, _ = config.LoadTopics(fs, config.TopicOptions{})
 			default:
-				_, _ = config.LoadGroups(fs, true, func() int64 { return 0 }, nil)
+				_, _ = config.LoadGroups(fs, true, clockwork.NewFakeClockAt(time.UnixMilli(0)), nil)
 			}
 		}
 	})

@@ -5,9 +5,11 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"time"
 
 	"pgregory.net/rapid"
 
+	"github.com/jonboulle/clockwork"
 	"github.com/rocketstore/rocketstore/crashsim"
 	"github.com/rocketstore/rocketstore/engine"
 	"github.com/rocketstore/rocketstore/internal/hooks"
@@ -51,7 +53,7 @@ type machine struct {
 	stats *counters
 	fs    *crashsim.FS
 	s     *engine.Store
-	clock int64
+	clock *clockwork.FakeClock
 	md    model
 	seq   int
 	// armed is set while a crash-at-the-k-th-write injector is installed.
@@ -71,7 +73,7 @@ func (m *machine) config() engine.Config {
 		ConsumeQueueUnits: m.st.cqUnits,
 		FlushDiskType:     m.st.flush,
 		Logger:            quiet,
-		Now:               func() int64 { return m.clock },
+		Clock:             m.clock,
 	})
 	if m.st.cfgHook != nil {
 		m.st.cfgHook(&cfg)
@@ -84,7 +86,7 @@ func newMachine(t *rapid.T, st setup, stats *counters) *machine {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := &machine{t: t, st: st, stats: stats, fs: fs, clock: 1_700_000_000_000}
+	m := &machine{t: t, st: st, stats: stats, fs: fs, clock: clockwork.NewFakeClockAt(time.UnixMilli(1_700_000_000_000))}
 	m.s = m.mustOpen(fs, "initial open")
 	return m
 }
@@ -110,7 +112,7 @@ func (m *machine) mustOpen(fs *crashsim.FS, why string) *engine.Store {
 }
 
 // tick advances the store clock by one put's worth.
-func (m *machine) tick() { m.clock += m.st.clockStep }
+func (m *machine) tick() { m.clock.Advance(time.Duration(m.st.clockStep) * time.Millisecond) }
 
 // engineErr records an engine failure: from now on puts must fail.
 func (m *machine) engineErr(what string, err error) {

@@ -7,7 +7,9 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/rocketstore/rocketstore/internal/clocks/clockstest"
 	"github.com/rocketstore/rocketstore/internal/engineops"
 
 	"pgregory.net/rapid"
@@ -86,9 +88,8 @@ func runLog(t *rapid.T, ops []op, cfg variantCfg) map[queueKey][]historyEntry {
 		}
 		fs, reopen = c, func() backend.FS { return c }
 	}
-	clock := int64(1_700_000_000_000)
 	ecfg := hooks.Manual(engine.Config{CommitLogFileSize: cfg.fileSize, ConsumeQueueUnits: 16, FlushDiskType: cfg.flush,
-		Logger: quiet, Now: func() int64 { clock++; return clock }})
+		Logger: quiet, Clock: clockstest.NewStepping(time.UnixMilli(1_700_000_000_000), time.Millisecond)})
 	s, err := engine.Open(fs, ecfg)
 	if err != nil {
 		t.Fatal(err)

@@ -6,10 +6,10 @@ import (
 	"log/slog"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/jonboulle/clockwork"
 	"github.com/rocketstore/rocketstore/internal/brokerops"
 	"github.com/rocketstore/rocketstore/internal/engineops"
 
@@ -31,7 +31,7 @@ import (
 // commits, persists, puts, delayed puts, deliveries and power cuts.
 type p7 struct {
 	afs   afero.Fs
-	clock atomic.Int64
+	clock *clockwork.FakeClock
 	b     *broker.Broker
 	cfg   broker.Config
 
@@ -65,7 +65,7 @@ func (m *p7) open(t *rapid.T) {
 
 func (m *p7) init(t *rapid.T) {
 	m.afs = afero.NewMemMapFs()
-	m.clock.Store(1_700_000_000_000)
+	m.clock = clockwork.NewFakeClockAt(time.UnixMilli(1_700_000_000_000))
 	m.cfg = broker.Config{
 		Store: engine.Config{CommitLogFileSize: 64 << 10, ConsumeQueueUnits: 64,
 			Logger: slog.New(slog.NewTextHandler(io.Discard, nil))},
@@ -76,7 +76,7 @@ func (m *p7) init(t *rapid.T) {
 		Timer: timer.Config{MaxDelay: time.Minute},
 	}
 	hooks.EngineOf(&m.cfg.Store).Manual = true
-	m.cfg.Store.Now = m.clock.Load
+	m.cfg.Store.Clock = m.clock
 	m.cfg.Store.DelayLevels = []time.Duration{time.Second, 3 * time.Second}
 	m.persisted = map[string]map[int32]int64{}
 	m.open(t)
@@ -133,7 +133,7 @@ func (m *p7) flush(t *rapid.T) {
 }
 
 func (m *p7) deliver(t *rapid.T) {
-	m.clock.Add(rapid.Int64Range(0, 4000).Draw(t, "advance ms"))
+	m.clock.Advance(time.Duration(rapid.Int64Range(0, 4000).Draw(t, "advance ms")) * time.Millisecond)
 	if _, err := m.b.DeliverDelayed(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -188,7 +188,7 @@ func (m *p7) checkOffsets(t *rapid.T) {
 // checkDelivered: once everything is due, every delayed message that was
 // durable before the cut is in T at least once.
 func (m *p7) checkDelivered(t *rapid.T) {
-	m.clock.Add(10_000)
+	m.clock.Advance(10 * time.Second)
 	if _, err := m.b.DeliverDelayed(context.Background()); err != nil {
 		t.Fatal(err)
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/rocketstore/rocketstore/internal/engineops"
 
@@ -43,10 +44,10 @@ func interruptedRebuild(t *testing.T, hook func(*hooks.Engine)) []string {
 	ctx := context.Background()
 	var n int64
 	for ; s.CommitLog().MaxOffset() < 2*4096+300; n++ {
-		if n > 0 && s.CommitLog().MaxOffset() >= 2*4096 && *clock < 1_700_000_100_000 {
+		if n > 0 && s.CommitLog().MaxOffset() >= 2*4096 && clock.FakeClock.Now().UnixMilli() < 1_700_000_100_000 {
 			// Ten seconds later, so that the checkpoint's scan start
 			// (3 s before its oldest timestamp) is past file 0.
-			*clock += 100_000
+			clock.Advance(100 * time.Second)
 		}
 		if _, err := s.Put(ctx, &engine.Message{Topic: "C", Body: []byte(fmt.Sprintf("c%03d-%s", n, strings.Repeat("x", 100)))}); err != nil {
 			t.Fatal(err)
@@ -80,7 +81,7 @@ func interruptedRebuild(t *testing.T, hook func(*hooks.Engine)) []string {
 		return nil
 	}))
 	rcfg := tinyConfig(hook)
-	rcfg.Now = cfg.Now
+	rcfg.Clock = cfg.Clock
 	r, err := engine.Open(rfs, rcfg)
 	if err == nil {
 		r.Close()
@@ -101,7 +102,7 @@ func interruptedRebuild(t *testing.T, hook func(*hooks.Engine)) []string {
 		t.Fatal(err)
 	}
 	fcfg := tinyConfig(nil)
-	fcfg.Now = cfg.Now
+	fcfg.Clock = cfg.Clock
 	r, err = engine.Open(ffs, fcfg)
 	if err != nil {
 		t.Fatalf("second recovery: %v", err)

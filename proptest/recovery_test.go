@@ -2,6 +2,7 @@ package proptest
 
 import (
 	"errors"
+
 	"pgregory.net/rapid"
 
 	"github.com/spf13/afero"

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/rocketstore/rocketstore/internal/engineops"
 
@@ -91,7 +90,7 @@ func staleQueuePage(t *testing.T, loseB bool, hook func(*hooks.Engine)) []string
 		}
 	}
 	syncAll(t, s)
-	rep, err := s.DeleteExpiredFiles(time.UnixMilli(*clock), engine.RetentionPolicy{MaxFilesPerRound: 2}, true)
+	rep, err := s.DeleteExpiredFiles(clock.FakeClock.Now(), engine.RetentionPolicy{MaxFilesPerRound: 2}, true)
 	if err != nil || rep.CommitLogFiles != 2 || rep.ConsumeQueueFiles == 0 {
 		t.Fatalf("retention: %+v %v", rep, err)
 	}

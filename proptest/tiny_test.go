@@ -2,7 +2,9 @@ package proptest
 
 import (
 	"testing"
+	"time"
 
+	"github.com/rocketstore/rocketstore/internal/clocks/clockstest"
 	"github.com/rocketstore/rocketstore/internal/engineops"
 
 	"github.com/rocketstore/rocketstore/crashsim"
@@ -40,16 +42,15 @@ func syncAll(t *testing.T, s *engine.Store) {
 // openTiny opens a tinyConfig store on a new crash-simulating file system
 // with a clock that steps 10 ms at each read; the clock is returned so
 // that a case can jump it, and cfg so that recoveries share it.
-func openTiny(t *testing.T, opts crashsim.Options) (*crashsim.FS, *engine.Store, *int64, engine.Config) {
+func openTiny(t *testing.T, opts crashsim.Options) (*crashsim.FS, *engine.Store, *clockstest.Stepping, engine.Config) {
 	t.Helper()
 	fs, err := crashsim.New(nil, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	clock := new(int64)
-	*clock = 1_700_000_000_000
+	clock := clockstest.NewStepping(time.UnixMilli(1_700_000_000_000), 10*time.Millisecond)
 	cfg := tinyConfig(nil)
-	cfg.Now = func() int64 { *clock += 10; return *clock }
+	cfg.Clock = clock
 	s, err := engine.Open(fs, cfg)
 	if err != nil {
 		t.Fatal(err)

@@ -140,7 +140,7 @@ func (p *Proxy) ReceiveMessage(req *rmqpb.ReceiveMessageRequest, stream grpc.Ser
 		}
 	}
 	return stream.Send(&rmqpb.ReceiveMessageResponse{Content: &rmqpb.ReceiveMessageResponse_DeliveryTimestamp{
-		DeliveryTimestamp: timestamppb.New(p.cfg.Now())}})
+		DeliveryTimestamp: timestamppb.New(p.cfg.Clock.Now())}})
 }
 
 // receive pops, waiting up to wait for something to deliver: the pop

@@ -15,6 +15,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/keepalive"
 
+	"github.com/jonboulle/clockwork"
 	"github.com/rocketstore/rocketstore/acl"
 	"github.com/rocketstore/rocketstore/broker"
 	"github.com/rocketstore/rocketstore/broker/transaction"
@@ -48,8 +49,8 @@ type Config struct {
 	// FallbackChecker receives the transaction check-backs of producer
 	// groups with no 5.x producer online (the remoting server's checker).
 	FallbackChecker transaction.Checker
-	// Now is the clock (time.Now when nil).
-	Now func() time.Time
+	// Clock is the proxy's clock; nil means the wall clock.
+	Clock clockwork.Clock
 	// LeaderEndpoint returns the gRPC endpoint ("ip:port") of the
 	// replicated broker group's leader, which QueryRoute and
 	// QueryAssignment advertise so that clients send and receive there
@@ -85,8 +86,8 @@ func New(cfg Config) (*Proxy, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	if cfg.Now == nil {
-		cfg.Now = time.Now
+	if cfg.Clock == nil {
+		cfg.Clock = clockwork.NewRealClock()
 	}
 	if cfg.BrokerName == "" {
 		cfg.BrokerName = "broker-a"

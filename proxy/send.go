@@ -11,6 +11,7 @@ import (
 	"github.com/rocketstore/rocketstore/acl"
 	"github.com/rocketstore/rocketstore/broker"
 	"github.com/rocketstore/rocketstore/broker/transaction"
+	"github.com/rocketstore/rocketstore/internal/clocks"
 	"github.com/rocketstore/rocketstore/proxy/rmqpb"
 	"github.com/rocketstore/rocketstore/record"
 )
@@ -169,12 +170,12 @@ func (p *Proxy) sendRequest(m *rmqpb.Message, topic string, writeQueues int) (*b
 		// then (broker/timer), to the timerPrecisionMs. Its limit is the
 		// broker's timerMaxDelaySec (the Java proxy's maxDelayTimeMills).
 		ms := dt.AsTime().UnixMilli()
-		if maxDelay := p.b.Timer().Config().MaxDelay.Milliseconds(); ms-p.cfg.Now().UnixMilli() > maxDelay {
+		if maxDelay := p.b.Timer().Config().MaxDelay.Milliseconds(); ms-clocks.Millis(p.cfg.Clock)() > maxDelay {
 			return nil, nil, status(rmqpb.Code_ILLEGAL_DELIVERY_TIME, "the max delay time of message is too large, max is "+strconv.FormatInt(maxDelay, 10))
 		}
 		props[record.PropertyTimerDeliverMS] = strconv.FormatInt(ms, 10)
 	}
-	born := p.cfg.Now().UnixMilli()
+	born := clocks.Millis(p.cfg.Clock)()
 	if bt := sp.GetBornTimestamp(); bt != nil && bt.IsValid() {
 		born = bt.AsTime().UnixMilli()
 	}

@@ -48,9 +48,8 @@ func NewServer(h Handler, opts Options) (*Server, error) {
 	s := &Server{handler: h, opts: opts.withDefaults()}
 	s.budget = newByteBudget(s.opts)
 	s.reaperDone = make(chan struct{})
-	now := s.opts.Clock.Now
-	s.refusals = faultlog.Log{Logger: s.opts.Logger, Level: slog.LevelWarn, Now: now}
-	s.acceptFaults = faultlog.Log{Logger: s.opts.Logger, Level: slog.LevelError, Now: now}
+	s.refusals = faultlog.Log{Logger: s.opts.Logger, Level: slog.LevelWarn, Clock: s.opts.Clock}
+	s.acceptFaults = faultlog.Log{Logger: s.opts.Logger, Level: slog.LevelError, Clock: s.opts.Clock}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.mu.listeners = map[net.Listener]struct{}{}
 	s.mu.conns = map[*Conn]struct{}{}
@@ -174,13 +173,13 @@ func nextBackoff(d time.Duration) time.Duration {
 	return min(2*d, time.Second)
 }
 
-// sleep waits d, or less if the server closes; it reports whether the
-// server is still open.
+// sleep waits d of the server's clock, or less if the server closes; it
+// reports whether the server is still open.
 func (s *Server) sleep(d time.Duration) bool {
-	t := time.NewTimer(d)
+	t := s.opts.Clock.NewTimer(d)
 	defer t.Stop()
 	select {
-	case <-t.C:
+	case <-t.Chan():
 		return true
 	case <-s.ctx.Done():
 		return false

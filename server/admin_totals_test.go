@@ -2,10 +2,10 @@ package server_test
 
 import (
 	"strconv"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/jonboulle/clockwork"
 	"github.com/rocketstore/rocketstore/admin"
 	"github.com/rocketstore/rocketstore/broker"
 	"github.com/rocketstore/rocketstore/remoting"
@@ -55,18 +55,15 @@ func TestRuntimeTotalsCountWhatClientsDid(t *testing.T) {
 // totals become msg*TotalTodayMorning and the previous morning
 // msg*TotalYesterdayMorning, as RocketMQ's BrokerStats.record does.
 func TestMorningTotalsRotateAtMidnight(t *testing.T) {
-	var mu sync.Mutex
-	now := time.Date(2026, 1, 1, 23, 59, 58, 0, time.Local)
-	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
-	set := func(t time.Time) { mu.Lock(); now = t; mu.Unlock() }
-	e := newEnv(t, func(_ *broker.Config, sc *server.Config) { sc.Now = clock })
+	clock := clockwork.NewFakeClockAt(time.Date(2026, 1, 1, 23, 59, 58, 0, time.Local))
+	e := newEnv(t, func(_ *broker.Config, sc *server.Config) { sc.Clock = clock })
 	wantCode(t, e.send("P", 0, "a", ""), remoting.CodeSuccess)
 	wantCode(t, e.send("P", 0, "b", ""), remoting.CodeSuccess)
 	server.SampleStats(e.s)
-	set(now.Add(3 * time.Second)) // Jan 2, 00:00:01
+	clock.Advance(3 * time.Second) // Jan 2, 00:00:01
 	server.SampleStats(e.s)
 	wantCode(t, e.send("P", 0, "c", ""), remoting.CodeSuccess)
-	set(now.Add(24 * time.Hour)) // Jan 3
+	clock.Advance(24 * time.Hour) // Jan 3
 	server.SampleStats(e.s)
 	var kv admin.KVTable
 	decodeBody(t, e.call(28, nil), &kv)

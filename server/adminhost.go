@@ -24,7 +24,7 @@ func (s *Server) adminHost() adminapi.Host {
 func (s *Server) initAdmin() {
 	s.clientTable = newClientTable()
 	s.admin = adminapi.New(adminapi.Config{Broker: s.b, ClusterName: s.cfg.ClusterName, BrokerName: s.cfg.BrokerName,
-		Now: s.cfg.Now, Logger: s.log}, s.adminHost())
+		Clock: s.cfg.Clock, Logger: s.log}, s.adminHost())
 }
 
 func (s *Server) startAdmin() { s.admin.Start() }

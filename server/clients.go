@@ -136,7 +136,7 @@ func (r *registry) connClosed(c *remoting.Conn) {
 // expire removes clients silent for longer than ChannelExpiry and closes
 // their connections (scanNotActiveChannel).
 func (r *registry) expire() {
-	deadline := r.s.cfg.Now().Add(-r.s.cfg.ChannelExpiry)
+	deadline := r.s.cfg.Clock.Now().Add(-r.s.cfg.ChannelExpiry)
 	var stale []*remoting.Conn
 	r.drop(func(m *member) bool {
 		if m.lastUpdate.Before(deadline) {
@@ -311,7 +311,7 @@ func (s *Server) heartbeat(_ context.Context, c *remoting.Conn, req *remoting.Re
 	if len(consumers) > 0 && s.heartbeatFaults.Failing() {
 		s.heartbeatFaults.Resumed("heartbeats accepted again", "clientID", clientID)
 	}
-	now := s.cfg.Now()
+	now := s.cfg.Clock.Now()
 	s.adminHeartbeat(c, req, hb, now)
 	s.producers.heartbeat(hb.clientID, hb.producers, heartbeatInfo(c, req, now))
 	for _, d := range consumers {

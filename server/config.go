@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jonboulle/clockwork"
 	"github.com/rocketstore/rocketstore/internal/defaults"
 	"github.com/rocketstore/rocketstore/remoting"
 )
@@ -48,8 +49,9 @@ type Config struct {
 	Metrics Metrics
 	// Security configures ACL, TLS and client limits (none by default).
 	Security Security
-	// Now is the server's one clock (nil: time.Now); package doc, "Time".
-	Now func() time.Time
+	// Clock is the server's one clock; nil means the wall clock (package
+	// doc, "Time"). It is also Remoting's clock unless that is set.
+	Clock clockwork.Clock
 
 	// Role is what the server answers: the name server and the broker
 	// (RoleBoth, the zero value), the broker only, or the name server
@@ -163,7 +165,8 @@ func (c Config) withDefaults() Config {
 	defaults.Set(&c.MaxSuspend, DefaultMaxSuspend)
 	defaults.Set(&c.Logger, slog.Default())
 	defaults.Set(&c.Remoting.Logger, c.Logger)
-	defaults.Set(&c.Now, time.Now)
+	defaults.Set(&c.Clock, clockwork.NewRealClock())
+	defaults.Set(&c.Remoting.Clock, c.Clock)
 	defaults.Set(&c.RegisterInterval, DefaultRegisterInterval)
 	defaults.Set(&c.RegisterTimeout, DefaultRegisterTimeout)
 	defaults.Set(&c.BrokerExpiry, DefaultBrokerExpiry)

@@ -60,11 +60,14 @@
 // held pull (SYSTEM_BUSY, so that clients back off and reconnect), lets running requests finish, and closes the
 // connections; it does not close the broker, which the caller owns.
 //
-// Time: one clock, Config.Now (a func() time.Time, the injection style of
-// this package and of adminapi and namesrv, which are handed it). Client,
-// lock and broker expiry, the limits' windows and the admin statistics
-// read it; the tickers that run the scans are real time, so a test that
-// moves a fake Config.Now runs a scan itself (export_test.go) instead of
-// sleeping until the next tick. The store's record times are the broker's
-// clock (engine.Config.Now, milliseconds), not this one.
+// Time: one clock, Config.Clock (a clockwork.Clock; nil means the wall
+// clock), handed to adminapi, namesrv, the ACL validator and, unless its
+// own is set, the remoting layer. Client, lock and broker expiry, the
+// limits' windows and waits and the admin statistics read it, and the
+// tickers of the scans, of the registration with the name servers and of
+// the statistics sampler run on it: a test on a clockwork.FakeClock
+// drives them with Advance (or runs a scan itself, export_test.go),
+// never by sleeping until the next tick. The store's record times are the
+// broker's clock (engine.Config.Clock), which a test may set to the same
+// clock.
 package server

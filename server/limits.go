@@ -4,6 +4,8 @@ import (
 	"context"
 	"sync"
 	"time"
+
+	"github.com/jonboulle/clockwork"
 )
 
 // maxRateWait is how long a request over its connection's rate may wait
@@ -19,7 +21,7 @@ const maxRateWait = time.Second
 type limiter struct {
 	rate, burst float64
 	maxInFlight int
-	now         func() time.Time
+	clock       clockwork.Clock
 
 	mu       sync.Mutex
 	inFlight int // across connections
@@ -33,12 +35,12 @@ type connLimit struct {
 	inFlight int
 }
 
-func newLimiter(l Limits, now func() time.Time) *limiter {
+func newLimiter(l Limits, clock clockwork.Clock) *limiter {
 	burst := float64(l.ConnRequestBurst)
 	if burst == 0 {
 		burst = max(1, 2*l.ConnRequestRate)
 	}
-	return &limiter{rate: l.ConnRequestRate, burst: burst, maxInFlight: l.MaxInFlight, now: now, conns: map[uint64]*connLimit{}}
+	return &limiter{rate: l.ConnRequestRate, burst: burst, maxInFlight: l.MaxInFlight, clock: clock, conns: map[uint64]*connLimit{}}
 }
 
 // admit takes a request of connection id, waiting for a rate token when
@@ -51,9 +53,9 @@ func (l *limiter) admit(ctx context.Context, id uint64) (release func(), refused
 			return nil, "connection_rate"
 		}
 		if wait > 0 {
-			t := time.NewTimer(wait)
+			t := l.clock.NewTimer(wait)
 			select {
-			case <-t.C:
+			case <-t.Chan():
 			case <-ctx.Done():
 				t.Stop()
 				return nil, "connection_rate"
@@ -66,7 +68,7 @@ func (l *limiter) admit(ctx context.Context, id uint64) (release func(), refused
 func (l *limiter) conn(id uint64) *connLimit {
 	c := l.conns[id]
 	if c == nil {
-		c = &connLimit{tokens: l.burst, last: l.now()}
+		c = &connLimit{tokens: l.burst, last: l.clock.Now()}
 		l.conns[id] = c
 	}
 	return c
@@ -78,7 +80,7 @@ func (l *limiter) reserve(id uint64) (time.Duration, bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	c := l.conn(id)
-	now := l.now()
+	now := l.clock.Now()
 	c.tokens = min(l.burst, c.tokens+now.Sub(c.last).Seconds()*l.rate)
 	c.last = now
 	wait := time.Duration(max(0, 1-c.tokens) / l.rate * float64(time.Second))

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/jonboulle/clockwork"
 	"github.com/rocketstore/rocketstore/remoting"
 )
 
@@ -33,19 +34,19 @@ type lockEntry struct {
 // for the lock expiry.
 type lockManager struct {
 	expiry time.Duration
-	now    func() time.Time
+	clock  clockwork.Clock
 	mu     sync.Mutex
 	table  map[string]map[messageQueue]*lockEntry // group → queue → holder
 }
 
-func newLockManager(expiry time.Duration, now func() time.Time) *lockManager {
-	return &lockManager{expiry: expiry, now: now, table: make(map[string]map[messageQueue]*lockEntry)}
+func newLockManager(expiry time.Duration, clock clockwork.Clock) *lockManager {
+	return &lockManager{expiry: expiry, clock: clock, table: make(map[string]map[messageQueue]*lockEntry)}
 }
 
 // tryLockBatch locks (or renews) each queue for clientID unless another
 // live client holds it, and returns the queues clientID now holds.
 func (m *lockManager) tryLockBatch(group, clientID string, mqs []messageQueue) []messageQueue {
-	now := m.now()
+	now := m.clock.Now()
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	g := m.table[group]
@@ -104,7 +105,7 @@ func (m *lockManager) unlockClient(group, clientID string) {
 // expire drops locks past their expiry, so the table does not keep
 // queues of groups that are gone.
 func (m *lockManager) expire() {
-	now := m.now()
+	now := m.clock.Now()
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for group, g := range m.table {

@@ -10,10 +10,10 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/jonboulle/clockwork"
 	"github.com/spf13/afero"
 
 	"github.com/rocketstore/rocketstore/backend/memfs"
@@ -23,32 +23,17 @@ import (
 	"github.com/rocketstore/rocketstore/server"
 )
 
-// fakeClock is an injectable clock for expiry tests.
-type fakeClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func newFakeClock() *fakeClock { return &fakeClock{t: time.Unix(1_700_000_000, 0)} }
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
+// newFakeClock is the injected clock of the expiry tests.
+func newFakeClock() *clockwork.FakeClock {
+	return clockwork.NewFakeClockAt(time.Unix(1_700_000_000, 0))
 }
 
 // nameServer starts a name-server-only server on 127.0.0.1:0.
-func nameServer(t testing.TB, clock *fakeClock) (*server.Server, string) {
+func nameServer(t testing.TB, clock *clockwork.FakeClock) (*server.Server, string) {
 	t.Helper()
 	cfg := server.Config{Role: server.RoleNameServer, Logger: quiet, ScanInterval: 5 * time.Millisecond}
 	if clock != nil {
-		cfg.Now = clock.Now
+		cfg.Clock = clock
 	}
 	s, err := server.New(nil, cfg)
 	if err != nil {

@@ -79,18 +79,18 @@ func (r *registrar) run() {
 			l.run(r.ctx)
 		}()
 	}
-	period := time.NewTicker(r.s.cfg.RegisterInterval)
+	period := r.s.cfg.Clock.NewTicker(r.s.cfg.RegisterInterval)
 	defer period.Stop()
-	check := time.NewTicker(topicCheckInterval)
+	check := r.s.cfg.Clock.NewTicker(topicCheckInterval)
 	defer check.Stop()
 	r.registerAll(false, false)
 	for {
 		select {
 		case <-r.stop:
 			return
-		case <-period.C:
+		case <-period.Chan():
 			r.registerAll(true, false)
-		case <-check.C:
+		case <-check.Chan():
 			r.registerAll(false, false)
 		}
 	}

@@ -86,10 +86,10 @@ func (s *Server) pushReply(ctx context.Context, c *remoting.Conn, req *remoting.
 	if conn == nil {
 		return false, "push reply message fail, channel of <" + sender + "> not found."
 	}
-	props[propPushReplyTime] = strconv.FormatInt(s.cfg.Now().UnixMilli(), 10)
+	props[propPushReplyTime] = strconv.FormatInt(s.cfg.Clock.Now().UnixMilli(), 10)
 	push := remoting.NewRequest(codePushReplyMessageToClient, req.Body)
 	for k, v := range map[string]string{"bornHost": peerString(c), "storeHost": s.BrokerAddr(),
-		"storeTimestamp": strconv.FormatInt(s.cfg.Now().UnixMilli(), 10), "producerGroup": sr.ProducerGroup,
+		"storeTimestamp": strconv.FormatInt(s.cfg.Clock.Now().UnixMilli(), 10), "producerGroup": sr.ProducerGroup,
 		"topic": sr.Topic, "defaultTopic": sr.DefaultTopic, "defaultTopicQueueNums": strconv.Itoa(sr.DefaultTopicQueueNums),
 		"queueId": strconv.Itoa(int(sr.QueueID)), "sysFlag": strconv.Itoa(int(sr.SysFlag)),
 		"bornTimestamp": strconv.FormatInt(sr.BornTimestamp, 10), "flag": strconv.Itoa(int(sr.Flag)),

@@ -20,7 +20,7 @@ var nameServerConfigCodes = map[int32]bool{318: true, 319: true}
 func (s *Server) initRoles() {
 	s.brokerID.Store(s.cfg.BrokerID)
 	if s.cfg.Role.hasNameServer() {
-		s.routes = namesrv.NewRouteTable(s.cfg.Now, s.cfg.BrokerExpiry)
+		s.routes = namesrv.NewRouteTable(s.cfg.Clock, s.cfg.BrokerExpiry)
 		nc := namesrv.Config{Routes: s.routes, Logger: s.log}
 		if s.isLocalBroker() {
 			nc.Local = s.localBroker()

@@ -119,7 +119,7 @@ const (
 // logDenial logs a refused request unless the throttle is empty.
 func (sec *security) logDenial(msg string, args ...any) {
 	sec.logMu.Lock()
-	now := sec.s.cfg.Now()
+	now := sec.s.cfg.Clock.Now()
 	if sec.logLast.IsZero() {
 		sec.logTokens = denialLogBurst
 	} else {
@@ -158,13 +158,13 @@ func newSecurity(s *Server, cfg Security) (*security, error) {
 		}
 	}
 	if l := cfg.Limits; l.ConnRequestRate > 0 || l.MaxInFlight > 0 {
-		sec.limiter = newLimiter(l, s.cfg.Now)
+		sec.limiter = newLimiter(l, s.cfg.Clock)
 	}
 	if cfg.ACLEnable {
 		if cfg.ACLFile == "" {
 			return nil, fmt.Errorf("%w: aclEnable needs aclFile (a Node defaults it to DIR/config/%s)", ErrConfig, DefaultACLFile)
 		}
-		v, err := acl.Open(acl.Config{File: cfg.ACLFile, ReloadInterval: cfg.ACLReloadInterval, Logger: s.log,
+		v, err := acl.Open(acl.Config{File: cfg.ACLFile, ReloadInterval: cfg.ACLReloadInterval, Clock: s.cfg.Clock, Logger: s.log,
 			OnReload: sec.reloaded})
 		if err != nil {
 			return nil, err

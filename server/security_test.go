@@ -17,10 +17,10 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/jonboulle/clockwork"
 	"github.com/rocketstore/rocketstore/metrics/prom"
 
 	"github.com/rocketstore/rocketstore/acl"
@@ -270,11 +270,8 @@ func TestAutoCreateMaxTotal(t *testing.T) {
 // (TestRateLimitWaits, on the injected clock); here they are only bounded
 // below, which a loaded machine cannot break.
 func TestConnectionRateLimit(t *testing.T) {
-	var mu sync.Mutex
-	now := time.Unix(1000, 0)
-	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
 	e := newEnv(t, func(_ *broker.Config, sc *server.Config) {
-		sc.Now = clock
+		sc.Clock = standingClock{clockwork.NewRealClock(), time.Unix(1000, 0)}
 		sc.Security.Limits = server.Limits{ConnRequestRate: 2, ConnRequestBurst: 3}
 	})
 	timed := func(cl *remoting.Client) (*remoting.RemotingCommand, time.Duration) {
@@ -305,6 +302,17 @@ func TestConnectionRateLimit(t *testing.T) {
 		t.Fatalf("another connection: %d %s", resp.Code, resp.Remark)
 	}
 }
+
+// standingClock is a clock whose time stands still while its timers run
+// in real time: the limiter's buckets never refill, and its waits are
+// real waits that a client times.
+type standingClock struct {
+	clockwork.Clock
+	at time.Time
+}
+
+// Now is the time the clock stands at.
+func (c standingClock) Now() time.Time { return c.at }
 
 // testTLS writes a self-signed certificate for 127.0.0.1.
 func testTLS(t *testing.T) (certPath, keyPath string, pool *x509.CertPool) {

@@ -8,7 +8,6 @@ import (
 	"net"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/rocketstore/rocketstore/broker"
 	"github.com/rocketstore/rocketstore/broker/transaction"
@@ -75,8 +74,8 @@ func New(b *broker.Broker, cfg Config) (*Server, error) {
 	}
 	cfg = cfg.withDefaults()
 	s := &Server{b: b, cfg: cfg, log: cfg.Logger, mux: remoting.NewMux(), metrics: cfg.Metrics,
-		heartbeatFaults: faultlog.Log{Logger: cfg.Logger, Level: slog.LevelError, Now: cfg.Now},
-		locks:           newLockManager(cfg.LockExpiry, cfg.Now), stop: make(chan struct{}), done: make(chan struct{})}
+		heartbeatFaults: faultlog.Log{Logger: cfg.Logger, Level: slog.LevelError, Clock: cfg.Clock},
+		locks:           newLockManager(cfg.LockExpiry, cfg.Clock), stop: make(chan struct{}), done: make(chan struct{})}
 	s.clients = newRegistry(s)
 	s.producers = newProducerRegistry()
 	s.pullCtx, s.pullCancel = context.WithCancel(context.Background())
@@ -228,13 +227,13 @@ func (s *Server) stopHousekeeping() {
 // (ClientHousekeepingService).
 func (s *Server) housekeeping() {
 	defer close(s.done)
-	t := time.NewTicker(s.cfg.ScanInterval)
+	t := s.cfg.Clock.NewTicker(s.cfg.ScanInterval)
 	defer t.Stop()
 	for {
 		select {
 		case <-s.stop:
 			return
-		case <-t.C:
+		case <-t.Chan():
 			s.scan()
 		}
 	}
@@ -244,7 +243,7 @@ func (s *Server) housekeeping() {
 // locks and registered brokers.
 func (s *Server) scan() {
 	s.clients.expire()
-	s.producers.expire(s.cfg.Now().Add(-s.cfg.ChannelExpiry))
+	s.producers.expire(s.cfg.Clock.Now().Add(-s.cfg.ChannelExpiry))
 	s.locks.expire()
 	s.expireBrokers()
 }

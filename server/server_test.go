@@ -226,7 +226,7 @@ func TestHeartbeatConsumerListNotifyAndExpiry(t *testing.T) {
 	clock := newFakeClock()
 	closed := make(chan struct{}, 8)
 	e := newEnv(t, func(_ *broker.Config, sc *server.Config) {
-		sc.ChannelExpiry, sc.Now = time.Second, clock.Now
+		sc.ChannelExpiry, sc.Clock = time.Second, clock
 		// Called after the server forgot the connection's clients.
 		sc.Remoting.OnClose = func(*remoting.Conn, error) { signal(closed) }
 	})
@@ -494,7 +494,7 @@ func TestQueryAndViewMessage(t *testing.T) {
 
 func TestLockBatch(t *testing.T) {
 	clock := newFakeClock()
-	e := newEnv(t, func(_ *broker.Config, sc *server.Config) { sc.LockExpiry, sc.Now = 500*time.Millisecond, clock.Now })
+	e := newEnv(t, func(_ *broker.Config, sc *server.Config) { sc.LockExpiry, sc.Clock = 500*time.Millisecond, clock })
 	body := func(client string, qids ...int) []byte {
 		var mqs []map[string]any
 		for _, q := range qids {

@@ -2,11 +2,11 @@ package server_test
 
 import (
 	"strconv"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/rocketstore/rocketstore/broker"
+	"github.com/rocketstore/rocketstore/internal/clocks/clockstest"
 	"github.com/rocketstore/rocketstore/remoting"
 	"github.com/rocketstore/rocketstore/server"
 )
@@ -63,9 +63,8 @@ func TestTraceTopicAndNotAllowedSendTopics(t *testing.T) {
 func TestGetEarliestMsgStoretime(t *testing.T) {
 	// The store's clock moves 1 ms a reading, so that the two messages
 	// have different store times.
-	var ms atomic.Int64
-	ms.Store(time.Now().UnixMilli())
-	e := newEnv(t, func(bc *broker.Config, _ *server.Config) { bc.Store.Now = func() int64 { return ms.Add(1) } })
+	clock := clockstest.NewStepping(time.Now(), time.Millisecond)
+	e := newEnv(t, func(bc *broker.Config, _ *server.Config) { bc.Store.Clock = clock })
 	get := func(topic string, qid int) int64 {
 		t.Helper()
 		resp := e.call(32, nil, "topic", topic, "queueId", strconv.Itoa(qid))
@@ -79,7 +78,7 @@ func TestGetEarliestMsgStoretime(t *testing.T) {
 	if v := get("Nope", 0); v != -1 {
 		t.Fatalf("unknown queue: %d", v)
 	}
-	before := ms.Load()
+	before := clock.FakeClock.Now().UnixMilli()
 	wantCode(t, e.send("E", 1, "first", ""), remoting.CodeSuccess)
 	wantCode(t, e.send("E", 1, "second", ""), remoting.CodeSuccess)
 	waitDispatched(t, e.b, "E", 1, 2)

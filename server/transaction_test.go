@@ -3,10 +3,10 @@ package server_test
 import (
 	"context"
 	"strconv"
-	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/jonboulle/clockwork"
 	"github.com/rocketstore/rocketstore/broker"
 	"github.com/rocketstore/rocketstore/record"
 	"github.com/rocketstore/rocketstore/remoting"
@@ -14,11 +14,9 @@ import (
 )
 
 func TestTransactionOverRemoting(t *testing.T) {
-	var clock atomic.Int64
-	clock.Store(1_700_000_000_000)
-	now := clock.Load
+	clock := clockwork.NewFakeClockAt(time.UnixMilli(1_700_000_000_000))
 	e := newEnv(t, func(bc *broker.Config, _ *server.Config) {
-		bc.Store.Now = now
+		bc.Store.Clock = clock
 		bc.Transaction.CheckInterval = time.Hour // checks run when the test asks
 	})
 	checks := make(chan *remoting.RemotingCommand, 4)
@@ -34,7 +32,7 @@ func TestTransactionOverRemoting(t *testing.T) {
 	half := func(body string) *remoting.RemotingCommand {
 		resp := call(t, producer, remoting.CodeSendMessage, []byte(body), "producerGroup", "TXG", "topic", "TX",
 			"defaultTopic", "TBW102", "defaultTopicQueueNums", "4", "queueId", "0", "sysFlag", "4",
-			"bornTimestamp", strconv.FormatInt(now(), 10), "flag", "0",
+			"bornTimestamp", strconv.FormatInt(clock.Now().UnixMilli(), 10), "flag", "0",
 			"properties", props("TRAN_MSG", "true", "PGROUP", "TXG", "UNIQ_KEY", "u-"+body))
 		wantCode(t, resp, remoting.CodeSuccess)
 		return resp
@@ -69,7 +67,7 @@ func TestTransactionOverRemoting(t *testing.T) {
 	// Unknown → checked back after transactionTimeOut → committed.
 	c := half("c")
 	_ = c
-	clock.Add(7000)
+	clock.Advance(7 * time.Second)
 	if rep, err := e.b.CheckTransactions(context.Background()); err != nil || rep.Checked != 1 {
 		t.Fatal(rep, err)
 	}

@@ -4,7 +4,9 @@ import (
 	"errors"
 	"maps"
 	"testing"
+	"time"
 
+	"github.com/jonboulle/clockwork"
 	"github.com/rocketstore/rocketstore/backend/memfs"
 	"github.com/rocketstore/rocketstore/broker/config"
 	"github.com/rocketstore/rocketstore/record"
@@ -101,7 +103,7 @@ func TestTopicAttributesPersist(t *testing.T) {
 	fs := memfs.New(nil)
 	load := func() *config.TopicManager {
 		m, err := config.LoadTopics(fs, config.TopicOptions{AutoCreateTopicEnable: true, DefaultTopicQueueNums: 8,
-			ScheduleQueueNums: 2, Now: func() int64 { return 1 }})
+			ScheduleQueueNums: 2, Clock: clockwork.NewFakeClockAt(time.UnixMilli(1))})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -6,7 +6,9 @@ import (
 	"log/slog"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/jonboulle/clockwork"
 	"github.com/spf13/afero"
 
 	"github.com/rocketstore/rocketstore/backend"
@@ -16,13 +18,10 @@ import (
 	"github.com/rocketstore/rocketstore/record"
 )
 
-func clock() func() int64 {
-	var t int64 = 1000
-	return func() int64 { t++; return t }
-}
+func clock() *clockwork.FakeClock { return clockwork.NewFakeClockAt(time.UnixMilli(1000)) }
 
 func opts(auto bool) config.TopicOptions {
-	return config.TopicOptions{AutoCreateTopicEnable: auto, DefaultTopicQueueNums: 8, ScheduleQueueNums: 18, Now: clock()}
+	return config.TopicOptions{AutoCreateTopicEnable: auto, DefaultTopicQueueNums: 8, ScheduleQueueNums: 18, Clock: clock()}
 }
 
 func TestPerm(t *testing.T) {
@@ -97,7 +96,8 @@ func TestTopicValidation(t *testing.T) {
 
 func TestTopicsPersistAndDataVersion(t *testing.T) {
 	afs := afero.NewMemMapFs()
-	m, _ := config.LoadTopics(memfs.New(afs), opts(true))
+	o := opts(true)
+	m, _ := config.LoadTopics(memfs.New(afs), o)
 	_, v0 := m.All()
 	tc := config.NewTopicConfig("T")
 	tc.ReadQueueNums, tc.WriteQueueNums, tc.Perm, tc.Order = 3, 2, record.PermRead, true
@@ -105,6 +105,7 @@ func TestTopicsPersistAndDataVersion(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, v1 := m.All()
+	o.Clock.(*clockwork.FakeClock).Advance(time.Millisecond)
 	m.CreateInSendMessageBack("%RETRY%g", 1, 6, 0)
 	m.CreateInSendMessageBack("%RETRY%g", 5, 2, 0) // exists: unchanged, no save
 	_, v2 := m.All()
@@ -255,7 +256,7 @@ func TestTopicsBackupLoggedOnBrokerLogger(t *testing.T) {
 	afero.WriteFile(afs, config.TopicsFile, []byte(`{"topicConfigTable":`), 0o644)
 	afero.WriteFile(afs, config.TopicsFile+".bak", []byte(`{"topicConfigTable":{"T":{"topicName":"T"}}}`), 0o644)
 	var buf bytes.Buffer
-	m, err := config.LoadTopics(memfs.New(afs), config.TopicOptions{Now: clock(),
+	m, err := config.LoadTopics(memfs.New(afs), config.TopicOptions{Clock: clock(),
 		Logger: slog.New(slog.NewJSONHandler(&buf, nil))})
 	if err != nil {
 		t.Fatal(err)

@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"log/slog"
 
+	"github.com/jonboulle/clockwork"
 	"github.com/rocketstore/rocketstore/backend"
+	"github.com/rocketstore/rocketstore/internal/clocks"
 )
 
 // GroupsFile is the path of the subscription-group table in the store root.
@@ -24,10 +26,11 @@ type GroupManager struct {
 // LoadGroups loads config/subscriptionGroup.json (or its backup) and adds
 // RocketMQ's system groups. autoCreate is RocketMQ's
 // autoCreateSubscriptionGroup (default true). logger receives what loading
-// reports (a fallback to the backup); nil means slog.Default().
-func LoadGroups(fs backend.FS, autoCreate bool, now func() int64, logger *slog.Logger) (*GroupManager, error) {
+// reports (a fallback to the backup); nil means slog.Default(). clock
+// times the data versions (milliseconds); nil means the wall clock.
+func LoadGroups(fs backend.FS, autoCreate bool, clock clockwork.Clock, logger *slog.Logger) (*GroupManager, error) {
 	m := &GroupManager{autoCreate: autoCreate, t: table[SubscriptionGroupConfig]{fs: fs, file: GroupsFile,
-		key: "subscriptionGroupTable", what: "group", now: now, errMissing: ErrNoGroup, logger: logger}}
+		key: "subscriptionGroupTable", what: "group", clock: clocks.Or(clock), errMissing: ErrNoGroup, logger: logger}}
 	if err := m.t.load(NewSubscriptionGroupConfig); err != nil {
 		return nil, err
 	}

@@ -7,6 +7,7 @@ import (
 	"maps"
 	"sync"
 
+	"github.com/jonboulle/clockwork"
 	"github.com/rocketstore/rocketstore/backend"
 	"github.com/rocketstore/rocketstore/broker/configfile"
 )
@@ -17,11 +18,11 @@ import (
 // managers keep their RocketMQ rules (validation, system entries,
 // auto-creation) and leave the bookkeeping to it.
 type table[V any] struct {
-	fs   backend.FS
-	file string // path in the store root
-	key  string // the JSON field holding the entries
-	what string // "topic" or "group", for errors
-	now  func() int64
+	fs    backend.FS
+	file  string          // path in the store root
+	key   string          // the JSON field holding the entries
+	what  string          // "topic" or "group", for errors
+	clock clockwork.Clock // times the data versions
 	// errMissing is wrapped by a delete of an unknown name.
 	errMissing error
 	logger     *slog.Logger // nil: slog.Default()
@@ -91,7 +92,7 @@ func (t *table[V]) delete(name string) error {
 // saveLocked bumps the data version and writes the table crash-safely.
 // Called with mu held.
 func (t *table[V]) saveLocked() error {
-	t.version = t.version.next(t.now())
+	t.version = t.version.next(t.clock.Now().UnixMilli())
 	f := tableFile{key: t.key, version: t.version, entries: make(map[string]json.RawMessage, len(t.entries))}
 	for name, v := range t.entries {
 		raw, err := json.Marshal(v)

@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"log/slog"
 
+	"github.com/jonboulle/clockwork"
 	"github.com/rocketstore/rocketstore/backend"
+	"github.com/rocketstore/rocketstore/internal/clocks"
 	"github.com/rocketstore/rocketstore/record"
 )
 
@@ -28,8 +30,9 @@ type TopicOptions struct {
 	// ScheduleQueueNums is the queue count of SCHEDULE_TOPIC_XXXX (the
 	// number of delay levels).
 	ScheduleQueueNums int
-	// Now returns the time in ms, for data versions.
-	Now func() int64
+	// Clock times the data versions (milliseconds); nil means the wall
+	// clock.
+	Clock clockwork.Clock
 	// SingleQueueTopics are created at start with one queue when missing:
 	// the trace topic when traceTopicEnable is set, the cluster's reply
 	// topic, the transaction topics.
@@ -46,7 +49,7 @@ type TopicManager struct {
 // system topics RocketMQ creates at start when they are missing.
 func LoadTopics(fs backend.FS, opts TopicOptions) (*TopicManager, error) {
 	m := &TopicManager{opts: opts, t: table[TopicConfig]{fs: fs, file: TopicsFile, key: "topicConfigTable",
-		what: "topic", now: opts.Now, errMissing: ErrNoTopic, logger: opts.Logger}}
+		what: "topic", clock: clocks.Or(opts.Clock), errMissing: ErrNoTopic, logger: opts.Logger}}
 	if err := m.t.load(NewTopicConfig); err != nil {
 		return nil, err
 	}

@@ -8,8 +8,10 @@ import (
 	"path"
 	"slices"
 	"testing"
+	"time"
 	"unicode/utf16"
 
+	"github.com/jonboulle/clockwork"
 	"github.com/spf13/afero"
 	"go.uber.org/goleak"
 
@@ -58,7 +60,7 @@ func open(t *testing.T, fs backend.FS, lastExitOK bool, cpTs int64) *index.Servi
 
 func openWith(t *testing.T, fs backend.FS, lastExitOK bool, cpTs int64, mod func(index.Config) index.Config) *index.Service {
 	t.Helper()
-	s, err := index.Open(fs, mod(index.Config{MaxHashSlotNum: slots, MaxIndexNum: items, Now: func() int64 { return 1_700_000_000_000 },
+	s, err := index.Open(fs, mod(index.Config{MaxHashSlotNum: slots, MaxIndexNum: items, Clock: clockwork.NewFakeClockAt(time.UnixMilli(1_700_000_000_000)),
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}), lastExitOK, cpTs)
 	if err != nil {
 		t.Fatal(err)

@@ -10,8 +10,10 @@ import (
 	"sync"
 	"time"
 
+	"github.com/jonboulle/clockwork"
 	"github.com/rocketstore/rocketstore/backend"
 	"github.com/rocketstore/rocketstore/dispatch"
+	"github.com/rocketstore/rocketstore/internal/clocks"
 	"github.com/rocketstore/rocketstore/internal/defaults"
 	"github.com/rocketstore/rocketstore/record"
 )
@@ -33,8 +35,9 @@ type Config struct {
 	MaxHashSlotNum int
 	// MaxIndexNum is the number of items per file (20,000,000).
 	MaxIndexNum int
-	// Now returns the time in ms, for file names (time.Now).
-	Now func() int64
+	// Clock names the new files (their creation time in milliseconds);
+	// nil means the wall clock. A broker hands in its store's clock.
+	Clock clockwork.Clock
 	// Logger receives recovery notes (slog.Default()).
 	Logger *slog.Logger
 
@@ -46,7 +49,7 @@ type Config struct {
 func (c Config) withDefaults() Config {
 	defaults.Set(&c.MaxHashSlotNum, defaultHashSlotNum)
 	defaults.Set(&c.MaxIndexNum, defaultIndexNum)
-	defaults.Set(&c.Now, func() int64 { return time.Now().UnixMilli() })
+	defaults.Set(&c.Clock, clockwork.NewRealClock())
 	defaults.Set(&c.Logger, slog.Default())
 	return c
 }
@@ -389,7 +392,7 @@ func (s *Service) writable() (*File, error) {
 // nextName returns a file name from the current time, later than every
 // existing name (two files created in one millisecond get distinct names).
 func (s *Service) nextName() string {
-	ms := s.cfg.Now()
+	ms := clocks.Millis(s.cfg.Clock)()
 	for {
 		n := strings.Replace(time.UnixMilli(ms).Format(fileNameLayout), ".", "", 1)
 		if n > s.lastName {

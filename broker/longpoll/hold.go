@@ -10,6 +10,7 @@ import (
 	"github.com/jonboulle/clockwork"
 
 	"github.com/rocketstore/rocketstore/dispatch"
+	"github.com/rocketstore/rocketstore/internal/clocks"
 )
 
 // ErrClosed reports a wait on a closed Hold.
@@ -69,17 +70,13 @@ type Hold struct {
 	done chan struct{}
 }
 
-// New returns a Hold. With notifyOnArrival false (short polling) arrivals
-// do not wake held requests.
-func New(notifyOnArrival bool) *Hold {
-	return NewWithClock(notifyOnArrival, clockwork.NewRealClock())
-}
-
-// NewWithClock is New with the clock that times suspend timeouts (a
-// clockwork.FakeClock in tests, so that a timeout passes exactly when the
-// test advances the clock).
-func NewWithClock(notifyOnArrival bool, clock clockwork.Clock) *Hold {
-	h := &Hold{notify: notifyOnArrival, clock: clock, done: make(chan struct{})}
+// New returns a Hold whose suspend timeouts run on clock (nil means the
+// wall clock; a broker hands in its store's clock, tests a
+// clockwork.FakeClock, so that a timeout passes exactly when the test
+// advances the clock). With notifyOnArrival false (short polling)
+// arrivals do not wake held requests.
+func New(notifyOnArrival bool, clock clockwork.Clock) *Hold {
+	h := &Hold{notify: notifyOnArrival, clock: clocks.Or(clock), done: make(chan struct{})}
 	h.mu.table = make(map[string]map[int32]queueWaiters)
 	h.mu.added = make(chan struct{})
 	return h

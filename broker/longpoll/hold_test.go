@@ -59,7 +59,7 @@ func recv(t *testing.T, ch <-chan result) result {
 }
 
 func TestWokenByMatchingArrival(t *testing.T) {
-	h := longpoll.New(true)
+	h := longpoll.New(true, nil)
 	defer h.Close()
 	var max atomic.Int64
 	ch := wait(t, h, context.Background(), 0, tagFilter(7), time.Hour, &max)
@@ -90,7 +90,7 @@ func TestWokenByMatchingArrival(t *testing.T) {
 }
 
 func TestNilFilterMatchesAll(t *testing.T) {
-	h := longpoll.New(true)
+	h := longpoll.New(true, nil)
 	defer h.Close()
 	var max atomic.Int64
 	ch1 := wait(t, h, context.Background(), 3, nil, time.Hour, &max)
@@ -120,7 +120,7 @@ func armed(t *testing.T, clk *clockwork.FakeClock, n int) {
 
 func TestTimeout(t *testing.T) {
 	clk := clockwork.NewFakeClock()
-	h := longpoll.NewWithClock(true, clk)
+	h := longpoll.New(true, clk)
 	defer h.Close()
 	var max atomic.Int64
 	const timeout = 30 * time.Millisecond
@@ -146,7 +146,7 @@ func TestTimeout(t *testing.T) {
 }
 
 func TestContextCancel(t *testing.T) {
-	h := longpoll.New(true)
+	h := longpoll.New(true, nil)
 	defer h.Close()
 	var max atomic.Int64
 	ctx, cancel := context.WithCancel(context.Background())
@@ -161,7 +161,7 @@ func TestContextCancel(t *testing.T) {
 }
 
 func TestClose(t *testing.T) {
-	h := longpoll.New(true)
+	h := longpoll.New(true, nil)
 	var max atomic.Int64
 	ch := wait(t, h, context.Background(), 0, nil, time.Hour, &max)
 	h.Close()
@@ -184,7 +184,7 @@ func TestClose(t *testing.T) {
 //   - the arrival is notified after registration, while the re-check reads
 //     a stale max: the notification wakes the registered request.
 func TestNoLostWakeup(t *testing.T) {
-	h := longpoll.New(true)
+	h := longpoll.New(true, nil)
 	defer h.Close()
 	var max atomic.Int64
 	// Before registration.
@@ -220,7 +220,7 @@ func TestDispatchHook(t *testing.T) {
 	// Short polling: Dispatch does not notify; the request ends by its
 	// timeout.
 	clk := clockwork.NewFakeClock()
-	short := longpoll.NewWithClock(false, clk)
+	short := longpoll.New(false, clk)
 	defer short.Close()
 	ch := wait(t, short, context.Background(), 0, nil, 20*time.Millisecond, &max)
 	armed(t, clk, 1)
@@ -233,7 +233,7 @@ func TestDispatchHook(t *testing.T) {
 		t.Fatal(r)
 	}
 	// Long polling: the unit at ConsumeQueueOffset 0 makes the max 1.
-	long := longpoll.New(true)
+	long := longpoll.New(true, nil)
 	defer long.Close()
 	ch = wait(t, long, context.Background(), 0, tagFilter(7), time.Hour, &max)
 	prepared := *req

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jonboulle/clockwork"
 	"github.com/rocketstore/rocketstore/broker/offset"
 	"github.com/rocketstore/rocketstore/crashsim"
 )
@@ -36,15 +37,15 @@ func TestPersistScheduledOnFullDisk(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	now := time.Unix(1000, 0)
-	m.SetClock(func() time.Time { return now })
+	clock := clockwork.NewFakeClockAt(time.Unix(1000, 0))
+	m.SetClock(clock)
 	full.Store(true)
 	for i := range 193 {
 		m.Commit("h", "g", "T", 0, int64(i))
 		if err := m.PersistScheduled(); !errors.Is(err, syscall.ENOSPC) {
 			t.Fatalf("save %d on a full disk: %v, want ENOSPC", i, err)
 		}
-		now = now.Add(1400 * time.Millisecond)
+		clock.Advance(1400 * time.Millisecond)
 	}
 	if n := strings.Count(buf.String(), "level=ERROR"); n != 5 {
 		t.Fatalf("%d ERROR lines for 193 failures in 4.5 minutes, want 5 (one a minute):\n%s", n, buf.String())

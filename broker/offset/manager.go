@@ -6,8 +6,8 @@ import (
 	"maps"
 	"strings"
 	"sync"
-	"time"
 
+	"github.com/jonboulle/clockwork"
 	"github.com/rocketstore/rocketstore/backend"
 	"github.com/rocketstore/rocketstore/broker/configfile"
 	"github.com/rocketstore/rocketstore/internal/faultlog"
@@ -191,9 +191,9 @@ func (m *Manager) Persist() error {
 }
 
 // SetClock sets the clock that spaces PersistScheduled's log lines (the
-// store's clock, so that tests can step it); nil means time.Now. Call it
-// before the first PersistScheduled.
-func (m *Manager) SetClock(now func() time.Time) { m.saveFaults.Now = now }
+// store's clock, so that tests can step it); nil means the wall clock.
+// Call it before the first PersistScheduled.
+func (m *Manager) SetClock(clock clockwork.Clock) { m.saveFaults.Clock = clock }
 
 // PersistScheduled is Persist for the flushConsumerOffsetInterval task:
 // a failure (a full disk fails every attempt) is logged at ERROR when it

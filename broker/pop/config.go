@@ -6,6 +6,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/jonboulle/clockwork"
 	"github.com/rocketstore/rocketstore/backend"
 	"github.com/rocketstore/rocketstore/engine"
 	"github.com/rocketstore/rocketstore/internal/hooks"
@@ -22,8 +23,10 @@ type Config struct {
 	// ReviveTopic holds the service's records
 	// (record.ReviveTopic(clusterName); required).
 	ReviveTopic string
-	// Now is the clock (time.Now); invisible times follow it.
-	Now func() time.Time
+	// Clock is the service's clock; nil means the wall clock. Invisible
+	// times follow it, and it runs the revive ticker and the long-polling
+	// receives' timers; a broker hands in its store's clock.
+	Clock clockwork.Clock
 	// Logger receives the service's logs (slog.Default()).
 	Logger *slog.Logger
 	// Put writes the revive-log records (nil: the store's Put). A
@@ -71,28 +74,31 @@ type Config struct {
 
 	svc    hooks.Service // Manual: no background revive, the owner calls Revive
 	broken hooks.Pop     // broken variants (tests only)
-	// timer starts the timers of long-polling receives (realTimer);
-	// tests inject timers that follow their clock.
+	// timer starts the timers of long-polling receives (clockTimer of
+	// Clock); tests inject timers that report each start.
 	timer func(d time.Duration) (c <-chan time.Time, stop func() bool)
 }
 
-// realTimer is a time.Timer as a channel and its Stop.
-func realTimer(d time.Duration) (<-chan time.Time, func() bool) {
-	t := time.NewTimer(d)
-	return t.C, t.Stop
+// clockTimer returns a timer starter of clock: a timer as a channel and
+// its Stop.
+func clockTimer(clock clockwork.Clock) func(d time.Duration) (<-chan time.Time, func() bool) {
+	return func(d time.Duration) (<-chan time.Time, func() bool) {
+		t := clock.NewTimer(d)
+		return t.Chan(), t.Stop
+	}
 }
 
 func init() { hooks.RegisterService(func(c *Config) *hooks.Service { return &c.svc }) }
 
 func (c Config) withDefaults(s *engine.Store) Config {
-	if c.Now == nil {
-		c.Now = time.Now
+	if c.Clock == nil {
+		c.Clock = clockwork.NewRealClock()
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
 	if c.timer == nil {
-		c.timer = realTimer
+		c.timer = clockTimer(c.Clock)
 	}
 	if c.Put == nil {
 		c.Put = s.Put

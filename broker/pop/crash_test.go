@@ -93,7 +93,7 @@ func (m *popMachine) checkOrder(t *rapid.T, k string) {
 // seen checks the deliveries of a receive against the properties and
 // records them.
 func (m *popMachine) seen(t *rapid.T, ms []Message) {
-	now := m.e.clock.Load()
+	now := m.e.ms()
 	for _, d := range ms {
 		k := d.Properties["key"]
 		mm := m.msgs[k]
@@ -219,7 +219,7 @@ func (m *popMachine) cutInCall(t *rapid.T) {
 	default:
 		_, mm := m.pickDelivered(t)
 		// The change may survive: the message may be visible from then.
-		mm.deadline = min(mm.deadline, m.e.clock.Load()+time.Second.Milliseconds())
+		mm.deadline = min(mm.deadline, m.e.ms()+time.Second.Milliseconds())
 		_, err = m.e.svc.ChangeInvisibleDuration(ctx, testGroup, testTopic, mm.handle, time.Second)
 	}
 	if err != nil && !errors.Is(err, errCut) && !errors.Is(err, ErrStaleHandle) {

@@ -5,10 +5,10 @@ import (
 	"flag"
 	"io"
 	"log/slog"
-	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/jonboulle/clockwork"
 	"github.com/rocketstore/rocketstore/internal/engineops"
 
 	"github.com/spf13/afero"
@@ -47,7 +47,7 @@ type env struct {
 	t       tb
 	fs      *crashsim.FS
 	chooser crashsim.Chooser
-	clock   atomic.Int64 // ms
+	clock   *clockwork.FakeClock
 	store   *engine.Store
 	svc     *Service
 	cfg     Config
@@ -66,10 +66,9 @@ func newEnv(t testing.TB, broken hooks.Pop) *env {
 }
 
 func (e *env) init(broken hooks.Pop, maxAttempts int) {
-	e.clock.Store(startClock)
+	e.clock = clockwork.NewFakeClockAt(time.UnixMilli(startClock))
 	e.cfg = Config{BrokerName: "b", ReviveTopic: testRevive, Logger: quiet, broken: broken,
-		Now:                 func() time.Time { return time.UnixMilli(e.clock.Load()) },
-		MaxDeliveryAttempts: func(string) int { return maxAttempts }}
+		Clock: e.clock, MaxDeliveryAttempts: func(string) int { return maxAttempts }}
 	e.cfg.svc.Manual = true
 }
 
@@ -77,7 +76,7 @@ func (e *env) open() {
 	e.t.Helper()
 	e.arrivals = NewArrivals()
 	s, err := engine.Open(e.fs, hooks.Manual(engine.Config{CommitLogFileSize: 256 << 10, ConsumeQueueUnits: 256,
-		Logger: quiet, FlushDiskType: engine.SyncFlush, Now: e.clock.Load}), e.arrivals)
+		Logger: quiet, FlushDiskType: engine.SyncFlush, Clock: e.clock}), e.arrivals)
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -138,7 +137,7 @@ func (e *env) send(qid int32, k, mg string) {
 		props[record.PropertyShardingKey] = mg
 	}
 	if _, err := e.store.Put(context.Background(), &record.Message{Topic: testTopic, QueueID: qid,
-		Body: []byte("body-" + k), BornTimestamp: e.clock.Load(), Properties: props}); err != nil {
+		Body: []byte("body-" + k), BornTimestamp: e.ms(), Properties: props}); err != nil {
 		e.t.Fatal(err)
 	}
 	e.dispatch()
@@ -168,7 +167,7 @@ func (e *env) ack(m Message) error {
 	return err
 }
 
-func (e *env) advance(d time.Duration) { e.clock.Add(d.Milliseconds()) }
+func (e *env) advance(d time.Duration) { e.clock.Advance(d.Truncate(time.Millisecond)) }
 
 // dlqKeys returns the keys in the group's DLQ.
 func (e *env) dlqKeys() []string {
@@ -193,3 +192,6 @@ func keysOf(ms []Message) []string {
 	}
 	return ks
 }
+
+// ms is the clock's time in milliseconds.
+func (e *env) ms() int64 { return e.clock.Now().UnixMilli() }

@@ -37,17 +37,33 @@ func TestLongPollWokenByArrival(t *testing.T) {
 }
 
 // TestLongPollTimesOut: with nothing to receive, the receive returns
-// empty after its poll time.
+// empty once the service's clock has passed its poll time, not before.
 func TestLongPollTimesOut(t *testing.T) {
 	e := newEnv(t, hooks.Pop{})
-	start := time.Now()
-	ms, err := e.svc.Receive(context.Background(), ReceiveRequest{Group: testGroup, Topic: testTopic,
-		QueueID: 0, Max: 1, InvisibleTime: time.Second, PollTime: 20 * time.Millisecond})
-	if err != nil || len(ms) != 0 {
-		t.Fatalf("empty long poll: %v, %v", keysOf(ms), err)
+	type result struct {
+		ms  []Message
+		err error
 	}
-	if d := time.Since(start); d < 20*time.Millisecond {
-		t.Fatalf("returned after %v, before its poll time", d)
+	got := make(chan result, 1)
+	go func() {
+		ms, err := e.svc.Receive(context.Background(), ReceiveRequest{Group: testGroup, Topic: testTopic,
+			QueueID: 0, Max: 1, InvisibleTime: time.Second, PollTime: 20 * time.Millisecond})
+		got <- result{ms, err}
+	}()
+	ctx, cancelWait := context.WithTimeout(context.Background(), time.Minute)
+	defer cancelWait()
+	if err := e.clock.BlockUntilContext(ctx, 1); err != nil { // the poll-time timer
+		t.Fatal(err)
+	}
+	e.clock.Advance(19 * time.Millisecond)
+	select {
+	case r := <-got:
+		t.Fatalf("returned %v, %v before its poll time", keysOf(r.ms), r.err)
+	default:
+	}
+	e.clock.Advance(time.Millisecond)
+	if r := <-got; r.err != nil || len(r.ms) != 0 {
+		t.Fatalf("empty long poll: %v, %v", keysOf(r.ms), r.err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
@@ -171,7 +187,7 @@ func TestLongPollWakesAtInvisibleTimeEnd(t *testing.T) {
 	<-ft.started // the poll time's
 	visible := <-ft.started
 	e.advance(time.Minute)
-	visible.fire <- time.UnixMilli(e.clock.Load())
+	visible.fire <- time.UnixMilli(e.ms())
 	var ms []Message
 	select {
 	case ms = <-got:

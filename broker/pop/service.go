@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/rocketstore/rocketstore/internal/clocks"
 	"github.com/rocketstore/rocketstore/internal/engineops"
 
 	"github.com/rocketstore/rocketstore/engine"
@@ -233,18 +234,18 @@ func (s *Service) putScratch(sc *scratch) {
 }
 
 // now is the clock in ms.
-func (s *Service) now() int64 { return s.cfg.Now().UnixMilli() }
+func (s *Service) now() int64 { return clocks.Millis(s.cfg.Clock)() }
 
 // reviveLoop runs Revive every ReviveInterval.
 func (s *Service) reviveLoop() {
 	defer close(s.done)
-	t := time.NewTicker(s.cfg.ReviveInterval)
+	t := s.cfg.Clock.NewTicker(s.cfg.ReviveInterval)
 	defer t.Stop()
 	for {
 		select {
 		case <-s.stop:
 			return
-		case <-t.C:
+		case <-t.Chan():
 			if _, err := s.Revive(context.Background()); err != nil && !errors.Is(err, ErrClosed) {
 				s.reviveFailed(err)
 			}
@@ -271,7 +272,7 @@ const reviveLogInterval = time.Minute
 // refuses writes fails every pass).
 func (s *Service) reviveFailed(err error) {
 	n := s.reviveErrors.Add(1)
-	if now := s.cfg.Now(); now.Sub(s.lastLogged) >= reviveLogInterval {
+	if now := s.cfg.Clock.Now(); now.Sub(s.lastLogged) >= reviveLogInterval {
 		s.lastLogged = now
 		s.cfg.Logger.Error("pop: revive pass failed", "err", err, "failedPasses", n)
 	}

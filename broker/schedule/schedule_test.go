@@ -60,6 +60,11 @@ func TestParseLevels(t *testing.T) {
 	}
 }
 
+// storeTickers is how many tickers a running AsyncFlush store keeps on
+// its clock: the CommitLog and ConsumeQueue flush services and the clean
+// service.
+const storeTickers = 3
+
 type env struct {
 	afs   afero.Fs
 	fs    *memfs.FS
@@ -70,13 +75,13 @@ type env struct {
 
 func engineConfig(levels []time.Duration, clk clockwork.Clock, manual bool) engine.Config {
 	return hooks.WithManual(engine.Config{CommitLogFileSize: 64 << 10, ConsumeQueueUnits: 64, Logger: quiet,
-		DelayLevels: levels, Now: func() int64 { return clk.Now().UnixMilli() }}, manual)
+		DelayLevels: levels, Clock: clk}, manual)
 }
 
 // start opens a store and its schedule service on one clock, clk.
 func start(t *testing.T, afs afero.Fs, levels []time.Duration, clk clockwork.Clock, manual bool) *env {
 	t.Helper()
-	e := &env{afs: afs, fs: memfs.New(afs), hold: longpoll.New(true)}
+	e := &env{afs: afs, fs: memfs.New(afs), hold: longpoll.New(true, nil)}
 	e.svc = schedule.New(e.fs, hooks.ManualService(schedule.Config{Levels: levels, Logger: quiet, Clock: clk}, manual))
 	s, err := engine.Open(e.fs, engineConfig(levels, clk, manual), e.hold, e.svc)
 	if err != nil {
@@ -168,7 +173,9 @@ func TestDueOrderAndLatency(t *testing.T) {
 	// level 3 at +200 ms.
 	var last int64
 	for i, at := range []int64{40, 40, 120, 200} {
-		if err := clk.BlockUntilContext(ctx, 1); err != nil { // the loop waits for the next due time
+		// The loop waits for the next due time, beside the store's
+		// tickers on the same clock.
+		if err := clk.BlockUntilContext(ctx, storeTickers+1); err != nil {
 			t.Fatal(err)
 		}
 		if d := time.Duration(1_700_000_000_000+at-clk.Now().UnixMilli()) * time.Millisecond; d > 0 {

@@ -14,6 +14,7 @@ import (
 	"github.com/rocketstore/rocketstore/backend"
 	"github.com/rocketstore/rocketstore/dispatch"
 	"github.com/rocketstore/rocketstore/engine"
+	"github.com/rocketstore/rocketstore/internal/clocks"
 	"github.com/rocketstore/rocketstore/internal/hooks"
 	"github.com/rocketstore/rocketstore/record"
 )
@@ -31,7 +32,7 @@ type Config struct {
 	// Logger receives delivery problems.
 	Logger *slog.Logger
 	// Clock is the service's one clock: its Now is compared with deliver
-	// times, so it must tell the store's time (engine.Config.Now), and its
+	// times, so it must tell the store's time (engine.Config.Clock), and its
 	// timers time the waits for the next due message and after a failed
 	// put. Nil: the real clock; tests hand in a clockwork.FakeClock.
 	Clock clockwork.Clock
@@ -219,8 +220,9 @@ func (s *Service) deliverDue(ctx context.Context) (time.Duration, error) {
 	}
 }
 
-// now is the time in ms that deliver times are compared with.
-func (s *Service) now() int64 { return s.cfg.Clock.Now().UnixMilli() }
+// now is the time in ms that deliver times are compared with: the clock
+// read as the store reads it to stamp records.
+func (s *Service) now() int64 { return clocks.Millis(s.cfg.Clock)() }
 
 // earliest returns the level head with the earliest deliver time.
 func (s *Service) earliest() (head, bool) {

@@ -10,6 +10,7 @@ import (
 	"github.com/jonboulle/clockwork"
 
 	"github.com/rocketstore/rocketstore/engine"
+	"github.com/rocketstore/rocketstore/internal/clocks"
 	"github.com/rocketstore/rocketstore/internal/hooks"
 )
 
@@ -48,12 +49,12 @@ type Config struct {
 	CheckpointInterval time.Duration
 	// Logger receives delivery problems.
 	Logger *slog.Logger
-	// Clock times the waits for the next slot (a real clock); tests hand
-	// in a clockwork.FakeClock.
+	// Clock is the service's clock; nil means the wall clock. Delivery
+	// times are compared with its time in milliseconds, so it must be the
+	// store's clock (engine.Config.Clock; a broker hands it in), and it
+	// times the waits for the next slot: tests hand in a
+	// clockwork.FakeClock.
 	Clock clockwork.Clock
-	// Now returns the time in ms that delivery times are compared with;
-	// it must be the store's clock (engine.Config.Now). Nil: Clock's time.
-	Now func() int64
 	// Put, when set, stores the delivered messages instead of the
 	// store's Put (a replicated group's log; see broker.Writer).
 	Put func(ctx context.Context, m *engine.Message) (engine.PutResult, error)
@@ -71,6 +72,9 @@ type Config struct {
 	// on standby must come before another leader's deliveries) and calls
 	// Elected when it leads again.
 	Standby func() bool
+
+	// now reads Clock in milliseconds (set by withDefaults).
+	now func() int64
 
 	svc    hooks.Service
 	broken hooks.Timer
@@ -101,10 +105,7 @@ func (c Config) withDefaults() Config {
 	if c.Clock == nil {
 		c.Clock = clockwork.NewRealClock()
 	}
-	if c.Now == nil {
-		clock := c.Clock
-		c.Now = func() int64 { return clock.Now().UnixMilli() }
-	}
+	c.now = clocks.Millis(c.Clock)
 	return c
 }
 

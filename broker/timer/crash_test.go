@@ -46,7 +46,7 @@ type timerMachine struct {
 
 func (m *timerMachine) send(t *rapid.T) {
 	k := fmt.Sprintf("k%d", len(m.keys))
-	due := m.e.clock.Load() + int64(rapid.IntRange(-1500, 20_000).Draw(t, "deliver in ms"))
+	due := m.e.ms() + int64(rapid.IntRange(-1500, 20_000).Draw(t, "deliver in ms"))
 	res := m.e.sendAt(k, due)
 	mm := &timerModel{due: due, uniq: "U" + k, offset: res.WroteOffset}
 	if res.Topic == record.TimerTopic {
@@ -60,7 +60,7 @@ func (m *timerMachine) send(t *rapid.T) {
 func (m *timerMachine) recall(t *rapid.T) {
 	var ks []string
 	for _, k := range m.keys {
-		if mm := m.msgs[k]; mm.out > m.e.clock.Load() && mm.out >= m.e.svc.ReadTime() && !mm.recalled {
+		if mm := m.msgs[k]; mm.out > m.e.ms() && mm.out >= m.e.svc.ReadTime() && !mm.recalled {
 			ks = append(ks, k)
 		}
 	}
@@ -103,7 +103,7 @@ func (m *timerMachine) otherDelivers(t *rapid.T) {
 	}
 	var ks []string
 	for _, k := range m.keys {
-		if mm := m.msgs[k]; mm.out > 0 && mm.out <= m.e.clock.Load() && !mm.recalled && !mm.byOther && !done[k] {
+		if mm := m.msgs[k]; mm.out > 0 && mm.out <= m.e.ms() && !mm.recalled && !mm.byOther && !done[k] {
 			ks = append(ks, k)
 		}
 	}
@@ -205,7 +205,7 @@ func (m *timerMachine) drain(t *rapid.T) {
 		m.e.step(5 * time.Second)
 		m.run(t)
 		m.e.flush()
-		if len(m.e.svc.Pending()) == 0 && m.e.clock.Load() > m.maxDue() {
+		if len(m.e.svc.Pending()) == 0 && m.e.ms() > m.maxDue() {
 			break
 		}
 	}

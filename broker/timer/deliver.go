@@ -18,7 +18,7 @@ import (
 // TimerDequeuePutMessageService in one). Then it reads the next slot's
 // messages ahead, so that at its time only the puts remain.
 func (s *Service) deliverDue(ctx context.Context) error {
-	for s.st.readTime <= s.cfg.Now() {
+	for s.st.readTime <= s.cfg.now() {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
@@ -154,7 +154,7 @@ func (s *Service) putBatch(ctx context.Context, p *preparedSlot, idx []int) erro
 		err    error
 	}
 	res := make([]result, len(idx))
-	now := s.cfg.Now()
+	now := s.cfg.now()
 	for _, i := range idx {
 		p.msgs[i].Properties[record.PropertyTimerDequeueMS] = strconv.FormatInt(now, 10)
 	}
@@ -236,7 +236,7 @@ func (s *Service) follow(ctx context.Context) error {
 	if err := s.enqueue(ctx); err != nil {
 		return err
 	}
-	for s.st.readTime <= s.cfg.Now() {
+	for s.st.readTime <= s.cfg.now() {
 		if err := ctx.Err(); err != nil {
 			return err
 		}

@@ -92,7 +92,7 @@ func (s *Service) slotOf(ext *record.MessageExt) (int64, bool) {
 func (s *Service) enqueueOne(ext *record.MessageExt, slotTime int64) error {
 	realTopic := ext.Properties[record.PropertyRealTopic]
 	del := ext.Properties[record.PropertyTimerDelUniqKey] != ""
-	now := s.cfg.Now()
+	now := s.cfg.now()
 	sl := s.wheel.get(slotTime)
 	u := record.TimerUnit{PrevPos: sl.LastPos, Magic: record.TimerMagicDefault, WriteMs: now, Delay: int32(slotTime - now),
 		OffsetPy: ext.CommitLogOffset, SizePy: ext.StoreSize, TopicHash: record.JavaStringHashCode(realTopic)}

@@ -6,10 +6,10 @@ import (
 	"io"
 	"log/slog"
 	"strconv"
-	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/jonboulle/clockwork"
 	"github.com/spf13/afero"
 	"go.uber.org/goleak"
 
@@ -45,7 +45,7 @@ type env struct {
 	t       tb
 	fs      *crashsim.FS
 	chooser crashsim.Chooser
-	clock   atomic.Int64 // ms
+	clock   *clockwork.FakeClock
 	store   *engine.Store
 	svc     *Service
 	cfg     Config
@@ -63,8 +63,8 @@ func newEnv(t testing.TB, broken hooks.Timer) *env {
 }
 
 func (e *env) init(broken hooks.Timer, precision int64, maxDelay time.Duration) {
-	e.clock.Store(startClock)
-	e.cfg = Config{PrecisionMs: precision, MaxDelay: maxDelay, LogFileSize: 52 * 8, Logger: quiet, Now: e.clock.Load, broken: broken}
+	e.clock = clockwork.NewFakeClockAt(time.UnixMilli(startClock))
+	e.cfg = Config{PrecisionMs: precision, MaxDelay: maxDelay, LogFileSize: 52 * 8, Logger: quiet, Clock: e.clock, broken: broken}
 	e.cfg.svc.Manual = true
 }
 
@@ -75,7 +75,7 @@ func (e *env) open() {
 	// records no sync covered (a sync covers everything before its end),
 	// none an acknowledged send wrote.
 	s, err := engine.Open(e.fs, hooks.Manual(engine.Config{CommitLogFileSize: 64 << 10, ConsumeQueueUnits: 256,
-		Logger: quiet, FlushDiskType: engine.SyncFlush, Now: e.clock.Load, OnUndecidableDamage: engine.DamageTruncate}))
+		Logger: quiet, FlushDiskType: engine.SyncFlush, Clock: e.clock, OnUndecidableDamage: engine.DamageTruncate}))
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -140,7 +140,7 @@ func (e *env) send(k string, props map[string]string) (engine.PutResult, error) 
 		p[kk] = v
 	}
 	m, err := e.svc.Config().Transform(&record.Message{Topic: testTopic, QueueID: 1, Body: []byte("body-" + k),
-		BornTimestamp: e.clock.Load(), Properties: p}, e.clock.Load())
+		BornTimestamp: e.ms(), Properties: p}, e.ms())
 	if err != nil {
 		return engine.PutResult{}, err
 	}
@@ -190,7 +190,10 @@ func (e *env) flush() {
 	e.dispatch()
 }
 
-func (e *env) step(d time.Duration) { e.clock.Add(d.Milliseconds()) }
+func (e *env) step(d time.Duration) { e.clock.Advance(d.Truncate(time.Millisecond)) }
+
+// ms is the clock's time in milliseconds.
+func (e *env) ms() int64 { return e.clock.Now().UnixMilli() }
 
 // deliveredMsg is a message found in the real topic.
 type deliveredMsg struct {

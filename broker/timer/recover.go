@@ -17,7 +17,7 @@ func (s *Service) recover() error {
 	}
 	slots := s.cfg.wheelSlots()
 	if !ok {
-		now := s.cfg.Now()
+		now := s.cfg.now()
 		ck = checkpoint{ReadTimeMs: now - now%s.cfg.PrecisionMs, ScanFrom: s.store.CommitLog().MaxOffset(),
 			PrecisionMs: s.cfg.PrecisionMs, Slots: slots, QueueOffset: s.store.MinOffsetInQueue(record.TimerTopic, 0)}
 	}

@@ -61,7 +61,7 @@ func TestDamagedTimerFiles(t *testing.T) {
 			e.advance()
 			e.close()
 			c.damage(t, e)
-			s, err := engine.Open(e.fs, hooks.Manual(engine.Config{CommitLogFileSize: 64 << 10, ConsumeQueueUnits: 256, Logger: quiet, Now: e.clock.Load}))
+			s, err := engine.Open(e.fs, hooks.Manual(engine.Config{CommitLogFileSize: 64 << 10, ConsumeQueueUnits: 256, Logger: quiet, Clock: e.clock}))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -48,7 +48,7 @@ func (s *Service) startCheckpoint() {
 			PrecisionMs: s.cfg.PrecisionMs, Slots: s.wheel.slots, Redo: redoList(redo), FileMaxSlot: s.log.maxSlots(),
 			Pending: maps.Clone(s.st.pending)}}
 	s.saving = j
-	s.lastCkpt, s.savedQueueOffset, s.savedPending = s.cfg.Now(), s.st.queueOffset, s.pendingTotal()
+	s.lastCkpt, s.savedQueueOffset, s.savedPending = s.cfg.now(), s.st.queueOffset, s.pendingTotal()
 	go func() { j.done <- s.write(j) }()
 }
 

@@ -266,7 +266,7 @@ func (s *Service) Advance(ctx context.Context) (time.Duration, error) {
 	// its scan start from the timer queue (scanStart).
 	idle := s.standby && s.saved()
 	if !s.cfg.svc.Manual && s.saving == nil && !idle &&
-		(s.cfg.Now()-s.lastCkpt >= s.cfg.CheckpointInterval.Milliseconds() || len(s.wheel.dirty) >= maxDirtySlots) {
+		(s.cfg.now()-s.lastCkpt >= s.cfg.CheckpointInterval.Milliseconds() || len(s.wheel.dirty) >= maxDirtySlots) {
 		s.startCheckpoint()
 	}
 	if s.standby {
@@ -281,7 +281,7 @@ func (s *Service) Advance(ctx context.Context) (time.Duration, error) {
 		}
 		return -1, nil
 	}
-	return time.Duration(max(0, s.st.readTime-s.cfg.Now())) * time.Millisecond, nil
+	return time.Duration(max(0, s.st.readTime-s.cfg.now())) * time.Millisecond, nil
 }
 
 // saved reports whether the last checkpoint taken holds the state of a

@@ -364,7 +364,7 @@ func idleThenElect(t *testing.T, broken hooks.Timer) []string {
 	// the replica steps.
 	m, err := e.svc.Config().Transform(&record.Message{Topic: testTopic, QueueID: 1, Body: []byte("body-a"),
 		Properties: map[string]string{"key": "a", record.PropertyUniqClientMsgID: "Ua",
-			record.PropertyTimerDeliverMS: strconv.FormatInt(startClock+1000, 10)}}, e.clock.Load())
+			record.PropertyTimerDeliverMS: strconv.FormatInt(startClock+1000, 10)}}, e.ms())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,6 +6,7 @@ import (
 	"strconv"
 
 	"github.com/rocketstore/rocketstore/engine"
+	"github.com/rocketstore/rocketstore/internal/clocks"
 	"github.com/rocketstore/rocketstore/record"
 )
 
@@ -34,7 +35,7 @@ func (s *Service) Check(ctx context.Context) (CheckReport, error) {
 		s.mu.Unlock()
 		return rep, err
 	}
-	now := s.cfg.Now().UnixMilli()
+	now := clocks.Millis(s.cfg.Clock)()
 	var err error
 	for _, t := range s.sortedOpen() {
 		if now-t.born < t.immunity.Milliseconds() && now-t.born > -1 {

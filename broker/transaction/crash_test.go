@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jonboulle/clockwork"
 	"github.com/rocketstore/rocketstore/internal/engineops"
 
 	"pgregory.net/rapid"
@@ -173,8 +174,8 @@ func (m *txMachine) drain(t *rapid.T) {
 func TestTransactionsAcrossPowerCuts(t *testing.T) {
 	rapid.Check(t, func(rt *rapid.T) {
 		e := &env{t: rt, fs: newCrashFS(rt, nil), chooser: crashsim.RapidChooser{T: rt}, chk: &recorder{}}
-		e.clock.Store(1_700_000_000_000)
-		e.cfg = Config{Now: func() time.Time { return time.UnixMilli(e.clock.Load()) }, Logger: quiet, hooks: hooks.Service{Manual: true},
+		e.clock = clockwork.NewFakeClockAt(time.UnixMilli(1_700_000_000_000))
+		e.cfg = Config{Clock: e.clock, Logger: quiet, hooks: hooks.Service{Manual: true},
 			CheckMax: 1000}
 		e.open()
 		defer e.close()

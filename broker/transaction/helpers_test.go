@@ -7,10 +7,10 @@ import (
 	"log/slog"
 	"strconv"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/jonboulle/clockwork"
 	"github.com/rocketstore/rocketstore/internal/engineops"
 
 	"github.com/spf13/afero"
@@ -47,7 +47,7 @@ type env struct {
 	// chooser decides what unsynced state a power cut keeps (rapid draws
 	// it in the property test; unit tests lose everything unsynced).
 	chooser crashsim.Chooser
-	clock   atomic.Int64 // ms
+	clock   *clockwork.FakeClock
 	store   *engine.Store
 	svc     *Service
 	cfg     Config
@@ -86,8 +86,8 @@ func (r *recorder) take() []*engine.MessageExt {
 
 func newEnv(t testing.TB) *env {
 	e := &env{t: t, fs: newCrashFS(t, nil), chooser: loseAll{}, chk: &recorder{}}
-	e.clock.Store(1_700_000_000_000)
-	e.cfg = Config{Now: func() time.Time { return time.UnixMilli(e.clock.Load()) }, Logger: quiet, hooks: hooks.Service{Manual: true}}
+	e.clock = clockwork.NewFakeClockAt(time.UnixMilli(1_700_000_000_000))
+	e.cfg = Config{Clock: e.clock, Logger: quiet, hooks: hooks.Service{Manual: true}}
 	e.open()
 	t.Cleanup(func() { e.close() })
 	return e
@@ -95,7 +95,7 @@ func newEnv(t testing.TB) *env {
 
 func (e *env) storeConfig() engine.Config {
 	return hooks.Manual(engine.Config{CommitLogFileSize: 64 << 10, ConsumeQueueUnits: 256, Logger: quiet,
-		FlushDiskType: engine.SyncFlush, Now: e.clock.Load})
+		FlushDiskType: engine.SyncFlush, Clock: e.clock})
 }
 
 func (e *env) open() {
@@ -154,7 +154,7 @@ func (loseAll) Choose(int, string) int { return 0 }
 // prepare sends a half message for topic T queue q with key k.
 func (e *env) prepare(k string) (engine.PutResult, *engine.MessageExt) {
 	e.t.Helper()
-	m := &record.Message{Topic: "T", QueueID: 1, Body: []byte("body-" + k), BornTimestamp: e.clock.Load(),
+	m := &record.Message{Topic: "T", QueueID: 1, Body: []byte("body-" + k), BornTimestamp: e.ms(),
 		Properties: map[string]string{record.PropertyTransactionPrep: "true", PropProducerGroup: "PG",
 			record.PropertyUniqClientMsgID: k, "key": k}}
 	res, err := e.svc.Prepare(context.Background(), m)
@@ -204,6 +204,9 @@ func (e *env) delivered() []string {
 	return keys
 }
 
-func (e *env) advance(d time.Duration) { e.clock.Add(d.Milliseconds()) }
+func (e *env) advance(d time.Duration) { e.clock.Advance(d.Truncate(time.Millisecond)) }
 
 func itoa(i int) string { return strconv.Itoa(i) }
+
+// ms is the clock's time in milliseconds.
+func (e *env) ms() int64 { return e.clock.Now().UnixMilli() }

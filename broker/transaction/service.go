@@ -10,7 +10,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/jonboulle/clockwork"
 	"github.com/rocketstore/rocketstore/engine"
+	"github.com/rocketstore/rocketstore/internal/clocks"
 	"github.com/rocketstore/rocketstore/internal/hooks"
 	"github.com/rocketstore/rocketstore/record"
 )
@@ -61,8 +63,10 @@ type Config struct {
 	CheckMax int
 	// CheckInterval is transactionCheckInterval (60 s).
 	CheckInterval time.Duration
-	// Now is the clock (time.Now); check-back timing follows it.
-	Now func() time.Time
+	// Clock is the service's clock; nil means the wall clock. Check-back
+	// timing follows it and it runs the check loop's ticker; a broker
+	// hands in its store's clock.
+	Clock clockwork.Clock
 	// Logger receives the service's logs (slog.Default()).
 	Logger *slog.Logger
 	// Put writes the service's messages (half, op, commit, check-back
@@ -92,8 +96,8 @@ func (c Config) withDefaults() Config {
 	if c.CheckInterval == 0 {
 		c.CheckInterval = 60 * time.Second
 	}
-	if c.Now == nil {
-		c.Now = time.Now
+	if c.Clock == nil {
+		c.Clock = clockwork.NewRealClock()
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
@@ -198,13 +202,13 @@ func (s *Service) Close() {
 
 func (s *Service) loop() {
 	defer close(s.done)
-	t := time.NewTicker(s.cfg.CheckInterval)
+	t := s.cfg.Clock.NewTicker(s.cfg.CheckInterval)
 	defer t.Stop()
 	for {
 		select {
 		case <-s.stop:
 			return
-		case <-t.C:
+		case <-t.Chan():
 			if _, err := s.Check(context.Background()); err != nil && !errors.Is(err, engine.ErrClosed) {
 				s.cfg.Logger.Error("transaction check", "err", err)
 			}
@@ -285,7 +289,7 @@ func (s *Service) end(root int64, o Outcome) {
 // putOp writes the op record of a half message.
 func (s *Service) putOp(ctx context.Context, halfQO int64, o Outcome) error {
 	_, err := s.put(ctx, &record.Message{Topic: record.TransOpHalfTopic, QueueID: opQueueID,
-		Body: []byte(strconv.FormatInt(halfQO, 10)), BornTimestamp: s.cfg.Now().UnixMilli(),
+		Body: []byte(strconv.FormatInt(halfQO, 10)), BornTimestamp: clocks.Millis(s.cfg.Clock)(),
 		Properties: map[string]string{record.PropertyTags: removeTag, PropOutcome: string(o)}})
 	if errors.Is(err, engine.ErrFlushTimeout) {
 		err = nil

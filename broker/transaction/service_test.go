@@ -155,7 +155,7 @@ func TestCheckBackTimingAndDiscard(t *testing.T) {
 
 func TestCheckImmunityProperty(t *testing.T) {
 	e := newEnv(t)
-	m := &record.Message{Topic: "T", QueueID: 1, Body: []byte("x"), BornTimestamp: e.clock.Load(),
+	m := &record.Message{Topic: "T", QueueID: 1, Body: []byte("x"), BornTimestamp: e.ms(),
 		Properties: map[string]string{PropProducerGroup: "PG", PropCheckImmunitySecs: "20"}}
 	if _, err := e.svc.Prepare(context.Background(), m); err != nil {
 		t.Fatal(err)

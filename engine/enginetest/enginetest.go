@@ -27,9 +27,10 @@ import (
 	"fmt"
 	"net/netip"
 	"path/filepath"
-	"sync/atomic"
 	"testing"
+	"time"
 
+	"github.com/rocketstore/rocketstore/internal/clocks/clockstest"
 	"github.com/rocketstore/rocketstore/internal/engineops"
 	"github.com/rocketstore/rocketstore/record"
 
@@ -93,17 +94,15 @@ type harness struct {
 // baseTime is the clock's start: 2023-11-14T22:13:20Z.
 const baseTime = 1_700_000_000_000
 
-// clock returns a Now function that advances one millisecond per call.
-func clock() func() int64 {
-	var n atomic.Int64
-	n.Store(baseTime)
-	return func() int64 { return n.Add(1) }
+// clock returns a clock that advances one millisecond per read.
+func clock() *clockstest.Stepping {
+	return clockstest.NewStepping(time.UnixMilli(baseTime), time.Millisecond)
 }
 
 // tinyConfig is a deterministic store with tiny files: no goroutines,
 // 4 KiB CommitLog files, 8-unit ConsumeQueue files.
 func tinyConfig() engine.Config {
-	return hooks.Manual(engine.Config{CommitLogFileSize: 4096, ConsumeQueueUnits: 8, Now: clock()})
+	return hooks.Manual(engine.Config{CommitLogFileSize: 4096, ConsumeQueueUnits: 8, Clock: clock()})
 }
 
 // open opens the store on h.fs and registers a Close at cleanup.

@@ -11,7 +11,9 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/rocketstore/rocketstore/internal/clocks/clockstest"
 	"github.com/rocketstore/rocketstore/internal/engineops"
 
 	"github.com/rocketstore/rocketstore/engine"
@@ -431,8 +433,7 @@ func testCloseUnderLoad(t *testing.T, h *harness) {
 func testCrashFromCheckpoint(t *testing.T, h *harness) {
 	h.needCrash()
 	cfg := tinyConfig()
-	var now int64 = baseTime
-	cfg.Now = func() int64 { now += 10_000; return now }
+	cfg.Clock = clockstest.NewStepping(time.UnixMilli(baseTime), 10*time.Second)
 	s := h.open(cfg)
 	var want [2][]string
 	for i := 0; i < 100; i++ {

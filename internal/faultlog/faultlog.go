@@ -9,6 +9,8 @@ import (
 	"log/slog"
 	"sync"
 	"time"
+
+	"github.com/jonboulle/clockwork"
 )
 
 // DefaultInterval is the least time between two lines for one fault.
@@ -24,8 +26,8 @@ type Log struct {
 	Level slog.Level
 	// Interval between repeat lines; 0 means DefaultInterval.
 	Interval time.Duration
-	// Now is the clock; nil means time.Now.
-	Now func() time.Time
+	// Clock is the clock; nil means the wall clock.
+	Clock clockwork.Clock
 
 	mu         sync.Mutex
 	since      time.Time // start of the current fault; zero: none
@@ -35,10 +37,10 @@ type Log struct {
 }
 
 func (l *Log) now() time.Time {
-	if l.Now == nil {
+	if l.Clock == nil {
 		return time.Now()
 	}
-	return l.Now()
+	return l.Clock.Now()
 }
 
 func (l *Log) interval() time.Duration {

@@ -7,21 +7,23 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/jonboulle/clockwork"
 )
 
 // One line at the start, one a minute with the counts, one at the end;
 // a new fault starts over.
 func TestLogRateLimitsAndCounts(t *testing.T) {
 	var buf bytes.Buffer
-	now := time.Unix(1000, 0)
-	l := &Log{Logger: slog.New(slog.NewTextHandler(&buf, nil)), Level: slog.LevelError, Now: func() time.Time { return now }}
+	clock := clockwork.NewFakeClockAt(time.Unix(1000, 0))
+	l := &Log{Logger: slog.New(slog.NewTextHandler(&buf, nil)), Level: slog.LevelError, Clock: clock}
 	errFull := errors.New("no space left on device")
 	logged := 0
 	for range 193 { // one failure every 1.4 s for 4.5 minutes
 		if l.Failed("save failed", errFull, "file", "f.json") {
 			logged++
 		}
-		now = now.Add(1400 * time.Millisecond)
+		clock.Advance(1400 * time.Millisecond)
 	}
 	if logged != 5 { // at 0 s, 60.2, 120.4, 180.6, 240.8
 		t.Fatalf("%d lines for 193 failures over 4.5 minutes, want 5:\n%s", logged, buf.String())

@@ -4,10 +4,10 @@ import (
 	"context"
 	"io"
 	"log/slog"
-	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/jonboulle/clockwork"
 	"github.com/rocketstore/rocketstore/backend/memfs"
 	"github.com/rocketstore/rocketstore/broker"
 	"github.com/rocketstore/rocketstore/broker/config"
@@ -21,12 +21,11 @@ import (
 
 // timerBroker is a manual-mode broker on a test clock (ms) with topics T
 // and U and timerPrecisionMs 100.
-func timerBroker(t *testing.T) (*broker.Broker, *atomic.Int64) {
+func timerBroker(t *testing.T) (*broker.Broker, *clockwork.FakeClock) {
 	t.Helper()
-	clock := &atomic.Int64{}
-	clock.Store(1_700_000_000_000)
+	clock := clockwork.NewFakeClockAt(time.UnixMilli(1_700_000_000_000))
 	cfg := broker.Config{BrokerName: "b1",
-		Store: engine.Config{CommitLogFileSize: 64 << 10, ConsumeQueueUnits: 64, Now: clock.Load,
+		Store: engine.Config{CommitLogFileSize: 64 << 10, ConsumeQueueUnits: 64, Clock: clock,
 			Logger: slog.New(slog.NewTextHandler(io.Discard, nil))},
 		Timer: timer.Config{PrecisionMs: 100, MaxDelay: time.Hour}}
 	cfg.Store = hooks.WithManual(cfg.Store, true)
@@ -63,7 +62,7 @@ func TestScrapeTimers(t *testing.T) {
 	}
 	step := func(ms int64) {
 		t.Helper()
-		clock.Add(ms)
+		clock.Advance(time.Duration(ms) * time.Millisecond)
 		if _, err := b.DeliverDelayed(ctx); err != nil {
 			t.Fatal(err)
 		}

@@ -5,8 +5,8 @@ import (
 	"log/slog"
 	"regexp"
 	"sync"
-	"time"
 
+	"github.com/jonboulle/clockwork"
 	"github.com/rocketstore/rocketstore/admin"
 	"github.com/rocketstore/rocketstore/broker"
 	"github.com/rocketstore/rocketstore/broker/config"
@@ -21,8 +21,9 @@ type Config struct {
 	// ClusterName and BrokerName are the broker's names in RocketMQ's
 	// tables.
 	ClusterName, BrokerName string
-	// Now is the clock of the statistics and the reported times.
-	Now func() time.Time
+	// Clock is the clock of the statistics, of the reported times and of
+	// the sampler's ticker; nil means the wall clock.
+	Clock clockwork.Clock
 	// Logger receives the changes the codes make and the clients that do
 	// not answer.
 	Logger *slog.Logger
@@ -89,13 +90,13 @@ type API struct {
 
 // New returns an API over cfg.Broker; its statistics start with Start.
 func New(cfg Config, host Host) *API {
-	if cfg.Now == nil {
-		cfg.Now = time.Now
+	if cfg.Clock == nil {
+		cfg.Clock = clockwork.NewRealClock()
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	return &API{b: cfg.Broker, cfg: cfg, log: cfg.Logger, host: host, stats: newStatsTable(cfg.Now()),
+	return &API{b: cfg.Broker, cfg: cfg, log: cfg.Logger, host: host, stats: newStatsTable(cfg.Clock.Now()),
 		stop: make(chan struct{}), statsDone: make(chan struct{})}
 }
 

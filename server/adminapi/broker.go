@@ -38,7 +38,7 @@ func adminBody(req *remoting.RemotingCommand, v any) (*remoting.RemotingCommand,
 // RuntimeInfo returns the broker's runtime information, the KVTable of
 // GET_BROKER_RUNTIME_INFO (28), with RocketMQ's key names.
 func (a *API) RuntimeInfo() map[string]string {
-	now := a.cfg.Now()
+	now := a.cfg.Clock.Now()
 	st := a.b.Store()
 	putTotal, getTotal := a.b.Stats().Totals()
 	morning, yesterday := a.mornings()

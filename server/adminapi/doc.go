@@ -17,9 +17,10 @@
 // codes that RocketMQ 4.x brokers do not serve either (Unsupported) are
 // answered REQUEST_CODE_NOT_SUPPORTED with what to use instead.
 //
-// Time: Config.Now, a func() time.Time, the server's clock; the sampler's
-// tick is real time, and tests take a sample at their clock's time with
-// Sample.
+// Time: Config.Clock, the server's clock (nil means the wall clock): the
+// statistics, the reported times and the sampler's ticker follow it, so a
+// test on a fake clock either advances it or takes a sample at its time
+// with Sample.
 //
 // Concurrency: the handlers run in the remoting server's request
 // goroutines and are safe for concurrent use. Start runs one sampler

@@ -298,7 +298,7 @@ func (a *API) queryConsumeTimeSpan(_ context.Context, _ *remoting.Conn, req *rem
 		return req.NewResponse(remoting.CodeTopicNotExist, "topic["+topic+"] not exist"), nil
 	}
 	st := a.b.Store()
-	now := a.cfg.Now().UnixMilli()
+	now := a.cfg.Clock.Now().UnixMilli()
 	body := admin.QueryConsumeTimeSpanBody{ConsumeTimeSpanSet: []admin.QueueTimeSpan{}}
 	for i := range int32(tc.WriteQueueNums) {
 		ts := admin.QueueTimeSpan{MessageQueue: admin.MessageQueue{Topic: topic, BrokerName: a.cfg.BrokerName, QueueID: i}}

@@ -122,7 +122,7 @@ func (a *API) Sample() {
 	if a.b == nil { // name-server-only role: no store to sample
 		return
 	}
-	now := a.cfg.Now()
+	now := a.cfg.Clock.Now()
 	at := now.UnixMilli()
 	counts := map[string]int64{}
 	bs := a.b.Stats()
@@ -159,13 +159,13 @@ func (a *API) Sample() {
 func (a *API) statsLoop() {
 	defer close(a.statsDone)
 	a.Sample()
-	t := time.NewTicker(time.Second)
+	t := a.cfg.Clock.NewTicker(time.Second)
 	defer t.Stop()
 	for {
 		select {
 		case <-a.stop:
 			return
-		case <-t.C:
+		case <-t.Chan():
 			a.Sample()
 		}
 	}

@@ -12,7 +12,7 @@ import (
 // RocketMQ keeps a per-topic change time; the count's time here is the
 // answer's.
 func (a *API) getTimerMetrics(_ context.Context, _ *remoting.Conn, req *remoting.RemotingCommand) (*remoting.RemotingCommand, error) {
-	now := a.cfg.Now().UnixMilli()
+	now := a.cfg.Clock.Now().UnixMilli()
 	tm := admin.TimerMetrics{TimingCount: map[string]admin.TimerMetric{}, DataVersion: admin.DataVersion{Timestamp: now}}
 	for topic, n := range a.b.Timer().Pending() {
 		tm.TimingCount[topic] = admin.TimerMetric{Count: n, TimeStamp: now}

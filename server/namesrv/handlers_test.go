@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jonboulle/clockwork"
 	"github.com/rocketstore/rocketstore/broker/config"
 	"github.com/rocketstore/rocketstore/remoting"
 )
@@ -58,7 +59,7 @@ func (l *fakeLocal) local() *Local {
 // is the in-process broker, or nil.
 func newHandlers(t *testing.T, local *Local) *Handlers {
 	t.Helper()
-	rt := NewRouteTable(func() time.Time { return time.Unix(1_700_000_000, 0) }, 120*time.Second)
+	rt := NewRouteTable(clockwork.NewFakeClockAt(time.Unix(1_700_000_000, 0)), 120*time.Second)
 	h := NewHandlers(Config{Routes: rt, Local: local}, fakeHost(map[string]config.TopicConfig{"T": config.NewTopicConfig("T")}))
 	resp := h.call(t, CodeRegisterBroker, "brokerName", "broker-a", "brokerAddr", "127.0.0.1:1", "clusterName", "C",
 		"haServerAddr", "", "brokerId", "0")

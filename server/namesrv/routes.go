@@ -7,7 +7,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/jonboulle/clockwork"
 	"github.com/rocketstore/rocketstore/broker/config"
+	"github.com/rocketstore/rocketstore/internal/clocks"
 	"github.com/rocketstore/rocketstore/remoting"
 )
 
@@ -31,7 +33,7 @@ type BrokerRef struct {
 // members by broker id, each topic's queue data per broker group, and the
 // live table that expires brokers that stop registering.
 type RouteTable struct {
-	now    func() time.Time
+	clock  clockwork.Clock
 	expiry time.Duration
 
 	mu sync.RWMutex
@@ -45,10 +47,10 @@ type RouteTable struct {
 	live map[string]*brokerLive
 }
 
-// NewRouteTable returns an empty table that reads the time from now and
-// expires brokers silent for longer than expiry.
-func NewRouteTable(now func() time.Time, expiry time.Duration) *RouteTable {
-	return &RouteTable{now: now, expiry: expiry, topics: map[string]map[string]QueueData{},
+// NewRouteTable returns an empty table that reads the time from clock
+// (nil: the wall clock) and expires brokers silent for longer than expiry.
+func NewRouteTable(clock clockwork.Clock, expiry time.Duration) *RouteTable {
+	return &RouteTable{clock: clocks.Or(clock), expiry: expiry, topics: map[string]map[string]QueueData{},
 		brokers: map[string]*BrokerData{}, clusters: map[string]map[string]bool{}, live: map[string]*brokerLive{}}
 }
 
@@ -97,7 +99,7 @@ func (t *RouteTable) Register(r Registration) (masterAddr, masterHA string) {
 	if r.Topics != nil && r.ID == 0 && (first || prev == nil || prev.dataVersion != r.DataVersion) {
 		t.replaceQueueDataLocked(r.Name, r.Topics)
 	}
-	t.live[r.Addr] = &brokerLive{lastUpdate: t.now(), dataVersion: r.DataVersion, conn: r.Conn, haServerAddr: r.HAServerAddr}
+	t.live[r.Addr] = &brokerLive{lastUpdate: t.clock.Now(), dataVersion: r.DataVersion, conn: r.Conn, haServerAddr: r.HAServerAddr}
 	if r.ID != 0 {
 		if m, ok := bd.BrokerAddrs["0"]; ok {
 			masterAddr = m
@@ -186,7 +188,7 @@ func (t *RouteTable) removeAddrLocked(addr string) []BrokerRef {
 // Expire removes brokers that have not registered for the expiry
 // (scanNotActiveBroker) and closes their connections.
 func (t *RouteTable) Expire() []BrokerRef {
-	deadline := t.now().Add(-t.expiry)
+	deadline := t.clock.Now().Add(-t.expiry)
 	t.mu.Lock()
 	var gone []BrokerRef
 	var conns []*remoting.Conn

@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jonboulle/clockwork"
 	"github.com/rocketstore/rocketstore/broker/config"
 	"github.com/rocketstore/rocketstore/remoting"
 )
@@ -13,8 +14,8 @@ import (
 // for the expiry (BROKER_CHANNEL_EXPIRED_TIME), measured on the injected
 // clock, and a broker that keeps registering on a new connection stays.
 func TestKeepsBrokerWhoseConnectionCloses(t *testing.T) {
-	now := time.Unix(1_700_000_000, 0)
-	rt := NewRouteTable(func() time.Time { return now }, 120*time.Second) // BROKER_CHANNEL_EXPIRED_TIME
+	clock := clockwork.NewFakeClockAt(time.Unix(1_700_000_000, 0))
+	rt := NewRouteTable(clock, 120*time.Second) // BROKER_CHANNEL_EXPIRED_TIME
 	topics := map[string]config.TopicConfig{"T": config.NewTopicConfig("T")}
 	oldConn, newConn := &remoting.Conn{}, &remoting.Conn{}
 	reg := func(name, addr string, c *remoting.Conn) {
@@ -32,13 +33,13 @@ func TestKeepsBrokerWhoseConnectionCloses(t *testing.T) {
 	}
 	// "live" registers every 30 s on a new connection; "silent" stops.
 	for range 4 {
-		now = now.Add(30 * time.Second)
+		clock.Advance(30 * time.Second)
 		reg("live", "127.0.0.1:1", newConn)
 		if gone := rt.Expire(); len(gone) != 0 {
-			t.Fatalf("expired at %v after the last registration: %v", now.Sub(time.Unix(1_700_000_000, 0)), gone)
+			t.Fatalf("expired at %v after the last registration: %v", clock.Since(time.Unix(1_700_000_000, 0)), gone)
 		}
 	}
-	now = now.Add(time.Millisecond)
+	clock.Advance(time.Millisecond)
 	if gone := rt.Expire(); len(gone) != 1 || gone[0].Name != "silent" {
 		t.Fatalf("past the expiry: expired %v, want the silent broker", gone)
 	}
