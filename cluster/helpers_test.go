@@ -71,6 +71,9 @@ type group struct {
 	tcp bool
 	// tlsFor, when set, gives node i's mutual TLS on TCP (tls_test.go).
 	tlsFor func(i int) *tls.Config
+	// wrap, when set, gives node i's Raft transport over its in-memory
+	// one.
+	wrap func(i int, tr *raft.InmemTransport) raft.Transport
 }
 
 const testFileSize = 64 << 10
@@ -175,6 +178,9 @@ func (g *group) open(i int, nc cluster.NodeConfig) (*cluster.Node, error) {
 		}
 	}
 	nc.Cluster.Transport = tr
+	if g.wrap != nil {
+		nc.Cluster.Transport = g.wrap(i, tr)
+	}
 	g.trans[i] = tr
 	return cluster.Open(nc)
 }
