@@ -111,9 +111,10 @@ func TestLeaderChange(t *testing.T) {
 	}
 }
 
+// waitFor waits until cond holds, as long as converge does.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(10*time.Second + raftMaxBackoff)
 	for !cond() {
 		if time.Now().After(deadline) {
 			t.Fatalf("timed out waiting for %s", what)

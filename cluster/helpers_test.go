@@ -71,6 +71,9 @@ type group struct {
 	tcp bool
 	// tlsFor, when set, gives node i's mutual TLS on TCP (tls_test.go).
 	tlsFor func(i int) *tls.Config
+	// wrap, when set, gives node i's Raft transport over its in-memory
+	// one.
+	wrap func(i int, tr *raft.InmemTransport) raft.Transport
 }
 
 const testFileSize = 64 << 10
@@ -175,6 +178,9 @@ func (g *group) open(i int, nc cluster.NodeConfig) (*cluster.Node, error) {
 		}
 	}
 	nc.Cluster.Transport = tr
+	if g.wrap != nil {
+		nc.Cluster.Transport = g.wrap(i, tr)
+	}
 	g.trans[i] = tr
 	return cluster.Open(nc)
 }
@@ -245,11 +251,19 @@ func (g *group) send(topic string, qid int32, body string, props string) broker.
 	return res
 }
 
+// raftMaxBackoff is the longest hashicorp/raft (v1.8, replication.go)
+// waits before it tries a follower again after failing to reach it: 10
+// ms doubled for each failure in a row, at most 2^10 times. A follower
+// that was down while the leader kept trying is reached again up to that
+// long after it starts; the waits that follow a restart (converge,
+// waitFor) allow it on top of their own time.
+const raftMaxBackoff = 10 * time.Millisecond << 10
+
 // converge waits until every live node has applied the same CommitLog
 // prefix and dispatched it, and returns that offset.
 func (g *group) converge() int64 {
 	g.t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(10*time.Second + raftMaxBackoff)
 	for {
 		var offs []int64
 		for _, n := range g.nodes {

@@ -277,6 +277,7 @@ func (n *Node) openRaft(raftDir string) error {
 	if err := n.openLog(raftDir); err != nil {
 		return err
 	}
+	n.logs = &snapshotLog{LogStore: n.logs, snaps: n.snaps}
 	rc := raft.DefaultConfig()
 	c := n.ccfg
 	rc.LocalID = raft.ServerID(c.NodeID)
