@@ -15,17 +15,9 @@ import (
 // poll time.
 func TestLongPollWokenByArrival(t *testing.T) {
 	e := newEnv(t, hooks.Pop{})
-	type result struct {
-		ms  []Message
-		err error
-	}
-	got := make(chan result, 1)
 	start := time.Now()
-	go func() {
-		ms, err := e.svc.Receive(context.Background(), ReceiveRequest{Group: testGroup, Topic: testTopic,
-			QueueID: AllQueues, Max: 1, InvisibleTime: time.Second, PollTime: time.Minute})
-		got <- result{ms, err}
-	}()
+	got := e.receiveAsync(ReceiveRequest{Group: testGroup, Topic: testTopic,
+		QueueID: AllQueues, Max: 1, InvisibleTime: time.Second, PollTime: time.Minute})
 	e.send(0, "a", "")
 	r := <-got
 	if r.err != nil || !slices.Equal(keysOf(r.ms), []string{"a"}) {
@@ -40,16 +32,8 @@ func TestLongPollWokenByArrival(t *testing.T) {
 // empty once the service's clock has passed its poll time, not before.
 func TestLongPollTimesOut(t *testing.T) {
 	e := newEnv(t, hooks.Pop{})
-	type result struct {
-		ms  []Message
-		err error
-	}
-	got := make(chan result, 1)
-	go func() {
-		ms, err := e.svc.Receive(context.Background(), ReceiveRequest{Group: testGroup, Topic: testTopic,
-			QueueID: 0, Max: 1, InvisibleTime: time.Second, PollTime: 20 * time.Millisecond})
-		got <- result{ms, err}
-	}()
+	got := e.receiveAsync(ReceiveRequest{Group: testGroup, Topic: testTopic,
+		QueueID: 0, Max: 1, InvisibleTime: time.Second, PollTime: 20 * time.Millisecond})
 	ctx, cancelWait := context.WithTimeout(context.Background(), time.Minute)
 	defer cancelWait()
 	if err := e.clock.BlockUntilContext(ctx, 1); err != nil { // the poll-time timer
@@ -137,16 +121,8 @@ func TestLongPollWakesOnArrivalNotByPolling(t *testing.T) {
 		t.Fatalf("first receive: %v", keysOf(got))
 	}
 	e.advance(20 * time.Second)
-	type result struct {
-		ms  []Message
-		err error
-	}
-	got := make(chan result, 1)
-	go func() {
-		ms, err := e.svc.Receive(context.Background(), ReceiveRequest{Group: testGroup, Topic: testTopic,
-			QueueID: AllQueues, Max: 1, InvisibleTime: time.Minute, PollTime: time.Hour})
-		got <- result{ms, err}
-	}()
+	got := e.receiveAsync(ReceiveRequest{Group: testGroup, Topic: testTopic,
+		QueueID: AllQueues, Max: 1, InvisibleTime: time.Minute, PollTime: time.Hour})
 	if tm := <-ft.started; tm.d != time.Hour {
 		t.Fatalf("poll-time timer of %v, want 1h", tm.d)
 	}
@@ -156,7 +132,7 @@ func TestLongPollWakesOnArrivalNotByPolling(t *testing.T) {
 		t.Fatalf("invisible-time timer of %v, want the 40s left of a's invisible time", tm.d)
 	}
 	e.send(0, "b", "")
-	var r result
+	var r receiveResult
 	select {
 	case r = <-got:
 	case <-time.After(time.Minute):
@@ -234,4 +210,21 @@ func TestLongPollWakesOnShortenedInvisibleTime(t *testing.T) {
 		t.Fatalf("woken receive: %v", keysOf(again))
 	}
 	e.dispatch()
+}
+
+// receiveResult is what a Receive started by receiveAsync returned.
+type receiveResult struct {
+	ms  []Message
+	err error
+}
+
+// receiveAsync starts a Receive of req in its own goroutine; its result
+// arrives on the returned channel.
+func (e *env) receiveAsync(req ReceiveRequest) <-chan receiveResult {
+	got := make(chan receiveResult, 1)
+	go func() {
+		ms, err := e.svc.Receive(context.Background(), req)
+		got <- receiveResult{ms, err}
+	}()
+	return got
 }
