@@ -11,11 +11,25 @@ const path = require('node:path');
 const repo = path.resolve(__dirname, '..', '..', '..');
 let binary;
 
+// tempDirs are the directories this process made; they are removed when
+// it exits (a default store preallocates 1.5 GB, and every test file is
+// its own process).
+const tempDirs = [];
+process.on('exit', () => {
+  for (const d of tempDirs) fs.rmSync(d, { recursive: true, force: true });
+});
+
+function tempDir(prefix) {
+  const d = fs.mkdtempSync(path.join(os.tmpdir(), prefix));
+  tempDirs.push(d);
+  return d;
+}
+
 // build compiles the command once per test file (the Go build cache makes
 // the later ones a link).
 function build() {
   if (!binary) {
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'rocketstore-node-bin-'));
+    const dir = tempDir('rocketstore-node-bin-');
     binary = path.join(dir, 'rocketstore');
     execFileSync('go', [ 'build', '-o', binary, './cmd/rocketstore' ], { cwd: repo, stdio: 'inherit' });
   }
@@ -54,7 +68,7 @@ class Server {
   // [accessKey, secretKey] for the admin command.
   constructor(opts = {}) {
     this.opts = opts;
-    this.dir = opts.dir || fs.mkdtempSync(path.join(os.tmpdir(), 'rocketstore-node-'));
+    this.dir = opts.dir || tempDir('rocketstore-node-');
     this.log = '';
   }
 
