@@ -237,3 +237,78 @@ func damagedTailKept(t *testing.T, fs backend.FS, cfg engine.Config, victim engi
 	}
 	return nil
 }
+
+// TestTornTimestampIsNotSynced: a crash tore the last record inside its
+// store timestamp (the sector holding the timestamp's last bytes, and the
+// ones after it, never reached the disk; the record's last sector did).
+// The torn timestamp reads as an earlier time, below the checkpoint's,
+// and the record used to pass for a synced, damaged one: kept as damage,
+// where recovery without the checkpoint cut it off. It is a torn tail and
+// must be cut off; the broken variant (hooks TrustTornTimestamp) keeps it
+// and must be caught.
+func TestTornTimestampIsNotSynced(t *testing.T) {
+	afs := afero.NewMemMapFs()
+	cfg := hooks.Manual(engine.Config{CommitLogFileSize: 4096, ConsumeQueueUnits: 16,
+		Logger: slog.New(slog.DiscardHandler), Clock: clockstest.NewStepping(time.UnixMilli(1_700_000_000_000), time.Millisecond)})
+	s, err := engine.Open(memfs.New(afs), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	put := func(s *engine.Store, n int) engine.PutResult {
+		t.Helper()
+		res, err := s.Put(context.Background(), &engine.Message{Topic: "T", Body: bytes.Repeat([]byte{'x'}, n)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	first := put(s, 100)
+	// The victim's store timestamp (bytes 56-63 of a record with an IPv4
+	// born host) starts 6 bytes before a sector's end.
+	const victimAt = 512 + 450
+	put(s, 100+int(victimAt-2*int64(first.WroteBytes)))
+	if _, err := engineops.Of(s).Dispatch(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if s, err = engine.Open(memfs.New(afs), cfg); err != nil {
+		t.Fatal(err)
+	}
+	victim := put(s, 1500)
+	if victim.WroteOffset != victimAt {
+		t.Fatalf("the victim was written at %d, want %d", victim.WroteOffset, victimAt)
+	}
+	// Its bytes reach the file; the checkpoint is not written again.
+	if err := s.FlushCommitLog(0); err != nil {
+		t.Fatal(err)
+	}
+	engineops.Of(s).Abandon()
+	// The sectors from the one after the timestamp's start up to the
+	// record's last one are lost (zero, as in a fresh file).
+	name := fmt.Sprintf("commitlog/%020d", 0)
+	lastSector := (victim.WroteOffset + int64(victim.WroteBytes) - 1) / 512 * 512
+	writeAt(t, afs, name, 1024, make([]byte, lastSector-1024))
+
+	for _, broken := range []bool{false, true} {
+		cfg := cfg
+		hooks.EngineOf(&cfg).TrustTornTimestamp = broken
+		s, err := engine.Open(memfs.New(copyFs(t, afs)), cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		end, damaged := s.CommitLog().MaxOffset(), s.Recovery().Damaged
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+		cut := end == victim.WroteOffset && len(damaged) == 0
+		t.Logf("TrustTornTimestamp=%v: CommitLog ends at %d, damage %+v", broken, end, damaged)
+		switch {
+		case broken && cut:
+			t.Fatal("with the torn timestamp trusted, the torn record was still cut off: the test proves nothing")
+		case !broken && !cut:
+			t.Fatalf("the torn last record was kept (CommitLog ends at %d, damage %+v), want it cut off at %d", end, damaged, victim.WroteOffset)
+		}
+	}
+}

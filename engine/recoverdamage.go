@@ -157,8 +157,38 @@ func (s *Store) syncedTail(mf *mappedFile, pos int64) (end int64, synced bool) {
 	if ts <= 0 || ts > physic || (s.recovery.Abnormal && ts == physic) {
 		return 0, false
 	}
+	if s.recovery.Abnormal && !s.cfg.hooks.TrustTornTimestamp && tornAcross(b[pos:pos+size], mf.fileFromOffset+pos, ts, s.recovery.lastStoreTimestamp) {
+		return 0, false
+	}
 	return mf.fileFromOffset + pos + size, true
 }
+
+// tornAcross reports signs that a record whose header and last bytes
+// survived a crash lost sectors between them, so that its store timestamp
+// ts may be made of new bytes and bytes never written (a tear inside the
+// timestamp reads as an earlier time, below the checkpoint's, and the
+// torn record would pass for a synced one). Store times do not go back
+// within the CommitLog, so a timestamp below the previous record's
+// (prev) is torn; and a sector-aligned run of diskSector zero bytes
+// inside the record is a sector that never reached the disk. Either sign
+// makes the record a torn tail, cut off as RocketMQ does. A record that
+// really holds a zero sector (a binary body) and is damaged after a
+// crash is cut off too: the two cannot be told apart.
+func tornAcross(rec []byte, off, ts, prev int64) bool {
+	if ts < prev {
+		return true
+	}
+	for at := (off + diskSector - 1) / diskSector * diskSector; at+diskSector <= off+int64(len(rec)); at += diskSector {
+		if allZero(rec[at-off : at-off+diskSector]) {
+			return true
+		}
+	}
+	return false
+}
+
+// diskSector is the smallest unit a disk writes whole (512 bytes; a 4 KiB
+// sector is eight of them, all lost together).
+const diskSector = 512
 
 var (
 	magicMessage = []byte{0xDA, 0xA3, 0x20, 0xA7}

@@ -91,6 +91,12 @@ type Engine struct {
 	// (before a clean stop, or before the checkpoint's time), as
 	// RocketMQ's recovery does, dropping an acknowledged message.
 	TornSyncedTail bool
+	// TrustTornTimestamp takes a damaged last record's store timestamp at
+	// its word after a crash even when the record lost sectors between
+	// its header and its end, so a timestamp torn into an earlier time
+	// makes a torn write pass for a synced, damaged record (kept as
+	// damage where RocketMQ and a recovery without the checkpoint cut it).
+	TrustTornTimestamp bool
 }
 
 // Broker holds the broker's switches; a Broker keeps them in an unexported
