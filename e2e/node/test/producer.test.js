@@ -38,6 +38,14 @@ function stored(topic) {
   return all;
 }
 
+// visible waits until n messages of topic can be read: an acknowledged
+// send is durable at once but reaches its ConsumeQueue when the dispatcher
+// gets to it, as in RocketMQ (a consumer polls until then too).
+async function visible(topic, n) {
+  await eventually(() => stored(topic).length >= n, 10000, `${n} messages of ${topic} visible`);
+  return stored(topic);
+}
+
 test('normal messages: stored with tag, keys, message id and user properties', async () => {
   const p = producer('NormalTopic');
   await p.startup();
@@ -47,7 +55,7 @@ test('normal messages: stored with tag, keys, message id and user properties', a
       receipts.push(await p.send({ topic: 'NormalTopic', tag: 'TagA', keys: [ `k${i}`, 'common' ],
         properties: new Map([ [ 'n', String(i) ] ]), body: Buffer.from(`hello ${i}`) }));
     }
-    const msgs = stored('NormalTopic');
+    const msgs = await visible('NormalTopic', 5);
     assert.strictEqual(msgs.length, 5);
     for (const r of receipts) {
       const m = msgs.find(x => x.properties.UNIQ_KEY === r.messageId);
@@ -83,7 +91,7 @@ test('FIFO: a message group goes to one queue, in send order', async () => {
         await p.send({ topic: 'FifoTopic', messageGroup: g, body: Buffer.from(`${g}-${i}`) });
       }
     }
-    const msgs = stored('FifoTopic');
+    const msgs = await visible('FifoTopic', 12);
     for (const g of [ 'g1', 'g2' ]) {
       const mine = msgs.filter(m => m.properties.__SHARDINGKEY === g);
       assert.strictEqual(mine.length, 6);
