@@ -84,6 +84,7 @@ func startGRPCGroup(t *testing.T) []*grpcReplica {
 			t.Fatal(err)
 		}
 		nc.Broker.Store.CommitLogFileSize, nc.Broker.Store.ConsumeQueueUnits = 1<<20, 1000
+		nc.Broker.Index.MaxHashSlotNum, nc.Broker.Index.MaxIndexNum = 1000, 4000 // 400 MB a replica by default
 		nc.Server.Logger, nc.Broker.Store.Logger = quietLog, quietLog
 		listen, endpoints, err := rc.grpcListen(defaultGRPCListen, false)
 		if err != nil || listen != grpcs[i-1] {
