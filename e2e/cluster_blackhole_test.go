@@ -230,6 +230,8 @@ listenPort: %d
 namesrvAddr: %s
 flushDiskType: SYNC_FLUSH
 mapedFileSizeCommitLog: 4194304
+maxHashSlotNum: 10000
+maxIndexNum: 40000
 raft:
   nodeId: n%d
   bind: %s:%d
@@ -254,7 +256,8 @@ raft:
 
 	// broker-b: one broker, no replication, on host 3.
 	bconf := filepath.Join(root, "b.yaml")
-	if err := os.WriteFile(bconf, []byte(fmt.Sprintf("brokerName: broker-b\nbrokerIP1: %s\nlistenPort: %d\nnamesrvAddr: %s\n",
+	if err := os.WriteFile(bconf, []byte(fmt.Sprintf("brokerName: broker-b\nbrokerIP1: %s\nlistenPort: %d\nnamesrvAddr: %s\n"+
+		"mapedFileSizeCommitLog: 4194304\nmaxHashSlotNum: 10000\nmaxIndexNum: 40000\n",
 		lab.ips[3], brokerPort, bh.nsList)), 0o644); err != nil {
 		t.Fatal(err)
 	}
