@@ -76,12 +76,21 @@ type Built struct {
 }
 
 // limit returns end, or the commit point when it is below end in a store
-// of replicated records: the end of what may be dispatched and read.
+// of replicated records: the end of what may be read.
 func (c *CommitLog) limit(end int64) int64 {
-	if c.rec.on && !c.rec.ignore {
+	if c.rec.on {
 		return min(end, c.rec.commit.Load())
 	}
 	return end
+}
+
+// dispatchLimit is limit for the dispatcher and recovery: the end of what
+// may be dispatched.
+func (c *CommitLog) dispatchLimit(end int64) int64 {
+	if c.rec.ignore {
+		return end
+	}
+	return c.limit(end)
 }
 
 // recordsMode reports an error unless the store holds replicated records.
@@ -460,7 +469,7 @@ func (s *Store) truncateRecords(end int64) error {
 func (s *Store) recoverRecords(t map[topicQueueKey]int64) {
 	c := s.commitLog
 	end := c.q.MaxOffset()
-	from := c.limit(end)
+	from := c.dispatchLimit(end)
 	for p := from; p < end; {
 		b, mf := c.data(p)
 		if mf == nil {
