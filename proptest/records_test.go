@@ -86,6 +86,16 @@ func (m *recordsMachine) config(commit int64) engine.Config {
 
 func (m *recordsMachine) open(commit int64) {
 	s, err := engine.Open(m.fs, m.config(commit))
+	if errors.Is(err, engine.ErrUndecidableDamage) {
+		// A power cut tore an unsynced page before one that reached the
+		// disk: recovery refuses, and the operator's documented choice,
+		// truncation (a replica's records past what it synced are no
+		// Raft entry yet), must then give every property.
+		m.stats.undecidable.Add(1)
+		cfg := m.config(commit)
+		cfg.OnUndecidableDamage = engine.DamageTruncate
+		s, err = engine.Open(m.fs, cfg)
+	}
 	if err != nil {
 		m.rt.Fatalf("open: %v", err)
 	}
@@ -443,13 +453,14 @@ func (m *recordsMachine) served(topic string, queue int32) []recInfo {
 
 // recordsStats tallies what the records machine did, for the test's log.
 type recordsStats struct {
-	cases, powerCuts, tailTruncations, commitMoves, servedAtCut, keptPastCommit atomic.Int64
+	cases, powerCuts, tailTruncations, commitMoves, servedAtCut, keptPastCommit, undecidable atomic.Int64
 }
 
 func (s *recordsStats) String() string {
 	return fmt.Sprintf("%d cases, %d power cuts, %d truncations of a written tail, %d commit-point moves, "+
-		"%d messages served at a recovery, %d recoveries keeping records past the commit point",
-		s.cases.Load(), s.powerCuts.Load(), s.tailTruncations.Load(), s.commitMoves.Load(), s.servedAtCut.Load(), s.keptPastCommit.Load())
+"%d messages served at a recovery, %d recoveries keeping records past the commit point, %d undecidable damages truncated",
+		s.cases.Load(), s.powerCuts.Load(), s.tailTruncations.Load(), s.commitMoves.Load(), s.servedAtCut.Load(), s.keptPastCommit.Load(),
+		s.undecidable.Load())
 }
 
 // runRecords runs one case of the records machine.
@@ -492,7 +503,9 @@ func runRecords(rt *rapid.T, hook func(*hooks.Engine), stats *recordsStats) {
 // TestRecordsCrashProperty checks R1–R4 over random builds, appends,
 // syncs, commit-point moves, truncations, restarts and power cuts.
 func TestRecordsCrashProperty(t *testing.T) {
-	setFlag(t, "rapid.checks", "2000")
+	if !userChecks {
+		setFlag(t, "rapid.checks", "2000") // about 3 s; the machine's budget would take 10
+	}
 	var stats recordsStats
 	rapid.Check(t, func(rt *rapid.T) { runRecords(rt, nil, &stats) })
 	t.Logf("executed: %v", &stats)
