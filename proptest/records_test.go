@@ -458,7 +458,7 @@ type recordsStats struct {
 
 func (s *recordsStats) String() string {
 	return fmt.Sprintf("%d cases, %d power cuts, %d truncations of a written tail, %d commit-point moves, "+
-"%d messages served at a recovery, %d recoveries keeping records past the commit point, %d undecidable damages truncated",
+		"%d messages served at a recovery, %d recoveries keeping records past the commit point, %d undecidable damages truncated",
 		s.cases.Load(), s.powerCuts.Load(), s.tailTruncations.Load(), s.commitMoves.Load(), s.servedAtCut.Load(), s.keptPastCommit.Load(),
 		s.undecidable.Load())
 }
