@@ -438,3 +438,46 @@ func TestRecordsForeignAppendDropsBuilds(t *testing.T) {
 		t.Fatalf("t1/0 took queue offset %d, want 0 (the dropped build's)", next.Results[1].QueueOffset)
 	}
 }
+
+// TestRecordsDispatchedByTheServices runs a store of replicated records
+// with its services (not in manual mode), under both flush types: records
+// committed are dispatched by the reput service once committed and, with
+// SyncFlush, synced, whichever comes last.
+func TestRecordsDispatchedByTheServices(t *testing.T) {
+	for _, flush := range []engine.FlushDiskType{engine.AsyncFlush, engine.SyncFlush} {
+		for _, commitFirst := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%v/commitFirst=%v", flush, commitFirst), func(t *testing.T) {
+				cfg := engineops.WithRecords(engine.Config{CommitLogFileSize: 4096, ConsumeQueueUnits: 64, FlushDiskType: flush}, 0)
+				s, err := engine.Open(memfs.New(nil), cfg)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer s.Close()
+				ops := engineops.Of(s)
+				for round := range 3 {
+					for _, b := range buildAll(t, ops, recordsMsgs(8, round*8)) {
+						if err := ops.AppendRecords(b.Bytes, b.Offset); err != nil {
+							t.Fatal(err)
+						}
+					}
+				}
+				end := ops.RecordsEnd()
+				steps := []func() error{ops.SyncRecords, func() error { return ops.SetCommitPoint(end) }}
+				if commitFirst {
+					steps[0], steps[1] = steps[1], steps[0]
+				}
+				for _, step := range steps {
+					if err := step(); err != nil {
+						t.Fatal(err)
+					}
+				}
+				if err := s.WaitDispatched(t.Context(), end); err != nil {
+					t.Fatal(err)
+				}
+				if got := queueOffsets(t, s, "t0", 0); len(got) != 6 {
+					t.Fatalf("t0/0 serves %v, want 6 messages", got)
+				}
+			})
+		}
+	}
+}
