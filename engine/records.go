@@ -39,9 +39,10 @@ func init() {
 type commitRecords struct {
 	// on is set at open for a store of replicated records.
 	on bool
-	// ignore and noRollback are the broken variants' switches
-	// (hooks.Engine.IgnoreCommitPoint, NoTruncateRollback).
-	ignore, noRollback bool
+	// ignore, recoveryIgnore and noRollback are the broken variants'
+	// switches (hooks.Engine.IgnoreCommitPoint, RecoveryIgnoresCommitPoint,
+	// NoTruncateRollback).
+	ignore, recoveryIgnore, noRollback bool
 	// commit is the commit point: nothing at or past it is dispatched
 	// or read.
 	commit atomic.Int64
@@ -84,13 +85,22 @@ func (c *CommitLog) limit(end int64) int64 {
 	return end
 }
 
-// dispatchLimit is limit for the dispatcher and recovery: the end of what
-// may be dispatched.
+// dispatchLimit is limit for the dispatcher: the end of what may be
+// dispatched.
 func (c *CommitLog) dispatchLimit(end int64) int64 {
 	if c.rec.ignore {
 		return end
 	}
 	return c.limit(end)
+}
+
+// recoveryLimit is dispatchLimit for recovery: the end of what recovery
+// dispatches and of the queue units it keeps.
+func (c *CommitLog) recoveryLimit(end int64) int64 {
+	if c.rec.recoveryIgnore {
+		return end
+	}
+	return c.dispatchLimit(end)
 }
 
 // recordsMode reports an error unless the store holds replicated records.
@@ -464,7 +474,7 @@ func (s *Store) truncateRecords(end int64) error {
 func (s *Store) recoverRecords(t map[topicQueueKey]int64) {
 	c := s.commitLog
 	end := c.q.MaxOffset()
-	from := c.dispatchLimit(end)
+	from := c.recoveryLimit(end)
 	for p := from; p < end; {
 		b, mf := c.data(p)
 		if mf == nil {
@@ -497,7 +507,7 @@ func (s *Store) clampCommitPoint(end int64) {
 // at or past the commit point: recovery of a store of replicated records
 // dispatches nothing past it.
 func (c *CommitLog) belowCommit(reqs []dispatchRequest, same []bool) ([]dispatchRequest, []bool) {
-	if !c.rec.on || c.rec.ignore {
+	if !c.rec.on || c.rec.ignore || c.rec.recoveryIgnore {
 		return reqs, same
 	}
 	commit := c.rec.commit.Load()

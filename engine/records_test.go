@@ -220,7 +220,7 @@ func TestRecordsTruncateRollsBackQueueOffsets(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, ops := openRecords(t, fs, 0)
+	_, ops := openRecords(t, fs, 0)
 	var built []engine.Built
 	for round := range 6 {
 		for _, b := range buildAll(t, ops, recordsMsgs(5, round*5)) {
@@ -292,7 +292,6 @@ func TestRecordsTruncateRollsBackQueueOffsets(t *testing.T) {
 				i, r.WroteOffset, r.QueueOffset, want.WroteOffset, want.QueueOffset)
 		}
 	}
-	_ = s
 }
 
 // TestRecordsRecoveryKeepsUncommittedTail cuts the power with synced

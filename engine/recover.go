@@ -111,7 +111,7 @@ func (s *Store) recover(lastExitOK, cpValid bool) error {
 		// torn: cut the queues there, and the scan rebuilds them.
 		// A store of replicated records keeps no unit past the commit
 		// point given at open.
-		cut := s.commitLog.dispatchLimit(r.ScanFrom)
+		cut := s.commitLog.recoveryLimit(r.ScanFrom)
 		if err := s.queues.all(func(cq *consumeQueue) error {
 			return cq.truncateDirtyLogicFiles(cut, s.unitCheck(cq))
 		}); err != nil {
@@ -152,13 +152,13 @@ func (s *Store) recover(lastExitOK, cpValid bool) error {
 			s.cfg.Logger.Warn("consume queues inconsistent with the commitlog; rebuilding them", "err", dispatchErr)
 			return s.rebuildConsumeQueues()
 		}
-		s.reput.SetReputFrom(s.commitLog.dispatchLimit(end))
+		s.reput.SetReputFrom(s.commitLog.recoveryLimit(end))
 		return s.recoverTopicQueueTable()
 	}
 	// Units for records past the end (in a store of replicated records,
 	// past the commit point) are gone; damaged units are found
 	// (unitstartup.go).
-	visible := s.commitLog.dispatchLimit(end)
+	visible := s.commitLog.recoveryLimit(end)
 	if err := s.queues.all(func(cq *consumeQueue) error {
 		if s.cfg.hooks.NoStartupUnitCheck {
 			return cq.truncateDirtyLogicFiles(visible, nil)
@@ -383,7 +383,7 @@ func (s *Store) redispatch() error {
 			from = max(from, cq.MaxPhysicOffset())
 			return nil
 		})
-		from = s.replayFromCutTails(min(from, s.commitLog.dispatchLimit(s.recovery.CommitLogEnd)))
+		from = s.replayFromCutTails(min(from, s.commitLog.recoveryLimit(s.recovery.CommitLogEnd)))
 	}
 	s.reput.SetReputFrom(from)
 	n, err := s.reput.DoReput()

@@ -131,6 +131,7 @@ func (s *Store) open(dispatchers []dispatch.Dispatcher) error {
 	s.commitLog.q.releaseFaults = &s.health.release
 	s.commitLog.rec.on = s.cfg.records
 	s.commitLog.rec.ignore, s.commitLog.rec.noRollback = s.cfg.hooks.IgnoreCommitPoint, s.cfg.hooks.NoTruncateRollback
+	s.commitLog.rec.recoveryIgnore = s.cfg.hooks.RecoveryIgnoresCommitPoint
 	s.commitLog.rec.commit.Store(s.cfg.commitPoint)
 	if err := s.commitLog.q.load(s.cfg.Logger); err != nil {
 		return err

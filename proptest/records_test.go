@@ -48,6 +48,7 @@ type recordsVariant struct {
 func recordsVariants() []recordsVariant {
 	return []recordsVariant{
 		{"IgnoreCommitPoint", "R1", func(h *hooks.Engine) { h.IgnoreCommitPoint = true }},
+		{"RecoveryIgnoresCommitPoint", "R1", func(h *hooks.Engine) { h.RecoveryIgnoresCommitPoint = true }},
 		{"NoTruncateRollback", "R3", func(h *hooks.Engine) { h.NoTruncateRollback = true }},
 	}
 }

@@ -34,6 +34,10 @@ type Engine struct {
 	// opened for replicated records (engineops.WithRecords) go past the
 	// commit point, to the CommitLog's written end.
 	IgnoreCommitPoint bool
+	// RecoveryIgnoresCommitPoint lets recovery of a store opened for
+	// replicated records dispatch (and keep queue units) past the commit
+	// point given at open; the dispatcher still stops at it afterwards.
+	RecoveryIgnoresCommitPoint bool
 	// NoTruncateRollback keeps the queue offsets of the records that a
 	// truncation of the uncommitted tail drops, instead of handing them
 	// out again.
