@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/hashicorp/raft"
 
@@ -127,5 +128,55 @@ func TestRecordsUnderRaftLog(t *testing.T) {
 	}
 	if got, want := fmt.Sprint(b.Results[0].QueueOffset+b.Results[1].QueueOffset), fmt.Sprint(served); got != want {
 		t.Fatalf("the new leader's first queue offsets sum to %s, want %s (the committed messages' count, one queue each)", got, want)
+	}
+}
+
+// TestReadAtGone reads records that retention removed: the error wraps
+// raftlog.ErrGone (on which raftlog's GetLog answers raft.ErrLogNotFound
+// and Raft sends a snapshot). Retention removes only files the dispatcher
+// passed, so never uncommitted records.
+func TestReadAtGone(t *testing.T) {
+	r := newReplica(t)
+	for round := 0; r.ops.RecordsEnd() < 3*4096; round++ {
+		pending := msgs(6, round*6)
+		for len(pending) > 0 {
+			b, err := r.ops.BuildRecords(pending)
+			if err != nil {
+				t.Fatal(err)
+			}
+			pending = pending[len(b.Results):]
+			if err := r.ops.AppendRecords(b.Bytes, b.Offset); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	recs := logrecords.New(r.s)
+	if _, err := r.s.DeleteExpiredFiles(time.Now(), engine.RetentionPolicy{}, true); err != nil {
+		t.Fatal(err)
+	}
+	if min := r.s.CommitLog().MinOffset(); min != 0 {
+		t.Fatalf("retention removed uncommitted records: the commitlog starts at %d", min)
+	}
+	if err := r.ops.SetCommitPoint(r.ops.RecordsEnd()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.ops.Dispatch(); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.ops.FlushConsumeQueues(0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.s.DeleteExpiredFiles(time.Now(), engine.RetentionPolicy{}, true); err != nil {
+		t.Fatal(err)
+	}
+	min := r.s.CommitLog().MinOffset()
+	if min == 0 {
+		t.Fatal("retention removed no file")
+	}
+	if err := recs.ReadAt(make([]byte, 10), 0); !errors.Is(err, raftlog.ErrGone) {
+		t.Fatalf("ReadAt below the first kept file: %v, want ErrGone", err)
+	}
+	if err := recs.ReadAt(make([]byte, 10), min); err != nil {
+		t.Fatalf("ReadAt at the first kept offset: %v", err)
 	}
 }
