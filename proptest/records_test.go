@@ -36,7 +36,9 @@ import (
 //	   a truncated tail again, those after the records kept past the commit
 //	   point by recovery;
 //	R4 once dispatched, every record below the commit point is served,
-//	   exactly as the model's records say (queue, queue offset, position).
+//	   exactly as the model's records say (queue, queue offset, position),
+//	   and as a plain store opened on those records serves them; the peer,
+//	   which appended the same bytes, holds the same CommitLog.
 
 // recordsVariant switches one safety step of the replicated records off.
 type recordsVariant struct {
@@ -379,6 +381,50 @@ func (m *recordsMachine) checkRecovered() {
 	for _, k := range recordsKeys {
 		m.stats.servedAtCut.Add(int64(len(m.served(k.topic, k.queue))))
 	}
+	m.checkPlain()
+	peer := make([]byte, m.peer.RecordsEnd())
+	if err := m.peer.ReadRecords(peer, 0); err != nil {
+		m.rt.Fatalf("read the peer's records: %v", err)
+	}
+	if !bytes.Equal(peer, m.log) {
+		m.rt.Fatalf("R4: the peer's commitlog (%d bytes) differs from this replica's (%d)", len(peer), len(m.log))
+	}
+}
+
+// checkPlain checks R4 against a plain store (no replicated records)
+// opened on the committed records alone: it serves every queue exactly as
+// the store of records does.
+func (m *recordsMachine) checkPlain() {
+	fs := memfs.New(nil)
+	if err := fs.MkdirAll("commitlog"); err != nil {
+		m.rt.Fatal(err)
+	}
+	for from := int64(0); from < m.commit; from += 4096 {
+		seg, err := fs.Create(fmt.Sprintf("commitlog/%020d", from), 4096)
+		if err != nil {
+			m.rt.Fatal(err)
+		}
+		if _, err := seg.WriteAt(m.log[from:min(from+4096, m.commit)], 0); err != nil {
+			m.rt.Fatal(err)
+		}
+		if err := seg.Close(); err != nil {
+			m.rt.Fatal(err)
+		}
+	}
+	plain, err := engine.Open(fs, hooks.Manual(engine.Config{CommitLogFileSize: 4096, ConsumeQueueUnits: 16, Logger: quiet}))
+	if err != nil {
+		m.rt.Fatalf("open a plain store on the committed records: %v", err)
+	}
+	defer plain.Close()
+	if _, err := engineops.Of(plain).Dispatch(); err != nil {
+		m.rt.Fatalf("plain store dispatch: %v", err)
+	}
+	for _, k := range recordsKeys {
+		want, got := servedBy(m.rt, plain, k.topic, k.queue), m.served(k.topic, k.queue)
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			m.rt.Fatalf("R4: %s/%d serves %v, a plain store on the committed records %v", k.topic, k.queue, got, want)
+		}
+	}
 }
 
 // checkServed checks R1: every queue serves a prefix of the model's
@@ -434,11 +480,16 @@ func at(w []recInfo, i int) string {
 
 // served returns what GetMessage serves of a queue, from queue offset 0.
 func (m *recordsMachine) served(topic string, queue int32) []recInfo {
+	return servedBy(m.rt, m.s, topic, queue)
+}
+
+// servedBy returns what s serves of a queue, from queue offset 0.
+func servedBy(rt *rapid.T, s *engine.Store, topic string, queue int32) []recInfo {
 	var out []recInfo
 	for off := int64(0); ; {
-		res, err := m.s.GetMessage(topic, queue, off, 1000, nil)
+		res, err := s.GetMessage(topic, queue, off, 1000, nil)
 		if err != nil {
-			m.rt.Fatalf("get %s/%d: %v", topic, queue, err)
+			rt.Fatalf("get %s/%d: %v", topic, queue, err)
 		}
 		if res.Status != engine.Found {
 			res.Release()
