@@ -480,3 +480,73 @@ func TestRecordsDispatchedByTheServices(t *testing.T) {
 		}
 	}
 }
+
+// TestRecordsConcurrentReaders runs readers beside a replica that builds,
+// appends, syncs, commits and truncates its uncommitted tail, with the
+// store's services running: no reader ever gets a record at or past the
+// commit point (run it with -race).
+func TestRecordsConcurrentReaders(t *testing.T) {
+	s, err := engine.Open(memfs.New(nil), engineops.WithRecords(engine.Config{CommitLogFileSize: 4096, ConsumeQueueUnits: 64}, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ops := engineops.Of(s)
+	done := make(chan struct{})
+	errs := make(chan error, 3)
+	for r := range 2 {
+		go func() {
+			for {
+				select {
+				case <-done:
+					errs <- nil
+					return
+				default:
+				}
+				res, err := s.GetMessage("t0", int32(r), 0, 64, nil)
+				if err != nil {
+					errs <- err
+					return
+				}
+				for _, m := range res.Messages {
+					if end, commit := m.CommitLogOffset+int64(len(m.Record)), ops.CommitPoint(); end > commit {
+						res.Release()
+						errs <- fmt.Errorf("served a record ending at %d past the commit point %d", end, commit)
+						return
+					}
+				}
+				res.Release()
+				if n := s.CommitLog().ReadAt(make([]byte, 64<<10), 0); int64(n) > ops.CommitPoint() {
+					errs <- fmt.Errorf("CommitLog.ReadAt served %d bytes past the commit point %d", n, ops.CommitPoint())
+					return
+				}
+			}
+		}()
+	}
+	for round := range 60 {
+		for _, b := range buildAll(t, ops, recordsMsgs(4, round*4)) {
+			if err := ops.AppendRecords(b.Bytes, b.Offset); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := ops.SyncRecords(); err != nil {
+			t.Fatal(err)
+		}
+		switch round % 3 {
+		case 0:
+			if err := ops.SetCommitPoint(ops.RecordsEnd()); err != nil {
+				t.Fatal(err)
+			}
+		case 2:
+			if err := ops.TruncateRecords(ops.CommitPoint()); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	close(done)
+	for range 2 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+}
