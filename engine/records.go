@@ -288,6 +288,7 @@ func (s *Store) appendRecords(b []byte, off int64) error {
 		if lastTs > 0 {
 			mf.setStoreTimestamp(lastTs)
 		}
+		c.prefaultAhead(mf, end) // as a put moves the write-prefaulted window
 		i += int(n)
 	}
 	if lastTs > c.lastStoreTs {
