@@ -73,11 +73,12 @@ type recordsMachine struct {
 	msgs    int
 }
 
-// recordsKeys are the queues the machine writes to.
+// recordsKeys are the queues the machine writes to: delayed messages
+// (level 1) go to the schedule topic's queue 0.
 var recordsKeys = []struct {
 	topic string
 	queue int32
-}{{"t0", 0}, {"t0", 1}, {"t1", 0}, {"t1", 1}}
+}{{"t0", 0}, {"t0", 1}, {"t1", 0}, {"t1", 1}, {record.ScheduleTopic, 0}}
 
 func (m *recordsMachine) config(commit int64) engine.Config {
 	cfg := hooks.Manual(engine.Config{CommitLogFileSize: 4096, ConsumeQueueUnits: 16, Logger: quiet})
@@ -115,19 +116,23 @@ type recInfo struct {
 }
 
 // records parses the model's records.
-func (m *recordsMachine) records() []recInfo {
+func (m *recordsMachine) records() []recInfo { return m.parse(m.log, 0) }
+
+// parse parses records b at CommitLog offset base. A record that takes no
+// queue offset (a prepared transaction half) has no key.
+func (m *recordsMachine) parse(b []byte, base int64) []recInfo {
 	var out []recInfo
-	for p := int64(0); p < int64(len(m.log)); {
-		info, err := record.Check(m.log[p:], p, false)
+	for p := int64(0); p < int64(len(b)); {
+		info, err := record.Check(b[p:], base+p, false)
 		if err != nil {
-			m.rt.Fatalf("the model's own records do not parse at %d: %v", p, err)
+			m.rt.Fatalf("the model's own records do not parse at %d: %v", base+p, err)
 		}
-		r := recInfo{off: p, size: int64(info.Size), blank: info.Blank}
-		if !info.Blank {
+		r := recInfo{off: base + p, size: int64(info.Size), blank: info.Blank}
+		if !info.Blank && record.TransactionType(info.SysFlag) != record.TransactionPrepared {
 			r.key, r.qoff = fmt.Sprintf("%s/%d", info.Topic, info.QueueID), info.QueueOffset
 		}
 		out = append(out, r)
-		p += r.size
+		p += int64(info.Size)
 	}
 	return out
 }
@@ -150,14 +155,13 @@ func (m *recordsMachine) boundaries(lo, hi int64) []int64 {
 // model's records and the pending builds.
 func (m *recordsMachine) nextQueueOffsets() map[string]int64 {
 	next := map[string]int64{}
-	for _, r := range m.records() {
-		if !r.blank {
-			next[r.key] = r.qoff + 1
-		}
-	}
+	rs := m.records()
 	for _, b := range m.pending {
-		for _, r := range b.Results {
-			next[fmt.Sprintf("%s/%d", r.Topic, r.QueueID)] = r.QueueOffset + 1
+		rs = append(rs, m.parse(b.Bytes, b.Offset)...)
+	}
+	for _, r := range rs {
+		if r.key != "" {
+			next[r.key] = r.qoff + 1
 		}
 	}
 	return next
@@ -175,10 +179,19 @@ func (m *recordsMachine) drawMsgs(what string) []*engine.Message {
 	n := rapid.IntRange(1, 4).Draw(m.rt, what+" messages")
 	msgs := make([]*engine.Message, n)
 	for i := range msgs {
-		k := recordsKeys[rapid.IntRange(0, len(recordsKeys)-1).Draw(m.rt, "queue")]
+		k := recordsKeys[rapid.IntRange(0, 3).Draw(m.rt, "queue")]
 		m.msgs++
-		msgs[i] = &engine.Message{Topic: k.topic, QueueID: k.queue,
+		msg := &engine.Message{Topic: k.topic, QueueID: k.queue,
 			Body: bytes.Repeat([]byte{byte('a' + m.msgs%26)}, rapid.IntRange(1, 700).Draw(m.rt, "body"))}
+		// Some are delayed (stored in the schedule topic) or prepared
+		// transaction halves (no queue offset, never dispatched).
+		switch rapid.IntRange(0, 9).Draw(m.rt, "kind") {
+		case 0:
+			msg.Properties = map[string]string{record.PropertyDelayTimeLevel: "1"}
+		case 1:
+			msg.SysFlag = record.TransactionPrepared
+		}
+		msgs[i] = msg
 	}
 	return msgs
 }
@@ -186,15 +199,22 @@ func (m *recordsMachine) drawMsgs(what string) []*engine.Message {
 // build builds a round as a leader; the records wait to be appended.
 func (m *recordsMachine) build() {
 	want := m.nextQueueOffsets()
-	b, err := m.ops.BuildRecords(m.drawMsgs("build"))
+	msgs := m.drawMsgs("build")
+	b, err := m.ops.BuildRecords(msgs)
 	if err != nil {
 		m.rt.Fatalf("build: %v", err)
 	}
 	if end := m.buildEnd(); b.Offset != end {
 		m.rt.Fatalf("R3: built at %d, the model's records and builds end at %d", b.Offset, end)
 	}
-	for _, r := range b.Results {
+	for i, r := range b.Results {
 		k := fmt.Sprintf("%s/%d", r.Topic, r.QueueID)
+		if msgs[i].SysFlag == record.TransactionPrepared {
+			if r.QueueOffset != 0 {
+				m.rt.Fatalf("R3: a prepared half built with queue offset %d", r.QueueOffset)
+			}
+			continue
+		}
 		if r.QueueOffset != want[k] {
 			m.rt.Fatalf("R3: built %s at queue offset %d, the model's next is %d", k, r.QueueOffset, want[k])
 		}
@@ -439,10 +459,12 @@ func (m *recordsMachine) checkServed(all bool) {
 	for _, r := range m.records() {
 		switch {
 		case r.blank:
-		case r.off+r.size <= m.commit:
+		case r.off+r.size > m.commit:
+			if firstUncommitted < 0 {
+				firstUncommitted = r.off
+			}
+		case r.key != "":
 			want[r.key] = append(want[r.key], r)
-		case firstUncommitted < 0:
-			firstUncommitted = r.off
 		}
 	}
 	if firstUncommitted >= 0 {
