@@ -59,6 +59,9 @@ type recordsMachine struct {
 	rt    *rapid.T
 	hook  func(*hooks.Engine)
 	stats *recordsStats
+	// flush is the store's flush type: under SyncFlush the dispatcher
+	// also stops at the synced end.
+	flush engine.FlushDiskType
 
 	fs   *crashsim.FS
 	s    *engine.Store
@@ -81,7 +84,7 @@ var recordsKeys = []struct {
 }{{"t0", 0}, {"t0", 1}, {"t1", 0}, {"t1", 1}, {record.ScheduleTopic, 0}}
 
 func (m *recordsMachine) config(commit int64) engine.Config {
-	cfg := hooks.Manual(engine.Config{CommitLogFileSize: 4096, ConsumeQueueUnits: 16, Logger: quiet})
+	cfg := hooks.Manual(engine.Config{CommitLogFileSize: 4096, ConsumeQueueUnits: 16, Logger: quiet, FlushDiskType: m.flush})
 	if m.hook != nil {
 		m.hook(hooks.EngineOf(&cfg))
 	}
@@ -544,7 +547,8 @@ func runRecords(rt *rapid.T, hook func(*hooks.Engine), stats *recordsStats) {
 	if err != nil {
 		rt.Fatal(err)
 	}
-	m := &recordsMachine{rt: rt, hook: hook, fs: fs, stats: stats}
+	m := &recordsMachine{rt: rt, hook: hook, fs: fs, stats: stats,
+		flush: rapid.SampledFrom([]engine.FlushDiskType{engine.AsyncFlush, engine.SyncFlush}).Draw(rt, "flush")}
 	m.open(0)
 	peer, err := engine.Open(memfs.New(nil), engineops.WithRecords(hooks.Manual(engine.Config{CommitLogFileSize: 4096, ConsumeQueueUnits: 16, Logger: quiet}), 0))
 	if err != nil {
