@@ -67,6 +67,8 @@ type CommitLog struct {
 	// prefaultMark is the CommitLog offset at which the put path next
 	// moves the write-prefaulted window ahead (see allocator.prefaultAhead).
 	prefaultMark int64
+	// rec is the state of a store of replicated records (records.go).
+	rec commitRecords
 }
 
 func newCommitLog(fs backend.FS, dir string, cfg *Config) *CommitLog {
@@ -99,8 +101,9 @@ func newCommitLog(fs backend.FS, dir string, cfg *Config) *CommitLog {
 // MinOffset returns the offset of the oldest byte held.
 func (c *CommitLog) MinOffset() int64 { return c.q.MinOffset() }
 
-// MaxOffset returns the offset after the last published record.
-func (c *CommitLog) MaxOffset() int64 { return c.q.MaxOffset() }
+// MaxOffset returns the offset after the last published record: in a
+// store of replicated records, after the last committed one.
+func (c *CommitLog) MaxOffset() int64 { return c.limit(c.q.MaxOffset()) }
 
 // FlushedWhere returns the offset up to which the CommitLog is synced.
 func (c *CommitLog) FlushedWhere() int64 { return c.q.FlushedWhere() }
@@ -380,6 +383,9 @@ func redirectDelayed(m *record.Message, maxLevel int) (*record.Message, error) {
 // view returns size bytes at CommitLog offset off, holding a reference on
 // the file; the caller releases mf.
 func (c *CommitLog) view(off int64, size int) ([]byte, *mappedFile) {
+	if c.rec.on && off+int64(size) > c.limit(off+int64(size)) {
+		return nil, nil // not committed
+	}
 	mf := c.q.findMappedFileByOffset(off, off == 0)
 	if mf == nil {
 		return nil, nil

@@ -117,6 +117,11 @@ type Config struct {
 	// a torn tail with nothing intact after it is always truncated.
 	OnUndecidableDamage DamagePolicy
 
+	// records opens the store for replicated records (records.go) with
+	// commitPoint as its commit point (engineops.WithRecords).
+	records     bool
+	commitPoint int64
+
 	// now reads Clock in milliseconds (set by withDefaults).
 	now func() int64
 	// hooks are the test switches (internal/hooks), out of the API.

@@ -213,10 +213,11 @@ func (r commitLogReader) RollNextFile(off int64) int64 { return r.c.rollNextFile
 
 // MaxOffset is the end of what may be dispatched.
 func (r commitLogReader) MaxOffset() int64 {
+	end := r.c.dispatchLimit(r.c.q.MaxOffset())
 	if r.c.cfg.FlushDiskType == SyncFlush {
-		return min(r.c.MaxOffset(), r.c.q.FlushedWhere())
+		return min(end, r.c.q.FlushedWhere())
 	}
-	return r.c.MaxOffset()
+	return end
 }
 
 // Release implements dispatch.Releaser.

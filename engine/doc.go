@@ -108,6 +108,17 @@
 // rewrites a damaged range with bytes a replica holds (package cluster),
 // and its placeholder units with the real ones.
 //
+// # Replicated records
+//
+// A store opened for replicated records (engineops.WithRecords, records.go)
+// keeps a replicated group's Raft log payload in its CommitLog: the leader
+// builds a round's records without writing them, every replica appends the
+// same bytes at their offset, and the dispatcher and every reader stop at a
+// commit point the caller moves once Raft commits them. The uncommitted
+// tail truncates durably, handing its queue offsets out again. The open
+// takes the commit point; recovery dispatches nothing past it and keeps the
+// whole records past it, invisible. Such a store takes no put.
+//
 // # Concurrency
 //
 // Every method of Store is safe for concurrent use. One mutex orders

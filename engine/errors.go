@@ -31,6 +31,15 @@ var (
 	// ErrBatch reports an invalid batch (empty, mixed topics or queues,
 	// or a delay level on a batch).
 	ErrBatch = errors.New("engine: invalid batch")
+	// ErrCommitted reports a truncation of a store of replicated records
+	// that would drop committed records (below the commit point).
+	ErrCommitted = errors.New("engine: records below the commit point")
+	// ErrRecords reports records given to a store of replicated records
+	// that are not whole valid records at the CommitLog's end, a commit
+	// point or truncation offset that is not a record boundary of the
+	// stored records, or a put on such a store (its records are built
+	// and appended, not put).
+	ErrRecords = errors.New("engine: replicated records out of place")
 
 	// ErrMessageIllegal and the errors wrapping it are returned for
 	// messages that cannot be stored (RocketMQ's MESSAGE_ILLEGAL).

@@ -32,3 +32,19 @@ func (o ops) Dispatch() (int, error) { return o.s.dispatchPass() }
 func (o ops) FlushConsumeQueues(leastPages int) error { return o.s.flushConsumeQueuesNow(leastPages) }
 
 func (o ops) Abandon() { o.s.abandonRunning() }
+
+func (o ops) BuildRecords(msgs []*Message) (Built, error) { return o.s.buildRecords(msgs) }
+
+func (o ops) AppendRecords(b []byte, off int64) error { return o.s.appendRecords(b, off) }
+
+func (o ops) ReadRecords(b []byte, off int64) error { return o.s.readRecords(b, off) }
+
+func (o ops) RecordsEnd() int64 { return o.s.recordsEnd() }
+
+func (o ops) SyncRecords() error { return o.s.syncRecords() }
+
+func (o ops) TruncateRecords(end int64) error { return o.s.truncateRecords(end) }
+
+func (o ops) SetCommitPoint(off int64) error { return o.s.setCommitPoint(off) }
+
+func (o ops) CommitPoint() int64 { return o.s.commitPoint() }

@@ -32,6 +32,9 @@ func (c *CommitLog) ReadAt(p []byte, off int64) int {
 		return 0
 	}
 	defer mf.release()
+	if end := c.MaxOffset(); off+int64(len(b)) > end {
+		b = b[:max(0, end-off)]
+	}
 	return copy(p, b)
 }
 

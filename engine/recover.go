@@ -109,8 +109,11 @@ func (s *Store) recover(lastExitOK, cpValid bool) error {
 	if !lastExitOK {
 		// After a crash, units for records from the scan start may be
 		// torn: cut the queues there, and the scan rebuilds them.
+		// A store of replicated records keeps no unit past the commit
+		// point given at open.
+		cut := s.commitLog.recoveryLimit(r.ScanFrom)
 		if err := s.queues.all(func(cq *consumeQueue) error {
-			return cq.truncateDirtyLogicFiles(r.ScanFrom, s.unitCheck(cq))
+			return cq.truncateDirtyLogicFiles(cut, s.unitCheck(cq))
 		}); err != nil {
 			return err
 		}
@@ -138,6 +141,7 @@ func (s *Store) recover(lastExitOK, cpValid bool) error {
 	if err := s.truncateCommitLog(end); err != nil {
 		return err
 	}
+	s.clampCommitPoint(end)
 	if s.rebuildPending() {
 		// A rebuild was cut short: the queues may lack units the
 		// checkpoint vouches for (rebuildintent.go).
@@ -148,16 +152,18 @@ func (s *Store) recover(lastExitOK, cpValid bool) error {
 			s.cfg.Logger.Warn("consume queues inconsistent with the commitlog; rebuilding them", "err", dispatchErr)
 			return s.rebuildConsumeQueues()
 		}
-		s.reput.SetReputFrom(end)
+		s.reput.SetReputFrom(s.commitLog.recoveryLimit(end))
 		return s.recoverTopicQueueTable()
 	}
-	// Units for records past the end are gone; damaged units are found
+	// Units for records past the end (in a store of replicated records,
+	// past the commit point) are gone; damaged units are found
 	// (unitstartup.go).
+	visible := s.commitLog.recoveryLimit(end)
 	if err := s.queues.all(func(cq *consumeQueue) error {
 		if s.cfg.hooks.NoStartupUnitCheck {
-			return cq.truncateDirtyLogicFiles(end, nil)
+			return cq.truncateDirtyLogicFiles(visible, nil)
 		}
-		return s.checkUnitsAfterCleanExit(cq, end)
+		return s.checkUnitsAfterCleanExit(cq, visible)
 	}); err != nil {
 		return err
 	}
@@ -211,6 +217,7 @@ func (s *Store) scanCommitLog(files []*mappedFile, dispatch bool) (end int64, st
 	// failure the queues are rebuilt anyway, so only the scan goes on.
 	redispatch := func(reqs []dispatchRequest, same []bool) {
 		if dispatch && dispatchErr == nil {
+			reqs, same = s.commitLog.belowCommit(reqs, same)
 			var n int
 			n, dispatchErr = s.dispatchRecovered(reqs, same)
 			s.recovery.Redispatched += n
@@ -376,7 +383,7 @@ func (s *Store) redispatch() error {
 			from = max(from, cq.MaxPhysicOffset())
 			return nil
 		})
-		from = s.replayFromCutTails(min(from, s.recovery.CommitLogEnd))
+		from = s.replayFromCutTails(min(from, s.commitLog.recoveryLimit(s.recovery.CommitLogEnd)))
 	}
 	s.reput.SetReputFrom(from)
 	n, err := s.reput.DoReput()
@@ -510,6 +517,9 @@ func (s *Store) recoverTopicQueueTable() error {
 		cq.correctMinOffset(minPhy)
 		return nil
 	})
+	if s.commitLog.rec.on {
+		s.recoverRecords(t)
+	}
 	s.commitLog.setTopicQueueTable(t)
 	return nil
 }

@@ -129,6 +129,10 @@ func (s *Store) open(dispatchers []dispatch.Dispatcher) error {
 	s.commitLog.q.noTailZeroing = s.cfg.hooks.NoTailZeroing
 	s.commitLog.q.noRedirty = s.cfg.hooks.NoRedirty
 	s.commitLog.q.releaseFaults = &s.health.release
+	s.commitLog.rec.on = s.cfg.records
+	s.commitLog.rec.ignore, s.commitLog.rec.noRollback = s.cfg.hooks.IgnoreCommitPoint, s.cfg.hooks.NoTruncateRollback
+	s.commitLog.rec.recoveryIgnore = s.cfg.hooks.RecoveryIgnoresCommitPoint
+	s.commitLog.rec.commit.Store(s.cfg.commitPoint)
 	if err := s.commitLog.q.load(s.cfg.Logger); err != nil {
 		return err
 	}
@@ -402,6 +406,10 @@ func (s *Store) put(ctx context.Context, m *Message, o *origin) (PutResult, erro
 		s.lifecycle.RUnlock()
 		return PutResult{}, err
 	}
+	if s.commitLog.rec.on {
+		s.lifecycle.RUnlock()
+		return PutResult{}, fmt.Errorf("%w: a store of replicated records takes records, not puts", ErrRecords)
+	}
 	res, err := s.commitLog.put(m, o)
 	s.lifecycle.RUnlock()
 	if err != nil {
@@ -425,6 +433,10 @@ func (s *Store) putBatch(ctx context.Context, msgs []*Message, o *origin) (PutRe
 	if err := s.writable(); err != nil {
 		s.lifecycle.RUnlock()
 		return PutResult{}, err
+	}
+	if s.commitLog.rec.on {
+		s.lifecycle.RUnlock()
+		return PutResult{}, fmt.Errorf("%w: a store of replicated records takes records, not puts", ErrRecords)
 	}
 	res, err := s.commitLog.putBatch(msgs, o)
 	s.lifecycle.RUnlock()

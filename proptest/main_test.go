@@ -26,6 +26,10 @@ const (
 // took it for the user's choice and ran from a random seed.
 var userSeed bool
 
+// userChecks is set when the command line or the environment chose
+// rapid's budget (or ROCKETSTORE_SOAK asked for the soak budget).
+var userChecks bool
+
 // TestMain sizes rapid's default budget for CI; an explicit -rapid.checks
 // wins.
 func TestMain(m *testing.M) {
@@ -38,7 +42,9 @@ func TestMain(m *testing.M) {
 	if _, env := os.LookupEnv("RAPID_SEED"); env {
 		userSeed = true
 	}
-	if _, env := os.LookupEnv("RAPID_CHECKS"); !explicit && !env {
+	_, env := os.LookupEnv("RAPID_CHECKS")
+	userChecks = explicit || env || os.Getenv("ROCKETSTORE_SOAK") != ""
+	if !explicit && !env {
 		n := ciChecks
 		if os.Getenv("ROCKETSTORE_SOAK") != "" {
 			n = soakChecks

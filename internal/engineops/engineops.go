@@ -47,6 +47,51 @@ type Ops interface {
 	// lock without writing anything more, leaving the abort marker: what
 	// a killed process leaves behind. Every later call returns ErrClosed.
 	Abandon()
+
+	// The operations of a store opened for replicated records
+	// (WithRecords): a replicated group's Raft log keeps its records
+	// entries in the CommitLog, each message written once per replica.
+	// Records written this way are invisible (never dispatched nor read)
+	// until the commit point passes them. On another store they fail
+	// with engine.ErrRecords.
+
+	// BuildRecords builds the CommitLog records of msgs at the end of what
+	// is written and built, with queue offsets, physical offsets and the
+	// store timestamp assigned as a put does, without writing them. It
+	// builds a prefix of msgs: when a message does not fit in the current
+	// file the batch ends with a BLANK record, and the rest goes into the
+	// next batch.
+	BuildRecords(msgs []*engine.Message) (engine.Built, error)
+	// AppendRecords writes b, whole records for offset off (a build's, or
+	// a copy of a leader's), at the CommitLog's written end, which off
+	// must be; the queue offsets follow the records.
+	AppendRecords(b []byte, off int64) error
+	// ReadRecords fills b with the written bytes at off, committed or not;
+	// bytes no longer kept give engine.ErrNotFound.
+	ReadRecords(b []byte, off int64) error
+	// RecordsEnd returns the CommitLog's written end.
+	RecordsEnd() int64
+	// SyncRecords makes every written byte durable.
+	SyncRecords() error
+	// TruncateRecords drops the records at and past end, written or built,
+	// durably, and gives their queue offsets back. An end below the commit
+	// point fails with engine.ErrCommitted.
+	TruncateRecords(end int64) error
+	// SetCommitPoint moves the commit point forward to off, a record
+	// boundary at or below the written end; a smaller off changes nothing.
+	SetCommitPoint(off int64) error
+	// CommitPoint returns the commit point.
+	CommitPoint() int64
+}
+
+// WithRecords returns cfg set to open a store of replicated records whose
+// commit point is commit: recovery dispatches nothing past it, and the
+// whole records past it stay in the CommitLog, invisible until the commit
+// point moves past them. The Raft side gives the CommitLog offset it
+// knows to be committed.
+func WithRecords(cfg engine.Config, commit int64) engine.Config {
+	link.Records(&cfg, commit)
+	return cfg
 }
 
 // Of returns s's internal operations.

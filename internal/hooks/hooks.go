@@ -30,6 +30,18 @@ type Engine struct {
 	// NoTailZeroing keeps the stale bytes past the recovered CommitLog
 	// end instead of zeroing and syncing them.
 	NoTailZeroing bool
+	// IgnoreCommitPoint lets the dispatcher and the readers of a store
+	// opened for replicated records (engineops.WithRecords) go past the
+	// commit point, to the CommitLog's written end.
+	IgnoreCommitPoint bool
+	// RecoveryIgnoresCommitPoint lets recovery of a store opened for
+	// replicated records dispatch (and keep queue units) past the commit
+	// point given at open; the dispatcher still stops at it afterwards.
+	RecoveryIgnoresCommitPoint bool
+	// NoTruncateRollback keeps the queue offsets of the records that a
+	// truncation of the uncommitted tail drops, instead of handing them
+	// out again.
+	NoTruncateRollback bool
 	// NoPhysicalOffsetCheck accepts a record whose PHYSICALOFFSET is not
 	// its position (recovery and dispatch).
 	NoPhysicalOffsetCheck bool

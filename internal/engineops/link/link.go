@@ -21,3 +21,7 @@ type Origin struct {
 // Ops returns the operations of an *engine.Store (the argument) as a value
 // that implements engineops.Ops; the engine sets it at init.
 var Ops func(store any) any
+
+// Records sets cfg, an *engine.Config, to open the store for replicated
+// records with commit as its commit point; the engine sets it at init.
+var Records func(cfg any, commit int64)
