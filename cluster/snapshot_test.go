@@ -70,6 +70,10 @@ func TestFollowerBehindCompactedLog(t *testing.T) {
 		t.Fatal("no snapshot taken")
 	}
 	g.start(f)
+	// The delayed message reaches T/0 when the leader's schedule service
+	// delivers it, a replicated put of its own: the replicas compare
+	// equal only after it (10 + 100 sends to T/0 before it).
+	waitQueueMax(t, g.nodes[l], "T", 0, 111)
 	end := g.converge()
 	g.sameFiles("commitlog", end)
 	g.sameFiles("consumequeue", -1)
@@ -266,5 +270,18 @@ func TestPeerListMismatchRefused(t *testing.T) {
 		if err := n.Err(); err != nil && !strings.Contains(err.Error(), "peer list") {
 			t.Fatalf("replica error: %v", err)
 		}
+	}
+}
+
+// waitQueueMax waits until n's store holds want messages in topic's queue
+// qid (a delivery by the node's own services has no event to wait on).
+func waitQueueMax(t *testing.T, n *cluster.Node, topic string, qid int32, want int64) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for n.Broker().Store().MaxOffsetInQueue(topic, qid) < want {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s/%d holds %d messages after 10 s, want %d", topic, qid, n.Broker().Store().MaxOffsetInQueue(topic, qid), want)
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 }
