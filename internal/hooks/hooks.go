@@ -91,6 +91,11 @@ type Engine struct {
 	// (before a clean stop, or before the checkpoint's time), as
 	// RocketMQ's recovery does, dropping an acknowledged message.
 	TornSyncedTail bool
+	// NoUnhurriedWakes leaves the dispatcher asleep after an AsyncFlush
+	// CommitLog flush and in WaitDispatched: a record of
+	// Store.PutUnhurried then waits for the next put that wakes it,
+	// however long that takes.
+	NoUnhurriedWakes bool
 }
 
 // Broker holds the broker's switches; a Broker keeps them in an unexported
