@@ -12,19 +12,32 @@ import (
 // properties map instead of some eight allocations; in exchange a
 // message kept alive keeps its batch's shared blocks alive.
 //
-// Add checks each record as Decode(rec, -1, false) does; Messages then
-// returns what Decode would have returned for each, field for field. The
-// zero Batch is ready, and may be used again after Messages.
+// Add checks each record as Decode(rec, -1, false) does and copies it;
+// Messages then returns what Decode would have returned for each, field
+// for field. The zero Batch is ready, and may be used again after
+// Messages or Reset.
 type Batch struct {
-	infos []Info
-	props int // bytes of properties in all
+	// exts holds the queued messages (all but their properties), at the
+	// start of a block no message handed out is in.
+	exts []MessageExt
+	// props holds the queued messages' properties, plens their lengths.
+	props []byte
+	plens []int
 	topic string
+}
+
+// Grow makes room for n more messages in the block of the queued ones.
+func (b *Batch) Grow(n int) {
+	if n > cap(b.exts)-len(b.exts) {
+		exts := make([]MessageExt, len(b.exts), len(b.exts)+n)
+		copy(exts, b.exts)
+		b.exts = exts
+	}
 }
 
 // Add checks the record at the start of rec without its position checks
 // (Decode(rec, -1, false)) and queues its copy; a record that does not
-// check is refused, with Decode's error, and not queued. rec must stay
-// unchanged until Messages.
+// check is refused, with Decode's error, and not queued.
 func (b *Batch) Add(rec []byte) error {
 	r, err := Check(rec, -1, false)
 	if err != nil {
@@ -33,72 +46,65 @@ func (b *Batch) Add(rec []byte) error {
 	if r.Blank {
 		return fmt.Errorf("%w: blank record where a message was expected", ErrCorrupt)
 	}
-	b.infos = append(b.infos, r)
-	b.props += len(r.Properties)
+	if len(b.exts) == cap(b.exts) {
+		b.Grow(max(len(b.exts), 16))
+	}
+	b.exts = b.exts[:len(b.exts)+1]
+	// Field by field into the zeroed slot: a composite literal would be
+	// copied in whole, its pointers' write barriers with it.
+	m := &b.exts[len(b.exts)-1]
+	if string(r.Topic) != b.topic {
+		b.topic = string(r.Topic)
+	}
+	m.Topic = b.topic
+	m.QueueID = r.QueueID
+	m.Flag = r.Flag
+	if len(r.Body) > 0 {
+		// Each its own: a block of bodies would be a large object (over
+		// 32 KiB) for a batch of 1 KiB messages, which the runtime
+		// allocates and frees at a higher cost than 32 small ones.
+		m.Body = append([]byte(nil), r.Body...)
+	}
+	m.SysFlag = r.SysFlag
+	m.BornTimestamp = r.BornTimestamp
+	m.BornHost = parseHost(r.BornHost)
+	m.ReconsumeTimes = r.ReconsumeTimes
+	m.PreparedTransactionOffset = r.PreparedTransactionOffset
+	m.StoreSize = r.Size
+	m.BodyCRC = r.BodyCRC
+	m.QueueOffset = r.QueueOffset
+	m.CommitLogOffset = r.PhysicalOffset
+	m.StoreTimestamp = r.StoreTimestamp
+	m.StoreHost = parseHost(r.StoreHost)
+	b.props = append(b.props, r.Properties...)
+	b.plens = append(b.plens, len(r.Properties))
 	return nil
 }
 
-// Reset drops the queued records.
+// Reset drops the queued messages.
 func (b *Batch) Reset() {
-	clear(b.infos)
-	b.infos, b.props = b.infos[:0], 0
+	clear(b.exts)
+	b.exts, b.props, b.plens = b.exts[:0], b.props[:0], b.plens[:0]
 }
 
-// Len is the number of records queued.
-func (b *Batch) Len() int { return len(b.infos) }
+// Len is the number of messages queued.
+func (b *Batch) Len() int { return len(b.exts) }
 
-// Messages appends the copies of the queued records to dst, in the order
-// they were added, and empties the batch (it keeps no reference to the
-// records).
+// Messages appends the queued messages to dst, in the order they were
+// added, and empties the batch: its next messages go to a new block.
 func (b *Batch) Messages(dst []*MessageExt) []*MessageExt {
-	if len(b.infos) == 0 {
+	if len(b.exts) == 0 {
 		return dst
 	}
-	exts := make([]MessageExt, len(b.infos))
-	var sb strings.Builder
-	sb.Grow(b.props)
-	for i := range b.infos {
-		sb.Write(b.infos[i].Properties)
-	}
-	props := sb.String()
-	for i := range b.infos {
-		r := &b.infos[i]
-		var body []byte
-		if len(r.Body) > 0 {
-			// Each its own: a block of bodies would be a large object
-			// (over 32 KiB) for a batch of 1 KiB messages, which the
-			// runtime allocates and frees at a higher cost than 32
-			// small ones.
-			body = append([]byte(nil), r.Body...)
-		}
+	props := string(b.props)
+	for i := range b.exts {
+		m := &b.exts[i]
 		var p string
-		p, props = props[:len(r.Properties)], props[len(r.Properties):]
-		if string(r.Topic) != b.topic {
-			b.topic = string(r.Topic)
-		}
-		exts[i] = MessageExt{
-			Message: Message{
-				Topic:                     b.topic,
-				QueueID:                   r.QueueID,
-				Flag:                      r.Flag,
-				Body:                      body,
-				Properties:                parsePropertiesString(p),
-				SysFlag:                   r.SysFlag,
-				BornTimestamp:             r.BornTimestamp,
-				BornHost:                  parseHost(r.BornHost),
-				ReconsumeTimes:            r.ReconsumeTimes,
-				PreparedTransactionOffset: r.PreparedTransactionOffset,
-			},
-			StoreSize:       r.Size,
-			BodyCRC:         r.BodyCRC,
-			QueueOffset:     r.QueueOffset,
-			CommitLogOffset: r.PhysicalOffset,
-			StoreTimestamp:  r.StoreTimestamp,
-			StoreHost:       parseHost(r.StoreHost),
-		}
-		dst = append(dst, &exts[i])
+		p, props = props[:b.plens[i]], props[b.plens[i]:]
+		m.Properties = parsePropertiesString(p)
+		dst = append(dst, m)
 	}
-	b.Reset()
+	b.exts, b.props, b.plens = nil, b.props[:0], b.plens[:0]
 	return dst
 }
 

@@ -12,7 +12,8 @@ import (
 // TestBatchDecode: a Batch copies each record of a run (any topics,
 // bodies, empty ones included, raw property texts with malformed pairs
 // and duplicate names) to what Decode(rec, -1, false) gives, field for
-// field, used fresh or again; the copies are independent (an append to
+// field, used fresh, again or after a Reset, its block grown or not
+// (the messages of a previous use unchanged); the copies are independent (an append to
 // one body or a write into it changes no other message), and a record
 // that does not check is refused as Decode refuses it, and not queued.
 func TestBatchDecode(t *testing.T) {
@@ -39,13 +40,21 @@ func TestBatchDecode(t *testing.T) {
 			recs[i] = append(append(append([]byte(nil), h...), b...), tl...)
 		}
 		var bt Batch
-		// A batch used before starts empty.
+		// A batch used before, or whose queue was dropped, starts empty.
+		var before []*MessageExt
 		if rapid.Bool().Draw(t, "reused") {
 			if err := bt.Add(recs[0]); err != nil {
 				t.Fatal(err)
 			}
-			bt.Messages(nil)
+			before = bt.Messages(nil)
 		}
+		if rapid.Bool().Draw(t, "reset") {
+			if err := bt.Add(recs[n-1]); err != nil {
+				t.Fatal(err)
+			}
+			bt.Reset()
+		}
+		bt.Grow(rapid.IntRange(0, n+1).Draw(t, "grow"))
 		for _, rec := range recs {
 			if err := bt.Add(rec); err != nil {
 				t.Fatal(err)
@@ -65,6 +74,11 @@ func TestBatchDecode(t *testing.T) {
 			}
 			if !reflect.DeepEqual(got[i], want) {
 				t.Fatalf("message %d: Batch %+v, Decode %+v", i, got[i], want)
+			}
+		}
+		if len(before) == 1 {
+			if want, _ := Decode(recs[0], -1, false); !reflect.DeepEqual(before[0], want) {
+				t.Fatalf("a message of the batch's previous use changed: %+v", before[0])
 			}
 		}
 		// The copies share no bytes the caller can reach through another.

@@ -425,6 +425,7 @@ func (s *Service) readNew(q *queueState, req *ReceiveRequest, limit int, blocked
 				full = true
 				break
 			}
+			sc.batch.Grow(k)
 			for _, v := range vs[:k] {
 				if err := sc.batch.Add(v.Record); err != nil {
 					sc.batch.Reset()
