@@ -283,7 +283,13 @@ func (s *Service) deliver(q *queueState, picks []pick, ck, now, invisible int64,
 		}
 		p.msg.ReconsumeTimes = p.attempt - 1
 		h.Offset, h.CommitLogOffset = p.offset, p.msg.CommitLogOffset
-		out = append(out, Message{MessageExt: p.msg, Attempt: p.attempt, Handle: h})
+		// Into the zeroed slot field by field: appending a Message
+		// would copy it in whole, with a write barrier for each of its
+		// pointers while the GC runs.
+		out = out[:len(out)+1]
+		m := &out[len(out)-1]
+		m.MessageExt, m.Attempt = p.msg, p.attempt
+		m.Handle = h
 		text = h.appendOffsets(append(text, prefix...))
 		ends = append(ends, len(text))
 	}
@@ -361,6 +367,9 @@ func (s *Service) pickKnown(q *queueState, fifo bool, now int64, limit int, maxA
 // the store no longer holds is dropped from the state (retention
 // deleted it).
 func (s *Service) loadKnown(q *queueState, picks []pick) []pick {
+	if !slices.ContainsFunc(picks, func(p pick) bool { return p.msg == nil }) {
+		return picks // new messages only, read already
+	}
 	out := picks[:0]
 	for _, p := range picks {
 		if p.msg == nil {
