@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/rocketstore/rocketstore/broker/pop"
+	"github.com/rocketstore/rocketstore/engine"
 	"github.com/rocketstore/rocketstore/internal/hooks"
 	"github.com/rocketstore/rocketstore/record"
 )
@@ -20,7 +21,7 @@ func (b *Broker) openPop() error {
 		ReviveTopic: b.ReviveTopic(),
 		Clock:       b.cfg.Store.Clock,
 		Logger:      b.logger,
-		Put:         b.writer().Put,
+		Put:         b.popPut(),
 		Arrivals:    b.arrivals,
 		QueueIDs:    b.readQueues,
 		FS:          b.fs,
@@ -41,6 +42,18 @@ func (b *Broker) openPop() error {
 	var err error
 	b.pop, err = pop.Open(ctx, b.store, cfg)
 	return err
+}
+
+// popPut is how pop writes its revive-log records: through the
+// configured Writer, or (nil) pop's default, into the store without
+// waking its dispatcher (engine.Store.PutUnhurried: they are read
+// through their queue only when pop starts, and a wake per receive and
+// per ack costs goroutine switches).
+func (b *Broker) popPut() func(ctx context.Context, m *record.Message) (engine.PutResult, error) {
+	if b.cfg.Writer != nil {
+		return b.cfg.Writer.Put
+	}
+	return nil
 }
 
 // ReviveTopic is the system topic of pop's records:

@@ -26,8 +26,9 @@ const popBenchCPU = time.Second
 // back, a new group each pass, since a pop group
 // cannot go back; the groups are made before the measurement), by pull (Pull 32 as views of the store, as the server
 // asks for them, + UpdateConsumerOffset, a pass from offset 0 with each of
-// 8 existing groups in turn) and by pull decoding each message as pop
-// does (record.Decode: the copy pop hands its caller). Each measurement
+// 8 existing groups in turn) and by pull decoding each message into the
+// copy pop hands its caller (record.Decode, message by message; pop
+// makes the same copies a batch at a time, record.Batch). Each measurement
 // consumes whole passes until popBenchCPU of process CPU time has gone
 // (the machine may be shared: wall time would measure the other
 // processes), after a GC so that none pays another's debt, and gives a

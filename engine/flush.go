@@ -229,6 +229,11 @@ func (f *commitLogFlusher) asyncLoop() {
 			f.s.cfg.Logger.Error("flush commitlog", "err", err)
 			return
 		}
+		// Unhurried puts (Store.PutUnhurried) wait at most for this
+		// flush to be dispatched.
+		if f.s.reput.BehindBytes() > 0 && !f.s.cfg.hooks.NoUnhurriedWakes {
+			f.s.reput.Wake()
+		}
 	}
 }
 

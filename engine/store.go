@@ -400,7 +400,23 @@ func (s *Store) Put(ctx context.Context, m *Message) (PutResult, error) {
 	return s.put(ctx, m, nil)
 }
 
+// PutUnhurried is Put for a record that nobody reads through its
+// ConsumeQueue soon (pop's revive-log records, read back when the broker
+// starts): under AsyncFlush it does not wake the dispatcher, which
+// dispatches the record with the next put that does, when someone waits
+// for it (WaitDispatched), at the next CommitLog flush
+// (FlushIntervalCommitLog) or at Close, whichever comes first. A put
+// that wakes the dispatcher costs a switch to its goroutine and back
+// for each record. Under SyncFlush it is Put.
+func (s *Store) PutUnhurried(ctx context.Context, m *Message) (PutResult, error) {
+	return s.putWith(ctx, m, nil, true)
+}
+
 func (s *Store) put(ctx context.Context, m *Message, o *origin) (PutResult, error) {
+	return s.putWith(ctx, m, o, false)
+}
+
+func (s *Store) putWith(ctx context.Context, m *Message, o *origin, unhurried bool) (PutResult, error) {
 	s.lifecycle.RLock()
 	if err := s.writable(); err != nil {
 		s.lifecycle.RUnlock()
@@ -419,7 +435,7 @@ func (s *Store) put(ctx context.Context, m *Message, o *origin) (PutResult, erro
 	// WAIT only matters under SyncFlush; reading it costs a scan of the
 	// properties.
 	wait := s.cfg.FlushDiskType == SyncFlush && !m.PropertyIs(record.PropertyWaitStoreMsgOK, "false")
-	return res, s.afterPut(ctx, res, wait)
+	return res, s.afterPut(ctx, res, wait, unhurried)
 }
 
 // PutBatch stores messages for one topic and queue as consecutive records
@@ -444,7 +460,7 @@ func (s *Store) putBatch(ctx context.Context, msgs []*Message, o *origin) (PutRe
 		return res, s.putError(err)
 	}
 	s.putSucceeded()
-	return res, s.afterPut(ctx, res, true)
+	return res, s.afterPut(ctx, res, true, false)
 }
 
 // putError turns a storage failure into read-only mode; message errors
@@ -461,7 +477,10 @@ func (s *Store) putError(err error) error {
 	return err
 }
 
-func (s *Store) afterPut(ctx context.Context, res PutResult, wait bool) error {
+// afterPut wakes the dispatcher for a put under AsyncFlush (unless the
+// record is unhurried), or has a SyncFlush put's record synced (and
+// dispatched).
+func (s *Store) afterPut(ctx context.Context, res PutResult, wait, unhurried bool) error {
 	if s.cfg.hooks.Manual {
 		if s.cfg.FlushDiskType == SyncFlush && wait {
 			return s.FlushCommitLog(0)
@@ -470,7 +489,9 @@ func (s *Store) afterPut(ctx context.Context, res PutResult, wait bool) error {
 	}
 	end := res.WroteOffset + int64(res.WroteBytes)
 	if s.cfg.FlushDiskType != SyncFlush {
-		s.reput.Wake()
+		if !unhurried {
+			s.reput.Wake()
+		}
 		return nil
 	}
 	// The group commit wakes the dispatcher once the message is synced.
@@ -489,6 +510,10 @@ func (s *Store) WaitDispatched(ctx context.Context, off int64) error {
 		if _, err := s.dispatchPass(); err != nil {
 			return err
 		}
+	}
+	// An unhurried put did not wake the dispatcher.
+	if !s.cfg.hooks.NoUnhurriedWakes {
+		s.reput.Wake()
 	}
 	return s.reput.WaitFor(ctx, off)
 }

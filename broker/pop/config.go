@@ -29,8 +29,10 @@ type Config struct {
 	Clock clockwork.Clock
 	// Logger receives the service's logs (slog.Default()).
 	Logger *slog.Logger
-	// Put writes the revive-log records (nil: the store's Put). A
-	// replicated broker group passes its Writer. It must not keep the
+	// Put writes the revive-log records (nil: the store's PutUnhurried:
+	// the records are read through their queue only by Open and Reload,
+	// which wait for their dispatch). A replicated broker group passes
+	// its Writer. It must not keep the
 	// message's Body once it returns: pop reuses the buffer.
 	Put func(ctx context.Context, m *record.Message) (engine.PutResult, error)
 	// MaxDeliveryAttempts returns a group's maxDeliveryAttempts, its
@@ -101,7 +103,7 @@ func (c Config) withDefaults(s *engine.Store) Config {
 		c.timer = clockTimer(c.Clock)
 	}
 	if c.Put == nil {
-		c.Put = s.Put
+		c.Put = s.PutUnhurried
 	}
 	if c.MaxDeliveryAttempts == nil {
 		c.MaxDeliveryAttempts = func(string) int { return DefaultMaxDeliveryAttempts }

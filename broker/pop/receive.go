@@ -224,7 +224,7 @@ func (s *Service) receiveQueue(ctx context.Context, q *queueState, req *ReceiveR
 	if len(picks) < limit {
 		var err error
 		var fresh []pick
-		fresh, held, end, err = s.readNew(q, req, limit-len(picks), blocked, sc.picks[:0])
+		fresh, held, end, err = s.readNew(q, req, limit-len(picks), blocked, sc)
 		sc.picks = fresh
 		if err != nil {
 			return nil, err
@@ -283,7 +283,13 @@ func (s *Service) deliver(q *queueState, picks []pick, ck, now, invisible int64,
 		}
 		p.msg.ReconsumeTimes = p.attempt - 1
 		h.Offset, h.CommitLogOffset = p.offset, p.msg.CommitLogOffset
-		out = append(out, Message{MessageExt: p.msg, Attempt: p.attempt, Handle: h})
+		// Into the zeroed slot field by field: appending a Message
+		// would copy it in whole, with a write barrier for each of its
+		// pointers while the GC runs.
+		out = out[:len(out)+1]
+		m := &out[len(out)-1]
+		m.MessageExt, m.Attempt = p.msg, p.attempt
+		m.Handle = h
 		text = h.appendOffsets(append(text, prefix...))
 		ends = append(ends, len(text))
 	}
@@ -361,6 +367,9 @@ func (s *Service) pickKnown(q *queueState, fifo bool, now int64, limit int, maxA
 // the store no longer holds is dropped from the state (retention
 // deleted it).
 func (s *Service) loadKnown(q *queueState, picks []pick) []pick {
+	if !slices.ContainsFunc(picks, func(p pick) bool { return p.msg == nil }) {
+		return picks // new messages only, read already
+	}
 	out := picks[:0]
 	for _, p := range picks {
 		if p.msg == nil {
@@ -396,9 +405,9 @@ func (s *Service) readAt(topic string, qid int32, off int64) (*record.MessageExt
 // readNew reads messages from the queue's position: up to limit to
 // deliver (appended to buf[:0]) and, for FIFO, those held behind a
 // blocked message group. It returns the position after what it read.
-func (s *Service) readNew(q *queueState, req *ReceiveRequest, limit int, blocked map[string]bool, buf []pick) (fresh, held []pick, end int64, err error) {
+func (s *Service) readNew(q *queueState, req *ReceiveRequest, limit int, blocked map[string]bool, sc *scratch) (fresh, held []pick, end int64, err error) {
 	end = q.pos
-	fresh = slices.Grow(buf[:0], limit)
+	fresh = slices.Grow(sc.picks[:0], limit)
 	room := s.cfg.MaxHeld
 	if req.FIFO {
 		room -= q.heldCount()
@@ -413,31 +422,46 @@ func (s *Service) readNew(q *queueState, req *ReceiveRequest, limit int, blocked
 			return nil, nil, 0, fmt.Errorf("pop: read %s/%d at %d: %w", q.key.topic, q.key.queueID, from, err)
 		}
 		full := false
-		for _, v := range res.Messages {
-			if len(fresh) >= limit || (req.FIFO && room == 0) {
+		for vs := res.Messages; len(vs) > 0; {
+			// Each message read takes a place of limit or (FIFO, held)
+			// of room: a chunk no longer than either is taken whole.
+			// Its copies share their memory (record.Batch).
+			k := min(len(vs), limit-len(fresh))
+			if req.FIFO {
+				k = min(k, room)
+			}
+			if k == 0 {
 				full = true
 				break
 			}
-			m, err := record.Decode(v.Record, -1, false)
-			if err != nil {
-				res.Release()
-				return nil, nil, 0, fmt.Errorf("pop: decode %s/%d at %d: %w", q.key.topic, q.key.queueID, v.QueueOffset, err)
-			}
-			p := pick{offset: v.QueueOffset, attempt: 1, msg: m}
-			end = v.QueueOffset + 1
-			if req.FIFO {
-				p.group = m.Properties[record.PropertyShardingKey]
-				if blocked[p.group] {
-					p.msg = nil
-					held = append(held, p)
-					room--
-					continue
-				}
-				if !s.cfg.broken.NoOrderLock {
-					blocked[p.group] = true
+			sc.batch.Grow(k)
+			for _, v := range vs[:k] {
+				if err := sc.batch.Add(v.Record); err != nil {
+					sc.batch.Reset()
+					res.Release()
+					return nil, nil, 0, fmt.Errorf("pop: decode %s/%d at %d: %w", q.key.topic, q.key.queueID, v.QueueOffset, err)
 				}
 			}
-			fresh = append(fresh, p)
+			sc.msgs = sc.batch.Messages(sc.msgs[:0])
+			for i, v := range vs[:k] {
+				m := sc.msgs[i]
+				p := pick{offset: v.QueueOffset, attempt: 1, msg: m}
+				end = v.QueueOffset + 1
+				if req.FIFO {
+					p.group = m.Properties[record.PropertyShardingKey]
+					if blocked[p.group] {
+						p.msg = nil
+						held = append(held, p)
+						room--
+						continue
+					}
+					if !s.cfg.broken.NoOrderLock {
+						blocked[p.group] = true
+					}
+				}
+				fresh = append(fresh, p)
+			}
+			vs = vs[k:]
 		}
 		next, status := res.NextBeginOffset, res.Status
 		res.Release()

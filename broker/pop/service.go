@@ -211,6 +211,10 @@ type scratch struct {
 	text  []byte
 	refs  []ackRef
 	idx   []int
+	// batch copies the messages a receive reads; msgs holds the copies
+	// of one chunk.
+	batch record.Batch
+	msgs  []*record.MessageExt
 }
 
 // getScratch returns buffers for one receive or ack; putScratch gives
@@ -229,7 +233,8 @@ func (s *Service) getScratch() *scratch {
 func (s *Service) putScratch(sc *scratch) {
 	clear(sc.picks)
 	clear(sc.items)
-	sc.picks, sc.items = sc.picks[:0], sc.items[:0]
+	clear(sc.msgs)
+	sc.picks, sc.items, sc.msgs = sc.picks[:0], sc.items[:0], sc.msgs[:0]
 	s.scratch.Put(sc)
 }
 

@@ -109,6 +109,11 @@ type Engine struct {
 	// makes a torn write pass for a synced, damaged record (kept as
 	// damage where RocketMQ and a recovery without the checkpoint cut it).
 	TrustTornTimestamp bool
+	// NoUnhurriedWakes leaves the dispatcher asleep after an AsyncFlush
+	// CommitLog flush and in WaitDispatched: a record of
+	// Store.PutUnhurried then waits for the next put that wakes it,
+	// however long that takes.
+	NoUnhurriedWakes bool
 }
 
 // Broker holds the broker's switches; a Broker keeps them in an unexported
