@@ -114,6 +114,12 @@ func (f *fsm) applyDelete(l *raft.Log) *applyResult {
 	}
 	f.mu.Lock()
 	replay := f.cursor < f.store.CommitLog().MaxOffset()
+	if mark, ok := f.store.DeletedTopics()[d.Topic]; ok && f.records && d.Topic != "" {
+		// A store of replicated records holds nothing past the commit
+		// point, which the replay moves: the deletion was applied before
+		// when the store recorded it at (or past) this point.
+		replay = mark >= f.cursor
+	}
 	f.mu.Unlock()
 	var err error
 	switch {

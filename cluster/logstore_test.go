@@ -21,6 +21,10 @@ import (
 // logStores are the Raft log stores the store-specific tests run on.
 var logStores = []string{cluster.LogStoreWAL, cluster.LogStoreRaftLog}
 
+// allLogStores adds the store of records entries (the CommitLog as the
+// Raft log's payload).
+var allLogStores = []string{cluster.LogStoreWAL, cluster.LogStoreRaftLog, cluster.LogStoreRecords}
+
 // TestUncommittedSuffixTruncated isolates the leader while sends reach
 // it, so that its log gains entries no majority stores; the other two
 // elect a leader and commit other sends at the same indexes. Healed, the
@@ -30,7 +34,7 @@ var logStores = []string{cluster.LogStoreWAL, cluster.LogStoreRaftLog}
 // the old leader's log, reopened, holds the new leader's entries.
 func TestUncommittedSuffixTruncated(t *testing.T) {
 	t.Parallel()
-	for _, store := range logStores {
+	for _, store := range allLogStores {
 		t.Run(store, func(t *testing.T) {
 			t.Parallel()
 			g := newGroup(t, 3, func(nc *cluster.NodeConfig) { nc.Cluster.LogStore = store })
@@ -160,7 +164,7 @@ func checkNoLost(t *testing.T, g *group) {
 // with the directory named, not started with an empty log.
 func TestLogStoreSwitchRefused(t *testing.T) {
 	t.Parallel()
-	for _, store := range logStores {
+	for _, store := range allLogStores {
 		t.Run(store, func(t *testing.T) {
 			t.Parallel()
 			g := newGroup(t, 3, func(nc *cluster.NodeConfig) { nc.Cluster.LogStore = store })
@@ -169,7 +173,7 @@ func TestLogStoreSwitchRefused(t *testing.T) {
 			f := (g.leader() + 1) % 3
 			g.stop(f)
 			other := cluster.LogStoreRaftLog
-			if store == cluster.LogStoreRaftLog {
+			if store != cluster.LogStoreWAL {
 				other = cluster.LogStoreWAL
 			}
 			nc := g.nodeConfig(f)
