@@ -75,6 +75,9 @@ type fsm struct {
 	// records is set on a store of replicated records (LogStoreRecords):
 	// message entries are records entries (records.go).
 	records bool
+	// reinstall is set while a received snapshot's install is finished
+	// at start (Node.recoverCursor), not by Raft.
+	reinstall bool
 
 	// noInstallDeletes is a broken variant (deletes.go).
 	noInstallDeletes bool

@@ -216,16 +216,24 @@ func TestRaftLogOnStoreFS(t *testing.T) {
 // at once, its stores (and raftlog's frames) on crash file systems. From
 // the crash images every replica comes back, applies the same prefix,
 // and holds every acknowledged send, on each log store. The broken
-// variant, snapshots that do not sync the CommitLog, must be caught.
+// variant, snapshots that do not sync the CommitLog, must be caught (on
+// the stores that keep messages apart from the CommitLog). On the store of
+// records entries the cut also hits the follower after its install: it
+// opens with its commit point below the installed records and finishes
+// the install again from the received snapshot, keeping the records of
+// the entries after it.
 func TestPowerCutAfterSnapshotInstall(t *testing.T) {
 	t.Parallel()
-	for _, store := range logStores {
+	for _, store := range allLogStores {
 		t.Run(store, func(t *testing.T) {
 			t.Parallel()
 			for seed := uint64(1); seed <= 2; seed++ {
 				if err := powerCutAfterInstall(t, store, seed, false); err != nil {
 					t.Fatalf("seed %d: %v", seed, err)
 				}
+			}
+			if store == cluster.LogStoreRecords {
+				return // no bug on this store: see TestPowerCutKeepsAcknowledgedSends
 			}
 			if err := powerCutAfterInstall(t, store, 1, true); err == nil {
 				t.Fatal("broken variant (snapshots without a CommitLog sync): every acknowledged send survived; the test cannot tell")

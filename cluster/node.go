@@ -270,16 +270,25 @@ func (n *Node) openBroker() error {
 func (n *Node) records() bool { return n.ccfg.LogStore == LogStoreRecords }
 
 // snapshotCommitPoint is the commit point a store of replicated records
-// opens with: the CommitLog position of the newest snapshot, the applied
-// point the state machine can vouch for (Raft applies the entries after
-// it again, moving the commit point on).
+// opens with: the CommitLog position of the newest snapshot taken here,
+// an applied point the state machine can vouch for (Raft applies the
+// entries after it again, moving the commit point on).
 func (n *Node) snapshotCommitPoint() (int64, error) {
 	s := &snapStore{dir: filepath.Join(n.cfg.Dir, "raft", "snapshots")}
-	latest, err := s.latest()
-	if err != nil || latest == nil {
+	ms, err := s.metas()
+	if err != nil {
 		return 0, err
 	}
-	return latest.Header.To, nil
+	for _, m := range ms {
+		// A snapshot received from the leader (its CommitLog range not
+		// empty) may not be installed: the records below its end may
+		// still be another leader's. Its install is finished at start
+		// (recoverCursor), which moves the commit point.
+		if m.Header.From == m.Header.To {
+			return m.Header.To, nil
+		}
+	}
+	return 0, nil
 }
 
 // storeFS is the store directory's file system.
@@ -379,7 +388,12 @@ func (n *Node) recoverCursor() error {
 		if err != nil {
 			return fmt.Errorf("%w: %w (repair the node from a replica, or give it an empty directory)", ErrDiverged, err)
 		}
-		if err := f.Restore(rc); err != nil {
+		// The log's entries after the snapshot stay: their records past
+		// its end are kept (records.go).
+		f.reinstall = true
+		err = f.Restore(rc)
+		f.reinstall = false
+		if err != nil {
 			return err
 		}
 	}

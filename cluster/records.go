@@ -196,8 +196,10 @@ func be64(b []byte) uint64 { return uint64(be32(b))<<32 | uint64(be32(b[4:])) }
 // point (entries this replica's log store holds but has not applied) are
 // kept where they are the leader's and truncated from the first that
 // differs; the rest are appended as they are, the leader's bytes. A tail
-// past h.To is truncated: Raft empties the log after the install, and the
-// entries after the snapshot come at h.To. Then the records are synced
+// past h.To is truncated when Raft installs the snapshot: it empties the
+// log after the install, and the entries after the snapshot come at h.To.
+// When the install is finished at start instead, the tail is the records
+// of the log's entries after the snapshot, and stays. Then the records are synced
 // and the commit point moved to h.To. The caller holds f.mu.
 func (f *fsm) installRecords(h *snapHeader, r io.Reader) error {
 	ops := engineops.Of(f.store)
@@ -296,7 +298,7 @@ func (f *fsm) installRecords(h *snapHeader, r io.Reader) error {
 	if err := flush(); err != nil {
 		return err
 	}
-	if written > h.To {
+	if written > h.To && !f.reinstall {
 		if err := ops.TruncateRecords(h.To); err != nil {
 			return fmt.Errorf("truncate the records past the snapshot at %d: %w", h.To, err)
 		}
