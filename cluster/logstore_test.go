@@ -332,3 +332,51 @@ func powerCutAfterInstall(t *testing.T, store string, seed uint64, broken bool) 
 	g.closeAll()
 	return nil
 }
+
+// TestRecordsWrittenOncePerReplica measures what each replica writes for
+// the same sends on the raftlog store (every entry whole in its frame, the
+// state machine writing the records again) and on the store of records
+// entries (the records are the entries' payload): the bytes a replica
+// writes, Raft log and CommitLog together, over its CommitLog bytes. The
+// records store must write each record once: its log store's records are
+// the CommitLog, byte for byte, and the whole is within 10 % of it (the
+// frames, the group, state and configuration entries); the raftlog store
+// writes about twice.
+func TestRecordsWrittenOncePerReplica(t *testing.T) {
+	t.Parallel()
+	body := strings.Repeat("b", 1024)
+	ratios := map[string][]float64{}
+	for _, store := range []string{cluster.LogStoreRaftLog, cluster.LogStoreRecords} {
+		g := newGroup(t, 3, func(nc *cluster.NodeConfig) { nc.Cluster.LogStore = store })
+		for i := range 200 {
+			g.send("T", int32(i%4), body, "")
+		}
+		g.converge()
+		for i, n := range g.nodes {
+			ls := n.LogStats()
+			cl := n.Broker().Store().CommitLog().MaxOffset()
+			written := float64(ls.Bytes)
+			if store == cluster.LogStoreRecords {
+				if int64(ls.RecordBytes) != cl {
+					t.Fatalf("%s on %s: the log store wrote %d bytes of records, the CommitLog holds %d", g.peers[i].ID, store, ls.RecordBytes, cl)
+				}
+			} else {
+				written += float64(cl) // the state machine's puts
+			}
+			ratios[store] = append(ratios[store], written/float64(cl))
+		}
+		g.closeAll()
+	}
+	t.Logf("bytes a replica wrote ÷ its CommitLog bytes, 200 sends of 1 KiB: raftlog %.3f, records %.3f",
+		ratios[cluster.LogStoreRaftLog], ratios[cluster.LogStoreRecords])
+	for _, r := range ratios[cluster.LogStoreRecords] {
+		if r < 1 || r > 1.1 {
+			t.Errorf("records store: a replica wrote %.3f× its CommitLog bytes, want 1.0–1.1", r)
+		}
+	}
+	for _, r := range ratios[cluster.LogStoreRaftLog] {
+		if r < 1.9 {
+			t.Errorf("raftlog store: a replica wrote %.3f× its CommitLog bytes, want about 2", r)
+		}
+	}
+}
