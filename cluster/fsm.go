@@ -78,6 +78,8 @@ type fsm struct {
 	// reinstall is set while a received snapshot's install is finished
 	// at start (Node.recoverCursor), not by Raft.
 	reinstall bool
+	// reinstallDropsTail is a broken variant (records.go).
+	reinstallDropsTail bool
 
 	// noInstallDeletes is a broken variant (deletes.go).
 	noInstallDeletes bool

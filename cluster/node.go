@@ -84,6 +84,10 @@ type NodeConfig struct {
 	// snapshotNoSync is the broken variant of the crash tests that shows
 	// a snapshot must sync the CommitLog.
 	snapshotNoSync bool
+	// reinstallDropsTail is the broken variant of the crash tests in
+	// which finishing an install at start truncates the records past the
+	// snapshot (records.go).
+	reinstallDropsTail bool
 }
 
 // ErrNotLeader reports a write to a replica that is not its group's
@@ -260,7 +264,7 @@ func (n *Node) openBroker() error {
 		return err
 	}
 	n.fsm = &fsm{b: n.b, store: n.b.Store(), log: n.log, nodeID: n.ccfg.NodeID, brokerName: n.cfg.BrokerName,
-		peers: peerList(n.ccfg.Peers), records: n.records(), snapshotNoSync: n.cfg.snapshotNoSync, noStateTerm: n.cfg.noStateTerm, joined: n.ccfg.Join,
+		peers: peerList(n.ccfg.Peers), records: n.records(), reinstallDropsTail: n.cfg.reinstallDropsTail, snapshotNoSync: n.cfg.snapshotNoSync, noStateTerm: n.cfg.noStateTerm, joined: n.ccfg.Join,
 		ident: &identityFile{path: filepath.Join(n.cfg.Dir, "raft", "group.json")}}
 	return nil
 }

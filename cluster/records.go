@@ -95,7 +95,7 @@ func (n *Node) replicateRecords(round []*proposal) {
 // stops the replica (its next builds would not follow its log).
 func (n *Node) dropBuilds(ops engineops.Ops, from int64) {
 	if err := ops.DropBuilds(from); err != nil {
-		n.fsm.fail(fmt.Errorf("%w: drop the records of a round that was not replicated: %w", ErrDiverged, err))
+		_ = n.fsm.fail(fmt.Errorf("%w: drop the records of a round that was not replicated: %w", ErrDiverged, err))
 	}
 }
 
@@ -298,7 +298,7 @@ func (f *fsm) installRecords(h *snapHeader, r io.Reader) error {
 	if err := flush(); err != nil {
 		return err
 	}
-	if written > h.To && !f.reinstall {
+	if written > h.To && (!f.reinstall || f.reinstallDropsTail) {
 		if err := ops.TruncateRecords(h.To); err != nil {
 			return fmt.Errorf("truncate the records past the snapshot at %d: %w", h.To, err)
 		}
