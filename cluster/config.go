@@ -105,9 +105,9 @@ const (
 	LogStoreWAL = "wal"
 	// LogStoreRaftLog is package raftlog in DIR/raft/log: CRC-checked
 	// frames in fixed-size segments on the store's file system, with
-	// the term and vote in a small file beside them. The cluster
-	// proposes no records entries yet, so every entry is whole in its
-	// frame: the messages are written twice, as with raft-wal.
+	// the term and vote in a small file beside them. Every entry is
+	// whole in its frame: the messages are written twice, as with
+	// raft-wal (LogStoreRecords writes them once).
 	LogStoreRaftLog = "raftlog"
 	// LogStoreRecords is package raftlog in DIR/raft/records with the
 	// message entries' bytes kept in the CommitLog (package logrecords):
