@@ -312,6 +312,9 @@ func (n *Node) openRaft(raftDir string) error {
 	}
 	f.group = g
 	max := f.store.CommitLog().MaxOffset()
+	if n.records() {
+		max = engineops.Of(f.store).RecordsEnd() // committed or not
+	}
 	if g == nil && max > 0 {
 		return fmt.Errorf("%w: the store directory %s holds %d bytes of CommitLog but belongs to no broker group: "+
 			"a replica starts from an empty directory (a foreign store directory is refused)", ErrDiverged, n.cfg.Dir, max)
@@ -325,6 +328,7 @@ func (n *Node) openRaft(raftDir string) error {
 	if err := n.openLog(raftDir); err != nil {
 		return err
 	}
+	n.checkUnindexedRecords()
 	n.logs = &snapshotLog{LogStore: n.logs, snaps: n.snaps}
 	rc := raft.DefaultConfig()
 	c := n.ccfg
@@ -371,6 +375,27 @@ func (n *Node) openRaft(raftDir string) error {
 		}
 	}
 	return nil
+}
+
+// checkUnindexedRecords stops a store of records entries whose CommitLog
+// holds records past its snapshot that no entry of its Raft log indexes
+// (the log store's directory removed, or another group's): its log store
+// could not append the group's records after them, so it would never
+// apply an entry to find out.
+func (n *Node) checkUnindexedRecords() {
+	if !n.records() {
+		return
+	}
+	if last, err := n.rlog.LastIndex(); err != nil || last > 0 {
+		return
+	}
+	n.fsm.mu.Lock()
+	cursor := n.fsm.cursor
+	n.fsm.mu.Unlock()
+	if end := engineops.Of(n.fsm.store).RecordsEnd(); end > cursor {
+		_ = n.fsm.fail(fmt.Errorf("%w: the store directory holds %d bytes of CommitLog past %d that no entry of its Raft log holds "+
+			"(a foreign store directory)", ErrDiverged, end, cursor))
+	}
 }
 
 // recoverCursor sets the state machine's position from the newest

@@ -175,7 +175,16 @@ func TestRestartReplaysIdempotently(t *testing.T) {
 // errors that say so.
 func TestForeignStoreRefused(t *testing.T) {
 	t.Parallel()
-	g := newGroup(t, 3, nil)
+	for _, store := range allLogStores {
+		t.Run(store, func(t *testing.T) {
+			t.Parallel()
+			foreignStoreRefused(t, store)
+		})
+	}
+}
+
+func foreignStoreRefused(t *testing.T, store string) {
+	g := newGroup(t, 3, func(nc *cluster.NodeConfig) { nc.Cluster.LogStore = store })
 	for i := range 5 {
 		g.send("T", 0, fmt.Sprint(i), "")
 	}
@@ -200,7 +209,7 @@ func TestForeignStoreRefused(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(g.dirs[f], "raft", "group.json"), []byte(other), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	for _, sub := range []string{"raft/wal", "raft/log", "raft/snapshots"} {
+	for _, sub := range []string{"raft/wal", "raft/log", "raft/records", "raft/snapshots"} {
 		if err := os.RemoveAll(filepath.Join(g.dirs[f], sub)); err != nil {
 			t.Fatal(err)
 		}
