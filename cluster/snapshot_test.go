@@ -22,11 +22,12 @@ func compact(nc *cluster.NodeConfig) {
 
 // firstLogSegment returns the path of the Raft log's first segment file
 // in the store directory dir, if it is still there: raft-wal's or
-// raftlog's.
+// raftlog's (either directory).
 func firstLogSegment(dir string) []string {
 	wal, _ := filepath.Glob(filepath.Join(dir, "raft", "wal", fmt.Sprintf("%020d-*.wal", 1)))
 	rl, _ := filepath.Glob(filepath.Join(dir, "raft", "log", fmt.Sprintf("%020d.seg", 1)))
-	return append(wal, rl...)
+	rr, _ := filepath.Glob(filepath.Join(dir, "raft", "records", fmt.Sprintf("%020d.seg", 1)))
+	return append(append(wal, rl...), rr...)
 }
 
 // waitSnapshotInstalled fails the test unless n's Raft records a
