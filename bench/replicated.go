@@ -167,7 +167,7 @@ type replRun struct {
 // to wrap (the single node).
 type nodeWrites struct {
 	commitLog int64
-	raftBytes uint64 // encoded entries plus their 8-byte frame headers
+	raftBytes uint64 // encoded entries plus their frame headers; not the records a log store of records entries put in the CommitLog
 	raftSyncs uint64
 	clSyncs   int64 // -1: not counted
 }
@@ -300,7 +300,9 @@ func groupWrites(nodes []*cluster.Node) []nodeWrites {
 	for i, nd := range nodes {
 		ls := nd.LogStats()
 		out[i] = nodeWrites{commitLog: nd.Broker().Store().CommitLog().MaxOffset(),
-			raftBytes: ls.Bytes, raftSyncs: ls.Syncs, clSyncs: -1}
+			// The records a log store of records entries wrote are the
+			// CommitLog's growth, counted there.
+			raftBytes: ls.Bytes - ls.RecordBytes, raftSyncs: ls.Syncs, clSyncs: -1}
 	}
 	return out
 }

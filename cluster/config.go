@@ -78,8 +78,8 @@ type Config struct {
 	// (raft-wal's, 64 MiB). Compaction removes whole segments, so the
 	// log on disk is about TrailingLogs entries plus one segment.
 	LogSegmentSize int
-	// LogStore is the Raft log's store (LogStoreWAL, the default, or
-	// LogStoreRaftLog). A node keeps the store its log was created
+	// LogStore is the Raft log's store (LogStoreWAL, the default,
+	// LogStoreRaftLog or LogStoreRecords). A node keeps the store its log was created
 	// with: opening a log of the other kind is refused.
 	LogStore string
 	// StateInterval is how often the leader replicates changed consumer
@@ -105,10 +105,18 @@ const (
 	LogStoreWAL = "wal"
 	// LogStoreRaftLog is package raftlog in DIR/raft/log: CRC-checked
 	// frames in fixed-size segments on the store's file system, with
-	// the term and vote in a small file beside them. The cluster
-	// proposes no records entries yet, so every entry is whole in its
-	// frame: the messages are written twice, as with raft-wal.
+	// the term and vote in a small file beside them. Every entry is
+	// whole in its frame: the messages are written twice, as with
+	// raft-wal (LogStoreRecords writes them once).
 	LogStoreRaftLog = "raftlog"
+	// LogStoreRecords is package raftlog in DIR/raft/records with the
+	// message entries' bytes kept in the CommitLog (package logrecords):
+	// the leader builds each round's CommitLog records and proposes them
+	// as one records entry, every replica's log store writes them once,
+	// at their CommitLog offset, and applying the entry makes them
+	// visible (moves the store's commit point). Each message reaches a
+	// replica's disk once.
+	LogStoreRecords = "records"
 )
 
 // Defaults of Config.
@@ -178,8 +186,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: no peers", ErrConfig)
 	case c.MaxAppendEntries < 0 || c.MaxAppendEntries > 1024:
 		return fmt.Errorf("%w: MaxAppendEntries %d not in [1, 1024]", ErrConfig, c.MaxAppendEntries)
-	case c.LogStore != "" && c.LogStore != LogStoreWAL && c.LogStore != LogStoreRaftLog:
-		return fmt.Errorf("%w: log store %q: want %q or %q", ErrConfig, c.LogStore, LogStoreWAL, LogStoreRaftLog)
+	case c.LogStore != "" && c.LogStore != LogStoreWAL && c.LogStore != LogStoreRaftLog && c.LogStore != LogStoreRecords:
+		return fmt.Errorf("%w: log store %q: want %q, %q or %q", ErrConfig, c.LogStore, LogStoreWAL, LogStoreRaftLog, LogStoreRecords)
 	}
 	if err := c.validateTimeouts(); err != nil {
 		return err

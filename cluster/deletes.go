@@ -87,6 +87,15 @@ func (n *Node) proposeDelete(ctx context.Context, d deleteEntry) error {
 	if err != nil {
 		return err
 	}
+	if d.Topic != "" && n.records() {
+		// Records carry the queue offsets they were built with: no round
+		// may be built before the deletion is applied and committed
+		// after it, or the deleted topic's records would be dispatched
+		// with the offsets it had. The rounds enqueued before are in
+		// the log before it.
+		n.proposeMu.Lock()
+		defer n.proposeMu.Unlock()
+	}
 	if !n.cfg.noDeleteOrder {
 		n.stateMu.Lock()
 		defer n.stateMu.Unlock()
@@ -114,6 +123,12 @@ func (f *fsm) applyDelete(l *raft.Log) *applyResult {
 	}
 	f.mu.Lock()
 	replay := f.cursor < f.store.CommitLog().MaxOffset()
+	if mark, ok := f.store.DeletedTopics()[d.Topic]; ok && f.records && d.Topic != "" {
+		// A store of replicated records holds nothing past the commit
+		// point, which the replay moves: the deletion was applied before
+		// when the store recorded it at (or past) this point.
+		replay = mark >= f.cursor
+	}
 	f.mu.Unlock()
 	var err error
 	switch {

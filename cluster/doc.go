@@ -21,6 +21,12 @@
 // service writes through the log as well and is rebuilt from its queues
 // when a replica starts leading (broker/transaction).
 //
+// With Config.LogStore LogStoreRecords the messages are not re-put: the
+// leader builds each round's CommitLog records and proposes their bytes
+// as a records entry, which every replica's log store (package raftlog
+// over package logrecords) writes at its CommitLog offset, once; applying
+// the entry makes them visible (records.go).
+//
 // Membership: a new node started with Config.Join asks the group's nodes
 // to add it, and operators add and remove nodes, over the Raft port
 // (membership.go). A stopped replica's store is repaired offline from a

@@ -12,3 +12,9 @@ func OnFS(nc *NodeConfig, fsys backend.FS) { nc.fsys = fsys }
 // SnapshotWithoutSync is the broken variant: nc's node takes snapshots
 // without syncing the CommitLog first.
 func SnapshotWithoutSync(nc *NodeConfig) { nc.snapshotNoSync = true }
+
+// ReinstallDropsTail is the broken variant of the store of records
+// entries: a received snapshot's install finished at start truncates the
+// records past the snapshot, as Raft's install does, though they are the
+// records of the log's entries after it.
+func ReinstallDropsTail(nc *NodeConfig) { nc.reinstallDropsTail = true }

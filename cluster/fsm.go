@@ -18,6 +18,7 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/rocketstore/rocketstore/broker"
+	"github.com/rocketstore/rocketstore/cluster/raftlog"
 	"github.com/rocketstore/rocketstore/engine"
 	"github.com/rocketstore/rocketstore/record"
 )
@@ -70,6 +71,15 @@ type fsm struct {
 	// damageGate, when set, blocks a put entry until the damage that
 	// recovery found is repaired (see Node.holdForDamage).
 	damageGate func() error
+
+	// records is set on a store of replicated records (LogStoreRecords):
+	// message entries are records entries (records.go).
+	records bool
+	// reinstall is set while a received snapshot's install is finished
+	// at start (Node.recoverCursor), not by Raft.
+	reinstall bool
+	// reinstallDropsTail is a broken variant (records.go).
+	reinstallDropsTail bool
 
 	// noInstallDeletes is a broken variant (deletes.go).
 	noInstallDeletes bool
@@ -150,6 +160,8 @@ func (f *fsm) apply(l *raft.Log) any {
 		return &applyResult{err: f.applyGroup(&g, !f.joined)}
 	case kindDelete:
 		return f.applyDelete(l)
+	case raftlog.KindRecords:
+		return f.applyRecords(l.Index, l.Data)
 	}
 	// A kind this version does not know (a newer leader's, during a
 	// rolling upgrade) may carry messages: skipping it would leave this

@@ -18,6 +18,10 @@ type LogStats struct {
 	// and index slots not counted); raftlog's frames and the records it
 	// put in the CommitLog.
 	Bytes uint64
+	// RecordBytes is the part of Bytes that raftlog wrote to the
+	// CommitLog (the records entries of LogStoreRecords): the messages'
+	// records, which the state machine then writes no more.
+	RecordBytes uint64
 	// Syncs is the number of fsyncs the appends made: raft-wal syncs
 	// its segment once an append; raftlog syncs the records it wrote and
 	// then the frames.
@@ -35,7 +39,7 @@ func (n *Node) LogStats() LogStats {
 	if n.rlog != nil {
 		s := n.rlog.Stats()
 		return LogStats{Appends: s.Appends, Entries: s.Entries, EntryBytes: s.EntryBytes,
-			Bytes: s.FrameBytes + s.RecordBytes, Syncs: s.Syncs}
+			Bytes: s.FrameBytes + s.RecordBytes, RecordBytes: s.RecordBytes, Syncs: s.Syncs}
 	}
 	if n.walStats == nil {
 		return LogStats{}

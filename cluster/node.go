@@ -26,9 +26,11 @@ import (
 	"github.com/rocketstore/rocketstore/backend"
 	"github.com/rocketstore/rocketstore/backend/mmap"
 	"github.com/rocketstore/rocketstore/broker"
+	"github.com/rocketstore/rocketstore/cluster/logrecords"
 	"github.com/rocketstore/rocketstore/cluster/raftlog"
 	"github.com/rocketstore/rocketstore/engine"
 	"github.com/rocketstore/rocketstore/internal/clocks"
+	"github.com/rocketstore/rocketstore/internal/engineops"
 )
 
 // NodeConfig configures a Node.
@@ -82,6 +84,10 @@ type NodeConfig struct {
 	// snapshotNoSync is the broken variant of the crash tests that shows
 	// a snapshot must sync the CommitLog.
 	snapshotNoSync bool
+	// reinstallDropsTail is the broken variant of the crash tests in
+	// which finishing an install at start truncates the records past the
+	// snapshot (records.go).
+	reinstallDropsTail bool
 }
 
 // ErrNotLeader reports a write to a replica that is not its group's
@@ -176,6 +182,9 @@ func Open(cfg NodeConfig) (*Node, error) {
 		n.adminCall = cfg.askAdmin
 	}
 	n.log = n.ccfg.Logger.With("node", n.ccfg.NodeID)
+	if err := n.checkLogStore(); err != nil {
+		return nil, err
+	}
 	// The broker takes the store's lock: nothing, the Raft directory
 	// included, is created in a store another process holds.
 	if err := n.openBroker(); err != nil {
@@ -233,6 +242,19 @@ func (n *Node) openBroker() error {
 		// of refusing to start.
 		bc.Store.OnUndecidableDamage = engine.DamageSkip
 	}
+	if n.records() {
+		commit, err := n.snapshotCommitPoint()
+		if err != nil {
+			return err
+		}
+		// The store's CommitLog is the Raft log's payload: records past
+		// the commit point are Raft's uncommitted entries, kept
+		// invisible. Records past what the log store synced belong to no
+		// entry yet (raftlog truncates them at open), so damage recovery
+		// cannot decide is cut rather than skipped.
+		bc.Store = engineops.WithRecords(bc.Store, commit)
+		bc.Store.OnUndecidableDamage = engine.DamageTruncate
+	}
 	n.now = clocks.Millis(bc.Store.Clock)
 	fsys, err := n.storeFS()
 	if err != nil {
@@ -242,9 +264,35 @@ func (n *Node) openBroker() error {
 		return err
 	}
 	n.fsm = &fsm{b: n.b, store: n.b.Store(), log: n.log, nodeID: n.ccfg.NodeID, brokerName: n.cfg.BrokerName,
-		peers: peerList(n.ccfg.Peers), snapshotNoSync: n.cfg.snapshotNoSync, noStateTerm: n.cfg.noStateTerm, joined: n.ccfg.Join,
+		peers: peerList(n.ccfg.Peers), records: n.records(), reinstallDropsTail: n.cfg.reinstallDropsTail, snapshotNoSync: n.cfg.snapshotNoSync, noStateTerm: n.cfg.noStateTerm, joined: n.ccfg.Join,
 		ident: &identityFile{path: filepath.Join(n.cfg.Dir, "raft", "group.json")}}
 	return nil
+}
+
+// records reports whether the node keeps its message entries in the
+// CommitLog (LogStoreRecords).
+func (n *Node) records() bool { return n.ccfg.LogStore == LogStoreRecords }
+
+// snapshotCommitPoint is the commit point a store of replicated records
+// opens with: the CommitLog position of the newest snapshot taken here,
+// an applied point the state machine can vouch for (Raft applies the
+// entries after it again, moving the commit point on).
+func (n *Node) snapshotCommitPoint() (int64, error) {
+	s := &snapStore{dir: filepath.Join(n.cfg.Dir, "raft", "snapshots")}
+	ms, err := s.metas()
+	if err != nil {
+		return 0, err
+	}
+	for _, m := range ms {
+		// A snapshot received from the leader (its CommitLog range not
+		// empty) may not be installed: the records below its end may
+		// still be another leader's. Its install is finished at start
+		// (recoverCursor), which moves the commit point.
+		if m.Header.From == m.Header.To {
+			return m.Header.To, nil
+		}
+	}
+	return 0, nil
 }
 
 // storeFS is the store directory's file system.
@@ -264,6 +312,9 @@ func (n *Node) openRaft(raftDir string) error {
 	}
 	f.group = g
 	max := f.store.CommitLog().MaxOffset()
+	if n.records() {
+		max = engineops.Of(f.store).RecordsEnd() // committed or not
+	}
 	if g == nil && max > 0 {
 		return fmt.Errorf("%w: the store directory %s holds %d bytes of CommitLog but belongs to no broker group: "+
 			"a replica starts from an empty directory (a foreign store directory is refused)", ErrDiverged, n.cfg.Dir, max)
@@ -277,6 +328,7 @@ func (n *Node) openRaft(raftDir string) error {
 	if err := n.openLog(raftDir); err != nil {
 		return err
 	}
+	n.checkUnindexedRecords()
 	n.logs = &snapshotLog{LogStore: n.logs, snaps: n.snaps}
 	rc := raft.DefaultConfig()
 	c := n.ccfg
@@ -325,6 +377,27 @@ func (n *Node) openRaft(raftDir string) error {
 	return nil
 }
 
+// checkUnindexedRecords stops a store of records entries whose CommitLog
+// holds records past its snapshot that no entry of its Raft log indexes
+// (the log store's directory removed, or another group's): its log store
+// could not append the group's records after them, so it would never
+// apply an entry to find out.
+func (n *Node) checkUnindexedRecords() {
+	if !n.records() {
+		return
+	}
+	if last, err := n.rlog.LastIndex(); err != nil || last > 0 {
+		return
+	}
+	n.fsm.mu.Lock()
+	cursor := n.fsm.cursor
+	n.fsm.mu.Unlock()
+	if end := engineops.Of(n.fsm.store).RecordsEnd(); end > cursor {
+		_ = n.fsm.fail(fmt.Errorf("%w: the store directory holds %d bytes of CommitLog past %d that no entry of its Raft log holds "+
+			"(a foreign store directory)", ErrDiverged, end, cursor))
+	}
+}
+
 // recoverCursor sets the state machine's position from the newest
 // snapshot, finishing the install of a received one that a crash
 // interrupted.
@@ -344,7 +417,12 @@ func (n *Node) recoverCursor() error {
 		if err != nil {
 			return fmt.Errorf("%w: %w (repair the node from a replica, or give it an empty directory)", ErrDiverged, err)
 		}
-		if err := f.Restore(rc); err != nil {
+		// The log's entries after the snapshot stay: their records past
+		// its end are kept (records.go).
+		f.reinstall = true
+		err = f.Restore(rc)
+		f.reinstall = false
+		if err != nil {
 			return err
 		}
 	}
@@ -650,14 +728,20 @@ func (n *Node) Close() error {
 const (
 	walDir     = "wal"
 	raftlogDir = "log"
+	recordsDir = "records"
 )
 
-// openLog opens the Raft log store that Config.LogStore names, refusing
-// a directory whose log is in the other store: switching stores would
-// start the node with an empty log and a forgotten term and vote.
-func (n *Node) openLog(raftDir string) error {
-	walPath := filepath.Join(raftDir, walDir)
-	hasWAL, err := nonEmptyDir(walPath)
+// logStoreDirs are the directories of the Raft log stores, under DIR/raft.
+var logStoreDirs = map[string]string{LogStoreWAL: walDir, LogStoreRaftLog: raftlogDir, LogStoreRecords: recordsDir}
+
+// checkLogStore refuses a directory whose log is in another store than
+// Config.LogStore names: switching stores would start the node with an
+// empty log and a forgotten term and vote, and a store of records entries
+// holds uncommitted records that only it keeps invisible. It runs before
+// the store is opened.
+func (n *Node) checkLogStore() error {
+	raftDir := filepath.Join(n.cfg.Dir, "raft")
+	hasWAL, err := nonEmptyDir(filepath.Join(raftDir, walDir))
 	if err != nil {
 		return err
 	}
@@ -665,20 +749,32 @@ func (n *Node) openLog(raftDir string) error {
 	if err != nil {
 		return err
 	}
-	rlogPath := path.Join("raft", raftlogDir)
-	names, err := fsys.List(rlogPath)
-	if err != nil && !errors.Is(err, backend.ErrNotExist) {
+	has := map[string]bool{LogStoreWAL: hasWAL}
+	for _, ls := range []string{LogStoreRaftLog, LogStoreRecords} {
+		names, err := fsys.List(path.Join("raft", logStoreDirs[ls]))
+		if err != nil && !errors.Is(err, backend.ErrNotExist) {
+			return err
+		}
+		has[ls] = len(names) > 0
+	}
+	for _, ls := range []string{LogStoreWAL, LogStoreRaftLog, LogStoreRecords} {
+		if ls != n.ccfg.LogStore && has[ls] {
+			return fmt.Errorf("%w: raft: logStore %s, but %s holds a %s log (logStore %s)", ErrConfig, n.ccfg.LogStore,
+				filepath.Join(raftDir, logStoreDirs[ls]), ls, ls)
+		}
+	}
+	return nil
+}
+
+// openLog opens the Raft log store that Config.LogStore names.
+func (n *Node) openLog(raftDir string) error {
+	walPath := filepath.Join(raftDir, walDir)
+	fsys, err := n.storeFS()
+	if err != nil {
 		return err
 	}
-	hasRaftLog := len(names) > 0
-	switch {
-	case n.ccfg.LogStore == LogStoreRaftLog && hasWAL:
-		return fmt.Errorf("%w: raft: logStore %s, but %s holds a raft-wal log (logStore %s)", ErrConfig, LogStoreRaftLog, walPath, LogStoreWAL)
-	case n.ccfg.LogStore == LogStoreWAL && hasRaftLog:
-		return fmt.Errorf("%w: raft: logStore %s, but %s holds a raftlog log (logStore %s)", ErrConfig, LogStoreWAL,
-			filepath.Join(raftDir, raftlogDir), LogStoreRaftLog)
-	}
-	if n.ccfg.LogStore == LogStoreRaftLog {
+	if n.ccfg.LogStore == LogStoreRaftLog || n.ccfg.LogStore == LogStoreRecords {
+		rlogPath := path.Join("raft", logStoreDirs[n.ccfg.LogStore])
 		// The term and vote are on the directory itself, whatever fsys
 		// is: Raft panics when it cannot save them, so the crash tests'
 		// frozen file system must not hold them (a real power cut
@@ -690,7 +786,11 @@ func (n *Node) openLog(raftDir string) error {
 		if n.rstable, err = raftlog.OpenStable(dirFS, rlogPath); err != nil {
 			return fmt.Errorf("cluster: open the raft log's stable store: %w", err)
 		}
-		if n.rlog, err = raftlog.Open(raftlog.Options{FS: fsys, Dir: rlogPath, SegmentSize: int64(n.ccfg.LogSegmentSize)}); err != nil {
+		opts := raftlog.Options{FS: fsys, Dir: rlogPath, SegmentSize: int64(n.ccfg.LogSegmentSize)}
+		if n.records() {
+			opts.Records = logrecords.New(n.fsm.store)
+		}
+		if n.rlog, err = raftlog.Open(opts); err != nil {
 			return fmt.Errorf("cluster: open the raft log: %w", err)
 		}
 		n.logs, n.stable = n.rlog, n.rstable

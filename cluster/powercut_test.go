@@ -32,7 +32,7 @@ import (
 // drops its unsynced frames and tears the last one.
 func TestPowerCutKeepsAcknowledgedSends(t *testing.T) {
 	t.Parallel()
-	for _, store := range logStores {
+	for _, store := range allLogStores {
 		t.Run(store, func(t *testing.T) {
 			t.Parallel()
 			var replayed int64
@@ -45,6 +45,16 @@ func TestPowerCutKeepsAcknowledgedSends(t *testing.T) {
 			}
 			if replayed == 0 {
 				t.Fatal("no replica lost CommitLog bytes in the power cuts: the replay of the Raft log was not exercised")
+			}
+			if store == cluster.LogStoreRecords {
+				// The CommitLog is the Raft log's payload: StoreLogs syncs
+				// the records before their entry commits, so a snapshot's
+				// sync has nothing left to make durable and the broken
+				// variant is no bug on this store. What the cut exercises
+				// here is the records written but not committed (left
+				// invisible, then committed by the replay) and the
+				// records the log store had not synced (cut at open).
+				return
 			}
 			if _, err := powerCut(t, store, 1, true); err == nil {
 				t.Fatal("broken variant (snapshots without a CommitLog sync): every acknowledged send survived the power cut; the test cannot tell")

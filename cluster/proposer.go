@@ -45,6 +45,10 @@ const maxRoundBytes = 1 << 20
 // proposal is one send waiting to be replicated.
 type proposal struct {
 	data []byte // its put entry; STORETIMESTAMP is set when it is proposed
+	// kind and msgs are the send (a store of replicated records builds
+	// its records from them; records.go).
+	kind byte
+	msgs []*engine.Message
 	res  engine.PutResult
 	err  error
 	// lead is set, before wake, on a waiting send that must propose.
@@ -73,7 +77,7 @@ func (n *Node) propose(ctx context.Context, kind byte, msgs []*engine.Message) (
 		return engine.PutResult{}, ErrNotLeader
 	}
 	p := &proposal{data: encodePut(kind, &putEntry{origin: engineops.Origin{StoreHost: n.cfg.StoreHost}, msgs: msgs}),
-		wake: make(chan struct{}, 1)}
+		kind: kind, msgs: msgs, wake: make(chan struct{}, 1)}
 	q := &n.props
 	q.mu.Lock()
 	if q.inflight < proposeWindow {
@@ -135,6 +139,10 @@ func (n *Node) leadRound(p *proposal) {
 // replicateRound proposes the round's sends as one entry (a single send
 // as its own put entry) and sets each send's result.
 func (n *Node) replicateRound(round []*proposal) {
+	if n.records() {
+		n.replicateRecords(round)
+		return
+	}
 	n.proposeMu.Lock()
 	ts := max(n.now(), n.lastAssigned)
 	n.lastAssigned = ts

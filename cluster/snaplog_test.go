@@ -62,7 +62,7 @@ func (a *answerLoser) AppendEntries(id raft.ServerID, target raft.ServerAddress,
 // snapshot again, and stay at the snapshot's offset for good.
 func TestAnswerLostAfterInstall(t *testing.T) {
 	t.Parallel()
-	for _, store := range logStores {
+	for _, store := range allLogStores {
 		t.Run(store, func(t *testing.T) {
 			t.Parallel()
 			var losers []*answerLoser

@@ -96,6 +96,9 @@ func readSnapHeader(r io.Reader) (*snapHeader, *bufio.Reader, error) {
 // byte, later ones are re-put with their own store timestamp and host
 // and the result compared with the stream. The caller holds f.mu.
 func (f *fsm) install(h *snapHeader, r io.Reader) error {
+	if f.records {
+		return f.installRecords(h, r)
+	}
 	cl := f.store.CommitLog()
 	local, fileSize := cl.MaxOffset(), cl.FileSize()
 	if h.From > local {

@@ -22,11 +22,12 @@ func compact(nc *cluster.NodeConfig) {
 
 // firstLogSegment returns the path of the Raft log's first segment file
 // in the store directory dir, if it is still there: raft-wal's or
-// raftlog's.
+// raftlog's (either directory).
 func firstLogSegment(dir string) []string {
 	wal, _ := filepath.Glob(filepath.Join(dir, "raft", "wal", fmt.Sprintf("%020d-*.wal", 1)))
 	rl, _ := filepath.Glob(filepath.Join(dir, "raft", "log", fmt.Sprintf("%020d.seg", 1)))
-	return append(wal, rl...)
+	rr, _ := filepath.Glob(filepath.Join(dir, "raft", "records", fmt.Sprintf("%020d.seg", 1)))
+	return append(append(wal, rl...), rr...)
 }
 
 // waitSnapshotInstalled fails the test unless n's Raft records a
@@ -179,7 +180,16 @@ func TestRestartReplaysIdempotently(t *testing.T) {
 // errors that say so.
 func TestForeignStoreRefused(t *testing.T) {
 	t.Parallel()
-	g := newGroup(t, 3, nil)
+	for _, store := range allLogStores {
+		t.Run(store, func(t *testing.T) {
+			t.Parallel()
+			foreignStoreRefused(t, store)
+		})
+	}
+}
+
+func foreignStoreRefused(t *testing.T, store string) {
+	g := newGroup(t, 3, func(nc *cluster.NodeConfig) { nc.Cluster.LogStore = store })
 	for i := range 5 {
 		g.send("T", 0, fmt.Sprint(i), "")
 	}
@@ -204,7 +214,7 @@ func TestForeignStoreRefused(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(g.dirs[f], "raft", "group.json"), []byte(other), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	for _, sub := range []string{"raft/wal", "raft/log", "raft/snapshots"} {
+	for _, sub := range []string{"raft/wal", "raft/log", "raft/records", "raft/snapshots"} {
 		if err := os.RemoveAll(filepath.Join(g.dirs[f], sub)); err != nil {
 			t.Fatal(err)
 		}

@@ -45,6 +45,8 @@ func (o ops) SyncRecords() error { return o.s.syncRecords() }
 
 func (o ops) TruncateRecords(end int64) error { return o.s.truncateRecords(end) }
 
+func (o ops) DropBuilds(from int64) error { return o.s.dropBuildsFrom(from) }
+
 func (o ops) SetCommitPoint(off int64) error { return o.s.setCommitPoint(off) }
 
 func (o ops) CommitPoint() int64 { return o.s.commitPoint() }

@@ -468,6 +468,32 @@ func (s *Store) truncateRecords(end int64) error {
 	return nil
 }
 
+// dropBuildsFrom discards the pending builds at and past from, giving
+// their queue offsets back; it never touches written records, so a caller
+// that lost the race with an append (which drops every pending build
+// anyway) drops nothing.
+func (s *Store) dropBuildsFrom(from int64) error {
+	s.lifecycle.RLock()
+	defer s.lifecycle.RUnlock()
+	if s.closed.Load() {
+		return ErrClosed
+	}
+	if err := s.recordsMode(); err != nil {
+		return err
+	}
+	c := s.commitLog
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	i := 0
+	for i < len(c.rec.pending) && c.rec.pending[i].off < from {
+		i++
+	}
+	if i < len(c.rec.pending) {
+		c.dropBuilds(i)
+	}
+	return nil
+}
+
 // recoverRecords ends recovery of a store of replicated records: the
 // commit point given at open is kept within the recovered CommitLog, and
 // the queue offsets taken by the uncommitted records past it, which

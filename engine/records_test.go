@@ -550,3 +550,55 @@ func TestRecordsConcurrentReaders(t *testing.T) {
 		}
 	}
 }
+
+// TestRecordsDropBuilds: DropBuilds discards the pending builds at and past
+// an offset, giving their queue offsets back, and never touches written
+// records: an offset below the written end drops the builds only.
+func TestRecordsDropBuilds(t *testing.T) {
+	s, ops := openRecords(t, memfs.New(nil), 0)
+	defer s.Close()
+	first, err := ops.BuildRecords(recordsMsgs(1, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ops.AppendRecords(first.Bytes, first.Offset); err != nil {
+		t.Fatal(err)
+	}
+	written := ops.RecordsEnd()
+	kept, err := ops.BuildRecords(recordsMsgs(1, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dropped, err := ops.BuildRecords(recordsMsgs(1, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ops.DropBuilds(dropped.Offset); err != nil {
+		t.Fatal(err)
+	}
+	if err := ops.AppendRecords(kept.Bytes, kept.Offset); err != nil {
+		t.Fatalf("the build before the dropped one: %v", err)
+	}
+	again, err := ops.BuildRecords(recordsMsgs(1, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r, d := again.Results[0], dropped.Results[0]; r.WroteOffset != d.WroteOffset || r.QueueOffset != d.QueueOffset {
+		t.Fatalf("build after the drop at %d, queue offset %d; want the dropped build's %d, %d", r.WroteOffset, r.QueueOffset,
+			d.WroteOffset, d.QueueOffset)
+	}
+	end := ops.RecordsEnd()
+	if err := ops.DropBuilds(0); err != nil {
+		t.Fatal(err)
+	}
+	if got := ops.RecordsEnd(); got != end || end <= written {
+		t.Fatalf("DropBuilds(0) moved the written end from %d to %d", end, got)
+	}
+	next, err := ops.BuildRecords(recordsMsgs(1, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r, a := next.Results[0], again.Results[0]; r.WroteOffset != a.WroteOffset || r.QueueOffset != a.QueueOffset {
+		t.Fatalf("build after DropBuilds(0) at %d, queue offset %d; want %d, %d", r.WroteOffset, r.QueueOffset, a.WroteOffset, a.QueueOffset)
+	}
+}

@@ -20,7 +20,10 @@ type Records struct {
 	ops engineops.Ops
 }
 
-var _ raftlog.Records = (*Records)(nil)
+var (
+	_ raftlog.Records   = (*Records)(nil)
+	_ raftlog.Committed = (*Records)(nil)
+)
 
 // New returns the Records of s, which must have been opened with
 // engineops.WithRecords.
@@ -50,3 +53,7 @@ func (r *Records) Sync() error { return r.ops.SyncRecords() }
 // offsets they took. It refuses an end below the commit point
 // (engine.ErrCommitted).
 func (r *Records) Truncate(end int64) error { return r.ops.TruncateRecords(end) }
+
+// Committed returns the store's commit point: the records below it are
+// applied (or installed from a snapshot) and never truncated.
+func (r *Records) Committed() int64 { return r.ops.CommitPoint() }

@@ -24,6 +24,9 @@ func (s *Store) DeleteRange(min, max uint64) error {
 	case min <= s.first:
 		err = s.deleteHead(max + 1)
 	case max >= last:
+		if err := s.checkTail(min); err != nil {
+			return err // nothing changed: the store stays writable
+		}
 		err = s.deleteTail(min)
 	default:
 		return fmt.Errorf("raftlog: delete of entries %d to %d inside the log %d to %d", min, max, s.first, last)
@@ -104,6 +107,25 @@ func (s *Store) deleteTail(min uint64) error {
 		if err := s.recs.Truncate(recCut); err != nil {
 			return fmt.Errorf("raftlog: truncate records at %d: %w", recCut, err)
 		}
+	}
+	return nil
+}
+
+// checkTail refuses, before anything is written, a deletion from min on
+// whose records the Records hold as committed: deleteTail zeroes the
+// frames before it truncates the records, and a truncation refused then
+// would leave frames gone and records kept.
+func (s *Store) checkTail(min uint64) error {
+	c, ok := s.recs.(Committed)
+	if !ok {
+		return nil
+	}
+	recCut, err := s.firstRecordsFrom(min)
+	if err != nil {
+		return err
+	}
+	if committed := c.Committed(); recCut >= 0 && recCut < committed {
+		return fmt.Errorf("%w: delete of entries from %d cuts the records at %d, below %d", ErrCommitted, min, recCut, committed)
 	}
 	return nil
 }

@@ -23,3 +23,17 @@ type Records interface {
 // ErrGone reports records that the Records no longer keep. GetLog turns it
 // into raft.ErrLogNotFound, on which Raft sends the follower a snapshot.
 var ErrGone = errors.New("raftlog: records no longer kept")
+
+// Committed is implemented by Records whose bytes up to an offset belong
+// to the state machine (applied, or installed from a snapshot): the store
+// never truncates them, and keeps them at Open even past the frames (a
+// snapshot install writes records that no entry of the log holds).
+type Committed interface {
+	// Committed returns the offset up to which the records are the
+	// state machine's.
+	Committed() int64
+}
+
+// ErrCommitted reports a deletion of the log's tail whose records are
+// the state machine's: the store refuses it before changing anything.
+var ErrCommitted = errors.New("raftlog: the records of the deleted entries are committed")

@@ -183,12 +183,17 @@ func (s *Store) zeroTail() error {
 
 // reconcileRecords truncates the records past the end the frames give:
 // they belong to a StoreLogs that never returned. Records short of it
-// lost bytes that Raft counted, which is corruption.
+// lost bytes that Raft counted, which is corruption. Records that are
+// the state machine's (Committed) are kept.
 func (s *Store) reconcileRecords(end int64) error {
 	if s.recs == nil || end < 0 {
 		return nil
 	}
-	switch have := s.recs.End(); {
+	have := s.recs.End()
+	if c, ok := s.recs.(Committed); ok {
+		end = max(end, min(c.Committed(), have))
+	}
+	switch {
 	case have > end:
 		return s.recs.Truncate(end)
 	case have < end:

@@ -57,7 +57,8 @@ type raftFileConfig struct {
 	// (67108864): the log takes at least one on disk.
 	LogSegmentSize int `yaml:"logSegmentSize"`
 	// LogStore is the Raft log's store: wal (hashicorp/raft-wal, the
-	// default) or raftlog (cluster.Config.LogStore).
+	// default), raftlog, or records (the messages' records are the Raft
+	// log's payload, written once per replica); see cluster.Config.LogStore.
 	LogStore string `yaml:"logStore"`
 	// ScrubIntervalMs turns on the background scrub (0: off): every
 	// interval, the next ScrubBytes of the committed CommitLog are
@@ -226,11 +227,11 @@ func (rc *raftFileConfig) clusterConfig() (cfg cluster.Config, advertise string,
 	}
 	cfg.LogSegmentSize = rc.LogSegmentSize
 	switch rc.LogStore {
-	case "", cluster.LogStoreWAL, cluster.LogStoreRaftLog:
+	case "", cluster.LogStoreWAL, cluster.LogStoreRaftLog, cluster.LogStoreRecords:
 		cfg.LogStore = rc.LogStore
 	default:
-		return cfg, "", fmt.Errorf("%w: raft: logStore %q: want %s or %s", server.ErrConfig, rc.LogStore,
-			cluster.LogStoreWAL, cluster.LogStoreRaftLog)
+		return cfg, "", fmt.Errorf("%w: raft: logStore %q: want %s, %s or %s", server.ErrConfig, rc.LogStore,
+			cluster.LogStoreWAL, cluster.LogStoreRaftLog, cluster.LogStoreRecords)
 	}
 	cfg.ScrubInterval = ms(rc.ScrubIntervalMs)
 	cfg.ScrubBytes = rc.ScrubBytes

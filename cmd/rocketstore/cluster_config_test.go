@@ -89,6 +89,15 @@ func TestServeConfigRaftTuning(t *testing.T) {
 		c.ScrubInterval != 500*time.Millisecond || c.ScrubBytes != 65536 || c.LogStore != cluster.LogStoreRaftLog {
 		t.Fatalf("cluster config %+v", c)
 	}
+	if err := os.WriteFile(name, []byte(strings.Replace(yaml, "logStore: raftlog", "logStore: records", 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, rc, err = loadServeConfig(name); err != nil {
+		t.Fatal(err)
+	}
+	if c, _, err = rc.clusterConfig(); err != nil || c.LogStore != cluster.LogStoreRecords {
+		t.Fatalf("logStore: records gives %q, %v", c.LogStore, err)
+	}
 }
 
 // TestServeConfigRaftTimeouts: the raft: section's timeouts reach the

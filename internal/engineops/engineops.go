@@ -77,6 +77,10 @@ type Ops interface {
 	// durably, and gives their queue offsets back. An end below the commit
 	// point fails with engine.ErrCommitted.
 	TruncateRecords(end int64) error
+	// DropBuilds discards the pending builds at and past from (a round
+	// that was never appended), giving their queue offsets back; written
+	// records are never touched.
+	DropBuilds(from int64) error
 	// SetCommitPoint moves the commit point forward to off, a record
 	// boundary at or below the written end; a smaller off changes nothing.
 	SetCommitPoint(off int64) error
