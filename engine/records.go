@@ -103,6 +103,16 @@ func (c *CommitLog) recoveryLimit(end int64) int64 {
 	return c.dispatchLimit(end)
 }
 
+// openForRecords reports why the store takes no records operation now:
+// it is closed, or it was not opened for replicated records. The caller
+// holds the lifecycle's read lock.
+func (s *Store) openForRecords() error {
+	if s.closed.Load() {
+		return ErrClosed
+	}
+	return s.recordsMode()
+}
+
 // recordsMode reports an error unless the store holds replicated records.
 func (s *Store) recordsMode() error {
 	if !s.commitLog.rec.on {
@@ -355,10 +365,7 @@ func (s *Store) commitPoint() int64 { return s.commitLog.rec.commit.Load() }
 func (s *Store) setCommitPoint(off int64) error {
 	s.lifecycle.RLock()
 	defer s.lifecycle.RUnlock()
-	if s.closed.Load() {
-		return ErrClosed
-	}
-	if err := s.recordsMode(); err != nil {
+	if err := s.openForRecords(); err != nil {
 		return err
 	}
 	c := s.commitLog
@@ -407,10 +414,7 @@ func (c *CommitLog) checkBoundary(p *dispatch.Parser, off int64) error {
 func (s *Store) truncateRecords(end int64) error {
 	s.lifecycle.RLock()
 	defer s.lifecycle.RUnlock()
-	if s.closed.Load() {
-		return ErrClosed
-	}
-	if err := s.recordsMode(); err != nil {
+	if err := s.openForRecords(); err != nil {
 		return err
 	}
 	c := s.commitLog
@@ -475,10 +479,7 @@ func (s *Store) truncateRecords(end int64) error {
 func (s *Store) dropBuildsFrom(from int64) error {
 	s.lifecycle.RLock()
 	defer s.lifecycle.RUnlock()
-	if s.closed.Load() {
-		return ErrClosed
-	}
-	if err := s.recordsMode(); err != nil {
+	if err := s.openForRecords(); err != nil {
 		return err
 	}
 	c := s.commitLog
