@@ -183,19 +183,30 @@ func (f *fsm) applyPutEntry(index uint64, data []byte) *applyResult {
 	return f.applyPut(index, data[0] == kindBatch, e)
 }
 
-// applyPut writes the entry's messages, or checks them against the
-// records already at the cursor (a replay after restart).
-func (f *fsm) applyPut(index uint64, batch bool, e *putEntry) *applyResult {
+// lockForMessages runs the damage gate, takes f.mu and checks that the
+// group's identity is known, as every message entry needs; on a refusal
+// it returns the entry's result with f.mu not held.
+func (f *fsm) lockForMessages(index uint64) *applyResult {
 	if f.damageGate != nil {
 		if err := f.damageGate(); err != nil {
 			return &applyResult{err: f.fail(err)}
 		}
 	}
 	f.mu.Lock()
-	defer f.mu.Unlock()
 	if f.group == nil {
+		f.mu.Unlock()
 		return &applyResult{err: f.fail(fmt.Errorf("%w: message entry %d before the group's identity", ErrDiverged, index))}
 	}
+	return nil
+}
+
+// applyPut writes the entry's messages, or checks them against the
+// records already at the cursor (a replay after restart).
+func (f *fsm) applyPut(index uint64, batch bool, e *putEntry) *applyResult {
+	if r := f.lockForMessages(index); r != nil {
+		return r
+	}
+	defer f.mu.Unlock()
 	if f.cursor < f.store.CommitLog().MaxOffset() {
 		if err := f.refused(e); err != nil {
 			// Refused when it was first applied too: no record.

@@ -166,16 +166,10 @@ func (n *Node) refusedSend(p *proposal) error {
 // or below the commit point the store opened with, where moving the
 // commit point changes nothing.
 func (f *fsm) applyRecords(index uint64, data []byte) *applyResult {
-	if f.damageGate != nil {
-		if err := f.damageGate(); err != nil {
-			return &applyResult{err: f.fail(err)}
-		}
+	if r := f.lockForMessages(index); r != nil {
+		return r
 	}
-	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.group == nil {
-		return &applyResult{err: f.fail(fmt.Errorf("%w: message entry %d before the group's identity", ErrDiverged, index))}
-	}
 	if len(data) <= raftlog.RecordsHeaderSize {
 		return &applyResult{err: f.fail(fmt.Errorf("%w: records entry %d of %d bytes", ErrDiverged, index, len(data)))}
 	}
