@@ -240,8 +240,12 @@ func (g *group) send(topic string, qid int32, body string, props string) broker.
 			DefaultTopic: "TBW102", DefaultTopicQueueNums: 4, QueueID: qid, Body: []byte(body), Properties: props,
 			BornTimestamp: 1700000000000, BornHost: netip.MustParseAddrPort("192.0.2.1:5555")})
 		// A node that stopped leading before the send was proposed
-		// refuses it whole: sending again cannot store it twice.
-		if res.Code != broker.ServiceNotAvailable || !strings.Contains(res.Remark, "(a slave)") {
+		// refuses it whole ("a slave"), and so does Raft when the node
+		// lost leadership before the entry reached its log
+		// (raft.ErrNotLeader): sending again cannot store it twice.
+		// (ErrLeadershipLost, where the entry may commit, is not retried.)
+		if res.Code != broker.ServiceNotAvailable ||
+			!strings.Contains(res.Remark, "(a slave)") && !strings.Contains(res.Remark, "("+raft.ErrNotLeader.Error()+")") {
 			break
 		}
 	}
