@@ -43,7 +43,15 @@ func TestTransferLeaderOverTCP(t *testing.T) {
 
 	l := g.leader()
 	to := (l + 2) % 3
-	via := g.peers[(l+1)%3].Addr
+	viaIdx := (l + 1) % 3
+	via := g.peers[viaIdx].Addr
+	// A majority acknowledged the sends; the member asked may be the
+	// one that has not heard from the leader yet, and would answer that
+	// it knows of none.
+	waitFor(t, "the member asked to know the leader", func() bool {
+		addr, _ := g.nodes[viaIdx].Raft().LeaderWithID()
+		return addr != ""
+	})
 	tr, err := d.TransferLeader(ctx, via, g.peers[to].ID)
 	if err != nil {
 		t.Fatal(err)
@@ -54,6 +62,10 @@ func TestTransferLeaderOverTCP(t *testing.T) {
 	waitFor(t, "the named member to lead", func() bool { return g.nodes[to].Writable() })
 	more("by the named member")
 
+	waitFor(t, "the member asked to know the new leader", func() bool {
+		_, id := g.nodes[viaIdx].Raft().LeaderWithID()
+		return string(id) == g.peers[to].ID
+	})
 	tr, err = d.TransferLeader(ctx, via, "")
 	if err != nil {
 		t.Fatal(err)
@@ -67,6 +79,10 @@ func TestTransferLeaderOverTCP(t *testing.T) {
 	wait()
 
 	l = g.leader()
+	waitFor(t, "the member asked to know the leader", func() bool {
+		_, id := g.nodes[viaIdx].Raft().LeaderWithID()
+		return string(id) == g.peers[l].ID
+	})
 	for _, c := range []struct{ to, want string }{
 		{"n9", "n9 is not a member of the group (members: n1, n2, n3)"},
 		{g.peers[l].ID, g.peers[l].ID + " leads already"},
