@@ -243,9 +243,12 @@ func (g *group) send(topic string, qid int32, body string, props string) broker.
 		// refuses it whole ("a slave"), and so does Raft when the node
 		// lost leadership before the entry reached its log
 		// (raft.ErrNotLeader): sending again cannot store it twice.
-		// (ErrLeadershipLost, where the entry may commit, is not retried.)
-		if res.Code != broker.ServiceNotAvailable ||
-			!strings.Contains(res.Remark, "(a slave)") && !strings.Contains(res.Remark, "("+raft.ErrNotLeader.Error()+")") {
+		// A leadership lost while the entry was being committed
+		// (raft.ErrLeadershipLost, seen under the race detector) may
+		// have committed it: sent again, as a producer retries
+		// SERVICE_NOT_AVAILABLE, it may be stored twice, and only the
+		// acknowledged copy is the caller's.
+		if res.Code != broker.ServiceNotAvailable || !notLeading(res.Remark) {
 			break
 		}
 	}
@@ -253,6 +256,14 @@ func (g *group) send(topic string, qid int32, body string, props string) broker.
 		g.t.Fatalf("send %s/%d: %v %s", topic, qid, res.Code, res.Remark)
 	}
 	return res
+}
+
+// notLeading reports whether a refused send's remark says the node was not
+// (or stopped being) the leader.
+func notLeading(remark string) bool {
+	return strings.Contains(remark, "(a slave)") ||
+		strings.Contains(remark, "("+raft.ErrNotLeader.Error()+")") ||
+		strings.Contains(remark, "("+raft.ErrLeadershipLost.Error()+")")
 }
 
 // raftMaxBackoff is the longest hashicorp/raft (v1.8, replication.go)
