@@ -425,10 +425,7 @@ func (s *Store) truncateRecords(end int64) error {
 	}
 	written := c.q.MaxOffset()
 	if end >= written {
-		i := 0
-		for i < len(c.rec.pending) && c.rec.pending[i].off < end {
-			i++
-		}
+		i := c.pendingFrom(end)
 		if end > written && !(i < len(c.rec.pending) && c.rec.pending[i].off == end) && end != c.rec.buildEnd {
 			return fmt.Errorf("%w: truncation at %d is not a boundary of the built records", ErrRecords, end)
 		}
@@ -472,6 +469,16 @@ func (s *Store) truncateRecords(end int64) error {
 	return nil
 }
 
+// pendingFrom returns the index of the first pending build at or past
+// off (len(pending) when there is none). The caller holds mu.
+func (c *CommitLog) pendingFrom(off int64) int {
+	i := 0
+	for i < len(c.rec.pending) && c.rec.pending[i].off < off {
+		i++
+	}
+	return i
+}
+
 // dropBuildsFrom discards the pending builds at and past from, giving
 // their queue offsets back; it never touches written records, so a caller
 // that lost the race with an append (which drops every pending build
@@ -485,10 +492,7 @@ func (s *Store) dropBuildsFrom(from int64) error {
 	c := s.commitLog
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	i := 0
-	for i < len(c.rec.pending) && c.rec.pending[i].off < from {
-		i++
-	}
+	i := c.pendingFrom(from)
 	if i < len(c.rec.pending) {
 		c.dropBuilds(i)
 	}
