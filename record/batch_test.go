@@ -35,9 +35,8 @@ func TestBatchDecode(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			h, b, tl := e.Encode(p, Stamp{StoreHost: store, QueueOffset: int64(i), PhysicalOffset: int64(1000 * i),
+			recs[i] = encodeJoined(&e, p, Stamp{StoreHost: store, QueueOffset: int64(i), PhysicalOffset: int64(1000 * i),
 				StoreTimestamp: 7})
-			recs[i] = append(append(append([]byte(nil), h...), b...), tl...)
 		}
 		var bt Batch
 		// A batch used before, or whose queue was dropped, starts empty.

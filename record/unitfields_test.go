@@ -23,8 +23,7 @@ func TestQueueFields(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		h, b, tl := e.Encode(p, Stamp{StoreHost: store, QueueOffset: rapid.Int64Min(0).Draw(t, "queueOffset")})
-		rec := append(append(append([]byte(nil), h...), b...), tl...)
+		rec := encodeJoined(&e, p, Stamp{StoreHost: store, QueueOffset: rapid.Int64Min(0).Draw(t, "queueOffset")})
 		info, err := Check(rec, -1, true)
 		if err != nil {
 			t.Fatal(err)
@@ -43,4 +42,11 @@ func TestQueueFields(t *testing.T) {
 			t.Fatalf("topic of %d bytes in a %d-byte record", len(topic), len(rec))
 		}
 	})
+}
+
+// encodeJoined encodes p with st into one record's bytes (Encode returns
+// them in three parts).
+func encodeJoined(e *Encoder, p Prepared, st Stamp) []byte {
+	h, b, tl := e.Encode(p, st)
+	return append(append(append([]byte(nil), h...), b...), tl...)
 }
