@@ -54,7 +54,7 @@ func TestTornTailCatalogue(t *testing.T) {
 // reopens it again.
 func tornTail(t *testing.T, broken bool, logs []*raft.Log, damage func(*testing.T, *harness), then []*raft.Log) *harness {
 	t.Helper()
-	h, err := openHarness(memfs.New(afero.NewMemMapFs()), 0, false)
+	h, err := openHarness(memfs.New(afero.NewMemMapFs()), 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,7 +113,7 @@ func removeEntry(t *testing.T, h *harness, i int) {
 	var l raft.Log
 	fr.sideLog(&l)
 	l.Index += 5
-	b := appendFrame(nil, &l, false)
+	b := appendFrame(nil, &l, false, fr.first)
 	if _, err := r.seg.f.WriteAt(b, r.pos); err != nil {
 		t.Fatal(err)
 	}

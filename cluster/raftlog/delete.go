@@ -103,7 +103,8 @@ func (s *Store) deleteTail(min uint64) error {
 	if err := s.syncTail(); err != nil {
 		return err
 	}
-	if recCut >= 0 {
+	// At Open (dropUnbacked) the records may end short of the cut.
+	if recCut >= 0 && recCut < s.recs.End() {
 		if err := s.recs.Truncate(recCut); err != nil {
 			return fmt.Errorf("raftlog: truncate records at %d: %w", recCut, err)
 		}

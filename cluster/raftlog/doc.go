@@ -12,11 +12,14 @@
 //
 // The frames are the index: fixed-size segment files (format.go) of
 // CRC-checked frames, scanned at Open to rebuild the index in memory.
-// StoreLogs writes and syncs the records, then writes and syncs the
-// frames, so that a frame on disk always has its records on disk; a frame torn by
-// a power cut ends the log, and the records past the last whole frame are
-// truncated at Open: they belong to a StoreLogs that never returned, which
-// Raft never counted. DeleteRange of the head (compaction) appends a head
+// StoreLogs writes the records and the frames, then syncs both at once,
+// so that an append waits for one sync. A power cut can then keep a frame
+// without its records: each frame holds the CRC of its records, the first
+// frame of each StoreLogs call is flagged, and Open checks the records of
+// the last call's frames, dropping its entries from the first whose
+// records are short or differ. A frame torn by a power cut ends the log,
+// and the records past the last whole frame are truncated at Open: both
+// belong to a StoreLogs that never returned, which Raft never counted. DeleteRange of the head (compaction) appends a head
 // frame and removes the segments wholly before it, keeping the records
 // (the CommitLog is the state machine's state); DeleteRange of the tail (a
 // suffix a new leader overwrote) zeroes the frames from the first deleted

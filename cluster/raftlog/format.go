@@ -15,14 +15,19 @@ import (
 //	 0 LENGTH uint32 | 4 CRC uint32 | 8 TYPE uint8 | 9 INDEX uint64 | 17 TERM uint64 |
 //	25 APPENDEDAT int64 | 33 body
 //
-//	record body: OFFSET int64 | SIZE uint32                      (the records are in the CommitLog)
+//	record body: OFFSET int64 | SIZE uint32 | RECORDSCRC uint32  (the records are in the CommitLog)
 //	side body:   LOGTYPE uint8 | EXTLEN uint32 | EXTENSIONS | DATA (the whole entry)
 //	head body:   RECORDSEND int64 (INDEX is the log's new first index; RECORDSEND the
 //	             records' end then, -1 for none)
 //	roll body:   none (the log goes on in the next segment)
 //
 // LENGTH counts the whole frame; CRC is the Castagnoli CRC-32 of the bytes
-// from TYPE to the frame's end. A LENGTH of 0 is the end of the written
+// from TYPE to the frame's end. TYPE's high bit (firstOfAppend) marks the
+// first entry frame a StoreLogs call wrote: the frames from the last such
+// one on are the only ones whose StoreLogs may not have returned.
+// RECORDSCRC is the Castagnoli CRC-32 of the entry's records, which Open
+// checks for the entries of that last call (their records and frames are
+// synced at once, so either may have reached the disk without the other). A LENGTH of 0 is the end of the written
 // part of a segment: segments are created zero-filled and a truncation
 // zeroes what it drops. APPENDEDAT is in Unix nanoseconds, 0 for none.
 const (
@@ -34,7 +39,7 @@ const (
 	offAppendedAt = 25
 	headerSize    = 33
 
-	recordBodySize = 8 + 4
+	recordBodySize = 8 + 4 + 4
 	sideBodyMin    = 1 + 4
 )
 
@@ -44,6 +49,10 @@ const (
 	frameSide   byte = 2
 	frameHead   byte = 3
 	frameRoll   byte = 4
+
+	// firstOfAppend is TYPE's flag on the first entry frame of a
+	// StoreLogs call.
+	firstOfAppend byte = 0x80
 )
 
 // Records entry Data layout: KIND uint8 (KindRecords) | OFFSET int64 | records.
@@ -62,7 +71,9 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // frame is one decoded frame; body aliases the segment.
 type frame struct {
-	typ        byte
+	typ byte
+	// first is the firstOfAppend flag.
+	first      bool
 	index      uint64
 	term       uint64
 	appendedAt int64
@@ -93,15 +104,21 @@ func appendedAtTime(ns int64) time.Time {
 	return time.Unix(0, ns)
 }
 
-// appendFrame encodes l's frame onto b: a record frame when asRecords.
-func appendFrame(b []byte, l *raft.Log, asRecords bool) []byte {
+// appendFrame encodes l's frame onto b: a record frame when asRecords,
+// flagged as the first of its StoreLogs call when first.
+func appendFrame(b []byte, l *raft.Log, asRecords, first bool) []byte {
 	start := len(b)
+	var flag byte
+	if first {
+		flag = firstOfAppend
+	}
 	if off, recs, ok := recordsOf(l); ok && asRecords {
-		b = appendHeader(b, frameRecord, l.Index, l.Term, appendedAtNanos(l))
+		b = appendHeader(b, frameRecord|flag, l.Index, l.Term, appendedAtNanos(l))
 		b = binary.BigEndian.AppendUint64(b, uint64(off))
 		b = binary.BigEndian.AppendUint32(b, uint32(len(recs)))
+		b = binary.BigEndian.AppendUint32(b, crc32.Checksum(recs, castagnoli))
 	} else {
-		b = appendHeader(b, frameSide, l.Index, l.Term, appendedAtNanos(l))
+		b = appendHeader(b, frameSide|flag, l.Index, l.Term, appendedAtNanos(l))
 		b = append(b, byte(l.Type))
 		b = binary.BigEndian.AppendUint32(b, uint32(len(l.Extensions)))
 		b = append(b, l.Extensions...)
@@ -156,9 +173,11 @@ func decodeFrame(b []byte) (frame, int, error) {
 	if got, want := crc32.Checksum(f[offType:], castagnoli), binary.BigEndian.Uint32(f[offCRC:]); got != want {
 		return frame{}, 0, fmt.Errorf("%w: frame crc %08x, want %08x", ErrCorrupt, got, want)
 	}
-	fr := frame{typ: f[offType], index: binary.BigEndian.Uint64(f[offIndex:]), term: binary.BigEndian.Uint64(f[offTerm:]),
+	fr := frame{typ: f[offType] &^ firstOfAppend, first: f[offType]&firstOfAppend != 0, index: binary.BigEndian.Uint64(f[offIndex:]), term: binary.BigEndian.Uint64(f[offTerm:]),
 		appendedAt: int64(binary.BigEndian.Uint64(f[offAppendedAt:])), body: f[headerSize:]}
 	switch {
+	case fr.first && fr.typ != frameRecord && fr.typ != frameSide:
+		// Only entry frames are flagged.
 	case fr.typ == frameRecord && len(fr.body) == recordBodySize,
 		fr.typ == frameSide && len(fr.body) >= sideBodyMin && int(binary.BigEndian.Uint32(fr.body[1:])) <= len(fr.body)-sideBodyMin,
 		fr.typ == frameHead && len(fr.body) == 8,
@@ -172,6 +191,9 @@ func decodeFrame(b []byte) (frame, int, error) {
 func (f frame) recordBody() (off int64, size int) {
 	return int64(binary.BigEndian.Uint64(f.body)), int(binary.BigEndian.Uint32(f.body[8:]))
 }
+
+// recordsCRC is a record frame's RECORDSCRC.
+func (f frame) recordsCRC() uint32 { return binary.BigEndian.Uint32(f.body[12:]) }
 
 // headBody decodes a head frame's records end.
 func (f frame) headBody() int64 { return int64(binary.BigEndian.Uint64(f.body)) }

@@ -11,8 +11,8 @@ import (
 // a frame, the end, or ErrCorrupt, never panics, and a frame it accepts
 // encodes back to the same bytes.
 func FuzzDecodeFrame(f *testing.F) {
-	f.Add(appendFrame(nil, sideLog(7, 2, "state"), false))
-	f.Add(appendFrame(nil, recordsLog(3, 1, 99, "r"), true))
+	f.Add(appendFrame(nil, sideLog(7, 2, "state"), false, true))
+	f.Add(appendFrame(nil, recordsLog(3, 1, 99, "r"), true, false))
 	f.Add(appendHead(nil, 5, 1024))
 	f.Add(appendRoll(nil))
 	f.Add([]byte{0, 0, 0, 40})
@@ -29,7 +29,7 @@ func FuzzDecodeFrame(f *testing.F) {
 		}
 		var l raft.Log
 		fr.sideLog(&l)
-		if got := appendFrame(nil, &l, false); string(got) != string(b[:n]) {
+		if got := appendFrame(nil, &l, false, fr.first); string(got) != string(b[:n]) {
 			t.Fatalf("frame %x re-encodes as %x", b[:n], got)
 		}
 	})

@@ -21,14 +21,16 @@ const (
 type harness struct {
 	fsys    backend.FS
 	segSize int64
-	// framesFirst opens the broken variant brokenFramesFirst.
-	framesFirst bool
-	s           *Store
-	recs        *fileRecords
+	// noRecordsCheck opens the broken variant brokenNoRecordsCheck.
+	noRecordsCheck bool
+	// syncsInOrder is Options.syncsInOrder.
+	syncsInOrder func() bool
+	s            *Store
+	recs         *fileRecords
 }
 
-func openHarness(fsys backend.FS, segSize int64, framesFirst bool) (*harness, error) {
-	h := &harness{fsys: fsys, segSize: segSize, framesFirst: framesFirst}
+func openHarness(fsys backend.FS, segSize int64) (*harness, error) {
+	h := &harness{fsys: fsys, segSize: segSize}
 	return h, h.open()
 }
 
@@ -37,7 +39,8 @@ func (h *harness) open() error {
 	if err != nil {
 		return err
 	}
-	s, err := Open(Options{FS: h.fsys, Dir: testDir, Records: recs, SegmentSize: h.segSize, brokenFramesFirst: h.framesFirst})
+	s, err := Open(Options{FS: h.fsys, Dir: testDir, Records: recs, SegmentSize: h.segSize,
+		brokenNoRecordsCheck: h.noRecordsCheck, syncsInOrder: h.syncsInOrder})
 	if err != nil {
 		return errors.Join(err, recs.Close())
 	}

@@ -3,6 +3,7 @@ package raftlog
 import (
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"slices"
 )
 
@@ -13,7 +14,8 @@ import (
 // segment zeroed, and records past the last record frame truncated.
 func Open(opts Options) (*Store, error) {
 	s := &Store{fs: opts.FS, dir: opts.Dir, recs: opts.Records, segSize: opts.SegmentSize,
-		brokenNoZeroTail: opts.brokenNoZeroTail, brokenFramesFirst: opts.brokenFramesFirst}
+		brokenNoZeroTail: opts.brokenNoZeroTail, brokenNoRecordsCheck: opts.brokenNoRecordsCheck,
+		syncsInOrder: opts.syncsInOrder}
 	if s.fs == nil {
 		return nil, errors.New("raftlog: no file system")
 	}
@@ -65,7 +67,84 @@ func (s *Store) recover() error {
 			return err
 		}
 	}
-	return s.reconcileRecords(rc.recEnd)
+	end, err := s.dropUnbacked(rc.recEnd)
+	if err != nil {
+		return err
+	}
+	return s.reconcileRecords(end)
+}
+
+// dropUnbacked cuts the log at the first entry of the last StoreLogs call
+// whose records are not on disk as its frame describes them (short, or
+// another CRC), and returns the records' end the log then gives.
+// StoreLogs syncs records and frames at once, so a power cut can keep a
+// frame without its records; such a call never returned, and Raft never
+// counted its entries. The calls before it returned, so their frames are
+// not checked here: records missing under them are corruption, which
+// reconcileRecords reports. Records the Records hold as committed are the
+// state machine's and are not checked either.
+func (s *Store) dropUnbacked(end int64) (int64, error) {
+	if s.recs == nil || s.brokenNoRecordsCheck {
+		return end, nil
+	}
+	from, err := s.lastAppendStart()
+	if err != nil || from < 0 {
+		return end, err
+	}
+	committed := int64(-1)
+	if c, ok := s.recs.(Committed); ok {
+		committed = c.Committed()
+	}
+	for i := from; i < len(s.ents); i++ {
+		fr, err := s.ents[i].seg.frameAt(s.ents[i].pos)
+		if err != nil {
+			return 0, err
+		}
+		if fr.typ != frameRecord {
+			continue
+		}
+		off, size := fr.recordBody()
+		if off+int64(size) <= committed {
+			continue
+		}
+		ok, err := s.recordsMatch(off, size, fr.recordsCRC())
+		if err != nil {
+			return 0, fmt.Errorf("raftlog: entry %d's records at %d: %w", fr.index, off, err)
+		}
+		if !ok {
+			return off, s.deleteTail(s.first + uint64(i))
+		}
+	}
+	return end, nil
+}
+
+// lastAppendStart returns the position in s.ents of the last frame flagged
+// as the first of its StoreLogs call, or -1 for none.
+func (s *Store) lastAppendStart() (int, error) {
+	for i := len(s.ents) - 1; i >= 0; i-- {
+		fr, err := s.ents[i].seg.frameAt(s.ents[i].pos)
+		if err != nil {
+			return 0, err
+		}
+		if fr.first {
+			return i, nil
+		}
+	}
+	return -1, nil
+}
+
+// recordsMatch reports whether the Records hold size bytes at off with
+// the CRC sum. Records that end short do not match; a read that fails
+// otherwise is an error, not a mismatch.
+func (s *Store) recordsMatch(off int64, size int, sum uint32) (bool, error) {
+	if off+int64(size) > s.recs.End() {
+		return false, nil
+	}
+	b := make([]byte, size)
+	if err := s.recs.ReadAt(b, off); err != nil {
+		return false, err
+	}
+	return crc32.Checksum(b, castagnoli) == sum, nil
 }
 
 // segmentSeqs lists the segments, which must be numbered without a gap.

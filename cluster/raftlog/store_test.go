@@ -63,7 +63,7 @@ func TestLogStoreContract(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			h, err := openHarness(memfs.New(afero.NewMemMapFs()), 0, false)
+			h, err := openHarness(memfs.New(afero.NewMemMapFs()), 0)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -100,7 +100,7 @@ func TestLogStoreContract(t *testing.T) {
 // TestGetLogOfGoneRecords: an entry whose records the CommitLog no longer
 // keeps is not found, so that Raft sends a snapshot instead.
 func TestGetLogOfGoneRecords(t *testing.T) {
-	h, err := openHarness(memfs.New(afero.NewMemMapFs()), 0, false)
+	h, err := openHarness(memfs.New(afero.NewMemMapFs()), 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -146,7 +146,7 @@ func TestNoRecordsStoresSideEntries(t *testing.T) {
 // rest readable across a reopen.
 func TestCompactionRemovesSegments(t *testing.T) {
 	fsys := memfs.New(afero.NewMemMapFs())
-	h, err := openHarness(fsys, 512, false)
+	h, err := openHarness(fsys, 512)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -189,10 +189,10 @@ func TestCompactionRemovesSegments(t *testing.T) {
 
 // TestStats: an append of records and side entries counts one append,
 // its entries, the records bytes and the frames (a new log's head frame
-// too), and two syncs (the
-// records, then the frames); an append of side entries alone syncs once.
+// too), and two syncs (the records and the frames, at once); an append
+// of side entries alone syncs once.
 func TestStats(t *testing.T) {
-	h, err := openHarness(memfs.New(nil), 4096, false)
+	h, err := openHarness(memfs.New(nil), 4096)
 	if err != nil {
 		t.Fatal(err)
 	}
