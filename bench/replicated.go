@@ -373,6 +373,7 @@ func (o ReplicatedOptions) send(ctx context.Context, leader func() *broker.Broke
 	hists := make([]*Histogram, o.Producers)
 	var wg sync.WaitGroup
 	start := time.Now()
+	cpu0, cpuErr := ProcessCPU(os.Getpid())
 	for p := range o.Producers {
 		hists[p] = NewHistogram()
 		wg.Add(1)
@@ -404,6 +405,7 @@ func (o ReplicatedOptions) send(ctx context.Context, leader func() *broker.Broke
 	}
 	wg.Wait()
 	secs := time.Since(start).Seconds()
+	cpu1, cpuErr1 := ProcessCPU(os.Getpid())
 	if e := firstErr.Load(); e != nil {
 		return Result{}, errors.New(*e)
 	}
@@ -415,9 +417,15 @@ func (o ReplicatedOptions) send(ctx context.Context, leader func() *broker.Broke
 		Msgs: msgs.Load(), BodyBytes: msgs.Load() * int64(body), Seconds: secs, Latency: all.Latency()}
 	r.MsgsPerS = float64(r.Msgs) / secs
 	r.MBPerS = float64(r.BodyBytes) / secs / 1e6
+	if cpuErr == nil && cpuErr1 == nil && r.Msgs > 0 {
+		// The whole process: the senders and every replica (or the one
+		// node) share the host's cores.
+		cpu := (cpu1 - cpu0).Seconds()
+		r.Note = fmt.Sprintf("process CPU %.1f µs a message (%.2f cores)", cpu/float64(r.Msgs)*1e6, cpu/secs)
+	}
 	if n > 1 {
 		if m := moved.Load(); m > 0 {
-			r.Note = fmt.Sprintf("%d sends retried after a leader change", m)
+			r.Note = strings.TrimPrefix(r.Note+fmt.Sprintf("; %d sends retried after a leader change", m), "; ")
 		}
 	}
 	return r, nil
