@@ -279,7 +279,14 @@ func (o ReplicatedOptions) run(ctx context.Context, body, n int, logStore string
 	}
 	before := groupWrites(nodes)
 	rounds0, sends0 := groupRounds(nodes)
+	stages, err := listenRaftStages()
+	if err != nil {
+		return replRun{}, err
+	}
 	r, err := o.send(ctx, leader, body, n, o.Time)
+	if sn := stages.note(); sn != "" {
+		r.Note = strings.TrimPrefix(r.Note+"; "+sn, "; ")
+	}
 	r.Backend = "mmap×3 " + logStore
 	after := groupWrites(nodes)
 	rounds, sends := groupRounds(nodes)
