@@ -88,8 +88,11 @@ func newCommitLog(fs backend.FS, dir string, cfg *Config) *CommitLog {
 	// into a write-prefaulted mapping: there the system call would be the
 	// put's main cost (128 B async puts took 11-12 µs with pwrite against
 	// 1.4-2.1 µs with the copy) for the rare sync's shootdowns
-	// (BENCHMARKS.md, "What bounds the figures").
-	q.writeThrough = cfg.FlushDiskType == SyncFlush
+	// (BENCHMARKS.md, "What bounds the figures"). A store of replicated
+	// records syncs every round its log store appends, as SYNC_FLUSH
+	// syncs every group commit, whatever its flush type: it writes
+	// through too.
+	q.writeThrough = cfg.FlushDiskType == SyncFlush || cfg.records
 	return &CommitLog{
 		q:               q,
 		cfg:             cfg,
