@@ -63,6 +63,9 @@ type NodeConfig struct {
 	askPeer func(ctx context.Context, addr string, op byte, off, size int64) ([]byte, error)
 	// askAdmin replaces the membership requests' TCP client (tests).
 	askAdmin adminFunc
+	// noWithdraw is the broken variant in which a send whose context
+	// ends while it waits for its round stays queued (proposer.go).
+	noWithdraw bool
 	// noTxnRebuild and noInstallDeletes are broken variants of the
 	// tests: a new leader keeps its transaction state, a snapshot
 	// install ignores the leader's topic deletions.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"runtime"
+	"slices"
 	"sync"
 
 	"github.com/hashicorp/raft"
@@ -68,7 +69,10 @@ type proposals struct {
 }
 
 // propose replicates a put entry and waits until it is committed and
-// applied here, sharing its round with the sends proposed meanwhile.
+// applied here, sharing its round with the sends proposed meanwhile. A
+// send whose ctx ends while it waits for a round is withdrawn, never
+// stored, and returns ctx's error; once proposed, it waits for its round,
+// which ends when the entry is applied or Raft fails it.
 func (n *Node) propose(ctx context.Context, kind byte, msgs []*engine.Message) (engine.PutResult, error) {
 	if err := ctx.Err(); err != nil {
 		return engine.PutResult{}, err
@@ -88,11 +92,38 @@ func (n *Node) propose(ctx context.Context, kind byte, msgs []*engine.Message) (
 	}
 	q.waiting = append(q.waiting, p)
 	q.mu.Unlock()
-	<-p.wake
+	select {
+	case <-p.wake:
+	case <-ctx.Done():
+		if n.withdraw(p) {
+			return engine.PutResult{}, fmt.Errorf("cluster: send withdrawn before it was proposed: %w", ctx.Err())
+		}
+		// It is in a round already, or has been handed the lead: its
+		// fate is the round's, and the sends behind it need it to lead.
+		<-p.wake
+	}
 	if p.lead {
 		n.leadRound(p)
 	}
 	return p.res, p.err
+}
+
+// withdraw takes p out of the waiting sends, and reports whether it was
+// still there: a send whose caller gave up before it was proposed is never
+// stored.
+func (n *Node) withdraw(p *proposal) bool {
+	if n.cfg.noWithdraw {
+		return false
+	}
+	q := &n.props
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	i := slices.Index(q.waiting, p)
+	if i < 0 {
+		return false
+	}
+	q.waiting = slices.Delete(q.waiting, i, i+1)
+	return true
 }
 
 // leadRound proposes p and the sends waiting behind it, hands out their

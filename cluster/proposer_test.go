@@ -7,6 +7,7 @@ import (
 	"net/netip"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/rocketstore/rocketstore/cluster"
 	"github.com/rocketstore/rocketstore/engine"
@@ -127,4 +128,66 @@ func sendAll(t *testing.T, l *cluster.Node, tag string) {
 			}
 		}
 	}
+}
+
+// TestSendWithdrawnWhenContextEnds: a send that waits behind a round in
+// flight returns its context's error when the context ends, and is never
+// proposed; the broken variant, which keeps it queued, is caught.
+func TestSendWithdrawnWhenContextEnds(t *testing.T) {
+	t.Parallel()
+	if err := withdrawnCase(t, false); err != nil {
+		t.Fatal(err)
+	}
+	if err := withdrawnCase(t, true); err == nil {
+		t.Fatal("broken variant (a send stays queued after its context ends) passed; the test cannot tell")
+	} else {
+		t.Logf("broken variant caught: %v", err)
+	}
+}
+
+// withdrawnCase holds a round in flight on a leader whose followers are
+// down (it cannot commit until it steps down, after LeaderLeaseTimeout),
+// sends behind it with a context that ends well before that, and checks
+// the send's error and that it was never proposed.
+func withdrawnCase(t *testing.T, broken bool) error {
+	g := newGroup(t, 3, func(nc *cluster.NodeConfig) {
+		if broken {
+			cluster.NoWithdraw(nc)
+		}
+	})
+	li := g.leader()
+	l := g.nodes[li]
+	g.send("T", 0, "before", "")
+	for i := range g.nodes {
+		if i != li {
+			g.stop(i)
+		}
+	}
+	msg := func(body string) *engine.Message {
+		return &engine.Message{Topic: "T", Body: []byte(body), BornTimestamp: 1700000000000,
+			BornHost: netip.MustParseAddrPort("192.0.2.1:5555")}
+	}
+	rounds0, sends0 := l.RoundStats()
+	first := make(chan error, 1)
+	go func() {
+		_, err := l.Put(context.Background(), msg("in flight"))
+		first <- err
+	}()
+	for r, _ := l.RoundStats(); r == rounds0; r, _ = l.RoundStats() {
+		time.Sleep(time.Millisecond) // until the first send's round is proposed
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	_, err := l.Put(ctx, msg("withdrawn"))
+	if ferr := <-first; ferr == nil {
+		return errors.New("the round in flight committed without followers")
+	}
+	_, sends := l.RoundStats()
+	switch {
+	case !errors.Is(err, context.DeadlineExceeded):
+		return fmt.Errorf("send behind the round: %v, want its context's deadline", err)
+	case sends-sends0 != 1:
+		return fmt.Errorf("%d sends proposed, want 1 (the withdrawn send proposed)", sends-sends0)
+	}
+	return nil
 }
