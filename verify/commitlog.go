@@ -3,6 +3,7 @@ package verify
 import (
 	"bytes"
 	"errors"
+	"strings"
 
 	"github.com/rocketstore/rocketstore/record"
 )
@@ -111,13 +112,13 @@ func (c *checker) scanFile(f segFile, b []byte) (end int64, zeros bool) {
 		case err != nil:
 			next, ok := resync(b, f.from, pos+1)
 			if !ok {
-				c.violation(KindRecord, f.name, pos, "%v; no intact record follows in the file: the rest of it is not checked", err)
+				c.violation(KindRecord, f.name, pos, "%s; no intact record follows in the file: the rest of it is not checked", recordDetail(err))
 				return pos, false
 			}
 			// Recovery skips the damage the same way and keeps what
 			// follows: check it, or every unit after the damage would be
 			// reported for a record the scan never reached.
-			c.violation(KindRecord, f.name, pos, "%v; %d damaged bytes, the next intact record is at %d", err, next-pos, f.from+next)
+			c.violation(KindRecord, f.name, pos, "%s; %d damaged bytes, the next intact record is at %d", recordDetail(err), next-pos, f.from+next)
 			c.log.damaged = append(c.log.damaged, damagedRange{from: f.from + pos, to: f.from + next})
 			c.progress.advance(next - pos)
 			pos = next
@@ -204,3 +205,7 @@ func (c *checker) matchRecord(f segFile, pos int64, info *record.Info, damaged b
 	}
 	q.mark(idx)
 }
+
+// recordDetail is a decoding error as a violation's detail: without the
+// record package's prefix, which the violation's kind already says.
+func recordDetail(err error) string { return strings.TrimPrefix(err.Error(), "record: ") }

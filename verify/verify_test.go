@@ -474,6 +474,11 @@ func TestResyncPastDamagedRecord(t *testing.T) {
 	t.Logf("%d violations", rep.ViolationCount)
 	checkKinds(t, rep, map[verify.Kind]int{verify.KindRecord: 1})
 	checkFirstAt(t, rep, verify.KindRecord, "commitlog/00000000000000000000", victim.WroteOffset)
+	for _, v := range rep.Violations {
+		if s := v.String(); strings.Contains(s, "record: record:") {
+			t.Errorf("violation %q names its kind twice", s)
+		}
+	}
 	if rep.Records != 1999 {
 		t.Errorf("%d records checked, want the 1999 intact ones", rep.Records)
 	}
