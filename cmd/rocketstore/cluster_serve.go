@@ -188,7 +188,7 @@ func runClusterServe(parent context.Context, nc server.NodeConfig, rc *raftFileC
 	}
 	log.Info("rocketstore replica serving", "nameServer", cn.addr, "broker", cn.brokerAddr, "dir", nc.Dir,
 		"brokerName", cn.srv.Config().BrokerName, "nodeId", rc.NodeID, "raft", rc.Bind,
-		"recovery", fmt.Sprintf("%+v", cn.node.Broker().Store().Recovery()))
+		"recovery", cn.node.Broker().Store().Recovery())
 	if g.addr != "" {
 		if err := cn.serveGRPC(g, nc.Server.Security, log); err != nil {
 			return errors.Join(&exitCodeError{code: exitError, err: err}, cn.shutdown(context.Background()))
