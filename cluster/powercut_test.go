@@ -236,8 +236,9 @@ func (g *group) crash(i int) {
 // prefix and dispatched it, or one of them stopped applying.
 func waitApplied(g *group) error {
 	deadline := time.Now().Add(20 * time.Second)
+	var offs []int64
 	for time.Now().Before(deadline) {
-		var offs []int64
+		offs = offs[:0]
 		for i, n := range g.nodes {
 			if err := n.Err(); err != nil {
 				return fmt.Errorf("%s stopped applying: %w", g.peers[i].ID, err)
@@ -256,7 +257,7 @@ func waitApplied(g *group) error {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	return errors.New("the replicas did not apply the same prefix within 20 s")
+	return fmt.Errorf("the replicas did not apply the same prefix within 20 s (applied offsets %v)", offs)
 }
 
 // startSenders runs n senders of trySend against nodes, appending each
