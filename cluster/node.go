@@ -73,6 +73,10 @@ type NodeConfig struct {
 	// noDeleteOrder is the broken variant of the tests in which a
 	// deletion does not wait for a state entry being captured (deletes.go).
 	noDeleteOrder bool
+	// noRecordsDeleteOrder is the broken variant in which a topic
+	// deletion on a store of replicated records does not hold the
+	// proposer's lock until it is applied (deletes.go).
+	noRecordsDeleteOrder bool
 	// noStateTerm is the broken variant in which replicas apply a state
 	// entry committed in another term than the one it was captured in.
 	noStateTerm bool
