@@ -281,8 +281,12 @@ func (n *Node) records() bool { return n.ccfg.LogStore == LogStoreRecords }
 // opens with: the CommitLog position of the newest snapshot taken here,
 // an applied point the state machine can vouch for (Raft applies the
 // entries after it again, moving the commit point on).
-func (n *Node) snapshotCommitPoint() (int64, error) {
-	s := &snapStore{dir: filepath.Join(n.cfg.Dir, "raft", "snapshots")}
+func (n *Node) snapshotCommitPoint() (int64, error) { return ownSnapshotEnd(n.cfg.Dir) }
+
+// ownSnapshotEnd is the CommitLog position of the newest snapshot that
+// the replica whose store directory is dir took itself (0: none).
+func ownSnapshotEnd(dir string) (int64, error) {
+	s := &snapStore{dir: filepath.Join(dir, "raft", "snapshots")}
 	ms, err := s.metas()
 	if err != nil {
 		return 0, err
