@@ -127,7 +127,7 @@ func (s sent) checkServed(t *testing.T, st *engine.Store) {
 // dispatched, with no placeholder unit at their queue offsets.
 func TestRepairRecoveredDamage(t *testing.T) {
 	t.Parallel()
-	for _, store := range damageStores() {
+	for _, store := range storesWithRecords() {
 		for _, crash := range []bool{false, true} {
 			t.Run(storeName(store)+", "+map[bool]string{false: "clean shutdown", true: "crash"}[crash], func(t *testing.T) {
 				repairRecoveredDamage(t, store, crash)
@@ -136,9 +136,9 @@ func TestRepairRecoveredDamage(t *testing.T) {
 	}
 }
 
-// damageStores are the log stores the start-up repair tests run on: the
-// tests' default one and the store of records entries.
-func damageStores() []string {
+// storesWithRecords are the log stores the tests that must also hold on
+// the store of records entries run on: the tests' default one and it.
+func storesWithRecords() []string {
 	if testLogStore == cluster.LogStoreRecords {
 		return []string{testLogStore}
 	}
@@ -351,7 +351,7 @@ func TestRecoveredDamageNoReplica(t *testing.T) {
 // variant (cluster.ApplyOverDamage) shows the hold is needed.
 func TestRecoveredDamageHoldsTheLog(t *testing.T) {
 	t.Parallel()
-	for _, store := range damageStores() {
+	for _, store := range storesWithRecords() {
 		for _, snap := range []bool{false, true} {
 			t.Run(fmt.Sprintf("%s, held, snapshot=%v", storeName(store), snap), func(t *testing.T) {
 				if err := holdScenario(t, snap, onStore(store)); err != nil {
