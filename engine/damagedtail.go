@@ -67,7 +67,6 @@ func (s *Store) keepDamagedQueueOffset(req *dispatch.Request) error {
 	if !req.Dispatchable() || s.deletedBelow(req.Topic, req.CommitLogOffset) {
 		return nil
 	}
-
 	q := req.ConsumeQueueOffset
 	cq := s.queues.find(string(req.Topic), req.QueueID)
 	cur := int64(0)
