@@ -87,7 +87,7 @@ func (n *Node) proposeDelete(ctx context.Context, d deleteEntry) error {
 	if err != nil {
 		return err
 	}
-	if d.Topic != "" && n.records() {
+	if d.Topic != "" && n.records() && !n.cfg.noRecordsDeleteOrder {
 		// Records carry the queue offsets they were built with: no round
 		// may be built before the deletion is applied and committed
 		// after it, or the deleted topic's records would be dispatched

@@ -113,35 +113,53 @@ func TestDeletesReplicated(t *testing.T) {
 // TestDeleteCaughtUpBySnapshot: a follower that was down while a topic
 // was deleted, created again and written to, and whose log was compacted
 // past it, is caught up from the leader's CommitLog and deletes the topic
-// at the same offset: its ConsumeQueues and tables match the leader's.
-// In the broken variant, which ignores the leader's deletions while
-// installing, the re-put records get other queue offsets and the
-// follower stops.
+// at the same offset: its ConsumeQueues and tables match the leader's; on
+// the store of records entries too. In the broken variant, which ignores
+// the leader's deletions while installing, the re-put records get other
+// queue offsets and the follower stops (on the store of records entries,
+// where the install writes the leader's records as they are, they carry
+// the new incarnation's queue offsets into the old queues: its dispatcher
+// fails).
 func TestDeleteCaughtUpBySnapshot(t *testing.T) {
 	t.Parallel()
-	g, f := deleteWhileDown(t, nil)
-	end := g.converge()
-	waitSnapshotInstalled(t, g.nodes[f], "the follower")
-	g.sameFiles("commitlog", end)
-	g.sameFiles("consumequeue", -1)
-	fb := g.nodes[f].Broker()
-	if got := fb.Store().MaxOffsetInQueue("Gone", 0); got != 100 {
-		t.Fatalf("Gone/0 max offset %d on the caught-up follower, want 100", got)
+	for _, store := range storesWithRecords() {
+		t.Run(storeName(store), func(t *testing.T) {
+			t.Parallel()
+			g, f := deleteWhileDown(t, onStore(store))
+			end := g.converge()
+			waitSnapshotInstalled(t, g.nodes[f], "the follower")
+			g.sameFiles("commitlog", end)
+			g.sameFiles("consumequeue", -1)
+			fb := g.nodes[f].Broker()
+			if got := fb.Store().MaxOffsetInQueue("Gone", 0); got != 100 {
+				t.Fatalf("Gone/0 max offset %d on the caught-up follower, want 100", got)
+			}
+			all, _ := fb.Groups().All()
+			if _, ok := all["cg"]; ok || fb.Offsets().Query("cg", "Keep", 0) >= 0 {
+				t.Fatal("the deleted group or its offsets survived the snapshot install")
+			}
+			if _, ok := fb.Topics().Get("Empty"); ok {
+				t.Fatal("a topic deleted without messages survived the snapshot install")
+			}
+			t.Run("broken variant", func(t *testing.T) {
+				g, f := deleteWhileDown(t, func(nc *cluster.NodeConfig) {
+					onStore(store)(nc)
+					cluster.NoInstallDeletes(nc)
+				})
+				n := g.nodes[f]
+				waitFor(t, "the follower to stop or its dispatcher to fail", func() bool {
+					return n.Err() != nil || n.Broker().Store().Health().DispatchFailing
+				})
+				if err := n.Err(); err != nil && !errors.Is(err, cluster.ErrDiverged) {
+					t.Fatalf("follower error %v", err)
+				}
+				t.Logf("caught: follower error %v, store %v", n.Err(), n.Broker().Store().Health().Reason)
+				for i := range g.nodes {
+					g.crash(i) // a failed dispatcher reports again on close
+				}
+			})
+		})
 	}
-	all, _ := fb.Groups().All()
-	if _, ok := all["cg"]; ok || fb.Offsets().Query("cg", "Keep", 0) >= 0 {
-		t.Fatal("the deleted group or its offsets survived the snapshot install")
-	}
-	if _, ok := fb.Topics().Get("Empty"); ok {
-		t.Fatal("a topic deleted without messages survived the snapshot install")
-	}
-	t.Run("broken variant", func(t *testing.T) {
-		g, f := deleteWhileDown(t, cluster.NoInstallDeletes)
-		waitFor(t, "the follower to stop", func() bool { return g.nodes[f].Err() != nil })
-		if err := g.nodes[f].Err(); !errors.Is(err, cluster.ErrDiverged) {
-			t.Fatalf("follower error %v", err)
-		}
-	})
 }
 
 // deleteWhileDown stops a follower, deletes topic Gone and group cg,

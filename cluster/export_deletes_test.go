@@ -25,3 +25,8 @@ func UnorderedDeletes(nc *NodeConfig) { nc.noDeleteOrder = true }
 // StaleStateTerm is the broken variant: replicas apply a state entry
 // whatever term it was committed in.
 func StaleStateTerm(nc *NodeConfig) { nc.noStateTerm = true }
+
+// UnorderedRecordsDeletes is the broken variant: on a store of replicated
+// records a topic deletion is proposed and applied while rounds of sends
+// are built (without the proposer's lock).
+func UnorderedRecordsDeletes(nc *NodeConfig) { nc.noRecordsDeleteOrder = true }

@@ -33,3 +33,8 @@ func ApplyOverDamage(nc *NodeConfig) { nc.applyOverDamage = true }
 // RaftLogInfo makes nc's node log Raft's own lines from Info up (its
 // campaigns), as ROCKETSTORE_RAFT_LOG=info does for a whole process.
 func RaftLogInfo(nc *NodeConfig) { nc.raftLog = hclog.Info }
+
+// WholeLogDirSource is the broken variant of DirSource: the stopped
+// replica's whole CommitLog is served as committed, on the store of
+// records entries too.
+func WholeLogDirSource(dir string) (RepairSource, error) { return openDirSource(dir, true) }

@@ -76,6 +76,10 @@ type NodeConfig struct {
 	// noDeleteOrder is the broken variant of the tests in which a
 	// deletion does not wait for a state entry being captured (deletes.go).
 	noDeleteOrder bool
+	// noRecordsDeleteOrder is the broken variant in which a topic
+	// deletion on a store of replicated records does not hold the
+	// proposer's lock until it is applied (deletes.go).
+	noRecordsDeleteOrder bool
 	// noStateTerm is the broken variant in which replicas apply a state
 	// entry committed in another term than the one it was captured in.
 	noStateTerm bool
@@ -280,8 +284,12 @@ func (n *Node) records() bool { return n.ccfg.LogStore == LogStoreRecords }
 // opens with: the CommitLog position of the newest snapshot taken here,
 // an applied point the state machine can vouch for (Raft applies the
 // entries after it again, moving the commit point on).
-func (n *Node) snapshotCommitPoint() (int64, error) {
-	s := &snapStore{dir: filepath.Join(n.cfg.Dir, "raft", "snapshots")}
+func (n *Node) snapshotCommitPoint() (int64, error) { return ownSnapshotEnd(n.cfg.Dir) }
+
+// ownSnapshotEnd is the CommitLog position of the newest snapshot that
+// the replica whose store directory is dir took itself (0: none).
+func ownSnapshotEnd(dir string) (int64, error) {
+	s := &snapStore{dir: filepath.Join(dir, "raft", "snapshots")}
 	ms, err := s.metas()
 	if err != nil {
 		return 0, err

@@ -12,6 +12,7 @@ import (
 
 	"github.com/rocketstore/rocketstore/backend"
 	"github.com/rocketstore/rocketstore/backend/mmap"
+	"github.com/rocketstore/rocketstore/engine"
 	"github.com/rocketstore/rocketstore/record"
 )
 
@@ -31,7 +32,10 @@ import (
 //
 // The source is a running replica's Raft port (PeerSource: it serves
 // only what it has applied) or a stopped replica's store directory
-// (DirSource: its CommitLog holds committed entries only). A source of
+// (DirSource: its CommitLog holds committed entries only, but on the
+// store of records entries, whose CommitLog past the commit point holds
+// Raft's uncommitted entries, only what it knows committed: see
+// committedEnd). A source of
 // another group, or with another CommitLog file size, is refused; so is a
 // target that a running process holds (its store lock).
 
@@ -63,7 +67,9 @@ func (peerSource) Close() error { return nil }
 
 // DirSource is the stopped replica whose store directory is dir. It
 // holds the store's lock (shared) until Close.
-func DirSource(dir string) (RepairSource, error) {
+func DirSource(dir string) (RepairSource, error) { return openDirSource(dir, false) }
+
+func openDirSource(dir string, wholeLog bool) (RepairSource, error) {
 	fs, err := mmap.NewReadOnly(dir)
 	if err != nil {
 		return nil, err
@@ -72,7 +78,7 @@ func DirSource(dir string) (RepairSource, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cluster: source %s: %w (a running replica is given as its Raft address)", dir, err)
 	}
-	s := &dirSource{dir: dir, lock: lk}
+	s := &dirSource{dir: dir, lock: lk, wholeLog: wholeLog}
 	if s.cl, err = openCommitLogFiles(dir, false); err != nil {
 		return nil, errors.Join(err, lk.Unlock())
 	}
@@ -83,6 +89,9 @@ type dirSource struct {
 	dir  string
 	lock backend.Unlocker
 	cl   *commitLogFiles
+	// wholeLog is the broken variant that serves the whole CommitLog of
+	// a store of records entries as committed.
+	wholeLog bool
 }
 
 func (s *dirSource) Group(context.Context) (GroupInfo, error) {
@@ -97,8 +106,93 @@ func (s *dirSource) Group(context.Context) (GroupInfo, error) {
 	if err != nil {
 		return GroupInfo{}, err
 	}
+	if !s.wholeLog {
+		if end, err = committedEnd(s.dir, s.cl, end); err != nil {
+			return GroupInfo{}, err
+		}
+	}
 	return GroupInfo{GroupID: g.GroupID, BrokerName: g.BrokerName, CommitLogFileSize: s.cl.fileSize,
 		MinOffset: s.cl.minOffset(), Applied: end}, nil
+}
+
+// committedEnd returns where the committed records of the stopped
+// replica in dir end, given the end of its CommitLog's data. A replica
+// that re-puts its entries writes committed records only. On the store
+// of records entries (its log in DIR/raft/records) the records past the
+// commit point are Raft's entries, written before they commit and
+// possibly another leader's, and the commit point is not stored: the
+// replica knows committed the CommitLog up to its own newest snapshot
+// (where it opens its commit point, snapshotCommitPoint) and the records
+// its ConsumeQueues index (dispatched, so committed).
+func committedEnd(dir string, cl *commitLogFiles, end int64) (int64, error) {
+	records, err := nonEmptyDir(filepath.Join(dir, "raft", recordsDir))
+	if err != nil || !records {
+		return end, err
+	}
+	snap, err := ownSnapshotEnd(dir)
+	if err != nil {
+		return 0, err
+	}
+	idx, err := indexedEnd(dir, cl, end)
+	if err != nil {
+		return 0, err
+	}
+	return max(cl.minOffset(), min(end, max(snap, idx))), nil
+}
+
+// indexedEnd returns the end of the furthest record below end that the
+// last unit of a ConsumeQueue in dir indexes: a whole record there, of the
+// unit's size, that passes its checks (a damaged or stale unit is passed
+// over).
+func indexedEnd(dir string, cl *commitLogFiles, end int64) (int64, error) {
+	files, err := filepath.Glob(filepath.Join(dir, "consumequeue", "*", "*", "[0-9]*"))
+	if err != nil {
+		return 0, err
+	}
+	// The newest file of each queue: names are 20-digit start offsets.
+	last := map[string]string{}
+	for _, f := range files {
+		q, name := filepath.Split(f)
+		if len(name) == 20 && name > filepath.Base(last[q]) {
+			last[q] = f
+		}
+	}
+	var out int64
+	for _, f := range last {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return 0, fmt.Errorf("cluster: %w", err)
+		}
+		i := len(b) - len(b)%engine.CQUnitSize
+		for i > 0 && allZero(b[i-engine.CQUnitSize:i]) {
+			i -= engine.CQUnitSize
+		}
+		if i == 0 {
+			continue
+		}
+		u := engine.DecodeUnit(b[i-engine.CQUnitSize:])
+		at, size := u.CommitLogOffset, int64(u.Size)
+		if at < cl.minOffset() || size <= 0 || at+size > end || at+size <= out {
+			continue
+		}
+		rec := make([]byte, size)
+		if err := cl.readAt(rec, at); err != nil {
+			continue
+		}
+		if info, err := record.Check(rec, at, true); err == nil && !info.Blank && int64(info.Size) == size {
+			out = at + size
+		}
+	}
+	return out, nil
+}
+
+func allZero(b []byte) bool {
+	for _, c := range b {
+		if c != 0 {
+			return false
+		}
+	}
+	return true
 }
 
 func (s *dirSource) ReadAt(_ context.Context, off, size int64) ([]byte, error) {

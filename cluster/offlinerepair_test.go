@@ -7,10 +7,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/rocketstore/rocketstore/broker"
 	"github.com/rocketstore/rocketstore/cluster"
 	"github.com/rocketstore/rocketstore/record"
 )
@@ -164,4 +167,179 @@ func TestOfflineRepairFromPeer(t *testing.T) {
 		t.Fatalf("no progress: %d", e)
 	}
 	g.sameFiles("commitlog", end)
+}
+
+// TestOfflineRepairFromRecordsTail: on the store of records entries a
+// stopped replica's CommitLog ends with Raft's uncommitted entries — here
+// those of a leader cut off from the others while sends reached it, whose
+// offsets the new leader filled with other records. Used as the source of
+// an offline repair, it serves only what it knows committed (the records
+// its ConsumeQueues index, or up to its own snapshot): the target's
+// damaged record below is repaired, its committed records past it are
+// left as they are. The broken variant, which serves the source's whole
+// CommitLog, writes the cut-off leader's records over them.
+func TestOfflineRepairFromRecordsTail(t *testing.T) {
+	t.Parallel()
+	g := newGroup(t, 3, func(nc *cluster.NodeConfig) { nc.Cluster.LogStore = cluster.LogStoreRecords })
+	for i := range 30 {
+		g.send("T", int32(i%2), strings.Repeat("c", 100)+fmt.Sprint(i), "")
+	}
+	base := g.converge()
+	for _, n := range g.nodes {
+		if err := n.Snapshot(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	old := g.leader()
+	last0 := g.nodes[old].Raft().LastIndex()
+	g.isolate(old)
+	var wg sync.WaitGroup
+	for i := range 4 {
+		wg.Go(func() {
+			res := g.nodes[old].Broker().SendMessage(context.Background(), &broker.SendRequest{ProducerGroup: "pg",
+				Topic: "T", DefaultTopic: "TBW102", DefaultTopicQueueNums: 4, QueueID: 0,
+				Body: []byte(fmt.Sprint("lost ", i)), BornTimestamp: 1700000000000})
+			if res.Code == broker.Success {
+				t.Errorf("send %d to the isolated leader was acknowledged", i)
+			}
+		})
+	}
+	waitFor(t, "the isolated leader to append the sends to its log", func() bool {
+		return g.nodes[old].Raft().LastIndex() > last0
+	})
+	nl := -1
+	waitFor(t, "another leader", func() bool {
+		for i, n := range g.nodes {
+			if i != old && n.Writable() {
+				nl = i
+				return true
+			}
+		}
+		return false
+	})
+	wg.Wait()
+	for i := range 10 {
+		g.sendVia(old, "T", int32(i%2), fmt.Sprint("after ", i))
+	}
+	dst := 3 - old - nl
+	waitFor(t, "the follower to apply the new leader's sends", func() bool {
+		return g.nodes[dst].AppliedOffset() == g.nodes[nl].AppliedOffset() && g.nodes[dst].AppliedOffset() > base
+	})
+	for i := range g.nodes {
+		g.stop(i)
+	}
+
+	// The cut-off leader's CommitLog holds whole records past base that
+	// differ from the group's.
+	file := "00000000000000000000"
+	theirs, err := os.ReadFile(filepath.Join(g.dirs[old], "commitlog", file))
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := record.Check(theirs[base:], base, true)
+	if err != nil || info.Blank || !strings.Contains(string(theirs[base:base+int64(info.Size)]), "lost ") {
+		t.Fatalf("the cut-off leader's record at %d: %+v %v (want an uncommitted send)", base, info, err)
+	}
+	group, err := os.ReadFile(filepath.Join(g.dirs[nl], "commitlog", file))
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	repair := func(t *testing.T, src cluster.RepairSource) (cluster.OfflineRepairReport, []int64, []byte) {
+		t.Helper()
+		defer src.Close()
+		target := copyDir(t, g.dirs[dst])
+		damaged := damageRecord(t, filepath.Join(target, "commitlog", file), 5)
+		rep, err := cluster.RepairStore(context.Background(), target, src, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := os.ReadFile(filepath.Join(target, "commitlog", file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rep, []int64{damaged}, b
+	}
+	for _, c := range []struct {
+		name   string
+		remove []string // from a copy of the source's directory
+	}{
+		{"indexed by the ConsumeQueues", []string{"raft/snapshots"}},
+		{"up to its own snapshot", []string{"consumequeue"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := copyDir(t, g.dirs[old])
+			for _, r := range c.remove {
+				if err := os.RemoveAll(filepath.Join(dir, r)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			src, err := cluster.DirSource(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if gi, err := src.Group(context.Background()); err != nil || gi.Applied != base {
+				t.Fatalf("the source's committed end %d (%v), want %d", gi.Applied, err, base)
+			}
+			rep, damaged, b := repair(t, src)
+			if fmt.Sprint(rep.Repaired) != fmt.Sprint(damaged) || rep.To != base {
+				t.Fatalf("repaired %v up to %d, damaged %v, committed end %d", rep.Repaired, rep.To, damaged, base)
+			}
+			if end := int64(len(group)); string(b[:end]) != string(group[:end]) {
+				t.Fatal("the repaired CommitLog differs from the group's")
+			}
+		})
+	}
+	t.Run("nothing known committed", func(t *testing.T) {
+		dir := copyDir(t, g.dirs[old])
+		for _, r := range []string{"raft/snapshots", "consumequeue"} {
+			if err := os.RemoveAll(filepath.Join(dir, r)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		src, err := cluster.DirSource(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rep, _, _ := repair(t, src)
+		if len(rep.Repaired) != 0 || rep.To != 0 {
+			t.Fatalf("a source that knows nothing committed repaired %v up to %d", rep.Repaired, rep.To)
+		}
+	})
+	t.Run("broken variant", func(t *testing.T) {
+		src, err := cluster.WholeLogDirSource(g.dirs[old])
+		if err != nil {
+			t.Fatal(err)
+		}
+		rep, _, b := repair(t, src)
+		over := slices.IndexFunc(rep.Repaired, func(off int64) bool { return off >= base })
+		if over < 0 || string(b[base:base+int64(info.Size)]) == string(group[base:base+int64(info.Size)]) {
+			t.Fatalf("the whole CommitLog served as committed repaired %v up to %d: the test cannot tell", rep.Repaired, rep.To)
+		}
+		t.Logf("broken variant caught: records %v written over the group's committed ones from %d", rep.Repaired[over:], base)
+	})
+}
+
+// damageRecord flips a body byte of the i-th record of CommitLog file
+// file and returns the record's offset.
+func damageRecord(t *testing.T, file string, i int) int64 {
+	t.Helper()
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pos := int64(0)
+	for range i {
+		info, err := record.Check(b[pos:], pos, true)
+		if err != nil || info.Blank {
+			t.Fatalf("record at %d: %v", pos, err)
+		}
+		pos += int64(info.Size)
+	}
+	info, err := record.Check(b[pos:], pos, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	flipByte(t, file, pos+int64(info.Size)-3)
+	return pos
 }

@@ -120,76 +120,123 @@ func (s sent) checkServed(t *testing.T, st *engine.Store) {
 // damaged; the node rewrites them from a replica before it applies the
 // log again, and then its CommitLog and ConsumeQueues are byte-identical
 // to the others', every message is served at its queue offset, new
-// messages get the group's queue offsets, and verify is clean.
+// messages, sent with it leading, get the group's queue offsets, and
+// verify is clean. On the store of records entries too, where the
+// follower opens with its commit point at its snapshot, before the
+// damaged records: they are repaired before they are committed and
+// dispatched, with no placeholder unit at their queue offsets.
 func TestRepairRecoveredDamage(t *testing.T) {
 	t.Parallel()
-	for _, crash := range []bool{false, true} {
-		t.Run(map[bool]string{false: "clean shutdown", true: "crash"}[crash], func(t *testing.T) {
-			g, reg := newRepairGroup(t, 3)
-			s := sent{}
-			for i := range 50 {
-				s.send(g, int32(i%2))
-			}
-			s.send(g, 1) // T/1's last message
-			// Recovery after a crash skips damage only before the
-			// checkpoint's time (else it may be a torn write): the
-			// records after the damaged ones are older than the last.
-			time.Sleep(5 * time.Millisecond)
-			for range 9 {
-				s.send(g, 0)
-			}
+	for _, store := range storesWithRecords() {
+		for _, crash := range []bool{false, true} {
+			t.Run(storeName(store)+", "+map[bool]string{false: "clean shutdown", true: "crash"}[crash], func(t *testing.T) {
+				repairRecoveredDamage(t, store, crash)
+			})
+		}
+	}
+}
+
+// storesWithRecords are the log stores the tests that must also hold on
+// the store of records entries run on: the tests' default one and it.
+func storesWithRecords() []string {
+	if testLogStore == cluster.LogStoreRecords {
+		return []string{testLogStore}
+	}
+	return []string{testLogStore, cluster.LogStoreRecords}
+}
+
+// storeName names store in subtests.
+func storeName(store string) string {
+	if store == "" {
+		return "default store"
+	}
+	return store
+}
+
+// onStore sets nc's log store (the tests' default for "").
+func onStore(store string) func(*cluster.NodeConfig) {
+	return func(nc *cluster.NodeConfig) { nc.Cluster.LogStore = store }
+}
+
+// repairRecoveredDamage runs TestRepairRecoveredDamage on a group of
+// store (the default one for "").
+func repairRecoveredDamage(t *testing.T, store string, crash bool) {
+	g, reg := newRepairGroup(t, 3, onStore(store))
+	s := sent{}
+	for i := range 50 {
+		s.send(g, int32(i%2))
+		if i == 9 {
+			// A snapshot just before T/0's message 5, the first
+			// damaged record: on the store of records entries the
+			// follower opens with its commit point there, and T/0's
+			// ConsumeQueue ends at the damaged record's queue offset.
 			g.converge()
-			f := (g.leader() + 1) % 3
-			st := g.nodes[f].Broker().Store()
-			body, err := st.CommitLogOffsetInQueue("T", 0, 5)
-			if err != nil {
+			if err := g.nodes[(g.leader()+1)%3].Snapshot(); err != nil {
 				t.Fatal(err)
 			}
-			header, err := st.CommitLogOffsetInQueue("T", 1, 25)
-			if err != nil {
-				t.Fatal(err)
-			}
-			g.stop(f)
-			reg.sync(g)
-			file := filepath.Join(g.dirs[f], "commitlog", "00000000000000000000")
-			flipByte(t, file, body+record.FixedOverhead+5)
-			flipByte(t, file, header+35) // PHYSICALOFFSET's low byte
-			if crash {
-				if err := os.WriteFile(filepath.Join(g.dirs[f], "abort"), nil, 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			g.start(f)
-			reg.sync(g)
-			n := g.nodes[f]
-			st = n.Broker().Store()
-			if d := st.Recovery().Damaged; len(d) != 2 || d[0].Offset != body || d[1].Offset != header {
-				t.Fatalf("recovery reported damage %+v, want records at %d and %d", d, body, header)
-			}
-			if crash != st.Recovery().Abnormal {
-				t.Fatalf("recovery saw abnormal=%v", st.Recovery().Abnormal)
-			}
-			waitFor(t, "the damaged records to be repaired", func() bool { return len(n.DamagedRanges()) == 0 })
-			if n.Repaired() != 2 || st.Health().DamagedRecords != 0 {
-				t.Fatalf("repaired %d, health reports %d damaged", n.Repaired(), st.Health().DamagedRecords)
-			}
-			// The node applies the log again, and queue offsets agree.
-			for range 3 {
-				s.send(g, 1)
-				s.send(g, 0)
-			}
-			end := g.converge()
-			g.sameFiles("commitlog", end)
-			g.sameFiles("consumequeue", -1)
-			for i, n := range g.nodes {
-				t.Run(g.peers[i].ID, func(t *testing.T) { s.checkServed(t, n.Broker().Store()) })
-			}
-			g.closeAll()
-			reg.sync(g)
-			for i, dir := range g.dirs {
-				verifyClean(t, g.peers[i].ID, dir)
-			}
-		})
+		}
+	}
+	s.send(g, 1) // T/1's last message
+	// Recovery after a crash skips damage only before the
+	// checkpoint's time (else it may be a torn write): the
+	// records after the damaged ones are older than the last.
+	time.Sleep(5 * time.Millisecond)
+	for range 9 {
+		s.send(g, 0)
+	}
+	g.converge()
+	f := (g.leader() + 1) % 3
+	st := g.nodes[f].Broker().Store()
+	body, err := st.CommitLogOffsetInQueue("T", 0, 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	header, err := st.CommitLogOffsetInQueue("T", 1, 25)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.stop(f)
+	reg.sync(g)
+	file := filepath.Join(g.dirs[f], "commitlog", "00000000000000000000")
+	flipByte(t, file, body+record.FixedOverhead+5)
+	flipByte(t, file, header+35) // PHYSICALOFFSET's low byte
+	if crash {
+		if err := os.WriteFile(filepath.Join(g.dirs[f], "abort"), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	g.start(f)
+	reg.sync(g)
+	n := g.nodes[f]
+	st = n.Broker().Store()
+	if d := st.Recovery().Damaged; len(d) != 2 || d[0].Offset != body || d[1].Offset != header {
+		t.Fatalf("recovery reported damage %+v, want records at %d and %d", d, body, header)
+	}
+	if crash != st.Recovery().Abnormal {
+		t.Fatalf("recovery saw abnormal=%v", st.Recovery().Abnormal)
+	}
+	waitFor(t, "the damaged records to be repaired", func() bool { return len(n.DamagedRanges()) == 0 })
+	if n.Repaired() != 2 || st.Health().DamagedRecords != 0 {
+		t.Fatalf("repaired %d, health reports %d damaged", n.Repaired(), st.Health().DamagedRecords)
+	}
+	// The node applies the log again and, led by it, new messages get
+	// the group's queue offsets (s.send checks them).
+	g.converge()
+	g.transfer(g.leader(), f)
+	for range 3 {
+		s.send(g, 1)
+		s.send(g, 0)
+	}
+	end := g.converge()
+	g.sameFiles("commitlog", end)
+	g.sameFiles("consumequeue", -1)
+	for i, n := range g.nodes {
+		t.Run(g.peers[i].ID, func(t *testing.T) { s.checkServed(t, n.Broker().Store()) })
+	}
+	g.closeAll()
+	reg.sync(g)
+	for i, dir := range g.dirs {
+		verifyClean(t, g.peers[i].ID, dir)
 	}
 }
 
@@ -304,23 +351,25 @@ func TestRecoveredDamageNoReplica(t *testing.T) {
 // variant (cluster.ApplyOverDamage) shows the hold is needed.
 func TestRecoveredDamageHoldsTheLog(t *testing.T) {
 	t.Parallel()
-	for _, snap := range []bool{false, true} {
-		t.Run(fmt.Sprintf("held, snapshot=%v", snap), func(t *testing.T) {
-			if err := holdScenario(t, snap); err != nil {
-				t.Fatal(err)
+	for _, store := range storesWithRecords() {
+		for _, snap := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s, held, snapshot=%v", storeName(store), snap), func(t *testing.T) {
+				if err := holdScenario(t, snap, onStore(store)); err != nil {
+					t.Fatal(err)
+				}
+			})
+		}
+		// With a snapshot past the damage the replay does not read the
+		// damaged record: only the hold keeps the new T/1 message from
+		// taking its queue offset.
+		t.Run(storeName(store)+", broken variant: applied over the damage", func(t *testing.T) {
+			if err := holdScenario(t, true, onStore(store), cluster.ApplyOverDamage); err == nil {
+				t.Fatal("the broken variant went unnoticed: the test cannot tell a replica that applies over unrepaired damage")
+			} else {
+				t.Logf("caught: %v", err)
 			}
 		})
 	}
-	// With a snapshot past the damage the replay does not read the
-	// damaged record: only the hold keeps the new T/1 message from
-	// taking its queue offset.
-	t.Run("broken variant: applied over the damage", func(t *testing.T) {
-		if err := holdScenario(t, true, cluster.ApplyOverDamage); err == nil {
-			t.Fatal("the broken variant went unnoticed: the test cannot tell a replica that applies over unrepaired damage")
-		} else {
-			t.Logf("caught: %v", err)
-		}
-	})
 }
 
 // holdScenario runs TestRecoveredDamageHoldsTheLog's steps and returns

@@ -28,6 +28,13 @@ import (
 // queue cannot take next, is logged: its queue offset may be reused.
 func (s *Store) keepDamagedQueueOffsets() error {
 	for _, d := range s.recovery.Damaged {
+		if !s.commitLog.committed(d.Offset) {
+			// Uncommitted records of a store of replicated records:
+			// dispatched once repaired and committed (recordDamage);
+			// their queue offsets are taken by recoverRecords, or once
+			// repaired (retakeUncommitted).
+			continue
+		}
 		mf := s.commitLog.q.findMappedFileByOffset(d.Offset, false)
 		if mf == nil {
 			continue

@@ -85,6 +85,10 @@ func (c *CommitLog) limit(end int64) int64 {
 	return end
 }
 
+// committed reports whether the record at off is below the commit point
+// (always outside a store of replicated records).
+func (c *CommitLog) committed(off int64) bool { return c.limit(off+1) > off }
+
 // dispatchLimit is limit for the dispatcher: the end of what may be
 // dispatched.
 func (c *CommitLog) dispatchLimit(end int64) int64 {
@@ -506,7 +510,14 @@ func (s *Store) dropBuildsFrom(from int64) error {
 func (s *Store) recoverRecords(t map[topicQueueKey]int64) {
 	c := s.commitLog
 	end := c.q.MaxOffset()
-	from := c.recoveryLimit(end)
+	s.takeQueueOffsets(t, c.recoveryLimit(end), end)
+	c.rec.buildEnd = end
+}
+
+// takeQueueOffsets sets in t each queue's next offset after the records in
+// [from, end), up to the first it cannot parse.
+func (s *Store) takeQueueOffsets(t map[topicQueueKey]int64, from, end int64) {
+	c := s.commitLog
 	for p := from; p < end; {
 		b, mf := c.data(p)
 		if mf == nil {
@@ -522,7 +533,6 @@ func (s *Store) recoverRecords(t map[topicQueueKey]int64) {
 		}
 		p += int64(size)
 	}
-	c.rec.buildEnd = end
 }
 
 // clampCommitPoint keeps the commit point given at open between the

@@ -224,11 +224,16 @@ func resync(files []*mappedFile, i int, from int64) (j int, at int64, ts int64, 
 }
 
 // recordDamage makes the dispatcher jump over the ranges recovery skipped
-// and keeps them sorted for damaged.
+// and keeps them sorted for damaged. In a store of replicated records a
+// range that starts at or past the commit point is not jumped over: it
+// is dispatched, as every record there, once the commit point moves past
+// it, which the caller does only once it is repaired (RepairDamaged).
 func (s *Store) recordDamage() {
 	sort.Slice(s.recovery.Damaged, func(a, b int) bool { return s.recovery.Damaged[a].Offset < s.recovery.Damaged[b].Offset })
 	for _, d := range append(s.recovery.Damaged, s.recovery.revivedHead...) {
-		s.reput.Skip(d.Offset, d.End)
+		if s.commitLog.committed(d.Offset) {
+			s.reput.Skip(d.Offset, d.End)
+		}
 	}
 }
 

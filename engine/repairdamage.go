@@ -80,10 +80,14 @@ func (s *Store) repairDamaged(fixes map[int64][]byte) error {
 		}
 	}
 	for _, d := range out {
+		if !s.commitLog.committed(d.Offset) {
+			continue // the dispatcher's, once committed (recordDamage)
+		}
 		if err := s.dispatchFix(d.Offset, fixes[d.Offset]); err != nil {
 			return err
 		}
 	}
+	s.retakeUncommitted(out)
 	done := map[int64]bool{}
 	if m := s.repairs.done.Load(); m != nil {
 		for k := range *m {
@@ -161,6 +165,31 @@ func (s *Store) dispatchFix(off int64, b []byte) error {
 		p += int64(size)
 	}
 	return nil
+}
+
+// retakeUncommitted takes again, in a store of replicated records, the
+// queue offsets of the records from the first repaired range at or past
+// the commit point to the CommitLog's end: recovery took those of the
+// uncommitted records (recoverRecords) only up to the first it could not
+// parse, and a record it could not read had no queue offset to give.
+func (s *Store) retakeUncommitted(repaired []DamagedRange) {
+	c := s.commitLog
+	if !c.rec.on {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	commit := c.rec.commit.Load()
+	for _, d := range repaired {
+		if d.End > commit {
+			t := make(map[topicQueueKey]int64)
+			s.takeQueueOffsets(t, max(d.Offset, commit), c.q.MaxOffset())
+			for k, v := range t {
+				*c.queueSlot(k) = v
+			}
+			return
+		}
+	}
 }
 
 // fixUnits puts the ConsumeQueue unit of a repaired record at its queue

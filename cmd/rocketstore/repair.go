@@ -31,7 +31,9 @@ func newRepairCmd() *cobra.Command {
 headers) of a stopped replica's CommitLog in --dir from a healthy replica of the same
 replicated broker group, so that --dir is byte-identical to it over the committed range.
 --from is a running replica's Raft address (raft.bind; it serves what it has applied)
-or a stopped replica's store directory. Every record of the source is checked against
+or a stopped replica's store directory (with raft.logStore records, only up to what it
+knows committed: its own newest snapshot, or the furthest record its ConsumeQueues
+index; the tail past that may be uncommitted Raft entries). Every record of the source is checked against
 its own CRC and compared with --dir; a differing one is written over --dir's. A source
 of another group (raft/group.json) or with another CommitLog file size is refused, and
 so is a --dir that a running process holds. Only --dir's own extent is repaired: a
