@@ -7,11 +7,16 @@ import (
 	"net"
 )
 
-// rawWriter is Linux-only (rawio_linux.go); elsewhere connections use the
-// net package.
-type rawWriter struct{}
+// rawReader and rawWriter are Linux-only (rawio_linux.go); elsewhere
+// connections use the net package.
+type (
+	rawReader struct{ io.Reader }
+	rawWriter struct{}
+)
 
-func newRawReader(net.Conn) io.Reader { return nil }
+func newRawReader(net.Conn) *rawReader { return nil }
+
+func (*rawReader) expect(int) {}
 
 func newRawWriter(net.Conn) *rawWriter { return nil }
 
