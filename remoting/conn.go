@@ -74,9 +74,6 @@ type Conn struct {
 	// shareHeld is what this connection's classShare frames hold of the
 	// receive budget (at most connShare).
 	shareHeld atomic.Int64
-	// raw is the socket's raw reader (rawio.go), nil if it has none.
-	// Read loop only.
-	raw *rawReader
 	// frameStart is when the frame being read began to wait on the socket
 	// (Options.Clock, Unix ns), 0 between frames and while the frame is
 	// whole in the read buffer; the server's reaper closes the connection
@@ -254,19 +251,12 @@ func frameBuffered(br *bufio.Reader) bool {
 	return int64(n) >= frameLenSize+int64(binary.BigEndian.Uint32(b))
 }
 
-// frameBoundaryLowat is what the socket must bring between frames before
-// the read loop wakes: every frame has at least its length and its
-// header-length word (checkLength refuses less), so the read loop is not
-// woken for a length alone, which the official clients write on its own.
-const frameBoundaryLowat = frameLenSize + headerWordSize
-
 // readLoop reads frames until an error, dispatching requests and
 // delivering responses.
 func (c *Conn) readLoop() error {
 	var rd io.Reader = c.nc
 	if r := newRawReader(c.nc); r != nil {
 		rd = r // rawio.go: reads the runtime does not see as syscalls
-		c.raw = r
 	}
 	br := bufio.NewReaderSize(rd, readBufferSize)
 	for {
@@ -285,9 +275,6 @@ func (c *Conn) readLoop() error {
 		if c.draining.Load() {
 			return nil
 		}
-		// Between frames the socket must bring the next frame's length
-		// and header word, less what the buffer holds of them.
-		c.raw.expect(frameBoundaryLowat - br.Buffered())
 		cmd, charged, err := c.readCommand(br)
 		c.frameStart.Store(0)
 		if err != nil {
@@ -324,9 +311,6 @@ func (c *Conn) readLoop() error {
 func (c *Conn) readCommand(br *bufio.Reader) (*RemotingCommand, charge, error) {
 	start := func(n int) frameClass {
 		read := br.Buffered() >= n
-		if !read {
-			c.raw.expect(n - br.Buffered())
-		}
 		if !read && c.budget != nil {
 			// The rest must come from the socket: from now on the frame
 			// holds budget while it waits, which FrameTimeout bounds.

@@ -28,19 +28,6 @@ package remoting
 // Only TCP and Unix sockets whose descriptor is found non-blocking take
 // this path (checked once per connection); TLS and other net.Conns, and
 // platforms other than Linux, use the net package.
-//
-// A TCP socket's receive low-water mark (SO_RCVLOWAT) follows the frame
-// being read: the read loop tells the reader how many bytes the frame
-// still needs (rawReader.expect), and the reader sets the mark to that
-// before it parks, so that the poller wakes it once they are there
-// rather than for each segment. The official clients write a request in
-// four writes (length, header word, header, body), each a segment of its
-// own with TCP_NODELAY; a reader woken for each paid a wake-up, a read
-// and a read that found the socket empty for pieces of one request.
-// Between frames the mark is the length and header word (8 bytes), which
-// every frame has. A mark never exceeds what the peer must still send, so
-// it cannot stall a well-formed peer; reads return whatever the socket
-// holds, whatever the mark.
 
 // consume returns bufs without their first n bytes, dropping buffers
 // written whole, after a writev(2) that wrote n bytes.

@@ -8,8 +8,6 @@ import (
 	"os"
 	"syscall"
 	"unsafe"
-
-	"golang.org/x/sys/unix"
 )
 
 // maxIOV bounds the buffers of one writev(2) (Linux's IOV_MAX).
@@ -56,22 +54,15 @@ type rawReader struct {
 	n   int
 	err error
 	fn  func(fd uintptr) bool
-	// A TCP socket's receive low-water mark (SO_RCVLOWAT): want is what
-	// expect last asked for, lowat what the socket has. fn sets the
-	// socket's only when it is about to park with the two different.
-	tcp   bool
-	want  int
-	lowat int
 }
 
 // newRawReader returns a reader for nc, or nil if nc does not qualify.
-func newRawReader(nc net.Conn) *rawReader {
+func newRawReader(nc net.Conn) io.Reader {
 	rc := rawSocket(nc)
 	if rc == nil {
 		return nil
 	}
-	_, tcp := nc.(*net.TCPConn)
-	r := &rawReader{nc: nc, rc: rc, tcp: tcp, want: 1, lowat: 1}
+	r := &rawReader{nc: nc, rc: rc}
 	r.fn = func(fd uintptr) bool {
 		for {
 			n, _, e := syscall.RawSyscall(syscall.SYS_READ, fd, uintptr(unsafe.Pointer(&r.buf[0])), uintptr(len(r.buf)))
@@ -82,13 +73,6 @@ func newRawReader(nc net.Conn) *rawReader {
 			case syscall.EINTR:
 				continue
 			case syscall.EAGAIN:
-				if r.want != r.lowat {
-					if e := setLowat(fd, r.want); e != 0 {
-						r.err = os.NewSyscallError("setsockopt", e)
-						return true
-					}
-					r.lowat = r.want
-				}
 				return false // the RawConn waits for the socket to be readable
 			default:
 				r.err = os.NewSyscallError("read", e)
@@ -97,34 +81,6 @@ func newRawReader(nc net.Conn) *rawReader {
 		}
 	}
 	return r
-}
-
-// maxLowat bounds the low-water mark expect sets: a large frame is read
-// in chunks anyway, and a mark near the socket's buffer would make the
-// kernel grow the buffer.
-const maxLowat = readBufferSize
-
-// expect tells the reader that the socket must receive at least n more
-// bytes before the frame being read can be finished, so that the poller
-// wakes the reader once that many are there rather than for each segment
-// (the official clients write a request in four writes). A TCP socket
-// gets the mark, up to maxLowat, before the reader next parks; a read
-// that finds bytes returns them whatever the mark. n must never exceed
-// what the peer is bound to send: a mark above it stalls the reader.
-func (r *rawReader) expect(n int) {
-	if r != nil && r.tcp {
-		r.want = min(max(n, 1), maxLowat)
-	}
-}
-
-// setLowat sets the socket's SO_RCVLOWAT. Raising it is safe at any time;
-// lowering it makes the kernel signal the poller if the socket already
-// holds the new mark, so that a reader parking right after does not miss
-// bytes that arrived under the old one.
-func setLowat(fd uintptr, n int) syscall.Errno {
-	v := int32(n)
-	_, _, e := unix.RawSyscall6(unix.SYS_SETSOCKOPT, fd, unix.SOL_SOCKET, unix.SO_RCVLOWAT, uintptr(unsafe.Pointer(&v)), unsafe.Sizeof(v), 0)
-	return e
 }
 
 // Read reads what the socket holds, waiting for it if it holds nothing.
@@ -143,9 +99,6 @@ func (r *rawReader) Read(b []byte) (int, error) {
 	case r.n == 0:
 		return 0, io.EOF
 	}
-	// The bytes read count toward what expect asked for: a mark left at
-	// the old need would wait for more than the peer still has to send.
-	r.want = max(r.want-r.n, 1)
 	return r.n, nil
 }
 

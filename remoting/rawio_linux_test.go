@@ -123,8 +123,8 @@ func TestRawReader(t *testing.T) {
 // poller.
 func parkingRawReader(t *testing.T, a net.Conn) (*rawReader, <-chan struct{}) {
 	t.Helper()
-	r := newRawReader(a)
-	if r == nil {
+	r, ok := newRawReader(a).(*rawReader)
+	if !ok {
 		t.Fatal("no raw reader for a TCP connection")
 	}
 	parked := make(chan struct{})

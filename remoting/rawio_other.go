@@ -7,16 +7,11 @@ import (
 	"net"
 )
 
-// rawReader and rawWriter are Linux-only (rawio_linux.go); elsewhere
-// connections use the net package.
-type (
-	rawReader struct{ io.Reader }
-	rawWriter struct{}
-)
+// rawWriter is Linux-only (rawio_linux.go); elsewhere connections use the
+// net package.
+type rawWriter struct{}
 
-func newRawReader(net.Conn) *rawReader { return nil }
-
-func (*rawReader) expect(int) {}
+func newRawReader(net.Conn) io.Reader { return nil }
 
 func newRawWriter(net.Conn) *rawWriter { return nil }
 
