@@ -141,8 +141,8 @@ func (n *Node) leadRound(p *proposal) {
 	// instead of waiting a whole round for the next. Closed-loop
 	// producers come back as many as the last round carried, so the
 	// lead yields again (a few times at most, no timer) while fewer are
-	// here: with 16 producers a round carried 13.2–14.0 sends with one
-	// yield and 14.7–15.2 with these (BENCHMARKS.md, replicated sends).
+	// here: with 16 producers a round carried 12.3–13.0 sends with one
+	// yield and 13.1–13.7 with these (BENCHMARKS.md, replicated sends).
 	runtime.Gosched()
 	q.mu.Lock()
 	for i := 0; i < maxRejoinYields && len(q.waiting)+1 < q.lastRound; i++ {
