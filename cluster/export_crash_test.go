@@ -18,3 +18,17 @@ func SnapshotWithoutSync(nc *NodeConfig) { nc.snapshotNoSync = true }
 // records past the snapshot, as Raft's install does, though they are the
 // records of the log's entries after it.
 func ReinstallDropsTail(nc *NodeConfig) { nc.reinstallDropsTail = true }
+
+// OnInstall makes nc's node call f as a received snapshot's install on a
+// store of replicated records begins.
+func OnInstall(nc *NodeConfig, f func()) { nc.onInstall = f }
+
+// KeepLogTailOnInstall is the broken variant: nc's node installs a
+// received snapshot over its records past the commit point without
+// deleting the log's entries that index them first.
+func KeepLogTailOnInstall(nc *NodeConfig) { nc.keepLogTail = true }
+
+// KeepLogBeforeSnapshot is the broken variant: nc's node keeps, at
+// start, a log that ends before its newest snapshot, which Raft would
+// have emptied after installing it.
+func KeepLogBeforeSnapshot(nc *NodeConfig) { nc.keepLogBeforeSnapshot = true }

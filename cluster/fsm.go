@@ -80,6 +80,14 @@ type fsm struct {
 	reinstall bool
 	// reinstallDropsTail is a broken variant (records.go).
 	reinstallDropsTail bool
+	// dropLogTail deletes the log store's entries whose records end past
+	// an offset (raftlog.Store.DeleteRecordsFrom), before a live install
+	// changes those records; onInstall is the crash tests' hook there.
+	dropLogTail func(off, before int64) error
+	onInstall   func()
+	// keepLogTail is the broken variant in which a live install leaves
+	// the log's entries past the commit point in place.
+	keepLogTail bool
 
 	// noInstallDeletes is a broken variant (deletes.go).
 	noInstallDeletes bool

@@ -66,6 +66,15 @@ type NodeConfig struct {
 	// noWithdraw is the broken variant in which a send whose context
 	// ends while it waits for its round stays queued (proposer.go).
 	noWithdraw bool
+	// onInstall, when set, is called as a received snapshot's install
+	// on a store of replicated records begins (crash tests).
+	onInstall func()
+	// keepLogTail is the broken variant in which a live install leaves
+	// the log's entries past the commit point in place (records.go).
+	keepLogTail bool
+	// keepLogBeforeSnapshot is the broken variant in which a node keeps
+	// a log that ends before its newest snapshot (recoverCursor).
+	keepLogBeforeSnapshot bool
 	// noTxnRebuild and noInstallDeletes are broken variants of the
 	// tests: a new leader keeps its transaction state, a snapshot
 	// install ignores the leader's topic deletions.
@@ -271,7 +280,7 @@ func (n *Node) openBroker() error {
 		return err
 	}
 	n.fsm = &fsm{b: n.b, store: n.b.Store(), log: n.log, nodeID: n.ccfg.NodeID, brokerName: n.cfg.BrokerName,
-		peers: peerList(n.ccfg.Peers), records: n.records(), reinstallDropsTail: n.cfg.reinstallDropsTail, snapshotNoSync: n.cfg.snapshotNoSync, noStateTerm: n.cfg.noStateTerm, joined: n.ccfg.Join,
+		peers: peerList(n.ccfg.Peers), records: n.records(), onInstall: n.cfg.onInstall, keepLogTail: n.cfg.keepLogTail, reinstallDropsTail: n.cfg.reinstallDropsTail, snapshotNoSync: n.cfg.snapshotNoSync, noStateTerm: n.cfg.noStateTerm, joined: n.ccfg.Join,
 		ident: &identityFile{path: filepath.Join(n.cfg.Dir, "raft", "group.json")}}
 	return nil
 }
@@ -300,6 +309,12 @@ func ownSnapshotEnd(dir string) (int64, error) {
 		// still be another leader's. Its install is finished at start
 		// (recoverCursor), which moves the commit point.
 		if m.Header.From == m.Header.To {
+			return m.Header.To, nil
+		}
+		// Its data is removed (reap) only once the CommitLog reached
+		// its end, which the install syncs before it moves the commit
+		// point: without it, the snapshot is installed.
+		if _, err := os.Stat(s.path(m.Meta.ID, ".data")); errors.Is(err, os.ErrNotExist) {
 			return m.Header.To, nil
 		}
 	}
@@ -333,11 +348,13 @@ func (n *Node) openRaft(raftDir string) error {
 	if n.snaps, err = newSnapStore(filepath.Join(raftDir, "snapshots"), f.store.CommitLog); err != nil {
 		return err
 	}
-	if err := n.recoverCursor(); err != nil {
-		return err
-	}
+	// The log opens first: an install finished at start deletes the
+	// log's entries whose records it replaces before it replaces them.
 	if err := n.openLog(raftDir); err != nil {
 		return err
+	}
+	if err := n.recoverCursor(); err != nil {
+		return errors.Join(err, n.closeLog())
 	}
 	n.checkUnindexedRecords()
 	n.logs = &snapshotLog{LogStore: n.logs, snaps: n.snaps}
@@ -409,6 +426,23 @@ func (n *Node) checkUnindexedRecords() {
 	}
 }
 
+// dropLogThrough deletes the log's entries up to index, which a snapshot
+// holds, as Raft does after it installs one.
+func (n *Node) dropLogThrough(index uint64) error {
+	first, err := n.logs.FirstIndex()
+	if err != nil || first == 0 || first > index {
+		return err
+	}
+	last, err := n.logs.LastIndex()
+	if err != nil {
+		return err
+	}
+	if err := n.logs.DeleteRange(first, min(index, last)); err != nil {
+		return fmt.Errorf("cluster: delete the log's entries up to the installed snapshot's %d: %w", index, err)
+	}
+	return nil
+}
+
 // recoverCursor sets the state machine's position from the newest
 // snapshot, finishing the install of a received one that a crash
 // interrupted.
@@ -434,6 +468,17 @@ func (n *Node) recoverCursor() error {
 		err = f.Restore(rc)
 		f.reinstall = false
 		if err != nil {
+			return err
+		}
+	}
+	// Raft removes the log's entries after it installs a snapshot; an
+	// install cut off before it did leaves them, and the entries the
+	// leader sends next (after the snapshot) would not follow them. A
+	// log that ends before the snapshot is wholly in it.
+	if last, err := n.logs.LastIndex(); err != nil {
+		return err
+	} else if last < latest.Meta.Index && !n.cfg.keepLogBeforeSnapshot {
+		if err := n.dropLogThrough(latest.Meta.Index); err != nil {
 			return err
 		}
 	}
@@ -803,6 +848,9 @@ func (n *Node) openLog(raftDir string) error {
 		}
 		if n.rlog, err = raftlog.Open(opts); err != nil {
 			return fmt.Errorf("cluster: open the raft log: %w", err)
+		}
+		if n.records() {
+			n.fsm.dropLogTail = n.rlog.DeleteRecordsFrom
 		}
 		n.logs, n.stable = n.rlog, n.rstable
 		return nil

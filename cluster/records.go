@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"math"
 
 	"github.com/rocketstore/rocketstore/cluster/raftlog"
 	"github.com/rocketstore/rocketstore/engine"
@@ -197,6 +198,28 @@ func be64(b []byte) uint64 { return uint64(be32(b))<<32 | uint64(be32(b[4:])) }
 // and the commit point moved to h.To. The caller holds f.mu.
 func (f *fsm) installRecords(h *snapHeader, r io.Reader) error {
 	ops := engineops.Of(f.store)
+	if f.onInstall != nil && !f.reinstall {
+		f.onInstall()
+	}
+	// The log's entries past the commit point may be about to lose their
+	// records (truncated, or overwritten with the leader's): their frames
+	// go first, as a tail deletion does, so that a power cut in the
+	// install leaves no frame indexing another entry's records. Raft
+	// empties the log after a live install anyway, and none of them was
+	// counted: the leader sends a snapshot only to a replica missing
+	// entries the snapshot holds, so the entries this replica
+	// acknowledged are in it. An install finished at start keeps the
+	// entries after the snapshot (records at or past h.To: Raft emptied
+	// the log before them), and drops the others.
+	if f.dropLogTail != nil && !f.keepLogTail {
+		before := int64(math.MaxInt64)
+		if f.reinstall {
+			before = h.To
+		}
+		if err := f.dropLogTail(engineops.Of(f.store).CommitPoint(), before); err != nil {
+			return fmt.Errorf("delete the log's entries past the commit point: %w", err)
+		}
+	}
 	cl := f.store.CommitLog()
 	local, written, fileSize := cl.MaxOffset(), ops.RecordsEnd(), cl.FileSize()
 	if h.From > local {

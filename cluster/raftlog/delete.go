@@ -112,6 +112,45 @@ func (s *Store) deleteTail(min uint64) error {
 	return nil
 }
 
+// DeleteRecordsFrom deletes the log's tail from the first entry whose
+// records end past off, as DeleteRange does a tail, when that entry's
+// records start before before: a snapshot install calls it before it
+// changes the records in [off, before) (truncated, or overwritten with
+// the leader's), so that no frame is left indexing records that are no
+// longer its entry's. It refuses a deletion of committed records
+// (ErrCommitted).
+func (s *Store) DeleteRecordsFrom(off, before int64) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.writable(); err != nil {
+		return err
+	}
+	for i, r := range s.ents {
+		fr, err := r.seg.frameAt(r.pos)
+		if err != nil {
+			return err
+		}
+		if fr.typ != frameRecord {
+			continue
+		}
+		if recOff, size := fr.recordBody(); recOff+int64(size) > off {
+			if recOff >= before {
+				return nil
+			}
+			min := s.first + uint64(i)
+			if err := s.checkTail(min); err != nil {
+				return err
+			}
+			if err := s.deleteTail(min); err != nil {
+				s.err = err
+				return err
+			}
+			return nil
+		}
+	}
+	return nil
+}
+
 // checkTail refuses, before anything is written, a deletion from min on
 // whose records the Records hold as committed: deleteTail zeroes the
 // frames before it truncates the records, and a truncation refused then
