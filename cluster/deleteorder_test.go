@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -185,7 +186,8 @@ func sendsAroundDelete(g *group, lb *broker.Broker, rep int) ([]ackedSend, error
 // at 0, each unit's record carries its queue offset, the sends in after
 // are at their offsets, and the replicas hold the same units.
 func deletedInOrder(g *group, after []ackedSend) error {
-	deadline := time.Now().Add(15 * time.Second)
+	// Generous: CI runs the package beside others on 2 cores.
+	deadline := time.Now().Add(30 * time.Second)
 	var end int64
 	for {
 		if err := faulty(g); err != nil {
@@ -200,7 +202,13 @@ func deletedInOrder(g *group, after []ackedSend) error {
 			break
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("replicas did not converge: applied offsets %v", offs)
+			var raftState []string
+			for i, n := range g.nodes {
+				st := n.Raft().Stats()
+				raftState = append(raftState, fmt.Sprintf("%s %s last log %s commit %s applied %s", g.peers[i].ID,
+					st["state"], st["last_log_index"], st["commit_index"], st["applied_index"]))
+			}
+			return fmt.Errorf("replicas did not converge: applied offsets %v (%s)", offs, strings.Join(raftState, "; "))
 		}
 		time.Sleep(5 * time.Millisecond)
 	}

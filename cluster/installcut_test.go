@@ -102,30 +102,14 @@ func powerCutDuringInstall(t *testing.T, at int, broken func(*cluster.NodeConfig
 		acked = append(acked, sendAcked(g, i))
 	}
 	g.converge()
-	old := g.leader()
-	last0 := g.nodes[old].Raft().LastIndex()
-	g.isolate(old)
-	var wg sync.WaitGroup
-	for i := range 4 {
-		wg.Go(func() {
-			res := g.nodes[old].Broker().SendMessage(context.Background(), &broker.SendRequest{ProducerGroup: "pg",
-				Topic: "T", DefaultTopic: "TBW102", DefaultTopicQueueNums: 4, QueueID: 0,
-				Body: []byte(fmt.Sprint("lost ", i)), BornTimestamp: 1700000000000})
-			if res.Code == broker.Success {
-				t.Errorf("send %d to the isolated leader was acknowledged", i)
-			}
-		})
-	}
-	waitFor(t, "the isolated leader to append the sends to its log", func() bool {
-		return g.nodes[old].Raft().LastIndex() > last0
-	})
+	old, lostSent := isolateWithLostSends(t, g)
 	var nl int
 	for i := 10; i < 60; i++ {
 		var a ackedSend
 		a, nl = sendAvoiding(t, g, old, i)
 		acked = append(acked, a)
 	}
-	wg.Wait()
+	lostSent()
 	if err := g.nodes[nl].Snapshot(); err != nil {
 		return err
 	}

@@ -101,6 +101,33 @@ func TestUncommittedSuffixTruncated(t *testing.T) {
 	}
 }
 
+// isolateWithLostSends cuts the leader off from the others and sends it
+// four messages ("lost 0" to "lost 3") that no majority stores, waiting
+// until its log holds them. It returns the cut-off leader, and a wait for
+// the sends, which end once the others elect a leader; none may be
+// acknowledged.
+func isolateWithLostSends(t *testing.T, g *group) (old int, wait func()) {
+	t.Helper()
+	old = g.leader()
+	last0 := g.nodes[old].Raft().LastIndex()
+	g.isolate(old)
+	var wg sync.WaitGroup
+	for i := range 4 {
+		wg.Go(func() {
+			res := g.nodes[old].Broker().SendMessage(context.Background(), &broker.SendRequest{ProducerGroup: "pg",
+				Topic: "T", DefaultTopic: "TBW102", DefaultTopicQueueNums: 4, QueueID: 0,
+				Body: []byte(fmt.Sprint("lost ", i)), BornTimestamp: 1700000000000})
+			if res.Code == broker.Success {
+				t.Errorf("send %d to the isolated leader was acknowledged", i)
+			}
+		})
+	}
+	waitFor(t, "the isolated leader to append the sends to its log", func() bool {
+		return g.nodes[old].Raft().LastIndex() > last0
+	})
+	return old, wg.Wait
+}
+
 // isolate cuts node i off from the others, both ways.
 func (g *group) isolate(i int) {
 	for j, o := range g.trans {

@@ -9,11 +9,9 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/rocketstore/rocketstore/broker"
 	"github.com/rocketstore/rocketstore/cluster"
 	"github.com/rocketstore/rocketstore/record"
 )
@@ -190,23 +188,7 @@ func TestOfflineRepairFromRecordsTail(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	old := g.leader()
-	last0 := g.nodes[old].Raft().LastIndex()
-	g.isolate(old)
-	var wg sync.WaitGroup
-	for i := range 4 {
-		wg.Go(func() {
-			res := g.nodes[old].Broker().SendMessage(context.Background(), &broker.SendRequest{ProducerGroup: "pg",
-				Topic: "T", DefaultTopic: "TBW102", DefaultTopicQueueNums: 4, QueueID: 0,
-				Body: []byte(fmt.Sprint("lost ", i)), BornTimestamp: 1700000000000})
-			if res.Code == broker.Success {
-				t.Errorf("send %d to the isolated leader was acknowledged", i)
-			}
-		})
-	}
-	waitFor(t, "the isolated leader to append the sends to its log", func() bool {
-		return g.nodes[old].Raft().LastIndex() > last0
-	})
+	old, lostSent := isolateWithLostSends(t, g)
 	nl := -1
 	waitFor(t, "another leader", func() bool {
 		for i, n := range g.nodes {
@@ -217,7 +199,7 @@ func TestOfflineRepairFromRecordsTail(t *testing.T) {
 		}
 		return false
 	})
-	wg.Wait()
+	lostSent()
 	for i := range 10 {
 		g.sendVia(old, "T", int32(i%2), fmt.Sprint("after ", i))
 	}
