@@ -23,11 +23,6 @@ func ReinstallDropsTail(nc *NodeConfig) { nc.reinstallDropsTail = true }
 // store of replicated records begins.
 func OnInstall(nc *NodeConfig, f func()) { nc.onInstall = f }
 
-// KeepLogTailOnInstall is the broken variant: nc's node installs a
-// received snapshot over its records past the commit point without
-// deleting the log's entries that index them first.
-func KeepLogTailOnInstall(nc *NodeConfig) { nc.keepLogTail = true }
-
 // KeepLogBeforeSnapshot is the broken variant: nc's node keeps, at
 // start, a log that ends before its newest snapshot, which Raft would
 // have emptied after installing it.

@@ -85,9 +85,6 @@ type fsm struct {
 	// changes those records; onInstall is the crash tests' hook there.
 	dropLogTail func(off, before int64) error
 	onInstall   func()
-	// keepLogTail is the broken variant in which a live install leaves
-	// the log's entries past the commit point in place.
-	keepLogTail bool
 
 	// noInstallDeletes is a broken variant (deletes.go).
 	noInstallDeletes bool

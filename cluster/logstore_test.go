@@ -16,6 +16,7 @@ import (
 	"github.com/rocketstore/rocketstore/broker"
 	"github.com/rocketstore/rocketstore/cluster"
 	"github.com/rocketstore/rocketstore/crashsim"
+	"github.com/rocketstore/rocketstore/internal/engineops"
 )
 
 // logStores are the Raft log stores the store-specific tests run on.
@@ -101,15 +102,17 @@ func TestUncommittedSuffixTruncated(t *testing.T) {
 	}
 }
 
-// isolateWithLostSends cuts the leader off from the others and sends it
-// four messages ("lost 0" to "lost 3") that no majority stores, waiting
-// until its log holds them. It returns the cut-off leader, and a wait for
-// the sends, which end once the others elect a leader; none may be
-// acknowledged.
+// isolateWithLostSends cuts the leader of a group on the store of records
+// entries off from the others and sends it four messages ("lost 0" to
+// "lost 3") that no majority stores, waiting until its CommitLog holds
+// records of theirs past the commit point. It returns the cut-off leader,
+// and a wait for the sends, which end once the others elect a leader;
+// none may be acknowledged.
 func isolateWithLostSends(t *testing.T, g *group) (old int, wait func()) {
 	t.Helper()
 	old = g.leader()
-	last0 := g.nodes[old].Raft().LastIndex()
+	ops := engineops.Of(g.nodes[old].Broker().Store())
+	rec0 := ops.RecordsEnd()
 	g.isolate(old)
 	var wg sync.WaitGroup
 	for i := range 4 {
@@ -122,8 +125,10 @@ func isolateWithLostSends(t *testing.T, g *group) (old int, wait func()) {
 			}
 		})
 	}
-	waitFor(t, "the isolated leader to append the sends to its log", func() bool {
-		return g.nodes[old].Raft().LastIndex() > last0
+	// Its log also grows by state entries, which hold no records: wait
+	// for the sends' records.
+	waitFor(t, "the isolated leader to append the sends' records", func() bool {
+		return ops.RecordsEnd() > rec0
 	})
 	return old, wg.Wait
 }

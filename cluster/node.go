@@ -69,9 +69,6 @@ type NodeConfig struct {
 	// onInstall, when set, is called as a received snapshot's install
 	// on a store of replicated records begins (crash tests).
 	onInstall func()
-	// keepLogTail is the broken variant in which a live install leaves
-	// the log's entries past the commit point in place (records.go).
-	keepLogTail bool
 	// keepLogBeforeSnapshot is the broken variant in which a node keeps
 	// a log that ends before its newest snapshot (recoverCursor).
 	keepLogBeforeSnapshot bool
@@ -280,7 +277,7 @@ func (n *Node) openBroker() error {
 		return err
 	}
 	n.fsm = &fsm{b: n.b, store: n.b.Store(), log: n.log, nodeID: n.ccfg.NodeID, brokerName: n.cfg.BrokerName,
-		peers: peerList(n.ccfg.Peers), records: n.records(), onInstall: n.cfg.onInstall, keepLogTail: n.cfg.keepLogTail, reinstallDropsTail: n.cfg.reinstallDropsTail, snapshotNoSync: n.cfg.snapshotNoSync, noStateTerm: n.cfg.noStateTerm, joined: n.ccfg.Join,
+		peers: peerList(n.ccfg.Peers), records: n.records(), onInstall: n.cfg.onInstall, reinstallDropsTail: n.cfg.reinstallDropsTail, snapshotNoSync: n.cfg.snapshotNoSync, noStateTerm: n.cfg.noStateTerm, joined: n.ccfg.Join,
 		ident: &identityFile{path: filepath.Join(n.cfg.Dir, "raft", "group.json")}}
 	return nil
 }

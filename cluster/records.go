@@ -211,7 +211,7 @@ func (f *fsm) installRecords(h *snapHeader, r io.Reader) error {
 	// acknowledged are in it. An install finished at start keeps the
 	// entries after the snapshot (records at or past h.To: Raft emptied
 	// the log before them), and drops the others.
-	if f.dropLogTail != nil && !f.keepLogTail {
+	if f.dropLogTail != nil {
 		before := int64(math.MaxInt64)
 		if f.reinstall {
 			before = h.To

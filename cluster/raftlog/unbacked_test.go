@@ -2,6 +2,7 @@ package raftlog
 
 import (
 	"errors"
+	"math"
 	"testing"
 
 	"github.com/hashicorp/raft"
@@ -109,5 +110,53 @@ func TestOpenRefusesLostRecordsOfAnEarlierAppend(t *testing.T) {
 	})
 	if !errors.Is(err, ErrCorrupt) {
 		t.Fatalf("open with an earlier append's records lost: %v, want ErrCorrupt", err)
+	}
+}
+
+// TestDeleteRecordsFromBeforeTruncation: a snapshot install truncates the
+// records past the commit point. Truncated under the frames of an append
+// before the last, they leave a log that does not open (the frames index
+// records that are gone); deleted first with DeleteRecordsFrom, the
+// entries go with their frames and the log opens without them.
+func TestDeleteRecordsFromBeforeTruncation(t *testing.T) {
+	for _, deleteFirst := range []bool{true, false} {
+		h, err := openHarness(memfs.New(nil), 4096)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r1 := recordsLog(1, 1, 0, "one")
+		r2 := recordsLog(2, 1, recordsSize(r1), "two")
+		cut := recordsSize(r1) + recordsSize(r2)
+		appends := [][]*raft.Log{{r1, r2}, {recordsLog(3, 1, cut, "three"), sideLog(4, 1, "side")}, {sideLog(5, 1, "last")}}
+		for _, ls := range appends {
+			if err := h.s.StoreLogs(ls); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if deleteFirst {
+			if err := h.s.DeleteRecordsFrom(cut, math.MaxInt64); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := h.recs.Truncate(cut); err != nil { // the install's truncation
+			t.Fatal(err)
+		}
+		if err := h.close(); err != nil {
+			t.Fatal(err)
+		}
+		err = h.open()
+		switch {
+		case deleteFirst && err != nil:
+			t.Fatalf("open after DeleteRecordsFrom and the truncation: %v", err)
+		case deleteFirst:
+			if err := checkLog(h.s, []*raft.Log{r1, r2}); err != nil {
+				t.Fatal(err)
+			}
+			if err := h.close(); err != nil {
+				t.Fatal(err)
+			}
+		case !errors.Is(err, ErrCorrupt):
+			t.Fatalf("open after the truncation alone: %v, want ErrCorrupt", err)
+		}
 	}
 }
