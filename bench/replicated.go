@@ -56,6 +56,7 @@ type ReplicatedOptions struct {
 	// LogStores are the Raft log stores to measure the group on
 	// (cluster.Config.LogStore; the default store alone): each repeat
 	// runs the single node, then the group on each store in turn.
+	// ReplicatedBound among them runs the bound of a group instead.
 	LogStores []string
 }
 
@@ -142,8 +143,12 @@ func (o ReplicatedOptions) compare(ctx context.Context) ([]Result, error) {
 			if single.Latency != nil {
 				repl.Bound.Note = fmt.Sprintf("single-node p99 %.0f µs", single.Latency.P99)
 			}
-			repl.Note = fmt.Sprintf("3 replicas, loopback TCP, Raft log store %s; ÷ single min/median/max %.0f/%.0f/%.0f %%; %s",
-				o.LogStores[i], 100*rr.min, 100*rr.med, 100*rr.max, repl.Note)
+			what := "Raft log store " + o.LogStores[i]
+			if o.LogStores[i] == ReplicatedBound {
+				what = "no Raft: the bound (each send stored on one broker and shipped to two, answered once two stored it)"
+			}
+			repl.Note = fmt.Sprintf("3 replicas, loopback TCP, %s; ÷ single min/median/max %.0f/%.0f/%.0f %%; %s",
+				what, 100*rr.min, 100*rr.med, 100*rr.max, repl.Note)
 			rows[i] = repl
 		}
 		single.Group = GroupReplicated
@@ -237,6 +242,9 @@ func (o ReplicatedOptions) run(ctx context.Context, body, n int, logStore string
 	}
 	defer os.RemoveAll(parent)
 	bc := broker.Config{Store: engine.Config{CommitLogFileSize: o.FileSize, FlushDiskType: engine.SyncFlush, Logger: quietLog}}
+	if logStore == ReplicatedBound {
+		return o.runBound(ctx, parent, bc, body)
+	}
 	if n == 1 {
 		fsys, err := mmap.New(filepath.Join(parent, "single"))
 		if err != nil {
@@ -369,13 +377,42 @@ func waitLeader(ctx context.Context, nodes []*cluster.Node) (*broker.Broker, err
 	return nil, errors.New("no leader elected within 20 s")
 }
 
-// send runs o.Producers senders for d.
+// send runs o.Producers senders for d through the group's leader.
 // A send refused because leadership moved is sent again to the new
 // leader (as a client does after refreshing its route) and counted.
 func (o ReplicatedOptions) send(ctx context.Context, leader func() *broker.Broker, body, n int, d time.Duration) (Result, error) {
 	ctx, cancel := context.WithTimeout(ctx, d)
 	defer cancel()
-	var msgs, moved atomic.Int64
+	var moved atomic.Int64
+	bs := make([]*broker.Broker, o.Producers)
+	fn := func(p int, req *broker.SendRequest) (broker.SendResult, bool) {
+		for ctx.Err() == nil {
+			if bs[p] == nil {
+				if bs[p] = leader(); bs[p] == nil {
+					return broker.SendResult{Code: broker.ServiceNotAvailable, Remark: "no leader"}, true
+				}
+			}
+			res := bs[p].SendMessage(context.Background(), req)
+			if res.Code != broker.ServiceNotAvailable || n == 1 {
+				return res, true
+			}
+			moved.Add(1)
+			bs[p] = nil
+		}
+		return broker.SendResult{}, false
+	}
+	r, err := o.sendWith(ctx, fn, body)
+	if m := moved.Load(); m > 0 {
+		r.Note = strings.TrimPrefix(r.Note+fmt.Sprintf("; %d sends retried after a leader change", m), "; ")
+	}
+	return r, err
+}
+
+// sendWith runs o.Producers senders, each sending through fn (with its
+// producer index) until ctx ends, and measures them. fn reports false for
+// a send it did not make because ctx ended.
+func (o ReplicatedOptions) sendWith(ctx context.Context, fn func(p int, req *broker.SendRequest) (broker.SendResult, bool), body int) (Result, error) {
+	var msgs atomic.Int64
 	var firstErr atomic.Pointer[string]
 	hists := make([]*Histogram, o.Producers)
 	var wg sync.WaitGroup
@@ -390,15 +427,12 @@ func (o ReplicatedOptions) send(ctx context.Context, leader func() *broker.Broke
 			req := &broker.SendRequest{ProducerGroup: "bench", Topic: "BenchReplicated", DefaultTopic: record.DefaultTopic,
 				DefaultTopicQueueNums: 8, QueueID: int32(p % 8), Body: payload,
 				BornHost: netip.MustParseAddrPort("127.0.0.1:1")}
-			b := leader()
-			for ctx.Err() == nil && b != nil {
+			for ctx.Err() == nil {
 				t0 := time.Now()
 				req.BornTimestamp = t0.UnixMilli()
-				res := b.SendMessage(context.Background(), req)
-				if res.Code == broker.ServiceNotAvailable && n > 1 {
-					moved.Add(1)
-					b = leader()
-					continue
+				res, sent := fn(p, req)
+				if !sent {
+					return
 				}
 				if res.Code != broker.Success {
 					s := fmt.Sprintf("%v: %s", res.Code, res.Remark)
@@ -429,11 +463,6 @@ func (o ReplicatedOptions) send(ctx context.Context, leader func() *broker.Broke
 		// node) share the host's cores.
 		cpu := (cpu1 - cpu0).Seconds()
 		r.Note = fmt.Sprintf("process CPU %.1f µs a message (%.2f cores)", cpu/float64(r.Msgs)*1e6, cpu/secs)
-	}
-	if n > 1 {
-		if m := moved.Load(); m > 0 {
-			r.Note = strings.TrimPrefix(r.Note+fmt.Sprintf("; %d sends retried after a leader change", m), "; ")
-		}
 	}
 	return r, nil
 }

@@ -75,7 +75,7 @@ the ratio. Temporary stores are removed; a default run takes a few minutes,
 	f.DurationVar(&o.replicatedTime, "replicated-time", 10*time.Second, "--replicated: each measured run's length, after a 2 s warm-up")
 	f.IntVar(&o.replicatedRepeats, "replicated-repeats", 3, "--replicated: runs of the single node and of the group, alternating (min/median/max)")
 	f.StringSliceVar(&o.replicatedStores, "replicated-log-stores", []string{cluster.LogStoreWAL},
-		"--replicated: the Raft log stores to run the group on, each beside the same single node (wal, raftlog, records)")
+		"--replicated: the Raft log stores to run the group on, each beside the same single node (wal, raftlog, records; bound: the group's bound, no Raft)")
 	f.IntSliceVar(&o.replicatedMore, "replicated-more-producers", nil, "--replicated: also measure with these producer counts (both sides the same), after the 16-producer rows")
 	f.StringVar(&o.peerDir, "peer-dir", "", "`DIR` of the bench/nats module (default: found above the working directory)")
 	f.BoolVar(&o.server.on, "server", false, "instead: load rocketstore serve and nats-server JetStream over TCP with the same pipelined generator")
@@ -178,9 +178,9 @@ func runBench(cmd *cobra.Command, o benchOptions) error {
 			return fmt.Errorf("--replicated-time %v, --replicated-repeats %d: want both positive", ro.Time, ro.Repeats)
 		}
 		for _, ls := range ro.LogStores {
-			if ls != cluster.LogStoreWAL && ls != cluster.LogStoreRaftLog && ls != cluster.LogStoreRecords {
-				return fmt.Errorf("--replicated-log-stores %q: want %s, %s or %s", ls, cluster.LogStoreWAL, cluster.LogStoreRaftLog,
-					cluster.LogStoreRecords)
+			if ls != cluster.LogStoreWAL && ls != cluster.LogStoreRaftLog && ls != cluster.LogStoreRecords && ls != bench.ReplicatedBound {
+				return fmt.Errorf("--replicated-log-stores %q: want %s, %s, %s or %s (no Raft: the bound of a group)", ls,
+					cluster.LogStoreWAL, cluster.LogStoreRaftLog, cluster.LogStoreRecords, bench.ReplicatedBound)
 			}
 		}
 		fmt.Fprintln(stderr, "replicated sends (3 replicas) beside one SYNC_FLUSH broker")
