@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -145,7 +146,7 @@ func (o ReplicatedOptions) compare(ctx context.Context) ([]Result, error) {
 			}
 			what := "Raft log store " + o.LogStores[i]
 			if o.LogStores[i] == ReplicatedBound {
-				what = "no Raft: the bound (each send stored on one broker and shipped to two, answered once two stored it)"
+				what = "no Raft: the bound (each send stored on a SYNC_FLUSH broker while shipped to two mirrors that append and sync what arrived, answered once one mirror synced it)"
 			}
 			repl.Note = fmt.Sprintf("3 replicas, loopback TCP, %s; ÷ single min/median/max %.0f/%.0f/%.0f %%; %s",
 				what, 100*rr.min, 100*rr.med, 100*rr.max, repl.Note)
@@ -174,7 +175,8 @@ type nodeWrites struct {
 	commitLog int64
 	raftBytes uint64 // encoded entries plus their frame headers; not the records a log store of records entries put in the CommitLog
 	raftSyncs uint64
-	clSyncs   int64 // -1: not counted
+	clSyncs   int64  // -1: not counted
+	logName   string // of raftBytes and raftSyncs: "" is "Raft log"
 }
 
 // spread is the minimum, median and maximum of repeated figures.
@@ -220,7 +222,8 @@ func (r replRun) writesNote() string {
 		msgs, secs := float64(max(r.Msgs, 1)), r.Seconds
 		s := fmt.Sprintf("n%d %.0f B/msg (CommitLog %.0f", i+1, (float64(w.commitLog)+float64(w.raftBytes))/msgs, float64(w.commitLog)/msgs)
 		if w.raftSyncs > 0 || w.raftBytes > 0 {
-			s += fmt.Sprintf(" + Raft log %.0f), Raft log fsyncs %.0f/s", float64(w.raftBytes)/msgs, float64(w.raftSyncs)/secs)
+			name := cmp.Or(w.logName, "Raft log")
+			s += fmt.Sprintf(" + %s %.0f), %s fsyncs %.0f/s", name, float64(w.raftBytes)/msgs, name, float64(w.raftSyncs)/secs)
 		} else {
 			s += ")"
 		}

@@ -8,42 +8,50 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"net/netip"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
+	"github.com/rocketstore/rocketstore/backend"
 	"github.com/rocketstore/rocketstore/backend/mmap"
 	"github.com/rocketstore/rocketstore/broker"
-	"github.com/rocketstore/rocketstore/record"
 )
 
 // ReplicatedBound names, among ReplicatedOptions.LogStores, the bound of a
-// replicated group on this host rather than a Raft log store: three
-// SYNC_FLUSH brokers where the first takes each send and, at the same
-// time, ships it over loopback TCP to the other two, which store it as a
-// send of their own; the send is answered once the first has stored it
-// and one of the others has. That is one write per replica with the
-// leader's write overlapping replication, and nothing of consensus
-// (terms, indexes, commit points, the state machine): what any
-// replication of synced writes to a majority of three costs here at
-// least, on the same disk and cores as the group. A group faster than
-// it would show the bound wrong.
+// replicated group on this host rather than a Raft log store. The first
+// of three nodes is a SYNC_FLUSH broker that takes each send and, at the
+// same time, ships it over loopback TCP to the other two; each of those
+// appends what arrived since its last write to one preallocated file
+// with one pwrite and one sync (the primitives of the CommitLog under
+// SYNC_FLUSH) and acknowledges it. A send is answered once the broker
+// stored it and one of the others synced it. That is one write per
+// replica, the leader's write overlapping replication, and the followers
+// doing the least any replica must (no record encoding, no ConsumeQueue,
+// no consensus: terms, indexes, commit points): what replicating synced
+// writes to a majority of three costs here at least, on the same disk and
+// cores as the group. A group faster than it would show the bound wrong.
 const ReplicatedBound = "bound"
 
 // mirrorFrame is a send shipped to a mirror: its length (of what
 // follows), the producer, the producer's sequence number, its queue.
 const mirrorFrame = 4 + 4 + 8 + 4
 
-// mirror is one follower of the bound: a broker fed by a loopback
+// mirror is one follower of the bound: a log file fed by a loopback
 // connection.
 type mirror struct {
-	b    *broker.Broker
-	conn net.Conn // the follower's side
-	ln   net.Listener
-	wg   sync.WaitGroup
-	err  error // the serve loop's, once wg is done
+	log     backend.Segment
+	written atomic.Int64 // bytes written to the log
+	syncs   atomic.Int64
+	conn    net.Conn // the follower's side
+	ln      net.Listener
+	wg      sync.WaitGroup
+	err     error // the serve loop's, once wg is done
 }
+
+// mirrorLogSize is each mirror's log file, written round and round: the
+// bound keeps nothing, and a CommitLog file is as large.
+const mirrorLogSize = 1 << 30
 
 // mirrorLink is the first broker's side of one mirror: a writer that
 // coalesces the frames queued while it writes, as a Raft transport
@@ -93,9 +101,18 @@ func openBound(parent string, bc broker.Config, producers int) (*boundGroup, err
 	}
 	for i := range 2 {
 		m := &mirror{}
-		if m.b, err = open(fmt.Sprintf("n%d", i+2)); err != nil {
+		fsys, err := mmap.New(filepath.Join(parent, fmt.Sprintf("n%d", i+2)))
+		if err != nil {
 			_ = g.close()
 			return nil, err
+		}
+		if m.log, err = fsys.Create("mirror.log", mirrorLogSize); err != nil {
+			_ = g.close()
+			return nil, err
+		}
+		if _, ok := m.log.(backend.Pwriter); !ok {
+			_ = g.close()
+			return nil, errors.New("bound: the mmap backend's segments no longer pwrite")
 		}
 		g.mirrors = append(g.mirrors, m)
 		if err = g.connect(m); err != nil {
@@ -173,57 +190,63 @@ func (l *mirrorLink) readAcks(g *boundGroup) {
 	}
 }
 
-// serve accepts the first broker's connection and stores each send it
-// ships, concurrently (so that SYNC_FLUSH groups them into shared syncs
-// as it does the first broker's), answering (producer, sequence) once
-// stored.
+// serve accepts the first broker's connection and, until it closes,
+// appends the frames that arrived while it wrote the last ones to the log
+// with one pwrite and one sync, then acknowledges them in one write: the
+// group commit of a follower that writes nothing but the sends' bytes.
 func (m *mirror) serve() error {
 	conn, err := m.ln.Accept()
 	if err != nil {
 		return err
 	}
 	m.conn = conn
-	r := bufio.NewReaderSize(conn, 256<<10)
-	var wmu sync.Mutex
-	var sends sync.WaitGroup
-	defer sends.Wait()
-	var hdr [mirrorFrame]byte
+	r := bufio.NewReaderSize(conn, 1<<20)
+	var batch, acks []byte
+	var at int64 // where the next batch goes in the log
 	for {
-		if _, err := io.ReadFull(r, hdr[:]); err != nil {
-			if errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed) {
-				return nil
+		batch, acks = batch[:0], acks[:0]
+		// One frame, waiting for it, then every whole frame already read.
+		for len(batch) == 0 || r.Buffered() >= 4 {
+			hdr, err := r.Peek(4)
+			if err != nil {
+				if len(batch) > 0 {
+					break // write what came; the next read reports it
+				}
+				if errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed) {
+					return nil
+				}
+				return err
 			}
+			n := int(binary.BigEndian.Uint32(hdr))
+			if n < mirrorFrame-4 || n > 64<<20 {
+				return fmt.Errorf("bound: frame of %d bytes", n)
+			}
+			if len(batch) > 0 && r.Buffered() < 4+n {
+				break
+			}
+			start := len(batch)
+			batch = append(batch, make([]byte, 4+n)...)
+			if _, err := io.ReadFull(r, batch[start:]); err != nil {
+				return err
+			}
+			acks = append(acks, batch[start+4:start+16]...)
+		}
+		if at+int64(len(batch)) > mirrorLogSize {
+			at = 0
+		}
+		if _, err := m.log.(backend.Pwriter).Pwrite([][]byte{batch}, at); err != nil {
 			return err
 		}
-		n := binary.BigEndian.Uint32(hdr[:4])
-		if n < mirrorFrame-4 || n > 64<<20 {
-			return fmt.Errorf("bound: frame of %d bytes", n)
-		}
-		body := make([]byte, n-(mirrorFrame-4))
-		if _, err := io.ReadFull(r, body); err != nil {
+		if err := m.log.Sync(at, int64(len(batch))); err != nil {
 			return err
 		}
-		ack := make([]byte, 12)
-		copy(ack, hdr[4:16])
-		queue := int32(binary.BigEndian.Uint32(hdr[16:20]))
-		sends.Add(1)
-		go func() {
-			defer sends.Done()
-			res := m.b.SendMessage(context.Background(), boundRequest(queue, body))
-			if res.Code != broker.Success {
-				_ = conn.Close() // the first broker's reader reports it
-				return
-			}
-			wmu.Lock()
-			_, _ = conn.Write(ack) // a failed write closes the reader, which reports it
-			wmu.Unlock()
-		}()
+		at += int64(len(batch))
+		m.syncs.Add(1)
+		m.written.Add(int64(len(batch)))
+		if _, err := conn.Write(acks); err != nil {
+			return err
+		}
 	}
-}
-
-func boundRequest(queue int32, body []byte) *broker.SendRequest {
-	return &broker.SendRequest{ProducerGroup: "bench", Topic: "BenchReplicated", DefaultTopic: record.DefaultTopic,
-		DefaultTopicQueueNums: 8, QueueID: queue, Body: body, BornHost: netip.MustParseAddrPort("127.0.0.1:1")}
 }
 
 // send stores req on the first broker while shipping it to the mirrors,
@@ -280,7 +303,9 @@ func (g *boundGroup) close() error {
 		if m.err != nil && !errors.Is(m.err, net.ErrClosed) {
 			errs = append(errs, m.err)
 		}
-		errs = append(errs, m.b.Close())
+		if m.log != nil {
+			errs = append(errs, m.log.Close())
+		}
 	}
 	if g.first != nil {
 		errs = append(errs, g.first.Close())
@@ -310,20 +335,24 @@ func (o ReplicatedOptions) runBound(ctx context.Context, parent string, bc broke
 	if _, err := o.sendFor(ctx, send, body, o.Warmup); err != nil {
 		return replRun{}, fmt.Errorf("warm-up: %w", err)
 	}
-	cl := func() []int64 {
-		out := []int64{g.first.Store().CommitLog().MaxOffset()}
+	// Each node's log end and syncs: the first broker's CommitLog (syncs
+	// not counted), the mirrors' logs.
+	writes := func() []nodeWrites {
+		out := []nodeWrites{{commitLog: g.first.Store().CommitLog().MaxOffset(), clSyncs: -1}}
 		for _, m := range g.mirrors {
-			out = append(out, m.b.Store().CommitLog().MaxOffset())
+			out = append(out, nodeWrites{raftBytes: uint64(m.written.Load()), raftSyncs: uint64(m.syncs.Load()),
+				clSyncs: -1, logName: "mirror log"})
 		}
 		return out
 	}
-	before := cl()
+	before := writes()
 	r, err := o.sendFor(ctx, send, body, o.Time)
 	r.Backend = "mmap×3 " + ReplicatedBound
-	after := cl()
-	nodes := make([]nodeWrites, len(after))
-	for i := range after {
-		nodes[i] = nodeWrites{commitLog: after[i] - before[i], clSyncs: -1}
+	nodes := writes()
+	for i, b := range before {
+		nodes[i].commitLog -= b.commitLog
+		nodes[i].raftBytes -= b.raftBytes
+		nodes[i].raftSyncs -= b.raftSyncs
 	}
 	return replRun{Result: r, nodes: nodes}, err
 }

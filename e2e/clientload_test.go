@@ -37,7 +37,12 @@ import (
 //	cd bench/nats && go run . -server-load -conns 4 -window 8 -body 256
 //
 // ROCKETSTORE_LOAD_SECONDS sets the send duration (5); ROCKETSTORE_LOAD_FLUSH=sync
-// runs the store with SYNC_FLUSH (group commit). Each iteration is one
+// runs the store with SYNC_FLUSH (group commit); ROCKETSTORE_LOAD_CONSUMERS=0
+// runs the producers alone (the NATS side's -consumers=false);
+// ROCKETSTORE_LOAD_TARGET=echo loads the remoting echo bound instead of
+// serve (echoChild, producers alone): serve's transport and header
+// decoding with no broker behind them, what serve spends a message at
+// least under this client's pattern. Each iteration is one
 // load of that duration, so run it once:
 //
 //	cd e2e && go test -run '^$' -bench ClientLoad -benchtime 1x
@@ -57,14 +62,29 @@ func BenchmarkClientLoad(b *testing.B) {
 	if os.Getenv("ROCKETSTORE_LOAD_FLUSH") == "sync" {
 		flushName = "sync"
 	}
-	addr, pid, metrics := serveChild(b, flushName)
-	tg := &clientTarget{t: b, addr: addr, topic: "TopicLoad", consumers: 4, serverPID: pid}
+	consumers := os.Getenv("ROCKETSTORE_LOAD_CONSUMERS") != "0"
+	var addr, metrics, system string
+	var pid int
+	switch target := os.Getenv("ROCKETSTORE_LOAD_TARGET"); target {
+	case "", "serve":
+		addr, pid, metrics = serveChild(b, flushName)
+		system = "rocketstore (official Go client)"
+	case "echo":
+		addr, pid = echoChild(b)
+		system, flushName, consumers = "remoting echo (official Go client)", "none", false
+	default:
+		b.Fatalf("ROCKETSTORE_LOAD_TARGET=%q: want serve or echo", target)
+	}
+	tg := &clientTarget{t: b, addr: addr, topic: "TopicLoad", serverPID: pid}
+	if consumers {
+		tg.consumers = 4
+	}
 	sendN(b, newProducer(b, addr, producer.WithDefaultTopicQueueNums(8)), tg.topic, -1, 0, "") // create the topic
 	b.ResetTimer()
 	var r bench.ServerResult
 	for range b.N {
-		r = bench.RunServerLoad(tg, "rocketstore (official Go client)",
-			bench.ServerLoad{Conns: 4, Window: 8, Body: 256, Duration: dur, Consumers: true, Flush: flushName})
+		r = bench.RunServerLoad(tg, system,
+			bench.ServerLoad{Conns: 4, Window: 8, Body: 256, Duration: dur, Consumers: consumers, Flush: flushName})
 		if r.Err != "" {
 			b.Fatal(r.Err)
 		}
@@ -77,17 +97,19 @@ func BenchmarkClientLoad(b *testing.B) {
 		return strconv.FormatFloat(l.P50/1e3, 'f', 2, 64) + " / " + strconv.FormatFloat(l.P99/1e3, 'f', 2, 64) +
 			" / " + strconv.FormatFloat(l.P999/1e3, 'f', 2, 64) + " ms"
 	}
-	b.Logf("official client load, %s flush, 4 × 8 in flight, 256 B: %d acked (%d failed) at %.0f msgs/s, %d consumed\n"+
+	b.Logf("%s, %s flush, 4 × 8 in flight, 256 B: %d acked (%d failed) at %.0f msgs/s, %d consumed\n"+
 		"  ack p50/p99/p99.9 %s; send→consume %s; CPU µs/msg: server %.1f, client %.1f",
-		flushName, r.Acked, r.Failed, r.MsgsPerS, r.Consumed, ms(r.Ack), ms(r.Consume), r.CPUPerMsg, r.ClientCPUPerMsg)
+		system, flushName, r.Acked, r.Failed, r.MsgsPerS, r.Consumed, ms(r.Ack), ms(r.Consume), r.CPUPerMsg, r.ClientCPUPerMsg)
 	if k, err := kernelCounts(pid); err == nil && r.Acked > 0 {
 		n := float64(r.Acked)
 		b.Logf("server per message: %.2f read-type and %.2f write-type syscalls, %.2f context switches (whole run, from /proc)",
 			float64(k.syscr)/n, float64(k.syscw)/n, float64(k.ctxsw)/n)
 	}
-	pulls, pulled, byCode := pullCounts(b, metrics)
-	b.Logf("server: %.0f pulls answered, %.0f messages pulled (%.1f a pull); requests by code: %s",
-		pulls, pulled, pulled/max(1, pulls), strings.Join(byCode, " "))
+	if metrics != "" {
+		pulls, pulled, byCode := pullCounts(b, metrics)
+		b.Logf("server: %.0f pulls answered, %.0f messages pulled (%.1f a pull); requests by code: %s",
+			pulls, pulled, pulled/max(1, pulls), strings.Join(byCode, " "))
+	}
 	if r.Acked == 0 {
 		b.Fatal("nothing acknowledged")
 	}
@@ -102,23 +124,30 @@ func BenchmarkClientLoad(b *testing.B) {
 	}
 }
 
-// serveChild builds `rocketstore serve` from this checkout (or takes the
-// binary ROCKETSTORE_SERVE_BIN names, e.g. to profile it with perf; with
-// ROCKETSTORE_SERVE_PPROF=ADDR it serves Go's profiler there) and
-// runs it on a fresh directory with the given flush ("async" or "sync")
-// until the test ends; it returns the address, the process id and the
-// address of its Prometheus metrics.
+// loadBinary builds `rocketstore` from this checkout, or takes the binary
+// ROCKETSTORE_SERVE_BIN names (e.g. to profile it with perf).
+func loadBinary(t testing.TB) string {
+	t.Helper()
+	if bin := os.Getenv("ROCKETSTORE_SERVE_BIN"); bin != "" {
+		return bin
+	}
+	bin := filepath.Join(t.TempDir(), "rocketstore")
+	build := exec.Command("go", "build", "-o", bin, "./cmd/rocketstore")
+	build.Dir = ".." // the library module, with the command's own dependencies
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// serveChild runs `rocketstore serve` (loadBinary; with
+// ROCKETSTORE_SERVE_PPROF=ADDR it serves Go's profiler there) on a fresh
+// directory with the given flush ("async" or "sync") until the test
+// ends; it returns the address, the process id and the address of its
+// Prometheus metrics.
 func serveChild(t testing.TB, flush string) (addr string, pid int, metrics string) {
 	t.Helper()
-	bin := os.Getenv("ROCKETSTORE_SERVE_BIN")
-	if bin == "" {
-		bin = filepath.Join(t.TempDir(), "rocketstore")
-		build := exec.Command("go", "build", "-o", bin, "./cmd/rocketstore")
-		build.Dir = ".." // the library module, with the command's own dependencies
-		if out, err := build.CombinedOutput(); err != nil {
-			t.Fatalf("build: %v\n%s", err, out)
-		}
-	}
+	bin := loadBinary(t)
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "broker.yaml")
 	if err := os.WriteFile(cfg, []byte("flushDiskType: "+strings.ToUpper(flush)+"_FLUSH\n"), 0o644); err != nil {
@@ -130,6 +159,23 @@ func serveChild(t testing.TB, flush string) (addr string, pid int, metrics strin
 	if pp := os.Getenv("ROCKETSTORE_SERVE_PPROF"); pp != "" {
 		args = append(args, "--pprof", pp) // to profile serve under the load: go tool pprof http://PP/debug/pprof/profile
 	}
+	return addr, startChild(t, addr, bin, args...), metrics
+}
+
+// echoChild runs the remoting echo bound (`rocketstore bench
+// --server-remoting-echo-listen`: routes every topic to itself, answers
+// sends SUCCESS, stores nothing) until the test ends; it returns the
+// address and the process id.
+func echoChild(t testing.TB) (addr string, pid int) {
+	t.Helper()
+	addr = freeAddr(t)
+	return addr, startChild(t, addr, loadBinary(t), "bench", "--server-remoting-echo-listen", addr)
+}
+
+// startChild starts bin with args, stops it (SIGTERM) when the test ends,
+// and returns its process id once addr answers.
+func startChild(t testing.TB, addr, bin string, args ...string) int {
+	t.Helper()
 	cmd := exec.Command(bin, args...)
 	cmd.Stderr = os.Stderr
 	if err := cmd.Start(); err != nil {
@@ -142,10 +188,10 @@ func serveChild(t testing.TB, flush string) (addr string, pid int, metrics strin
 	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
 		if c, err := net.Dial("tcp", addr); err == nil {
 			c.Close()
-			return addr, cmd.Process.Pid, metrics
+			return cmd.Process.Pid
 		}
 		if time.Now().After(deadline) {
-			t.Fatal("rocketstore serve did not start listening")
+			t.Fatalf("%s %s did not start listening", bin, args[0])
 		}
 	}
 }
@@ -289,4 +335,28 @@ func (c *clientTarget) Consume(i int, fn func([]byte)) (func(), error) {
 			return consumer.ConsumeSuccess, nil
 		})
 	return func() { _ = pc.Shutdown() }, nil
+}
+
+// TestRemotingEchoServesTheOfficialClient: the official Go client sends
+// through the remoting echo as through serve (route, heartbeat, every
+// SendSync answered SEND_OK on the queue it picked, the queues in turn),
+// so the echo's CPU a message under BenchmarkClientLoad bounds serve's.
+func TestRemotingEchoServesTheOfficialClient(t *testing.T) {
+	t.Parallel()
+	addr, _ := echoChild(t)
+	p := newProducer(t, addr, producer.WithDefaultTopicQueueNums(8))
+	queues := map[int]int{}
+	for i := range 32 {
+		r, err := p.SendSync(context.Background(), primitive.NewMessage("TopicLoad", []byte("echo-"+strconv.Itoa(i))))
+		if err != nil {
+			t.Fatalf("send %d: %v", i, err)
+		}
+		if r.Status != primitive.SendOK || r.MessageQueue == nil || r.OffsetMsgID == "" {
+			t.Fatalf("send %d: %+v", i, r)
+		}
+		queues[r.MessageQueue.QueueId]++
+	}
+	if len(queues) != 8 {
+		t.Fatalf("sends by queue %v: want all 8 of the echo's route", queues)
+	}
 }

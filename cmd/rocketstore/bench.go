@@ -91,6 +91,8 @@ the ratio. Temporary stores are removed; a default run takes a few minutes,
 	f.BoolVar(&o.server.grpc, "server-grpc", false, "--server: also load rocketstore through its 5.x gRPC endpoint (one SendMessage a message; consumers receive and ack), alternating with remoting, then a gRPC echo server that stores nothing (the bound of any grpc-go server), and print the ratios")
 	f.StringVar(&o.server.echoListen, "server-grpc-echo-listen", "", "serve bench's gRPC echo bound on `ADDR` until interrupted (bench --server --server-grpc starts it)")
 	_ = f.MarkHidden("server-grpc-echo-listen")
+	f.StringVar(&o.server.remotingEchoListen, "server-remoting-echo-listen", "", "serve the remoting echo bound on `ADDR` until interrupted: routes every topic to itself, answers sends SUCCESS and stores nothing (e2e's BenchmarkClientLoad with ROCKETSTORE_LOAD_TARGET=echo starts it)")
+	_ = f.MarkHidden("server-remoting-echo-listen")
 	f.IntVar(&o.server.repeat, "server-repeat", 1, "--server: run every configuration this many times (alternating the systems)")
 	f.BoolVar(&o.timersOn, "timers", false, "instead: send timer messages due within a window and check every one is delivered once, never early, and how late")
 	f.IntVar(&o.timers.Count, "timers-count", 100_000, "--timers: how many timer messages")
@@ -119,6 +121,9 @@ func runBench(cmd *cobra.Command, o benchOptions) error {
 	stderr := cmd.ErrOrStderr()
 	if o.server.echoListen != "" {
 		return serveGRPCEcho(ctx, o.server.echoListen)
+	}
+	if o.server.remotingEchoListen != "" {
+		return serveRemotingEcho(ctx, o.server.remotingEchoListen)
 	}
 	if o.server.on {
 		return runServerBench(ctx, cmd.OutOrStdout(), stderr, o)

@@ -34,6 +34,9 @@ type serverBenchOptions struct {
 	// echoListen serves the gRPC echo bound instead (a child of the
 	// --server-grpc run).
 	echoListen string
+	// remotingEchoListen serves the remoting echo bound instead (a child
+	// of e2e's client load).
+	remotingEchoListen string
 }
 
 // runServerBench runs the server load (bench.RunServerLoad) against a

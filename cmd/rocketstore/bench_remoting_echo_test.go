@@ -1,0 +1,86 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"net"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/rocketstore/rocketstore/record"
+	"github.com/rocketstore/rocketstore/remoting"
+	"github.com/rocketstore/rocketstore/server/namesrv"
+)
+
+// TestRemotingEchoAnswers: the remoting echo routes a topic to itself,
+// answers each send SUCCESS with a store-host message id and an offset
+// of its own, refuses a send without a topic and codes it does not serve,
+// and stops when its context ends.
+func TestRemotingEchoAnswers(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- serveRemotingEchoOn(ctx, ln) }()
+	cl, err := remoting.Dial(ctx, ln.Addr().String(), remoting.ClientOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	invoke := func(req *remoting.RemotingCommand) *remoting.RemotingCommand {
+		t.Helper()
+		resp, err := cl.Invoke(ctx, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp
+	}
+
+	route := remoting.NewRequest(remoting.CodeGetRouteInfoByTopic, nil)
+	route.SetExt("topic", "TopicLoad")
+	resp := invoke(route)
+	var rd namesrv.TopicRouteData
+	if resp.Code != remoting.CodeSuccess || json.Unmarshal(resp.Body, &rd) != nil ||
+		len(rd.QueueDatas) != 1 || rd.QueueDatas[0].WriteQueueNums != remotingEchoQueues ||
+		len(rd.BrokerDatas) != 1 || rd.BrokerDatas[0].BrokerAddrs["0"] != ln.Addr().String() {
+		t.Fatalf("route: code %d, body %s", resp.Code, resp.Body)
+	}
+
+	for i := range 3 {
+		send := remoting.NewRequest(remoting.CodeSendMessageV2, []byte("body"))
+		send.SetExt("b", "TopicLoad")
+		send.SetExt("e", strconv.Itoa(5+i))
+		resp := invoke(send)
+		id, _ := resp.Ext("msgId")
+		host, off, err := record.ParseOffsetMsgID(id)
+		q, _ := resp.Ext("queueId")
+		qo, _ := resp.Ext("queueOffset")
+		if resp.Code != remoting.CodeSuccess || err != nil || host.String() != ln.Addr().String() ||
+			off != int64(i) || qo != strconv.Itoa(i) || q != strconv.Itoa(5+i) {
+			t.Fatalf("send %d: code %d, msgId %q (%v %d %v), queueId %q, queueOffset %q", i, resp.Code, id, host, off, err, q, qo)
+		}
+	}
+	noTopic := remoting.NewRequest(remoting.CodeSendMessage, []byte("body"))
+	noTopic.SetExt("queueId", "0")
+	if resp := invoke(noTopic); resp.Code != remoting.CodeSystemError || resp.Remark == "" {
+		t.Fatalf("send without a topic: code %d %q, want a system error naming it", resp.Code, resp.Remark)
+	}
+	if resp := invoke(remoting.NewRequest(remoting.CodeHeartBeat, []byte("{}"))); resp.Code != remoting.CodeSuccess {
+		t.Fatalf("heartbeat: code %d", resp.Code)
+	}
+	if resp := invoke(remoting.NewRequest(remoting.CodePullMessage, nil)); resp.Code != remoting.CodeRequestCodeNotSupported {
+		t.Fatalf("pull: code %d, want not supported", resp.Code)
+	}
+	_ = cl.Close()
+	cancel()
+	select {
+	case err := <-served:
+		if err != nil {
+			t.Fatalf("echo server: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the echo server did not stop with its context")
+	}
+}
