@@ -42,7 +42,9 @@ import (
 // ROCKETSTORE_LOAD_TARGET=echo loads the remoting echo bound instead of
 // serve (echoChild, producers alone): serve's transport and header
 // decoding with no broker behind them, what serve spends a message at
-// least under this client's pattern. Each iteration is one
+// least under this client's pattern; ROCKETSTORE_LOAD_TARGET=rawecho
+// the same answers without the remoting package, what a Go server spends
+// at least. Each iteration is one
 // load of that duration, so run it once:
 //
 //	cd e2e && go test -run '^$' -bench ClientLoad -benchtime 1x
@@ -69,11 +71,11 @@ func BenchmarkClientLoad(b *testing.B) {
 	case "", "serve":
 		addr, pid, metrics = serveChild(b, flushName)
 		system = "rocketstore (official Go client)"
-	case "echo":
-		addr, pid = echoChild(b)
-		system, flushName, consumers = "remoting echo (official Go client)", "none", false
+	case "echo", "rawecho":
+		addr, pid = echoChild(b, target == "rawecho")
+		system, flushName, consumers = target+" (official Go client)", "none", false
 	default:
-		b.Fatalf("ROCKETSTORE_LOAD_TARGET=%q: want serve or echo", target)
+		b.Fatalf("ROCKETSTORE_LOAD_TARGET=%q: want serve, echo or rawecho", target)
 	}
 	tg := &clientTarget{t: b, addr: addr, topic: "TopicLoad", serverPID: pid}
 	if consumers {
@@ -164,12 +166,14 @@ func serveChild(t testing.TB, flush string) (addr string, pid int, metrics strin
 
 // echoChild runs the remoting echo bound (`rocketstore bench
 // --server-remoting-echo-listen`: routes every topic to itself, answers
-// sends SUCCESS, stores nothing) until the test ends; it returns the
-// address and the process id.
-func echoChild(t testing.TB) (addr string, pid int) {
+// sends SUCCESS, stores nothing; raw: the same answers without the
+// remoting package) until the test ends; it returns the address and the
+// process id.
+func echoChild(t testing.TB, raw bool) (addr string, pid int) {
 	t.Helper()
 	addr = freeAddr(t)
-	return addr, startChild(t, addr, loadBinary(t), "bench", "--server-remoting-echo-listen", addr)
+	return addr, startChild(t, addr, loadBinary(t), "bench", "--server-remoting-echo-listen", addr,
+		"--server-remoting-echo-raw="+strconv.FormatBool(raw))
 }
 
 // startChild starts bin with args, stops it (SIGTERM) when the test ends,
@@ -338,12 +342,17 @@ func (c *clientTarget) Consume(i int, fn func([]byte)) (func(), error) {
 }
 
 // TestRemotingEchoServesTheOfficialClient: the official Go client sends
-// through the remoting echo as through serve (route, heartbeat, every
+// through the remoting echoes as through serve (route, heartbeat, every
 // SendSync answered SEND_OK on the queue it picked, the queues in turn),
-// so the echo's CPU a message under BenchmarkClientLoad bounds serve's.
+// so their CPU a message under BenchmarkClientLoad bounds serve's.
 func TestRemotingEchoServesTheOfficialClient(t *testing.T) {
 	t.Parallel()
-	addr, _ := echoChild(t)
+	t.Run("remoting", func(t *testing.T) { testEchoServesTheOfficialClient(t, false) })
+	t.Run("raw", func(t *testing.T) { testEchoServesTheOfficialClient(t, true) })
+}
+
+func testEchoServesTheOfficialClient(t *testing.T, raw bool) {
+	addr, _ := echoChild(t, raw)
 	p := newProducer(t, addr, producer.WithDefaultTopicQueueNums(8))
 	queues := map[int]int{}
 	for i := range 32 {
@@ -351,7 +360,7 @@ func TestRemotingEchoServesTheOfficialClient(t *testing.T) {
 		if err != nil {
 			t.Fatalf("send %d: %v", i, err)
 		}
-		if r.Status != primitive.SendOK || r.MessageQueue == nil || r.OffsetMsgID == "" {
+		if r.Status != primitive.SendOK || r.MessageQueue == nil || r.OffsetMsgID == "" || r.QueueOffset != int64(i) {
 			t.Fatalf("send %d: %+v", i, r)
 		}
 		queues[r.MessageQueue.QueueId]++

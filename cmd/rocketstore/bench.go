@@ -93,6 +93,8 @@ the ratio. Temporary stores are removed; a default run takes a few minutes,
 	_ = f.MarkHidden("server-grpc-echo-listen")
 	f.StringVar(&o.server.remotingEchoListen, "server-remoting-echo-listen", "", "serve the remoting echo bound on `ADDR` until interrupted: routes every topic to itself, answers sends SUCCESS and stores nothing (e2e's BenchmarkClientLoad with ROCKETSTORE_LOAD_TARGET=echo starts it)")
 	_ = f.MarkHidden("server-remoting-echo-listen")
+	f.BoolVar(&o.server.remotingEchoRaw, "server-remoting-echo-raw", false, "--server-remoting-echo-listen: the same answers without the remoting package (a goroutine a connection, headers scanned, not decoded)")
+	_ = f.MarkHidden("server-remoting-echo-raw")
 	f.IntVar(&o.server.repeat, "server-repeat", 1, "--server: run every configuration this many times (alternating the systems)")
 	f.BoolVar(&o.timersOn, "timers", false, "instead: send timer messages due within a window and check every one is delivered once, never early, and how late")
 	f.IntVar(&o.timers.Count, "timers-count", 100_000, "--timers: how many timer messages")
@@ -123,7 +125,7 @@ func runBench(cmd *cobra.Command, o benchOptions) error {
 		return serveGRPCEcho(ctx, o.server.echoListen)
 	}
 	if o.server.remotingEchoListen != "" {
-		return serveRemotingEcho(ctx, o.server.remotingEchoListen)
+		return serveRemotingEcho(ctx, o.server.remotingEchoListen, o.server.remotingEchoRaw)
 	}
 	if o.server.on {
 		return runServerBench(ctx, cmd.OutOrStdout(), stderr, o)

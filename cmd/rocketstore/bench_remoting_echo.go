@@ -18,12 +18,16 @@ import (
 const remotingEchoQueues = 8
 
 // serveRemotingEcho serves the remoting echo bound on addr until ctx
-// ends, with serve's garbage collector target (setServeGC).
-func serveRemotingEcho(ctx context.Context, addr string) error {
+// ends (raw: serveRawEchoOn), with serve's garbage collector target
+// (setServeGC).
+func serveRemotingEcho(ctx context.Context, addr string, raw bool) error {
 	setServeGC()
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return fmt.Errorf("--server-remoting-echo-listen %s: %w", addr, err)
+	}
+	if raw {
+		return serveRawEchoOn(ctx, ln)
 	}
 	return serveRemotingEchoOn(ctx, ln)
 }
@@ -81,8 +85,9 @@ func serveRemotingEchoOn(ctx context.Context, ln net.Listener) error {
 // route's broker and the store host of the message ids it makes up) and
 // the offset it counts.
 type remotingEcho struct {
-	host   netip.AddrPort
-	offset atomic.Int64
+	host      netip.AddrPort
+	offset    atomic.Int64
+	routeBody []byte // the raw echo's route answer
 }
 
 // route answers every topic with remotingEchoQueues queues on the echo
@@ -91,18 +96,23 @@ func (e *remotingEcho) route(_ context.Context, _ *remoting.Conn, req *remoting.
 	if topic, _ := req.Ext("topic"); topic == "" {
 		return req.NewResponse(remoting.CodeSystemError, "GET_ROUTEINFO_BY_TOPIC without a topic"), nil
 	}
-	body, err := json.Marshal(namesrv.TopicRouteData{
-		QueueDatas: []namesrv.QueueData{{BrokerName: "echo", ReadQueueNums: remotingEchoQueues,
-			WriteQueueNums: remotingEchoQueues, Perm: 6}},
-		BrokerDatas: []namesrv.BrokerData{{Cluster: "EchoCluster", BrokerName: "echo",
-			BrokerAddrs: map[string]string{"0": e.host.String()}}},
-	})
+	body, err := json.Marshal(routeOf(e.host))
 	if err != nil {
 		return nil, err
 	}
 	resp := req.NewResponse(remoting.CodeSuccess, "")
 	resp.Body = body
 	return resp, nil
+}
+
+// routeOf is the route of every topic on the echo at host.
+func routeOf(host netip.AddrPort) namesrv.TopicRouteData {
+	return namesrv.TopicRouteData{
+		QueueDatas: []namesrv.QueueData{{BrokerName: "echo", ReadQueueNums: remotingEchoQueues,
+			WriteQueueNums: remotingEchoQueues, Perm: 6}},
+		BrokerDatas: []namesrv.BrokerData{{Cluster: "EchoCluster", BrokerName: "echo",
+			BrokerAddrs: map[string]string{"0": host.String()}}},
+	}
 }
 
 // send answers a send SUCCESS as serve does, with a message id and a

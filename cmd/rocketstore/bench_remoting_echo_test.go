@@ -13,18 +13,23 @@ import (
 	"github.com/rocketstore/rocketstore/server/namesrv"
 )
 
-// TestRemotingEchoAnswers: the remoting echo routes a topic to itself,
-// answers each send SUCCESS with a store-host message id and an offset
-// of its own, refuses a send without a topic and codes it does not serve,
-// and stops when its context ends.
+// TestRemotingEchoAnswers: the remoting echo and the raw one route a
+// topic to themselves, answer each send SUCCESS with a store-host message
+// id and an offset of their own, refuse a send without a topic and codes
+// they do not serve, and stop when their context ends.
 func TestRemotingEchoAnswers(t *testing.T) {
+	t.Run("remoting", func(t *testing.T) { testRemotingEcho(t, serveRemotingEchoOn) })
+	t.Run("raw", func(t *testing.T) { testRemotingEcho(t, serveRawEchoOn) })
+}
+
+func testRemotingEcho(t *testing.T, serve func(context.Context, net.Listener) error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	served := make(chan error, 1)
-	go func() { served <- serveRemotingEchoOn(ctx, ln) }()
+	go func() { served <- serve(ctx, ln) }()
 	cl, err := remoting.Dial(ctx, ln.Addr().String(), remoting.ClientOptions{})
 	if err != nil {
 		t.Fatal(err)

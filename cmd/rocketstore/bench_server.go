@@ -37,6 +37,7 @@ type serverBenchOptions struct {
 	// remotingEchoListen serves the remoting echo bound instead (a child
 	// of e2e's client load).
 	remotingEchoListen string
+	remotingEchoRaw    bool // with remotingEchoListen: the raw echo
 }
 
 // runServerBench runs the server load (bench.RunServerLoad) against a
