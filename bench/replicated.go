@@ -146,7 +146,7 @@ func (o ReplicatedOptions) compare(ctx context.Context) ([]Result, error) {
 			}
 			what := "Raft log store " + o.LogStores[i]
 			if o.LogStores[i] == ReplicatedBound {
-				what = "no Raft: the bound (each send stored on a SYNC_FLUSH broker while shipped to two mirrors that append and sync what arrived, answered once one mirror synced it)"
+				what = "no Raft: the bound (each send shipped to a log on each node, which appends and syncs what arrived, and stored unsynced on the first node's broker; answered once two logs synced it)"
 			}
 			repl.Note = fmt.Sprintf("3 replicas, loopback TCP, %s; ÷ single min/median/max %.0f/%.0f/%.0f %%; %s",
 				what, 100*rr.min, 100*rr.med, 100*rr.max, repl.Note)

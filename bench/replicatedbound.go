@@ -16,28 +16,31 @@ import (
 	"github.com/rocketstore/rocketstore/backend"
 	"github.com/rocketstore/rocketstore/backend/mmap"
 	"github.com/rocketstore/rocketstore/broker"
+	"github.com/rocketstore/rocketstore/engine"
 )
 
 // ReplicatedBound names, among ReplicatedOptions.LogStores, the bound of a
-// replicated group on this host rather than a Raft log store. The first
-// of three nodes is a SYNC_FLUSH broker that takes each send and, at the
-// same time, ships it over loopback TCP to the other two; each of those
-// appends what arrived since its last write to one preallocated file
-// with one pwrite and one sync (the primitives of the CommitLog under
-// SYNC_FLUSH) and acknowledges it. A send is answered once the broker
-// stored it and one of the others synced it. That is one write per
-// replica, the leader's write overlapping replication, and the followers
-// doing the least any replica must (no record encoding, no ConsumeQueue,
-// no consensus: terms, indexes, commit points): what replicating synced
-// writes to a majority of three costs here at least, on the same disk and
-// cores as the group. A group faster than it would show the bound wrong.
+// replicated group on this host rather than a Raft log store: three
+// nodes with no consensus (no terms, indexes or commit points). Each send
+// is shipped over loopback TCP to three logs, one a node, while the first
+// node's broker stores it without a sync (as a replica applies an entry:
+// the log is what is synced); each log appends whatever arrived since its
+// last write to one preallocated file with one pwrite and one sync (the
+// CommitLog's primitives under SYNC_FLUSH) and acknowledges it, and the
+// send is answered once two of the three logs synced it. That is one
+// synced write per replica, the first node's overlapping the others' (as
+// go.etcd.io/raft's asynchronous storage writes allow), logs that write
+// nothing but the sends' bytes, and the sends answered as soon as a
+// majority holds them: what replicating synced sends to a majority of
+// three costs here at least, on the same disk and cores as the group. A
+// group faster than it would show the bound wrong.
 const ReplicatedBound = "bound"
 
 // mirrorFrame is a send shipped to a mirror: its length (of what
 // follows), the producer, the producer's sequence number, its queue.
 const mirrorFrame = 4 + 4 + 8 + 4
 
-// mirror is one follower of the bound: a log file fed by a loopback
+// mirror is one node's log in the bound: a file fed by a loopback
 // connection.
 type mirror struct {
 	log     backend.Segment
@@ -53,7 +56,7 @@ type mirror struct {
 // bound keeps nothing, and a CommitLog file is as large.
 const mirrorLogSize = 1 << 30
 
-// mirrorLink is the first broker's side of one mirror: a writer that
+// mirrorLink is the sending side of one mirror: a writer that
 // coalesces the frames queued while it writes, as a Raft transport
 // batches AppendEntries, and a reader of the acknowledgements.
 type mirrorLink struct {
@@ -63,45 +66,43 @@ type mirrorLink struct {
 	reading sync.WaitGroup
 }
 
-// boundGroup is the bound's three brokers and their links.
+// boundGroup is the bound's broker, its three logs and their links.
 type boundGroup struct {
-	first   *broker.Broker
+	first   *broker.Broker // the first node's store, not synced a send
 	mirrors []*mirror
 	links   []*mirrorLink
-	// acks[p] receives the sequence numbers the mirrors acknowledged for
+	// acks[p] receives the sequence numbers the logs acknowledged for
 	// producer p (one producer has one send in flight).
 	acks []chan uint64
 	// failed is closed with failErr set when a mirror's link fails.
 	failed   chan struct{}
 	failOnce sync.Once
 	failErr  error
+	closing  atomic.Bool
 }
 
 func (g *boundGroup) fail(err error) {
 	g.failOnce.Do(func() { g.failErr = err; close(g.failed) })
 }
 
-// openBound opens the bound's brokers under parent, each on its own
-// directory, as a group's replicas are.
+// openBound opens the bound's broker and logs under parent, each on its
+// own directory, as a group's replicas are.
 func openBound(parent string, bc broker.Config, producers int) (*boundGroup, error) {
 	g := &boundGroup{acks: make([]chan uint64, producers), failed: make(chan struct{})}
 	for i := range g.acks {
-		g.acks[i] = make(chan uint64, 4)
+		g.acks[i] = make(chan uint64, 8)
 	}
-	open := func(name string) (*broker.Broker, error) {
-		fsys, err := mmap.New(filepath.Join(parent, name))
-		if err != nil {
-			return nil, err
-		}
-		return broker.Open(fsys, bc)
-	}
-	var err error
-	if g.first, err = open("n1"); err != nil {
+	fsys, err := mmap.New(filepath.Join(parent, "n1"))
+	if err != nil {
 		return nil, err
 	}
-	for i := range 2 {
+	bc.Store.FlushDiskType = engine.AsyncFlush // as a replica applies: its log is what is synced
+	if g.first, err = broker.Open(fsys, bc); err != nil {
+		return nil, err
+	}
+	for i := range 3 {
 		m := &mirror{}
-		fsys, err := mmap.New(filepath.Join(parent, fmt.Sprintf("n%d", i+2)))
+		fsys, err := mmap.New(filepath.Join(parent, fmt.Sprintf("n%d-log", i+1)))
 		if err != nil {
 			_ = g.close()
 			return nil, err
@@ -131,15 +132,25 @@ func (g *boundGroup) connect(m *mirror) error {
 		return err
 	}
 	m.ln = ln
-	m.wg.Add(1)
-	go func() {
-		defer m.wg.Done()
-		m.err = m.serve()
-	}()
 	conn, err := net.Dial("tcp", ln.Addr().String())
 	if err != nil {
 		return err
 	}
+	if m.conn, err = ln.Accept(); err != nil {
+		_ = conn.Close()
+		return err
+	}
+	m.wg.Add(1)
+	go func() {
+		defer m.wg.Done()
+		// A log that stops fails the group (its connection's end reaches
+		// the sending side's reader); once the group closes, the log's
+		// ending is not an error of the run.
+		if err := m.serve(); err != nil && !g.closing.Load() {
+			m.err = err
+		}
+		_ = m.conn.Close()
+	}()
 	l := &mirrorLink{conn: conn, sends: make(chan []byte, len(g.acks))}
 	g.links = append(g.links, l)
 	l.writing.Add(1)
@@ -190,16 +201,12 @@ func (l *mirrorLink) readAcks(g *boundGroup) {
 	}
 }
 
-// serve accepts the first broker's connection and, until it closes,
+// serve reads the sending side's connection and, until it closes,
 // appends the frames that arrived while it wrote the last ones to the log
 // with one pwrite and one sync, then acknowledges them in one write: the
 // group commit of a follower that writes nothing but the sends' bytes.
 func (m *mirror) serve() error {
-	conn, err := m.ln.Accept()
-	if err != nil {
-		return err
-	}
-	m.conn = conn
+	conn := m.conn
 	r := bufio.NewReaderSize(conn, 1<<20)
 	var batch, acks []byte
 	var at int64 // where the next batch goes in the log
@@ -249,9 +256,8 @@ func (m *mirror) serve() error {
 	}
 }
 
-// send stores req on the first broker while shipping it to the mirrors,
-// and returns once the first broker stored it and a mirror acknowledged
-// it.
+// send ships req to the logs and stores it on the first node's broker,
+// and returns once the broker stored it and two logs acknowledged it.
 func (g *boundGroup) send(p int, seq uint64, req *broker.SendRequest) broker.SendResult {
 	f := make([]byte, mirrorFrame+len(req.Body))
 	binary.BigEndian.PutUint32(f[:4], uint32(len(f)-4))
@@ -270,23 +276,26 @@ func (g *boundGroup) send(p int, seq uint64, req *broker.SendRequest) broker.Sen
 	if res.Code != broker.Success {
 		return res
 	}
-	for {
+	for synced := 0; ; {
 		select {
 		case got := <-g.acks[p]:
-			if got == seq {
+			if got != seq {
+				continue // a log's acknowledgement of an earlier send
+			}
+			if synced++; synced == 2 {
 				return res
 			}
-			// The other mirror's acknowledgement of an earlier send.
 		case <-g.failed:
 			return broker.SendResult{Code: broker.SystemError, Remark: g.failErr.Error()}
 		}
 	}
 }
 
-// close stops the links and the mirrors and closes the brokers; no send
+// close stops the links and the logs and closes the broker; no send
 // may be under way.
 func (g *boundGroup) close() error {
 	var errs []error
+	g.closing.Store(true)
 	g.fail(errors.New("bound: closed"))
 	for _, l := range g.links {
 		close(l.sends)
@@ -300,8 +309,8 @@ func (g *boundGroup) close() error {
 			_ = m.conn.Close()
 		}
 		m.wg.Wait()
-		if m.err != nil && !errors.Is(m.err, net.ErrClosed) {
-			errs = append(errs, m.err)
+		if m.err != nil {
+			errs = append(errs, fmt.Errorf("bound: a log: %w", m.err))
 		}
 		if m.log != nil {
 			errs = append(errs, m.log.Close())
@@ -335,14 +344,15 @@ func (o ReplicatedOptions) runBound(ctx context.Context, parent string, bc broke
 	if _, err := o.sendFor(ctx, send, body, o.Warmup); err != nil {
 		return replRun{}, fmt.Errorf("warm-up: %w", err)
 	}
-	// Each node's log end and syncs: the first broker's CommitLog (syncs
-	// not counted), the mirrors' logs.
+	// Each node's log bytes and syncs, and the first node's CommitLog
+	// (flushed, not synced a send).
 	writes := func() []nodeWrites {
-		out := []nodeWrites{{commitLog: g.first.Store().CommitLog().MaxOffset(), clSyncs: -1}}
+		var out []nodeWrites
 		for _, m := range g.mirrors {
 			out = append(out, nodeWrites{raftBytes: uint64(m.written.Load()), raftSyncs: uint64(m.syncs.Load()),
-				clSyncs: -1, logName: "mirror log"})
+				clSyncs: -1, logName: "log"})
 		}
+		out[0].commitLog = g.first.Store().CommitLog().MaxOffset()
 		return out
 	}
 	before := writes()
