@@ -153,20 +153,30 @@ func (g *group) heal(i int) {
 	}
 }
 
-// sendVia sends through a leader other than node skip and returns it.
+// sendVia sends through a leader other than node skip and returns it,
+// waiting up to 20 s for one as g.leader does, and sending again when the
+// node stopped leading before it proposed the send, as g.send does (a
+// producer retries SERVICE_NOT_AVAILABLE).
 func (g *group) sendVia(skip int, topic string, qid int32, body string) int {
 	g.t.Helper()
-	for i, n := range g.nodes {
-		if i != skip && n != nil && n.Writable() {
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		for i, n := range g.nodes {
+			if i == skip || n == nil || !n.Writable() {
+				continue
+			}
 			res := n.Broker().SendMessage(context.Background(), &broker.SendRequest{ProducerGroup: "pg", Topic: topic,
 				DefaultTopic: "TBW102", DefaultTopicQueueNums: 4, QueueID: qid, Body: []byte(body), BornTimestamp: 1700000000000})
-			if res.Code != broker.Success {
+			if res.Code == broker.Success {
+				return i
+			}
+			if res.Code != broker.ServiceNotAvailable || !notLeading(res.Remark) {
 				g.t.Fatalf("send via %s: %v %s", g.peers[i].ID, res.Code, res.Remark)
 			}
-			return i
 		}
+		time.Sleep(5 * time.Millisecond)
 	}
-	g.t.Fatal("no leader but the isolated node")
+	g.t.Fatal("no leader but the isolated node within 20 s")
 	return -1
 }
 

@@ -72,7 +72,7 @@ func BenchmarkClientLoad(b *testing.B) {
 		addr, pid, metrics = serveChild(b, flushName)
 		system = "rocketstore (official Go client)"
 	case "echo", "rawecho":
-		addr, pid = echoChild(b, target == "rawecho")
+		addr, pid = echoChild(b, loadBinary(b), target == "rawecho")
 		system, flushName, consumers = target+" (official Go client)", "none", false
 	default:
 		b.Fatalf("ROCKETSTORE_LOAD_TARGET=%q: want serve, echo or rawecho", target)
@@ -164,15 +164,15 @@ func serveChild(t testing.TB, flush string) (addr string, pid int, metrics strin
 	return addr, startChild(t, addr, bin, args...), metrics
 }
 
-// echoChild runs the remoting echo bound (`rocketstore bench
+// echoChild runs the remoting echo bound (bin `bench
 // --server-remoting-echo-listen`: routes every topic to itself, answers
 // sends SUCCESS, stores nothing; raw: the same answers without the
 // remoting package) until the test ends; it returns the address and the
 // process id.
-func echoChild(t testing.TB, raw bool) (addr string, pid int) {
+func echoChild(t testing.TB, bin string, raw bool) (addr string, pid int) {
 	t.Helper()
 	addr = freeAddr(t)
-	return addr, startChild(t, addr, loadBinary(t), "bench", "--server-remoting-echo-listen", addr,
+	return addr, startChild(t, addr, bin, "bench", "--server-remoting-echo-listen", addr,
 		"--server-remoting-echo-raw="+strconv.FormatBool(raw))
 }
 
@@ -347,12 +347,13 @@ func (c *clientTarget) Consume(i int, fn func([]byte)) (func(), error) {
 // so their CPU a message under BenchmarkClientLoad bounds serve's.
 func TestRemotingEchoServesTheOfficialClient(t *testing.T) {
 	t.Parallel()
-	t.Run("remoting", func(t *testing.T) { testEchoServesTheOfficialClient(t, false) })
-	t.Run("raw", func(t *testing.T) { testEchoServesTheOfficialClient(t, true) })
+	bin := loadBinary(t)
+	t.Run("remoting", func(t *testing.T) { testEchoServesTheOfficialClient(t, bin, false) })
+	t.Run("raw", func(t *testing.T) { testEchoServesTheOfficialClient(t, bin, true) })
 }
 
-func testEchoServesTheOfficialClient(t *testing.T, raw bool) {
-	addr, _ := echoChild(t, raw)
+func testEchoServesTheOfficialClient(t *testing.T, bin string, raw bool) {
+	addr, _ := echoChild(t, bin, raw)
 	p := newProducer(t, addr, producer.WithDefaultTopicQueueNums(8))
 	queues := map[int]int{}
 	for i := range 32 {
