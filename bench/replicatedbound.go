@@ -251,6 +251,9 @@ func (m *mirror) serve() error {
 		m.syncs.Add(1)
 		m.written.Add(int64(len(batch)))
 		if _, err := conn.Write(acks); err != nil {
+			if errors.Is(err, net.ErrClosed) {
+				return nil // closed under it, as a read finds it: the sending side reports it
+			}
 			return err
 		}
 	}
