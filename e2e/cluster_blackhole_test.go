@@ -361,12 +361,13 @@ func runGroupsProducer(t *testing.T, nsList string, p int, h *history, stop chan
 		h.mu.Lock()
 		h.sent[id] = rec
 		h.mu.Unlock()
-		t0 := time.Now()
+		t0, retries := time.Now(), clientRetries.Load()
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		res, err := prod.SendSync(ctx, m)
 		cancel()
 		h.mu.Lock()
 		rec.finished, rec.slow = time.Now(), time.Since(t0) >= sendTimeout
+		rec.retried = clientRetries.Load() != retries
 		if err == nil && res.Status == primitive.SendOK {
 			rec.acked, rec.queue, rec.offset = true, brokerQueue(res.MessageQueue.BrokerName, res.MessageQueue.QueueId), res.QueueOffset
 			if res.MessageQueue.BrokerName == "broker-j" {

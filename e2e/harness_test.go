@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -26,10 +27,37 @@ import (
 const testLevels = "100ms 200ms 300ms 400ms 500ms 600ms 700ms 800ms 900ms 1s 1s 1s 1s 1s 1s 1s 1s 1s"
 
 func TestMain(m *testing.M) {
-	rlog.SetLogLevel("fatal")
+	rlog.SetLogger(retryCounter{})
 	slog.SetDefault(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
 	os.Exit(m.Run())
 }
+
+// clientRetries counts the official client's send retries in this
+// process. A SendSync retries at once when a broker answers
+// SERVICE_NOT_AVAILABLE or SYSTEM_ERROR, as a leader that lost its
+// leadership while committing does though the send may be stored; the
+// client says so only in its log ("start retrying to send"), without
+// naming the send, so a send during which the count moved may have been
+// sent twice.
+var clientRetries atomic.Int64
+
+// retryCounter is the official client's logger in these tests: it counts
+// retries (clientRetries), prints fatal messages, and drops the rest.
+type retryCounter struct{}
+
+func (retryCounter) Debug(string, map[string]any) {}
+func (retryCounter) Info(string, map[string]any)  {}
+func (retryCounter) Warning(msg string, _ map[string]any) {
+	if strings.HasPrefix(msg, "start retrying to send") {
+		clientRetries.Add(1)
+	}
+}
+func (retryCounter) Error(string, map[string]any) {}
+func (retryCounter) Fatal(msg string, fields map[string]any) {
+	fmt.Fprintln(os.Stderr, "rocketmq client fatal:", msg, fields)
+}
+func (retryCounter) Level(string)            {}
+func (retryCounter) OutputPath(string) error { return nil }
 
 // node starts a server on dir at listen (127.0.0.1:0 for a new port).
 func node(t testing.TB, dir, listen string) *server.Node {
