@@ -259,9 +259,12 @@ func (g *group) send(topic string, qid int32, body string, props string) broker.
 }
 
 // notLeading reports whether a refused send's remark says the node was not
-// (or stopped being) the leader.
+// (or stopped being) the leader: a slave's refusal, the node's own before
+// it proposes (cluster.ErrNotLeader, when it stepped down after the
+// caller found it leading), or Raft's.
 func notLeading(remark string) bool {
 	return strings.Contains(remark, "(a slave)") ||
+		strings.Contains(remark, cluster.ErrNotLeader.Error()) ||
 		strings.Contains(remark, "("+raft.ErrNotLeader.Error()+")") ||
 		strings.Contains(remark, "("+raft.ErrLeadershipLost.Error()+")")
 }
