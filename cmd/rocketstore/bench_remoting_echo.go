@@ -46,12 +46,10 @@ func serveRemotingEcho(ctx context.Context, addr string, raw bool) error {
 // broker and the store, and the difference between the echo and another
 // server is the transport.
 func serveRemotingEchoOn(ctx context.Context, ln net.Listener) error {
-	host, err := netip.ParseAddrPort(ln.Addr().String())
+	e, err := newRemotingEcho(ln)
 	if err != nil {
-		_ = ln.Close()
-		return fmt.Errorf("remoting echo: listener address %q: %w", ln.Addr(), err)
+		return err
 	}
-	e := &remotingEcho{host: host}
 	mux := remoting.NewMux()
 	mux.RegisterFunc(remoting.CodeGetRouteInfoByTopic, e.route)
 	mux.RegisterFunc(remoting.CodeSendMessage, e.send)
@@ -82,12 +80,27 @@ func serveRemotingEchoOn(ctx context.Context, ln net.Listener) error {
 }
 
 // remotingEcho is the state of the remoting echo: its own address (the
-// route's broker and the store host of the message ids it makes up) and
-// the offset it counts.
+// route's broker and the store host of the message ids it makes up), its
+// route answer and the offset it counts.
 type remotingEcho struct {
 	host      netip.AddrPort
 	offset    atomic.Int64
-	routeBody []byte // the raw echo's route answer
+	routeBody []byte
+}
+
+// newRemotingEcho is the echo serving on ln; on error it closes ln.
+func newRemotingEcho(ln net.Listener) (*remotingEcho, error) {
+	host, err := netip.ParseAddrPort(ln.Addr().String())
+	if err != nil {
+		_ = ln.Close()
+		return nil, fmt.Errorf("remoting echo: listener address %q: %w", ln.Addr(), err)
+	}
+	e := &remotingEcho{host: host}
+	if e.routeBody, err = json.Marshal(routeOf(host)); err != nil {
+		_ = ln.Close()
+		return nil, err
+	}
+	return e, nil
 }
 
 // route answers every topic with remotingEchoQueues queues on the echo
@@ -96,12 +109,8 @@ func (e *remotingEcho) route(_ context.Context, _ *remoting.Conn, req *remoting.
 	if topic, _ := req.Ext("topic"); topic == "" {
 		return req.NewResponse(remoting.CodeSystemError, "GET_ROUTEINFO_BY_TOPIC without a topic"), nil
 	}
-	body, err := json.Marshal(routeOf(e.host))
-	if err != nil {
-		return nil, err
-	}
 	resp := req.NewResponse(remoting.CodeSuccess, "")
-	resp.Body = body
+	resp.Body = e.routeBody
 	return resp, nil
 }
 

@@ -5,12 +5,10 @@ import (
 	"bytes"
 	"context"
 	be "encoding/binary"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net"
-	"net/netip"
 	"slices"
 	"strconv"
 	"sync"
@@ -29,14 +27,8 @@ import (
 // kernel; what serveRemotingEchoOn spends beyond it is the remoting
 // package's.
 func serveRawEchoOn(ctx context.Context, ln net.Listener) error {
-	host, err := netip.ParseAddrPort(ln.Addr().String())
+	e, err := newRemotingEcho(ln)
 	if err != nil {
-		_ = ln.Close()
-		return fmt.Errorf("raw remoting echo: listener address %q: %w", ln.Addr(), err)
-	}
-	e := &remotingEcho{host: host}
-	if e.routeBody, err = e.routeJSON(); err != nil {
-		_ = ln.Close()
 		return err
 	}
 	var (
@@ -212,9 +204,4 @@ func jsonString(h []byte, key string) []byte {
 		return nil
 	}
 	return v[:end]
-}
-
-// routeJSON is the body of remotingEcho's route answer.
-func (e *remotingEcho) routeJSON() ([]byte, error) {
-	return json.Marshal(routeOf(e.host))
 }

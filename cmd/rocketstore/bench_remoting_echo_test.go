@@ -6,7 +6,6 @@ import (
 	"net"
 	"strconv"
 	"testing"
-	"time"
 
 	"github.com/rocketstore/rocketstore/record"
 	"github.com/rocketstore/rocketstore/remoting"
@@ -23,14 +22,9 @@ func TestRemotingEchoAnswers(t *testing.T) {
 }
 
 func testRemotingEcho(t *testing.T, serve func(context.Context, net.Listener) error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	served := make(chan error, 1)
-	go func() { served <- serve(ctx, ln) }()
-	cl, err := remoting.Dial(ctx, ln.Addr().String(), remoting.ClientOptions{})
+	addr, stop := serveEcho(t, serve)
+	ctx := context.Background()
+	cl, err := remoting.Dial(ctx, addr, remoting.ClientOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,7 +43,7 @@ func testRemotingEcho(t *testing.T, serve func(context.Context, net.Listener) er
 	var rd namesrv.TopicRouteData
 	if resp.Code != remoting.CodeSuccess || json.Unmarshal(resp.Body, &rd) != nil ||
 		len(rd.QueueDatas) != 1 || rd.QueueDatas[0].WriteQueueNums != remotingEchoQueues ||
-		len(rd.BrokerDatas) != 1 || rd.BrokerDatas[0].BrokerAddrs["0"] != ln.Addr().String() {
+		len(rd.BrokerDatas) != 1 || rd.BrokerDatas[0].BrokerAddrs["0"] != addr {
 		t.Fatalf("route: code %d, body %s", resp.Code, resp.Body)
 	}
 
@@ -62,7 +56,7 @@ func testRemotingEcho(t *testing.T, serve func(context.Context, net.Listener) er
 		host, off, err := record.ParseOffsetMsgID(id)
 		q, _ := resp.Ext("queueId")
 		qo, _ := resp.Ext("queueOffset")
-		if resp.Code != remoting.CodeSuccess || err != nil || host.String() != ln.Addr().String() ||
+		if resp.Code != remoting.CodeSuccess || err != nil || host.String() != addr ||
 			off != int64(i) || qo != strconv.Itoa(i) || q != strconv.Itoa(5+i) {
 			t.Fatalf("send %d: code %d, msgId %q (%v %d %v), queueId %q, queueOffset %q", i, resp.Code, id, host, off, err, q, qo)
 		}
@@ -79,13 +73,5 @@ func testRemotingEcho(t *testing.T, serve func(context.Context, net.Listener) er
 		t.Fatalf("pull: code %d, want not supported", resp.Code)
 	}
 	_ = cl.Close()
-	cancel()
-	select {
-	case err := <-served:
-		if err != nil {
-			t.Fatalf("echo server: %v", err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("the echo server did not stop with its context")
-	}
+	stop()
 }

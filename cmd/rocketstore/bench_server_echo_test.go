@@ -16,27 +16,40 @@ import (
 // load generator: every send is answered OK, and it stops when its
 // context ends.
 func TestGRPCEchoServesTheLoad(t *testing.T) {
+	addr, stop := serveEcho(t, serveGRPCEchoOn)
+	tg := &bench.GRPCTarget{Addr: addr, PID: os.Getpid(), Topic: "Echo", QueuesPerStream: 2}
+	r := bench.RunServerLoad(tg, systemGRPCEcho, bench.ServerLoad{Conns: 2, Window: 8, Body: 64,
+		Duration: 200 * time.Millisecond, Flush: "async"})
+	if r.Err != "" || r.Acked == 0 || r.Failed != 0 {
+		t.Fatalf("error %q, acked %d, failed %d", r.Err, r.Acked, r.Failed)
+	}
+	stop()
+}
+
+// serveEcho serves an echo bound with serve on a loopback listener and
+// returns its address and a stop that ends serve's context and fails the
+// test unless serve then returns nil within 10 s.
+func serveEcho(t *testing.T, serve func(context.Context, net.Listener) error) (addr string, stop func()) {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
 	served := make(chan error, 1)
-	go func() { served <- serveGRPCEchoOn(ctx, ln) }()
-	tg := &bench.GRPCTarget{Addr: ln.Addr().String(), PID: os.Getpid(), Topic: "Echo", QueuesPerStream: 2}
-	r := bench.RunServerLoad(tg, systemGRPCEcho, bench.ServerLoad{Conns: 2, Window: 8, Body: 64,
-		Duration: 200 * time.Millisecond, Flush: "async"})
-	cancel()
-	if r.Err != "" || r.Acked == 0 || r.Failed != 0 {
-		t.Fatalf("error %q, acked %d, failed %d", r.Err, r.Acked, r.Failed)
-	}
-	select {
-	case err := <-served:
-		if err != nil {
-			t.Fatalf("echo server: %v", err)
+	go func() { served <- serve(ctx, ln) }()
+	return ln.Addr().String(), func() {
+		t.Helper()
+		cancel()
+		select {
+		case err := <-served:
+			if err != nil {
+				t.Fatalf("echo server: %v", err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("the echo server did not stop with its context")
 		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("the echo server did not stop with its context")
 	}
 }
 
