@@ -307,6 +307,9 @@ func (g *boundGroup) close() error {
 		l.reading.Wait()
 	}
 	for _, m := range g.mirrors {
+		if m.ln == nil {
+			continue // openBound failed before its serve loop started
+		}
 		_ = m.ln.Close()
 		if m.conn != nil {
 			_ = m.conn.Close()
